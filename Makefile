@@ -1,0 +1,38 @@
+# fwbridge: `make demo` and `make test` work on a fresh clone of a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
+	touch $(STAMP)
+
+## demo: the main job, simulated end to end (no hardware, no network)
+demo: $(STAMP)
+	$(BIN)/fwbridge demo
+
+## test: every test, plus ruff and mypy
+test: lint pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+# pytest exits 5 when it collected no test: that is a broken suite, not a pass.
+pytest: $(STAMP)
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
+	exit $$rc
+
+## bench: every benchmark, figures and baselines from one run
+bench: $(STAMP)
+	$(BIN)/python -m bench.bench_sum8_receiver
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,54 @@
+"""``fwbridge``: the command line. Thin: parse, open, print; the work is below."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from cli_verbs.codec import decode_cmd, encode_group
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="fwbridge")
+@click.pass_context
+def fwbridge(ctx: click.Context, debug: bool) -> None:
+    """Serial and CAN links between a robot's computer and its microcontrollers."""
+    ctx.obj = {"debug": debug}
+
+
+fwbridge.add_command(encode_group)
+fwbridge.add_command(decode_cmd)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: one ``error: …`` line instead of a traceback."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        rc = fwbridge.main(args=args, prog_name="fwbridge", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except click.UsageError as exc:
+        hint = f" (see 'fwbridge {exc.ctx.command_path.partition(' ')[2]} --help')" if exc.ctx else ""
+        click.echo(f"error: {exc.format_message()}{hint}".replace("  (", " ("), err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)  # the reader (head, less) went away: not an error
+    except Exception as exc:  # a bug or an unforeseen OS error: still one line
+        if "--debug" in args:
+            raise
+        click.echo(f"error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", err=True)
+        sys.exit(1)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

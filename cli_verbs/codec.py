@@ -1,0 +1,161 @@
+"""``fwbridge encode`` and ``fwbridge decode``: frames to hex and streams to frames."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import click
+from rich.table import Table
+
+from cli_verbs.common import CliError, console, fail, json_line, print_counters
+from protocols import cmd_frame, odom_frame
+from protocols.errors import FrameError
+from protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
+from protocols.sum8_receiver import Sum8Receiver
+
+READ_CHUNK = 1 << 16
+
+
+# -- encode -----------------------------------------------------------------
+@click.group("encode")
+def encode_group() -> None:
+    """Build one frame and print it as hex."""
+
+
+def _emit(frame_bytes: bytes, sep: str) -> None:
+    click.echo(to_hex(frame_bytes, sep))
+
+
+_SEP = click.option("--sep", default=" ", show_default="' '", help="Byte separator ('' for none).")
+_NONFINITE = click.option(
+    "--allow-nonfinite", is_flag=True, help="Accept nan/inf values (refused by default)."
+)
+
+
+@encode_group.command("cmd")
+@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
+@_NONFINITE
+@_SEP
+def encode_cmd(vx: float, vy: float, wz: float, allow_nonfinite: bool, sep: str) -> None:
+    """Velocity-command frame (15 bytes, host -> firmware)."""
+    try:
+        _emit(cmd_frame.encode(cmd_frame.CmdFrame(vx, vy, wz), allow_nonfinite=allow_nonfinite), sep)
+    except FrameError as exc:
+        fail(str(exc))
+
+
+@encode_group.command("odom")
+@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
+@click.option("--yaw", type=float, default=0.0, show_default=True, help="degrees")
+@_NONFINITE
+@_SEP
+def encode_odom(
+    vx: float, vy: float, wz: float, yaw: float, allow_nonfinite: bool, sep: str
+) -> None:
+    """Odometry frame (19 bytes, firmware -> host)."""
+    frame = odom_frame.OdomFrame(vx, vy, wz, yaw)
+    try:
+        _emit(odom_frame.encode(frame, allow_nonfinite=allow_nonfinite), sep)
+    except FrameError as exc:
+        fail(str(exc))
+
+
+# -- decode -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Decoder:
+    """How ``decode``/``sniff`` handle one protocol: a receiver and its rows."""
+
+    columns: tuple[str, ...]
+    make: Callable[[dict[str, Any]], Any]  # options -> receiver with feed()/finish()/stats
+    row: Callable[[Any], dict[str, Any]]  # one received item -> field values
+
+
+def _sum8_row(item: Any) -> dict[str, Any]:
+    frame = item.frame
+    row = {name: getattr(frame, name) for name in frame.__slots__}
+    if frame.nonfinite:
+        row["nonfinite"] = list(frame.nonfinite)
+    return row
+
+
+DECODERS: dict[str, Decoder] = {
+    "odom": Decoder(
+        ("vx", "vy", "wz", "yaw_deg"), lambda opts: Sum8Receiver(odom_frame.CODEC), _sum8_row
+    ),
+    "cmd": Decoder(("vx", "vy", "wz"), lambda opts: Sum8Receiver(cmd_frame.CODEC), _sum8_row),
+}
+
+
+def read_input(path: str, fmt: str) -> Iterator[bytes]:
+    """Chunks of the input's bytes: raw binary, or hex text (auto-detected)."""
+    try:
+        stream: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        fail(f"{path}: no such file")
+    except IsADirectoryError:
+        fail(f"{path}: is a directory, not a capture file")
+    except PermissionError:
+        fail(f"{path}: permission denied")
+    with stream:
+        first = stream.read(READ_CHUNK)
+        if fmt == "auto":
+            fmt = "hex" if looks_like_hex(first) else "raw"
+        if fmt == "hex":
+            text = (first + stream.read()).decode("ascii", errors="replace")
+            try:
+                yield parse_hex(text)
+            except HexTextError as exc:
+                raise CliError(f"{path}: {exc}") from None
+            return
+        while first:
+            yield first
+            first = stream.read(READ_CHUNK)
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+@click.command("decode")
+@click.argument("source", default="-", metavar="[FILE|-]")
+@click.option(
+    "-p", "--protocol", type=click.Choice(sorted(DECODERS)), required=True,
+    help="Frame family on this stream.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["auto", "raw", "hex"]), default="auto",
+    show_default=True, help="Input encoding.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
+def decode_cmd(source: str, protocol: str, fmt: str, as_json: bool) -> None:
+    """Decode every frame in a capture (raw bytes or hex text; '-' is stdin).
+
+    Frames go to stdout (a table, or JSON lines with --json), the receiver's
+    counters to stderr at the end.
+    """
+    dec = DECODERS[protocol]
+    rx = dec.make({})
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for chunk in read_input(source, fmt):
+        for item in rx.feed(chunk):
+            fields = dec.row(item)
+            if as_json:
+                json_line({"offset": item.offset, "protocol": protocol, **fields})
+            else:
+                rows.append((item.offset, fields))
+    rx.finish()
+    if not as_json:
+        table = Table("offset", *dec.columns, title=f"{protocol} frames", title_justify="left")
+        for offset, fields in rows:
+            table.add_row(str(offset), *(_format_value(fields.get(c, "")) for c in dec.columns))
+        console.print(table)
+    print_counters(rx.stats.as_dict())

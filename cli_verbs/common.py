@@ -1,0 +1,52 @@
+"""What every verb shares: one-line errors, JSON lines, the terminal console."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+
+#: Human output (tables, status lines) goes to stdout; counters and errors to stderr.
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+class CliError(click.ClickException):
+    """An error the user can fix: printed as one ``error: …`` line, exit 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def fail(message: str) -> NoReturn:
+    """Stop the command with one ``error: …`` line."""
+    raise CliError(message)
+
+
+def _jsonable(value: Any) -> Any:
+    # JSON has no NaN/inf: write them as strings so every line stays valid JSON.
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def json_line(obj: dict[str, Any]) -> None:
+    """One JSON object per line on stdout, flushed (for pipes to jq and friends)."""
+    sys.stdout.write(json.dumps(_jsonable(obj), separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def print_counters(stats: dict[str, int], label: str = "counters") -> None:
+    """The receiver counters at the end of a run, on stderr."""
+    parts = " ".join(f"{k}={v}" for k, v in stats.items())
+    click.echo(f"{label}: {parts}", err=True)

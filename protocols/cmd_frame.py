@@ -1,0 +1,48 @@
+"""Velocity-command frame, host -> firmware, 15 bytes (PROTOCOLS.md 2, seed 002).
+
+``AA 55 | vx f32 | vy f32 | wz f32 | sum8``, floats little-endian. NaN and
+infinity are handled as in :mod:`protocols.odom_frame`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import astuple, dataclass
+
+from .sum8 import HEADER, Sum8Codec
+
+__all__ = ["CODEC", "HEADER", "SCHEMA", "SIZE", "ZERO", "CmdFrame", "decode", "encode"]
+
+
+@dataclass(frozen=True, slots=True)
+class CmdFrame:
+    """Requested body velocities: vx, vy in m/s, wz in rad/s."""
+
+    vx: float = 0.0
+    vy: float = 0.0
+    wz: float = 0.0
+
+    @property
+    def nonfinite(self) -> tuple[str, ...]:
+        """Names of the fields that are NaN or infinite (empty when all finite)."""
+        return tuple(k for k, v in zip(CODEC.fields, astuple(self)) if not math.isfinite(v))
+
+
+def _values(frame: CmdFrame) -> tuple[float, ...]:
+    return (frame.vx, frame.vy, frame.wz)
+
+
+CODEC: Sum8Codec[CmdFrame] = Sum8Codec("cmd", ("vx", "vy", "wz"), CmdFrame, _values)
+SCHEMA = CODEC.schema
+SIZE = CODEC.size  # 15
+ZERO = CmdFrame()
+
+
+def encode(frame: CmdFrame, *, allow_nonfinite: bool = False) -> bytes:
+    """The 15 bytes of ``frame``."""
+    return CODEC.encode(frame, allow_nonfinite=allow_nonfinite)
+
+
+def decode(data: bytes | bytearray | memoryview) -> CmdFrame:
+    """Decode exactly 15 bytes; raises a ``FrameError`` subclass on bad input."""
+    return CODEC.decode(data)

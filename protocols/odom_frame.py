@@ -1,0 +1,58 @@
+"""Odometry frame, firmware -> host, 19 bytes (PROTOCOLS.md 1, seed 002).
+
+``AA 55 | vx f32 | vy f32 | wz f32 | yaw f32 | sum8`` with the floats
+little-endian (the STM32's union byte order) and yaw in **degrees**, as the
+seed's host multiplies it by D2R.
+
+NaN and infinity: :func:`decode` accepts them (they are what the wire said)
+and reports them through :attr:`OdomFrame.nonfinite`; receivers count such
+frames. :func:`encode` refuses them unless ``allow_nonfinite=True``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import astuple, dataclass
+
+from .sum8 import HEADER, Sum8Codec
+
+__all__ = ["CODEC", "HEADER", "SCHEMA", "SIZE", "OdomFrame", "decode", "encode"]
+
+
+@dataclass(frozen=True, slots=True)
+class OdomFrame:
+    """Body velocities (m/s, rad/s) and the firmware's yaw in degrees."""
+
+    vx: float
+    vy: float
+    wz: float
+    yaw_deg: float
+
+    @property
+    def yaw_rad(self) -> float:
+        """Yaw in radians (the seed's ``th *= D2R``)."""
+        return math.radians(self.yaw_deg)
+
+    @property
+    def nonfinite(self) -> tuple[str, ...]:
+        """Names of the fields that are NaN or infinite (empty when all finite)."""
+        return tuple(k for k, v in zip(CODEC.fields, astuple(self)) if not math.isfinite(v))
+
+
+def _values(frame: OdomFrame) -> tuple[float, ...]:
+    return (frame.vx, frame.vy, frame.wz, frame.yaw_deg)
+
+
+CODEC: Sum8Codec[OdomFrame] = Sum8Codec("odom", ("vx", "vy", "wz", "yaw_deg"), OdomFrame, _values)
+SCHEMA = CODEC.schema
+SIZE = CODEC.size  # 19
+
+
+def encode(frame: OdomFrame, *, allow_nonfinite: bool = False) -> bytes:
+    """The 19 bytes of ``frame``."""
+    return CODEC.encode(frame, allow_nonfinite=allow_nonfinite)
+
+
+def decode(data: bytes | bytearray | memoryview) -> OdomFrame:
+    """Decode exactly 19 bytes; raises a ``FrameError`` subclass on bad input."""
+    return CODEC.decode(data)
