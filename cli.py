@@ -31,8 +31,10 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("interrupted", err=True)
         sys.exit(130)
     except click.UsageError as exc:
-        hint = f" (see 'fwbridge {exc.ctx.command_path.partition(' ')[2]} --help')" if exc.ctx else ""
-        click.echo(f"error: {exc.format_message()}{hint}".replace("  (", " ("), err=True)
+        verb = exc.ctx.command_path.partition(" ")[2] if exc.ctx else ""
+        hint = f" (see 'fwbridge {verb} --help')".replace("  ", " ")
+        message = " ".join(exc.format_message().split())  # click's choice lists span lines
+        click.echo(f"error: {message}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
@@ -45,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug or an unforeseen OS error: still one line
         if "--debug" in args:
             raise
-        click.echo(f"error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", err=True)
+        click.echo(f"error: {type(exc).__name__}: {exc} (--debug shows the traceback)", err=True)
         sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
 

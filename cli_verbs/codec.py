@@ -44,7 +44,8 @@ _NONFINITE = click.option(
 def encode_cmd(vx: float, vy: float, wz: float, allow_nonfinite: bool, sep: str) -> None:
     """Velocity-command frame (15 bytes, host -> firmware)."""
     try:
-        _emit(cmd_frame.encode(cmd_frame.CmdFrame(vx, vy, wz), allow_nonfinite=allow_nonfinite), sep)
+        frame = cmd_frame.CmdFrame(vx, vy, wz)
+        _emit(cmd_frame.encode(frame, allow_nonfinite=allow_nonfinite), sep)
     except FrameError as exc:
         fail(str(exc))
 

@@ -11,7 +11,10 @@ from dataclasses import astuple, dataclass
 
 from .sum8 import HEADER, Sum8Codec
 
-__all__ = ["CODEC", "HEADER", "SCHEMA", "SIZE", "ZERO", "CmdFrame", "decode", "encode"]
+__all__ = ["CODEC", "FIELDS", "HEADER", "SCHEMA", "SIZE", "ZERO", "CmdFrame", "decode", "encode"]
+
+
+FIELDS = ("vx", "vy", "wz")  # wire order
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,14 +28,14 @@ class CmdFrame:
     @property
     def nonfinite(self) -> tuple[str, ...]:
         """Names of the fields that are NaN or infinite (empty when all finite)."""
-        return tuple(k for k, v in zip(CODEC.fields, astuple(self)) if not math.isfinite(v))
+        return tuple(k for k, v in zip(FIELDS, astuple(self)) if not math.isfinite(v))
 
 
 def _values(frame: CmdFrame) -> tuple[float, ...]:
     return (frame.vx, frame.vy, frame.wz)
 
 
-CODEC: Sum8Codec[CmdFrame] = Sum8Codec("cmd", ("vx", "vy", "wz"), CmdFrame, _values)
+CODEC: Sum8Codec[CmdFrame] = Sum8Codec("cmd", FIELDS, CmdFrame, _values)
 SCHEMA = CODEC.schema
 SIZE = CODEC.size  # 15
 ZERO = CmdFrame()

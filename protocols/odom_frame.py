@@ -16,7 +16,10 @@ from dataclasses import astuple, dataclass
 
 from .sum8 import HEADER, Sum8Codec
 
-__all__ = ["CODEC", "HEADER", "SCHEMA", "SIZE", "OdomFrame", "decode", "encode"]
+__all__ = ["CODEC", "FIELDS", "HEADER", "SCHEMA", "SIZE", "OdomFrame", "decode", "encode"]
+
+
+FIELDS = ("vx", "vy", "wz", "yaw_deg")  # wire order
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +39,14 @@ class OdomFrame:
     @property
     def nonfinite(self) -> tuple[str, ...]:
         """Names of the fields that are NaN or infinite (empty when all finite)."""
-        return tuple(k for k, v in zip(CODEC.fields, astuple(self)) if not math.isfinite(v))
+        return tuple(k for k, v in zip(FIELDS, astuple(self)) if not math.isfinite(v))
 
 
 def _values(frame: OdomFrame) -> tuple[float, ...]:
     return (frame.vx, frame.vy, frame.wz, frame.yaw_deg)
 
 
-CODEC: Sum8Codec[OdomFrame] = Sum8Codec("odom", ("vx", "vy", "wz", "yaw_deg"), OdomFrame, _values)
+CODEC: Sum8Codec[OdomFrame] = Sum8Codec("odom", FIELDS, OdomFrame, _values)
 SCHEMA = CODEC.schema
 SIZE = CODEC.size  # 19
 

@@ -15,16 +15,18 @@ from typing import Any, Generic, TypeVar
 
 from construct import (
     Checksum,
-    ChecksumError as ConstructChecksumError,
     Const,
     ConstError,
     ConstructError,
     Float32l,
     Int8ul,
     RawCopy,
-    Struct,
     StreamError,
+    Struct,
     this,
+)
+from construct import (
+    ChecksumError as ConstructChecksumError,
 )
 
 from .errors import ChecksumError, FieldValueError, HeaderError, LengthError

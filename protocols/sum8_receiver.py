@@ -18,7 +18,7 @@ construct schema byte for byte.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
@@ -158,7 +158,7 @@ class Sum8Receiver(Generic[T]):
         make = self.codec.make
         new = tuple.__new__  # Received's own __new__ is a Python call; skip it
         if scan.values is not None:
-            offsets = (scan.accepted + base).tolist()
+            offsets = (np.asarray(scan.accepted) + base).tolist()
             rows = scan.values.tolist()
             return [new(Received, (p, make(*row))) for p, row in zip(offsets, rows)]
         unpack = self.codec.struct.unpack_from
@@ -275,7 +275,7 @@ def decode_columns(codec: Sum8Codec[Any], data: bytes | bytearray | memoryview) 
     Same frames, offsets and counters as feeding :class:`Sum8Receiver` the
     whole buffer and calling ``finish()``; made for offline analysis.
     """
-    rx = Sum8Receiver(codec)
+    rx: Sum8Receiver[Any] = Sum8Receiver(codec)
     _, scan = rx._resolve(bytes(data), vector=True)
     rx.finish()
     offsets = np.asarray(scan.accepted, dtype=np.int64)

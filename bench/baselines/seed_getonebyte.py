@@ -28,9 +28,7 @@ class SeedGetOneByte:
         self.frames: list[Any] = []
 
     def get_one_byte(self, data: int) -> None:
-        if self.state == 0 and data == 0xAA:
-            self.state += 1
-        elif self.state == 1 and data == 0x55:
+        if (self.state == 0 and data == 0xAA) or (self.state == 1 and data == 0x55):
             self.state += 1
         elif self.state == 2:
             self.data_receive[self.cnt] = data

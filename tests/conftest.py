@@ -1,0 +1,17 @@
+"""Shared test settings: Hypothesis profiles and paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# "ci" keeps the suite to a few minutes on two cores; "long" is for hunting.
+settings.register_profile(
+    "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("long", max_examples=5000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

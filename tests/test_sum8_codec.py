@@ -1,0 +1,148 @@
+"""Odometry and command frames: schema, fast path, errors, golden vectors."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocols import cmd_frame, odom_frame
+from protocols.errors import ChecksumError, FieldValueError, FrameError, HeaderError, LengthError
+from protocols.sum8 import sum8
+
+from .conftest import FIXTURES
+
+f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+any32 = st.floats(width=32)
+
+
+def test_sizes() -> None:
+    assert odom_frame.SIZE == 19
+    assert cmd_frame.SIZE == 15
+    assert odom_frame.SCHEMA.sizeof() == 19
+    assert cmd_frame.SCHEMA.sizeof() == 15
+
+
+def test_hand_checked_odom_bytes() -> None:
+    # 0.1f = 0x3DCCCCCD, 0.2f = 0x3E4CCCCD, 0.3f = 0x3E99999A, 45.0f = 0x42340000,
+    # little-endian; checksum = sum(bytes 2..17) mod 256 = 1861 mod 256 = 0x45.
+    frame = odom_frame.OdomFrame(0.1, 0.2, 0.3, 45.0)
+    assert odom_frame.encode(frame).hex(" ") == (
+        "aa 55 cd cc cc 3d cd cc 4c 3e 9a 99 99 3e 00 00 34 42 45"
+    )
+
+
+def test_hand_checked_cmd_bytes() -> None:
+    # vx 0.2 = 0x3E4CCCCD, wz 0.5 = 0x3F000000; sum = 547 + 63 = 610 mod 256 = 0x62.
+    assert cmd_frame.encode(cmd_frame.CmdFrame(0.2, 0.0, 0.5)).hex(" ") == (
+        "aa 55 cd cc 4c 3e 00 00 00 00 00 00 00 3f 62"
+    )
+
+
+def test_golden_vectors() -> None:
+    golden = json.loads((FIXTURES / "sum8_golden.json").read_text())
+    for name, mod in (("odom", odom_frame), ("cmd", cmd_frame)):
+        assert golden[name], name
+        for case in golden[name]:
+            raw = bytes.fromhex(case["hex"])
+            frame = mod.decode(raw)
+            assert {f: getattr(frame, f) for f in mod.CODEC.fields} == case["fields"]
+            assert mod.encode(frame) == raw
+            assert raw[-1] == sum8(raw[2:-1])
+
+
+@given(f32, f32, f32, f32)
+def test_odom_round_trip_and_schema_agree(vx: float, vy: float, wz: float, yaw: float) -> None:
+    frame = odom_frame.OdomFrame(vx, vy, wz, yaw)
+    raw = odom_frame.encode(frame)
+    assert raw == odom_frame.CODEC.encode_with_schema(frame)
+    assert odom_frame.decode(raw) == frame
+    assert odom_frame.CODEC.decode_with_schema(raw) == frame
+
+
+@given(f32, f32, f32)
+def test_cmd_round_trip_and_schema_agree(vx: float, vy: float, wz: float) -> None:
+    frame = cmd_frame.CmdFrame(vx, vy, wz)
+    raw = cmd_frame.encode(frame)
+    assert raw == cmd_frame.CODEC.encode_with_schema(frame)
+    assert cmd_frame.decode(raw) == frame
+    assert cmd_frame.CODEC.decode_with_schema(raw) == frame
+
+
+@given(st.binary(min_size=15, max_size=15))
+def test_fast_decode_and_schema_agree_on_any_bytes(raw: bytes) -> None:
+    def outcome(fn):  # type: ignore[no-untyped-def]
+        try:
+            frame = fn(raw)
+        except FrameError as exc:
+            return type(exc), exc.field
+        return struct.pack("<3f", frame.vx, frame.vy, frame.wz)
+
+    assert outcome(cmd_frame.decode) == outcome(cmd_frame.CODEC.decode_with_schema)
+
+
+def test_fast_constructor_gives_ordinary_instances() -> None:
+    a = odom_frame.CODEC.make(1.0, 2.0, 3.0, 4.0)
+    b = odom_frame.OdomFrame(1.0, 2.0, 3.0, 4.0)
+    assert a == b and hash(a) == hash(b) and repr(a) == repr(b)
+    with pytest.raises(AttributeError):
+        a.vx = 5.0  # type: ignore[misc]
+
+
+def test_yaw_rad() -> None:
+    assert odom_frame.OdomFrame(0, 0, 0, 180.0).yaw_rad == pytest.approx(math.pi)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "error", "field"),
+    [
+        (lambda b: b[:-1], LengthError, "length"),
+        (lambda b: b + b"\x00", LengthError, "length"),
+        (lambda b: b"\xaa\x56" + b[2:], HeaderError, "header"),
+        (lambda b: b[:-1] + bytes([(b[-1] + 1) & 0xFF]), ChecksumError, "checksum"),
+    ],
+)
+def test_decode_errors_name_field_and_bytes(mutate, error, field) -> None:  # type: ignore[no-untyped-def]
+    raw = mutate(odom_frame.encode(odom_frame.OdomFrame(0.1, 0.2, 0.3, 45.0)))
+    for decode in (odom_frame.decode, odom_frame.CODEC.decode_with_schema):
+        with pytest.raises(error) as info:
+            decode(raw)
+        assert info.value.field == field
+        assert raw[:8].hex(" ") in str(info.value)
+        assert "odom frame" in str(info.value)
+
+
+def test_checksum_error_says_both_values() -> None:
+    raw = bytearray(cmd_frame.encode(cmd_frame.CmdFrame(0.2, 0.0, 0.5)))
+    raw[-1] = 0x00
+    with pytest.raises(ChecksumError, match="computed 0x62, frame says 0x00"):
+        cmd_frame.decode(bytes(raw))
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_encode_refuses_nonfinite_unless_asked(bad: float) -> None:
+    with pytest.raises(FieldValueError, match="wz"):
+        cmd_frame.encode(cmd_frame.CmdFrame(0.0, 0.0, bad))
+    raw = cmd_frame.encode(cmd_frame.CmdFrame(0.0, 0.0, bad), allow_nonfinite=True)
+    decoded = cmd_frame.decode(raw)
+    assert decoded.nonfinite == ("wz",)
+
+
+def test_encode_refuses_out_of_float32_range_and_non_numbers() -> None:
+    with pytest.raises(FieldValueError, match="vy: out of float32 range"):
+        odom_frame.encode(odom_frame.OdomFrame(0.0, 1e39, 0.0, 0.0))
+    with pytest.raises(FieldValueError, match="not a number"):
+        odom_frame.encode(odom_frame.OdomFrame(0.0, "1", 0.0, 0.0))  # type: ignore[arg-type]
+
+
+@given(any32, any32, any32, any32)
+def test_nonfinite_reported_not_raised(vx: float, vy: float, wz: float, yaw: float) -> None:
+    raw = odom_frame.encode(odom_frame.OdomFrame(vx, vy, wz, yaw), allow_nonfinite=True)
+    frame = odom_frame.decode(raw)
+    want = tuple(n for n, v in zip(odom_frame.CODEC.fields, (vx, vy, wz, yaw))
+                 if not math.isfinite(v))
+    assert frame.nonfinite == want
