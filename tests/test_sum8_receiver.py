@@ -80,6 +80,10 @@ def test_every_intact_frame_recovered_under_any_chunking(stream, cuts) -> None: 
             assert found.get(off) == raw, f"frame at {off} lost"
         assert rx.stats.bytes == len(data)
         assert rx.stats.frames == len(got)
+        for off, raw in got:  # the fast path agrees with the construct schema
+            assert data[off : off + odom_frame.SIZE] == raw
+            parsed = odom_frame.CODEC.decode_with_schema(raw)
+            assert odom_frame.encode(parsed, allow_nonfinite=True) == raw
         results.append((got, rx.stats.as_dict()))
     assert all(r == results[0] for r in results), "chunking changed frames or counters"
 
