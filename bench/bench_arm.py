@@ -1,0 +1,121 @@
+"""SCARA IK throughput and the pick-and-place control loop's worst step.
+
+IK solutions per second over the same 50,000 reachable targets, in one run:
+- the seed's ``computeSCARAIK`` transcribed line for line to Python (baseline);
+- fwbridge ``inverse()``, one call per target, with limits, the z range,
+  NaN checks and the wrapped nearest-solution rule;
+- fwbridge ``inverse_path()``, the same solutions for a whole path at once.
+
+Then the pick-and-place task of seed 001 at its 16 ms control period against
+a first-order arm: the worst and the 99th-percentile time of one control step.
+
+Usage: python -m bench.bench_arm [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from bench.baselines.seed_scara_ik import compute_scara_ik
+from bench.common import best_of, machine, table
+from bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse, inverse_path
+from bridge.arm.pick_place import PickAndPlace, PickPlaceConfig
+
+GEOM = ScaraGeometry()
+
+
+def targets(n: int, seed: int = 1) -> list[tuple[float, float, float, float]]:
+    """Reachable targets (FK of joints inside the limits), as a path would visit them."""
+    rnd = random.Random(seed)
+    out = []
+    while len(out) < n:
+        j = Joints(rnd.uniform(-2.9, 2.9), rnd.uniform(-2.9, 2.9), rnd.uniform(0, 0.4),
+                   rnd.uniform(-3, 3))
+        p = forward(GEOM, j)
+        if GEOM.r_min + 1e-6 < math.hypot(p.x, p.y) < GEOM.r_max - 1e-6:
+            out.append(tuple(p))
+    return out  # type: ignore[return-value]
+
+
+def run_seed(pts: list[tuple[float, float, float, float]]) -> int:
+    c1 = c2 = 0.0
+    ok = 0
+    for x, y, z, phi in pts:
+        res = compute_scara_ik(x, y, z, phi, c1, c2, 0.0, -2.967, 2.967, -2.967, 2.967)
+        if res.valid:
+            c1, c2 = res.theta1, res.theta2
+            ok += 1
+    return ok
+
+
+def run_inverse(pts: list[tuple[float, float, float, float]]) -> int:
+    cur = Joints()
+    for x, y, z, phi in pts:
+        cur = inverse(GEOM, Pose(x, y, z, phi), cur)
+    return len(pts)
+
+
+def run_path(arr: np.ndarray[Any, Any]) -> int:
+    return len(inverse_path(GEOM, arr, Joints()))
+
+
+def control_loop(tau: float = 0.05) -> dict[str, float]:
+    task = PickAndPlace(GEOM, PickPlaceConfig())
+    fb = inverse(GEOM, Pose(0.4, 0.0, 0.35))
+    alpha = 1.0 - math.exp(-task.cfg.period / tau)
+    steps: list[float] = []
+    now = 0.0
+    while not task.done:
+        t0 = time.perf_counter()
+        sp = task.step(now, fb)
+        steps.append(time.perf_counter() - t0)
+        fb = Joints(*(f + (s - f) * alpha for f, s in zip(fb, sp.joints)))
+        now += task.cfg.period
+    arr = np.array(steps) * 1e3
+    return {"steps": len(steps), "sim_seconds": now, "max_ms": float(arr.max()),
+            "p99_ms": float(np.percentile(arr, 99)), "mean_ms": float(arr.mean()),
+            "period_ms": task.cfg.period * 1e3}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="5,000 targets, one repeat")
+    args = ap.parse_args(argv)
+    n = 5_000 if args.quick else 50_000
+    repeat = 1 if args.quick else 5
+    pts = targets(n)
+    arr = np.array(pts)
+    print(f"# SCARA IK and control loop\n{machine()}\n")
+    rows = []
+    results: dict[str, Any] = {}
+    base = 0.0
+    for name, fn in (
+        ("seed computeSCARAIK, transcribed (baseline)", lambda: run_seed(pts)),
+        ("fwbridge inverse(), per target", lambda: run_inverse(pts)),
+        ("fwbridge inverse_path(), whole path", lambda: run_path(arr)),
+    ):
+        dt, solved = best_of(fn, repeat)
+        rate = n / dt
+        base = base or rate
+        rows.append([name, rate, rate / base, f"{solved:,}/{n:,}"])
+        results[name] = {"per_s": rate, "ratio": rate / base}
+    print(table(["IK", "solutions/s", "x baseline", "solved"], rows))
+    loop = control_loop()
+    results["control_loop"] = loop
+    print(f"\n## Pick-and-place control loop ({loop['steps']:,} steps, "
+          f"{loop['sim_seconds']:.1f} s simulated)")
+    print(table(["step time", "ms"], [["mean", loop["mean_ms"]], ["p99", loop["p99_ms"]],
+                                       ["worst", loop["max_ms"]],
+                                       ["control period", loop["period_ms"]]]))
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,1 @@
+"""The SCARA arm: kinematics, motion profiles and the pick-and-place task."""

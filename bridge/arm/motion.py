@@ -1,0 +1,159 @@
+"""Motion profiles for the arm: synchronised trapezoidal joint moves and MoveL.
+
+Pure functions of time (``t`` in seconds since the move started): the task
+samples them every control period. Velocity limits are the seed's motor
+limits; the acceleration limits are a choice (each joint reaches its top
+speed in 0.25 s), kept in :class:`Limits`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .kinematics import Joints, Pose, ScaraGeometry, inverse, inverse_path, normalize_angle
+
+
+@dataclass(frozen=True, slots=True)
+class Trapezoid:
+    """1-D trapezoidal (or triangular) profile from ``start`` to ``goal``.
+
+    ``duration`` may be stretched beyond the minimum so several joints
+    finish together; the cruise speed is then lowered to fit.
+    """
+
+    start: float
+    goal: float
+    vmax: float
+    amax: float
+    duration: float
+    cruise: float  # speed actually used (<= vmax)
+
+    @classmethod
+    def plan(cls, start: float, goal: float, vmax: float, amax: float) -> Trapezoid:
+        d = abs(goal - start)
+        if d == 0.0:
+            return cls(start, goal, vmax, amax, 0.0, 0.0)
+        if d <= vmax * vmax / amax:  # never reaches vmax: triangle
+            v = math.sqrt(d * amax)
+            return cls(start, goal, vmax, amax, 2.0 * v / amax, v)
+        return cls(start, goal, vmax, amax, d / vmax + vmax / amax, vmax)
+
+    def stretched(self, duration: float) -> Trapezoid:
+        """The same move taking ``duration`` (>= the minimum) seconds."""
+        if duration <= self.duration or self.cruise == 0.0:
+            return self
+        d = abs(self.goal - self.start)
+        a = self.amax
+        # Cruise speed v with accel a over total time T: d = v*T - v^2/a.
+        disc = max(0.0, a * a * duration * duration - 4.0 * a * d)
+        v = (a * duration - math.sqrt(disc)) / 2.0
+        return Trapezoid(self.start, self.goal, self.vmax, a, duration, v)
+
+    def position(self, t: float) -> float:
+        if t <= 0.0 or self.cruise == 0.0:
+            return self.start if t <= 0.0 or self.duration == 0.0 else self.goal
+        if t >= self.duration:
+            return self.goal
+        v, a, big_t = self.cruise, self.amax, self.duration
+        ta = v / a
+        if t < ta:
+            s = 0.5 * a * t * t
+        elif t <= big_t - ta:
+            s = 0.5 * a * ta * ta + v * (t - ta)
+        else:
+            s = abs(self.goal - self.start) - 0.5 * a * (big_t - t) ** 2
+        return self.start + math.copysign(s, self.goal - self.start)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-joint velocity and acceleration limits (theta1, theta2, d3, theta4)."""
+
+    vmax: tuple[float, float, float, float] = (2.0, 4.0, 0.5, 6.0)
+    amax: tuple[float, float, float, float] = (8.0, 16.0, 2.0, 24.0)
+    cartesian_speed: float = 0.25  # m/s, MoveL's top speed along the line
+    cartesian_accel: float = 1.0  # m/s^2
+
+    @classmethod
+    def from_geometry(cls, geom: ScaraGeometry) -> Limits:
+        return cls(vmax=geom.vmax, amax=tuple(4.0 * v for v in geom.vmax))  # type: ignore[arg-type]
+
+
+class JointMove:
+    """All joints from ``a`` to ``b``, trapezoidal, finishing together."""
+
+    def __init__(self, a: Joints, b: Joints, limits: Limits) -> None:
+        self.a, self.b = a, b
+        # The wrist may take the short way round; arm joints may not wrap (limits).
+        goal4 = a.theta4 + normalize_angle(b.theta4 - a.theta4)
+        goals = (b.theta1, b.theta2, b.d3, goal4)
+        plans = [
+            Trapezoid.plan(s, g, v, acc)
+            for s, g, v, acc in zip(a.as_tuple(), goals, limits.vmax, limits.amax)
+        ]
+        self.duration = max(p.duration for p in plans)
+        self.profiles = [p.stretched(self.duration) for p in plans]
+
+    def sample(self, t: float) -> Joints:
+        t1, t2, d3, t4 = (p.position(t) for p in self.profiles)
+        return Joints(t1, t2, d3, normalize_angle(t4))
+
+
+class LinearMove:
+    """MoveL: the tool on a straight line from ``p0`` to ``p1``, through the IK.
+
+    The path parameter follows a trapezoid in path length; every sample is
+    solved with the previous solution as the current joints, so the elbow
+    never flips mid-line. If a joint would exceed its speed limit at the
+    given Cartesian speed, the move is planned slower until none does.
+    """
+
+    def __init__(
+        self,
+        geom: ScaraGeometry,
+        p0: Pose,
+        p1: Pose,
+        start: Joints,
+        limits: Limits,
+        period: float,
+    ) -> None:
+        self.geom, self.p0, self.p1, self.period = geom, p0, p1, period
+        length = p0.distance(p1)
+        speed = limits.cartesian_speed
+        for _ in range(12):  # bounded: each retry halves the speed
+            self.path = Trapezoid.plan(0.0, length, speed, limits.cartesian_accel)
+            self.duration = self.path.duration
+            if self._within_speed_limits(start, limits):
+                break
+            speed /= 2.0
+        self._last = start
+
+    def _pose_at(self, t: float) -> Pose:
+        length = self.path.goal
+        f = 1.0 if length == 0.0 else self.path.position(t) / length
+        p0, p1 = self.p0, self.p1
+        return Pose(
+            p0.x + f * (p1.x - p0.x),
+            p0.y + f * (p1.y - p0.y),
+            p0.z + f * (p1.z - p0.z),
+            p0.phi + f * normalize_angle(p1.phi - p0.phi),
+        )
+
+    def _within_speed_limits(self, start: Joints, limits: Limits) -> bool:
+        """Solve the whole line at the control period; check every joint step."""
+        steps = max(1, math.ceil(self.duration / self.period))
+        poses = np.array([self._pose_at(k * self.period) for k in range(steps + 1)])
+        joints = inverse_path(self.geom, poses, start)
+        steps_taken = np.diff(np.vstack([np.asarray(start, dtype=np.float64), joints]), axis=0)
+        for col in (0, 1, 3):  # angles: the short way round
+            steps_taken[:, col] = (steps_taken[:, col] + math.pi) % (2 * math.pi) - math.pi
+        allowed = np.asarray(limits.vmax) * self.period * 1.0001
+        return bool((np.abs(steps_taken) <= allowed).all())
+
+    def sample(self, t: float) -> Joints:
+        """Joints at time ``t``; call with increasing ``t`` (continuity)."""
+        self._last = inverse(self.geom, self._pose_at(t), self._last)
+        return self._last

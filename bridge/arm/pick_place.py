@@ -1,0 +1,202 @@
+"""The pick-and-place task of seed 001 as a sans-I/O state machine.
+
+Phases: reset (lift to the safe height, then home), above pick, descend,
+close gripper, ascend, above place, descend, open gripper, ascend, home.
+XY moves happen only at the safe height; below it the tool moves straight
+up or down (MoveL). Every setpoint is checked against that rule, and a
+phase ends only when the joint *feedback* is within ``tolerance`` (1 mm by
+default) of its waypoint, so the task never runs ahead of the arm.
+
+Feed it ``step(now, feedback)`` every control period; it returns the joint
+and gripper setpoint. Time is an argument; nothing here sleeps.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+from .kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from .motion import JointMove, Limits, LinearMove
+
+
+class Phase(enum.Enum):
+    RESET_LIFT = "reset-lift"
+    RESET_HOME = "reset-home"
+    ABOVE_PICK = "above-pick"
+    DESCEND_PICK = "descend-pick"
+    CLOSE_GRIPPER = "close-gripper"
+    ASCEND_PICK = "ascend-pick"
+    ABOVE_PLACE = "above-place"
+    DESCEND_PLACE = "descend-place"
+    OPEN_GRIPPER = "open-gripper"
+    ASCEND_PLACE = "ascend-place"
+    HOME = "home"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class SafeZViolation(RuntimeError):
+    """A setpoint would move the tool in XY below the safe height."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setpoint:
+    joints: Joints
+    gripper: float  # 0 open .. 1 closed
+    phase: Phase
+
+
+@dataclass(frozen=True, slots=True)
+class Reached:
+    """A waypoint reached: which, when, and the Cartesian error of the feedback."""
+
+    phase: Phase
+    time: float
+    error_m: float
+
+
+@dataclass(slots=True)
+class _Active:
+    phase: Phase
+    start: float
+    target: Pose
+    move: JointMove | LinearMove | None
+    gripper: float
+    reached_at: float | None = None
+
+
+@dataclass
+class PickPlaceConfig:
+    pick: tuple[float, float, float] = (0.45, 0.15, 0.12)
+    place: tuple[float, float, float] = (0.2, -0.25, 0.15)
+    home: tuple[float, float] = (0.4, 0.0)
+    safe_z: float = 0.35
+    phi: float = 0.0
+    period: float = 0.016  # the seed's basicTimeStep
+    tolerance: float = 0.001  # m, feedback to waypoint
+    gripper_time: float = 0.5  # s to close or open
+    settle_timeout: float = 3.0  # s after a move ends before the task fails
+    limits: Limits = field(default_factory=Limits)
+
+
+class PickAndPlace:
+    """One pick-and-place cycle for ``geom``; ``step()`` every control period."""
+
+    def __init__(self, geom: ScaraGeometry, config: PickPlaceConfig | None = None) -> None:
+        self.geom = geom
+        self.cfg = cfg = config or PickPlaceConfig()
+        for name, xyz in (("pick", cfg.pick), ("place", cfg.place)):
+            if xyz[2] > cfg.safe_z:
+                raise ValueError(f"{name} z={xyz[2]} is above the safe height {cfg.safe_z}")
+            inverse(geom, Pose(*xyz, cfg.phi))  # raises UnreachableError early
+        self.reached: list[Reached] = []
+        self.failure: str | None = None
+        self._active: _Active | None = None
+        self._command: Joints | None = None
+        self._gripper = 0.0
+        self._last_pose: Pose | None = None
+
+    @property
+    def phase(self) -> Phase:
+        if self.failure is not None:
+            return Phase.FAILED
+        return self._active.phase if self._active else Phase.RESET_LIFT
+
+    @property
+    def done(self) -> bool:
+        return self.phase in (Phase.DONE, Phase.FAILED)
+
+    # -- the plan ---------------------------------------------------------
+    def _waypoint(self, phase: Phase, here: Pose) -> tuple[Pose, bool, float]:
+        """Target pose of ``phase``, whether it is a straight-line move, gripper."""
+        c = self.cfg
+        px, py, pz = c.pick
+        qx, qy, qz = c.place
+        plan = {
+            Phase.RESET_LIFT: (Pose(here.x, here.y, max(here.z, c.safe_z), c.phi), True, 0.0),
+            Phase.RESET_HOME: (Pose(*c.home, c.safe_z, c.phi), False, 0.0),
+            Phase.ABOVE_PICK: (Pose(px, py, c.safe_z, c.phi), False, 0.0),
+            Phase.DESCEND_PICK: (Pose(px, py, pz, c.phi), True, 0.0),
+            Phase.CLOSE_GRIPPER: (Pose(px, py, pz, c.phi), True, 1.0),
+            Phase.ASCEND_PICK: (Pose(px, py, c.safe_z, c.phi), True, 1.0),
+            Phase.ABOVE_PLACE: (Pose(qx, qy, c.safe_z, c.phi), False, 1.0),
+            Phase.DESCEND_PLACE: (Pose(qx, qy, qz, c.phi), True, 1.0),
+            Phase.OPEN_GRIPPER: (Pose(qx, qy, qz, c.phi), True, 0.0),
+            Phase.ASCEND_PLACE: (Pose(qx, qy, c.safe_z, c.phi), True, 0.0),
+            Phase.HOME: (Pose(*c.home, c.safe_z, c.phi), False, 0.0),
+        }
+        return plan[phase]
+
+    def _enter(self, phase: Phase, now: float) -> None:
+        assert self._command is not None
+        here = forward(self.geom, self._command)
+        target, straight, gripper = self._waypoint(phase, here)
+        move: JointMove | LinearMove | None
+        if phase in (Phase.CLOSE_GRIPPER, Phase.OPEN_GRIPPER):
+            move = None
+        elif straight:
+            move = LinearMove(
+                self.geom, here, target, self._command, self.cfg.limits, self.cfg.period
+            )
+        else:
+            goal = inverse(self.geom, target, self._command)
+            move = JointMove(self._command, goal, self.cfg.limits)
+        self._active = _Active(phase, now, target, move, gripper)
+
+    # -- the loop ---------------------------------------------------------
+    def step(self, now: float, feedback: Joints, gripper_feedback: float | None = None) -> Setpoint:
+        """The setpoint for this control period, given the measured joints."""
+        if self._command is None:
+            self._command = feedback
+            self._enter(Phase.RESET_LIFT, now)
+        act = self._active
+        assert act is not None and self._command is not None
+        if self.failure is not None or act.phase is Phase.DONE:
+            return Setpoint(self._command, self._gripper, self.phase)
+        t = now - act.start
+        if act.move is not None:
+            self._command = act.move.sample(t)
+            self._check_safe_z(forward(self.geom, self._command))
+            finished = t >= act.move.duration
+        else:
+            self._gripper = act.gripper
+            g_ok = gripper_feedback is None or abs(gripper_feedback - act.gripper) < 0.05
+            finished = t >= self.cfg.gripper_time and g_ok
+        if finished:
+            error = forward(self.geom, feedback).distance(act.target)
+            if error <= self.cfg.tolerance:
+                self.reached.append(Reached(act.phase, now, error))
+                self._advance(now)
+            else:
+                end = act.move.duration if act.move is not None else self.cfg.gripper_time
+                if t - end > self.cfg.settle_timeout:
+                    self.failure = (
+                        f"{act.phase.value}: feedback still {error * 1000:.1f} mm from the "
+                        f"waypoint {self.cfg.settle_timeout} s after the move ended"
+                    )
+        return Setpoint(self._command, self._gripper, self.phase)
+
+    def _advance(self, now: float) -> None:
+        order = list(Phase)
+        assert self._active is not None
+        nxt = order[order.index(self._active.phase) + 1]
+        if nxt is Phase.DONE:
+            assert self._command is not None
+            self._active = _Active(Phase.DONE, now, self._active.target, None, self._gripper)
+            return
+        self._enter(nxt, now)
+
+    def _check_safe_z(self, pose: Pose) -> None:
+        prev = self._last_pose
+        self._last_pose = pose
+        if prev is None:
+            return
+        low = min(prev.z, pose.z) < self.cfg.safe_z - 1e-9
+        moved = math.hypot(pose.x - prev.x, pose.y - prev.y) > 1e-6
+        if low and moved:
+            raise SafeZViolation(
+                f"XY move from ({prev.x:.4f}, {prev.y:.4f}) to ({pose.x:.4f}, {pose.y:.4f}) "
+                f"at z={min(prev.z, pose.z):.4f} m, below the safe height {self.cfg.safe_z} m"
+            )

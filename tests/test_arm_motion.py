@@ -1,0 +1,115 @@
+"""Motion profiles and the pick-and-place task on a first-order arm model."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from bridge.arm.motion import JointMove, Limits, LinearMove, Trapezoid
+from bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
+
+GEOM = ScaraGeometry()
+
+
+@given(st.floats(-3, 3), st.floats(-3, 3), st.floats(0.1, 6), st.floats(0.5, 30),
+       st.floats(0, 5))
+def test_trapezoid_respects_limits_and_ends_at_goal(
+    start: float, goal: float, vmax: float, amax: float, extra: float
+) -> None:
+    prof = Trapezoid.plan(start, goal, vmax, amax)
+    prof = prof.stretched(prof.duration + extra)
+    assert prof.position(0.0) == start
+    assert prof.position(prof.duration) == goal
+    dt = max(prof.duration / 200, 1e-4)
+    prev = start
+    for k in range(1, 202):
+        pos = prof.position(k * dt)
+        assert abs(pos - prev) <= vmax * dt * (1 + 1e-6) + 1e-12
+        prev = pos
+
+
+def test_joint_move_finishes_together_and_within_speed() -> None:
+    a = inverse(GEOM, Pose(0.4, 0.0, 0.35))
+    b = inverse(GEOM, Pose(0.2, -0.25, 0.35), a)
+    limits = Limits()
+    move = JointMove(a, b, limits)
+    assert move.sample(move.duration) == pytest.approx(b)
+    period = 0.016
+    prev = a
+    for k in range(1, math.ceil(move.duration / period) + 1):
+        j = move.sample(k * period)
+        for d, v in zip((j.theta1 - prev.theta1, j.theta2 - prev.theta2, j.d3 - prev.d3),
+                        limits.vmax):
+            assert abs(d) <= v * period * 1.001
+        prev = j
+
+
+def test_move_l_is_a_straight_line() -> None:
+    p0, p1 = Pose(0.45, 0.15, 0.35), Pose(0.3, -0.1, 0.12)
+    start = inverse(GEOM, p0)
+    move = LinearMove(GEOM, p0, p1, start, Limits(), 0.016)
+    for k in range(math.ceil(move.duration / 0.016) + 1):
+        p = forward(GEOM, move.sample(k * 0.016))
+        # Distance from the segment p0-p1.
+        u = [b - a for a, b in zip(p0[:3], p1[:3])]
+        w = [c - a for a, c in zip(p0[:3], p[:3])]
+        t = sum(x * y for x, y in zip(u, w)) / sum(x * x for x in u)
+        closest = [a + t * d for a, d in zip(p0[:3], u)]
+        assert math.dist(closest, p[:3]) < 1e-9
+    assert forward(GEOM, move.sample(move.duration)).distance(p1) < 1e-9
+
+
+def run_task(task: PickAndPlace, start: Joints, tau: float = 0.05) -> list[tuple[float, Pose]]:
+    """Drive the task against joints that follow their setpoints with lag ``tau``."""
+    fb = start
+    now = 0.0
+    trace = []
+    alpha = 1.0 - math.exp(-task.cfg.period / tau)
+    for _ in range(5000):
+        sp = task.step(now, fb)
+        if task.done:
+            break
+        fb = Joints(*(f + (s - f) * alpha for f, s in zip(fb, sp.joints)))
+        trace.append((now, forward(GEOM, fb)))
+        now += task.cfg.period
+    return trace
+
+
+def test_pick_and_place_reaches_every_waypoint_within_1mm_and_keeps_safe_z() -> None:
+    task = PickAndPlace(GEOM, PickPlaceConfig())
+    start = Pose(0.5, 0.3, 0.2)  # below the safe height: the reset lifts straight up
+    trace = run_task(task, inverse(GEOM, start))
+    assert task.phase is Phase.DONE, task.failure
+    phases = [r.phase for r in task.reached]
+    assert phases == [p for p in Phase if p not in (Phase.DONE, Phase.FAILED)]
+    assert all(r.error_m <= 0.001 for r in task.reached)
+    # Safe-Z on the *measured* path: below the safe height (less 1 mm), the tool
+    # is only ever above the start, pick or place spot (within the 1 mm tolerance).
+    safe, tol = task.cfg.safe_z, task.cfg.tolerance
+    spots = [start[:2], task.cfg.pick[:2], task.cfg.place[:2]]
+    low = [p for _, p in trace if p.z < safe - tol]
+    assert low, "the tool never went down"
+    for p in low:
+        assert min(math.dist((p.x, p.y), s) for s in spots) <= tol
+
+
+def test_task_fails_with_a_reason_when_the_arm_does_not_follow() -> None:
+    task = PickAndPlace(GEOM, PickPlaceConfig(settle_timeout=0.5))
+    stuck = inverse(GEOM, Pose(0.4, 0.0, 0.1))
+    for k in range(2000):
+        task.step(k * 0.016, stuck)  # feedback never moves
+        if task.done:
+            break
+    assert task.phase is Phase.FAILED
+    assert "reset-lift" in (task.failure or "") and "mm from the waypoint" in (task.failure or "")
+
+
+def test_targets_are_checked_up_front() -> None:
+    with pytest.raises(ValueError, match="above the safe height"):
+        PickAndPlace(GEOM, PickPlaceConfig(pick=(0.45, 0.15, 0.4)))
+    with pytest.raises(ValueError, match="outside the workspace"):
+        PickAndPlace(GEOM, PickPlaceConfig(place=(1.5, 0.0, 0.1)))
