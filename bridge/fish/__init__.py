@@ -1,0 +1,1 @@
+"""The robot fish of the patent: free-action behaviour, main controller, servo modules."""
