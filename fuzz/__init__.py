@@ -1,0 +1,1 @@
+"""Coverage-guided fuzz targets (atheris) for everything that parses outside input."""

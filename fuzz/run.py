@@ -1,0 +1,53 @@
+"""Run one fuzz target under atheris (libFuzzer options pass through).
+
+    python -m fuzz.run TARGET [libFuzzer options] [CORPUS_DIR ...]
+    python -m fuzz.run sum8_receiver -max_total_time=600 fuzz/corpus/sum8_receiver
+
+Crashes are written as ``crash-<sha1>`` files (``-artifact_prefix=`` sets
+where); keep each one in ``tests/fixtures/fuzz/<target>/`` so the
+regression test replays it forever after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+
+def _import_parsers() -> None:
+    """Import every parser module so atheris instruments it (coverage feedback)."""
+    import importlib
+    import pkgutil
+
+    for package in ("protocols", "bridge", "can_bus"):
+        try:
+            pkg = importlib.import_module(package)
+        except ImportError:
+            continue
+        for info in pkgutil.iter_modules(pkg.__path__, prefix=f"{package}."):
+            if package == "protocols" or info.name.endswith(("capture", "config")):
+                with contextlib.suppress(ImportError):
+                    importlib.import_module(info.name)
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        from fuzz.targets import TARGETS
+
+        sys.exit(f"usage: python -m fuzz.run TARGET [options]; targets: {', '.join(TARGETS)}")
+    name = sys.argv[1]
+    import atheris
+
+    with atheris.instrument_imports():
+        _import_parsers()
+        from fuzz.targets import TARGETS
+
+    if name not in TARGETS:
+        sys.exit(f"unknown target {name!r}; targets: {', '.join(TARGETS)}")
+    target = TARGETS[name]
+    atheris.Setup([sys.argv[0], *sys.argv[2:]], target)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
