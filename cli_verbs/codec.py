@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import click
 from rich.table import Table
 
-from cli_verbs.common import CliError, console, fail, json_line, print_counters
+from cli_verbs.action import action_decoder, encode_action
+from cli_verbs.common import CliError, Decoder, console, fail, json_line, print_counters
 from protocols import cmd_frame, odom_frame
-from protocols.errors import FrameError
+from protocols.errors import ConfigError, FrameError
 from protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
 from protocols.sum8_receiver import Sum8Receiver
 
@@ -23,6 +23,9 @@ READ_CHUNK = 1 << 16
 @click.group("encode")
 def encode_group() -> None:
     """Build one frame and print it as hex."""
+
+
+encode_group.add_command(encode_action)
 
 
 def _emit(frame_bytes: bytes, sep: str) -> None:
@@ -69,15 +72,6 @@ def encode_odom(
 
 
 # -- decode -----------------------------------------------------------------
-@dataclass(frozen=True)
-class Decoder:
-    """How ``decode``/``sniff`` handle one protocol: a receiver and its rows."""
-
-    columns: tuple[str, ...]
-    make: Callable[[dict[str, Any]], Any]  # options -> receiver with feed()/finish()/stats
-    row: Callable[[Any], dict[str, Any]]  # one received item -> field values
-
-
 def _sum8_row(item: Any) -> dict[str, Any]:
     frame = item.frame
     row = {name: getattr(frame, name) for name in frame.__slots__}
@@ -91,6 +85,7 @@ DECODERS: dict[str, Decoder] = {
         ("vx", "vy", "wz", "yaw_deg"), lambda opts: Sum8Receiver(odom_frame.CODEC), _sum8_row
     ),
     "cmd": Decoder(("vx", "vy", "wz"), lambda opts: Sum8Receiver(cmd_frame.CODEC), _sum8_row),
+    "action": action_decoder(),
 }
 
 
@@ -126,6 +121,18 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
+def _action_extras(item: Any, as_json: bool) -> None:
+    """Action groups (0x31/0x32) print as a table of steps under their frame."""
+    from cli_verbs.action import print_action_group
+    from protocols.action_frame import SubCommand
+
+    frame = getattr(item, "frame", None)
+    if not as_json and frame is not None and getattr(frame, "sub", None) in (
+        SubCommand.WRITE_ACTION_GROUP, SubCommand.TEST_ACTION_GROUP
+    ):
+        print_action_group(frame, title=f"action group of the frame at offset {item.offset}")
+
+
 @click.command("decode")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @click.option(
@@ -137,26 +144,51 @@ def _format_value(value: Any) -> str:
     show_default=True, help="Input encoding.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
-def decode_cmd(source: str, protocol: str, fmt: str, as_json: bool) -> None:
+@click.option("--crc", default=None, metavar="NAME",
+              help="Action frames: CRC-16 preset (default crc-ccitt-false).")
+@click.option("--relaxed", is_flag=True,
+              help="Action frames: accept FE FF headers and bad CRCs (for the patent's "
+                   "example and captures like it); never the default.")
+@click.option("--max-length", type=click.IntRange(0, 65535), default=None,
+              help="Action frames: largest data length accepted (default 1024).")
+def decode_cmd(
+    source: str, protocol: str, fmt: str, as_json: bool, crc: str | None, relaxed: bool,
+    max_length: int | None,
+) -> None:
     """Decode every frame in a capture (raw bytes or hex text; '-' is stdin).
 
     Frames go to stdout (a table, or JSON lines with --json), the receiver's
     counters to stderr at the end.
     """
     dec = DECODERS[protocol]
-    rx = dec.make({})
+    opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
+            if v not in (None, False)}
+    if opts and protocol != "action":
+        fail(f"--{next(iter(opts)).replace('_', '-')} applies to --protocol action only")
+    try:
+        rx = dec.make(opts)
+    except ConfigError as exc:
+        fail(str(exc))
     rows: list[tuple[int, dict[str, Any]]] = []
-    for chunk in read_input(source, fmt):
-        for item in rx.feed(chunk):
+    extras: list[Any] = []
+
+    def take(items: list[Any]) -> None:
+        for item in items:
             fields = dec.row(item)
             if as_json:
                 json_line({"offset": item.offset, "protocol": protocol, **fields})
             else:
                 rows.append((item.offset, fields))
-    rx.finish()
+                extras.append(item)
+
+    for chunk in read_input(source, fmt):
+        take(rx.feed(chunk))
+    take(rx.finish())
     if not as_json:
         table = Table("offset", *dec.columns, title=f"{protocol} frames", title_justify="left")
         for offset, fields in rows:
             table.add_row(str(offset), *(_format_value(fields.get(c, "")) for c in dec.columns))
         console.print(table)
+        for item in extras:
+            _action_extras(item, as_json)
     print_counters(rx.stats.as_dict())

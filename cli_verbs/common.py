@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import click
@@ -50,3 +52,12 @@ def print_counters(stats: dict[str, int], label: str = "counters") -> None:
     """The receiver counters at the end of a run, on stderr."""
     parts = " ".join(f"{k}={v}" for k, v in stats.items())
     click.echo(f"{label}: {parts}", err=True)
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """How ``decode``/``sniff`` handle one protocol: a receiver and its rows."""
+
+    columns: tuple[str, ...]
+    make: Callable[[dict[str, Any]], Any]  # options -> receiver with feed()/finish()/stats
+    row: Callable[[Any], dict[str, Any]]  # one received item -> field values

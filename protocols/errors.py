@@ -60,3 +60,11 @@ class FieldValueError(FrameError):
 
 class ConfigError(ValueError):
     """A protocol option is unknown or out of range (e.g. a CRC preset name)."""
+
+
+class StateError(RuntimeError):
+    """A state machine was asked for something its state does not allow.
+
+    For example: sending a second action frame while the first still waits
+    for its answer (stop-and-wait sends one frame at a time).
+    """

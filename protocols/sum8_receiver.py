@@ -253,8 +253,13 @@ class Sum8Receiver(Generic[T]):
         st.resyncs += resyncs
         st.overlapping += overlapping
 
-    def finish(self) -> int:
-        """End of stream: count the held-back tail as discarded; return its length."""
+    def finish(self) -> list[Received]:
+        """End of stream: count the held-back tail as discarded.
+
+        Returns the frames only the end of the stream could decide: always
+        none for fixed-length frames (the tail is shorter than a frame), but
+        receivers share this signature so callers treat them alike.
+        """
         tail = len(self._buf)
         uncovered = max(0, self._base + tail - max(self._covered, self._base))
         self.stats.discarded += uncovered
@@ -262,7 +267,7 @@ class Sum8Receiver(Generic[T]):
             self._gap = True
         self._base += tail
         self._buf = b""
-        return tail
+        return []
 
 
 @dataclass(frozen=True)

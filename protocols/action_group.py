@@ -1,0 +1,224 @@
+"""Action-group payload: the data of sub-commands 0x31/0x32 (PROTOCOLS.md 3.4).
+
+Read off the patent's worked example, the only specimen there is::
+
+    header_raw   16 bytes        meaning unknown
+    step         repeated:
+      prefix_raw     2 bytes     meaning unknown (03 00 in the example)
+      step_length    uint16      bytes in this step, its 12-byte header included
+      params_raw     8 bytes     meaning unknown (40 0d 07 00 00 00 ... )
+      servos         (step_length - 12) / 4 entries:
+                     servo_id u8, speed u8, angle int16 (degrees)
+    trailer_raw  0..11 bytes     meaning unknown (00 00 00 da f3)
+
+**Choice**: steps follow the group header while at least 12 bytes remain;
+fewer than 12 left over are the trailer. A step whose length field is not
+12 + 4k or runs past the data is an error, not a trailer, so a corrupt
+payload is reported instead of being half-read. Bytes whose meaning is
+unknown are kept as named raw fields, so :func:`encode` gives back the very
+bytes :func:`decode` read.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from construct import (
+    Array,
+    Bytes,
+    Check,
+    ConstructError,
+    GreedyBytes,
+    GreedyRange,
+    Int8ul,
+    Int16sl,
+    Int16ul,
+    Rebuild,
+    Struct,
+    len_,
+    this,
+)
+
+from .action_frame import ActionFrame, SubCommand
+from .errors import FieldValueError, LengthError
+
+__all__ = [
+    "ACTION_GROUP_SUBS",
+    "GROUP_HEADER_SIZE",
+    "SCHEMA",
+    "STEP_HEADER_SIZE",
+    "ActionGroup",
+    "ServoEntry",
+    "Step",
+    "decode",
+    "decode_with_schema",
+    "encode",
+    "encode_with_schema",
+    "from_frame",
+]
+
+NAME = "action group"
+ACTION_GROUP_SUBS = frozenset({SubCommand.WRITE_ACTION_GROUP, SubCommand.TEST_ACTION_GROUP})
+GROUP_HEADER_SIZE = 16
+STEP_HEADER_SIZE = 12
+SERVO_SIZE = 4
+_SERVO = struct.Struct("<BBh")
+_STEP_HEAD = struct.Struct("<2sH8s")
+
+
+@dataclass(frozen=True, slots=True)
+class ServoEntry:
+    """One servo's target in a step: id, speed (action-group units), angle in degrees."""
+
+    servo_id: int
+    speed: int
+    angle: int
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of an action group: its servo targets and the header bytes not understood."""
+
+    servos: tuple[ServoEntry, ...]
+    prefix_raw: bytes = b"\x00\x00"
+    params_raw: bytes = bytes(8)
+
+    @property
+    def step_length(self) -> int:
+        """The step's length field: 12 header bytes + 4 per servo."""
+        return STEP_HEADER_SIZE + SERVO_SIZE * len(self.servos)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionGroup:
+    """The decoded payload: steps, with the group's unknown leading and trailing bytes."""
+
+    steps: tuple[Step, ...]
+    header_raw: bytes = bytes(GROUP_HEADER_SIZE)
+    trailer_raw: bytes = b""
+
+
+_SERVO_SCHEMA = Struct("servo_id" / Int8ul, "speed" / Int8ul, "angle" / Int16sl)
+_STEP_SCHEMA = Struct(
+    "prefix_raw" / Bytes(2),
+    "step_length" / Rebuild(Int16ul, STEP_HEADER_SIZE + SERVO_SIZE * len_(this.servos)),
+    # A bad length ends the steps here; decode_with_schema then reports it.
+    Check(lambda ctx: ctx.step_length >= STEP_HEADER_SIZE
+          and (ctx.step_length - STEP_HEADER_SIZE) % SERVO_SIZE == 0),
+    "params_raw" / Bytes(8),
+    "servos" / Array((this.step_length - STEP_HEADER_SIZE) // SERVO_SIZE, _SERVO_SCHEMA),
+)
+SCHEMA = Struct(
+    "header_raw" / Bytes(GROUP_HEADER_SIZE),
+    "steps" / GreedyRange(_STEP_SCHEMA),
+    "trailer_raw" / GreedyBytes,
+)
+
+
+# -- decoding ---------------------------------------------------------------
+def decode(data: bytes | bytearray | memoryview) -> ActionGroup:
+    """Decode an action-group payload; raises a ``FrameError`` subclass on bad input."""
+    raw = bytes(data)
+    if len(raw) < GROUP_HEADER_SIZE:
+        raise LengthError(NAME, "header_raw", f"at least {GROUP_HEADER_SIZE} bytes, got "
+                          f"{len(raw)}", raw)
+    steps: list[Step] = []
+    pos = GROUP_HEADER_SIZE
+    while len(raw) - pos >= STEP_HEADER_SIZE:
+        prefix, length, params = _STEP_HEAD.unpack_from(raw, pos)
+        field = f"steps[{len(steps)}].step_length"
+        if length < STEP_HEADER_SIZE or (length - STEP_HEADER_SIZE) % SERVO_SIZE:
+            raise LengthError(NAME, field, f"{length} is not 12 + 4 x servos (at data offset "
+                              f"{pos + 2})", raw[pos : pos + STEP_HEADER_SIZE])
+        if pos + length > len(raw):
+            raise LengthError(NAME, field, f"{length} bytes, only {len(raw) - pos} left "
+                              f"(at data offset {pos + 2})", raw[pos:])
+        servos = tuple(
+            ServoEntry(*_SERVO.unpack_from(raw, k))
+            for k in range(pos + STEP_HEADER_SIZE, pos + length, SERVO_SIZE)
+        )
+        steps.append(Step(servos, prefix, params))
+        pos += length
+    return ActionGroup(tuple(steps), raw[:GROUP_HEADER_SIZE], raw[pos:])
+
+
+def decode_with_schema(data: bytes | bytearray | memoryview) -> ActionGroup:
+    """Decode with the construct schema; same result and errors as :func:`decode`."""
+    raw = bytes(data)
+    try:
+        p: Any = SCHEMA.parse(raw)
+    except ConstructError:
+        decode(raw)  # raises the error that names the field
+        raise
+    if len(p.trailer_raw) >= STEP_HEADER_SIZE:
+        decode(raw)  # a step the schema stopped at: decode() names its length field
+    steps = tuple(
+        Step(tuple(ServoEntry(s.servo_id, s.speed, s.angle) for s in st.servos),
+             bytes(st.prefix_raw), bytes(st.params_raw))
+        for st in p.steps
+    )
+    return ActionGroup(steps, bytes(p.header_raw), bytes(p.trailer_raw))
+
+
+def from_frame(frame: ActionFrame) -> ActionGroup:
+    """The action group carried by a 0x31/0x32 frame."""
+    if frame.sub not in ACTION_GROUP_SUBS:
+        raise FieldValueError(NAME, "sub", f"0x{int(frame.sub):02x} carries no action group "
+                              "(0x31 or 0x32)")
+    return decode(frame.data)
+
+
+# -- encoding ---------------------------------------------------------------
+def _raw(value: Any, field: str, size: int | None = None, below: int | None = None) -> bytes:
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise FieldValueError(NAME, field, f"not bytes: {type(value).__name__}")
+    raw = bytes(value)
+    if size is not None and len(raw) != size:
+        raise FieldValueError(NAME, field, f"{size} bytes needed, got {len(raw)}", raw)
+    if below is not None and len(raw) >= below:
+        raise FieldValueError(NAME, field, f"{len(raw)} bytes; {below} or more would read back "
+                              "as a step", raw)
+    return raw
+
+
+def _servo(entry: ServoEntry, field: str) -> bytes:
+    for name, lo, hi in (("servo_id", 0, 255), ("speed", 0, 255), ("angle", -32768, 32767)):
+        v = getattr(entry, name)
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise FieldValueError(NAME, f"{field}.{name}", f"not an int: {v!r}")
+        if not lo <= v <= hi:
+            raise FieldValueError(NAME, f"{field}.{name}", f"{v} is out of range {lo}..{hi}")
+    return _SERVO.pack(entry.servo_id, entry.speed, entry.angle)
+
+
+def encode(group: ActionGroup) -> bytes:
+    """The payload bytes of ``group`` (byte-exact for anything :func:`decode` returned)."""
+    parts = [_raw(group.header_raw, "header_raw", GROUP_HEADER_SIZE)]
+    for k, step in enumerate(group.steps):
+        if step.step_length > 0xFFFF:
+            raise FieldValueError(NAME, f"steps[{k}].servos", f"{len(step.servos)} servos do "
+                                  "not fit a 16-bit step length")
+        parts.append(_STEP_HEAD.pack(_raw(step.prefix_raw, f"steps[{k}].prefix_raw", 2),
+                                     step.step_length,
+                                     _raw(step.params_raw, f"steps[{k}].params_raw", 8)))
+        parts.extend(_servo(s, f"steps[{k}].servos[{j}]") for j, s in enumerate(step.servos))
+    parts.append(_raw(group.trailer_raw, "trailer_raw", below=STEP_HEADER_SIZE))
+    return b"".join(parts)
+
+
+def encode_with_schema(group: ActionGroup) -> bytes:
+    """Same bytes as :func:`encode`, built by the construct schema."""
+    encode(group)  # the same checks and errors
+    value = {
+        "header_raw": group.header_raw,
+        "steps": [
+            {"prefix_raw": st.prefix_raw, "params_raw": st.params_raw,
+             "servos": [{"servo_id": s.servo_id, "speed": s.speed, "angle": s.angle}
+                        for s in st.servos]}
+            for st in group.steps
+        ],
+        "trailer_raw": group.trailer_raw,
+    }
+    return bytes(SCHEMA.build(value))

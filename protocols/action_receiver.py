@@ -1,0 +1,305 @@
+"""Sans-I/O receiver for action frames (PROTOCOLS.md 3).
+
+Length-directed: a header is a candidate, its length field says where the
+trailer must be, and the candidate is accepted when the trailer and the CRC
+are right there. Data holding ``FD DF`` or ``FE EF`` is therefore fine (the
+patent's receiver ends a frame at the first ``FD DF`` and loses those).
+After a rejected candidate the scan goes on from the byte after its header
+(backtracking), so a false header in noise cannot swallow the frame behind
+it. An accepted frame is skipped whole: a frame carried inside another
+frame's data is data, not a frame.
+
+Output may wait, but nothing intact is lost: a false header whose length
+field points past the bytes received so far holds the scan until those
+bytes arrive (at most ``11 + max_length``), or until :meth:`finish` ends the
+stream, which rejects such candidates and returns the frames behind them.
+
+Counters: each kind of rejection apart. ``header_errors`` counts frames
+with an alternative header (``FE FF``: length and trailer right) that strict
+mode refuses; when their CRC is wrong too, ``crc_errors`` counts that as
+well. To see them, strict mode treats the alternative headers as candidates
+too (never accepted), so they can hold the scan like a false ``FE EF``;
+``alt_headers=()`` turns that off. Relaxed mode accepts the alternative
+headers and ignores the CRC; it is never the default, and each frame it
+lets through names its defects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import NamedTuple
+
+from .action_frame import (
+    _SUB_OF,
+    _TYPE_OF,
+    HEADER,
+    OVERHEAD,
+    RELAXED_HEADERS,
+    ActionFrame,
+    InstructionType,
+    SubCommand,
+    _make,
+)
+from .crc import DEFAULT_CRC, crc_function
+from .errors import ConfigError
+
+__all__ = [
+    "DEFAULT_MAX_LENGTH",
+    "ActionReceiver",
+    "ActionReceiverStats",
+    "Received",
+    "Rejected",
+]
+
+DEFAULT_MAX_LENGTH = 1024
+_FD, _DF = 0xFD, 0xDF
+_PRIMARY = HEADER[0] << 8 | HEADER[1]
+
+
+class Received(NamedTuple):
+    """A decoded frame and the stream offset of its first header byte.
+
+    ``defects`` names the checks a relaxed-mode frame failed (``"header"``,
+    ``"crc"``); it is always empty in strict mode.
+    """
+
+    offset: int
+    frame: ActionFrame
+    defects: tuple[str, ...] = ()
+
+
+class Rejected(NamedTuple):
+    """A rejected candidate with a ``FE EF`` header, kept when asked for.
+
+    Enough to answer it (PROTOCOLS.md 3.3): ``reason`` is ``"length"``
+    (over the maximum), ``"trailer"``, ``"crc"`` or ``"truncated"`` (the
+    stream ended inside it); ``sub`` is ``None`` when it was not received.
+    """
+
+    offset: int
+    reason: str
+    machine: int
+    type: InstructionType | int
+    sub: SubCommand | int | None
+
+
+@dataclass(slots=True)
+class ActionReceiverStats:
+    """Counters; every byte fed is in a frame, discarded, or still pending."""
+
+    frames: int = 0
+    bytes: int = 0
+    discarded: int = 0
+    resyncs: int = 0
+    header_errors: int = 0
+    length_errors: int = 0
+    trailer_errors: int = 0
+    crc_errors: int = 0
+    truncated: int = 0
+    relaxed_accepts: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class ActionReceiver:
+    """Byte stream in, :class:`Received` action frames out.
+
+    ``crc``: the link's CRC-16 preset name. ``max_length``: the largest data
+    length accepted (longer is a ``length_errors`` rejection). ``relaxed``:
+    accept ``alt_headers`` and skip the CRC check. ``keep_rejects``: collect
+    :class:`Rejected` candidates in :attr:`rejects` (for NAK answers).
+    """
+
+    def __init__(
+        self,
+        *,
+        crc: str = DEFAULT_CRC,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        relaxed: bool = False,
+        alt_headers: Iterable[bytes] = RELAXED_HEADERS[1:],
+        keep_rejects: bool = False,
+    ) -> None:
+        if not isinstance(max_length, int) or not 0 <= max_length <= 0xFFFF:
+            raise ConfigError(f"max_length must be an int in 0..65535, got {max_length!r}")
+        alts = tuple(bytes(h) for h in alt_headers)
+        bad = [h for h in alts if len(h) != 2]
+        if bad:
+            raise ConfigError(f"alternative headers must be 2 bytes, got {bad!r}")
+        self.crc = crc
+        self._crc = crc_function(crc)  # raises ConfigError listing the presets
+        self.max_length = max_length
+        self.relaxed = relaxed
+        self.alt_headers = tuple(h for h in alts if h != HEADER)
+        self.keep_rejects = keep_rejects
+        self.rejects: list[Rejected] = []
+        self.stats = ActionReceiverStats()
+        codes = {_PRIMARY} | {h[0] << 8 | h[1] for h in self.alt_headers}
+        firsts = sorted({c >> 8 for c in codes})
+        # One memchr-speed bytes.find when every header starts with the same
+        # byte (the default, FE); a character-class regex otherwise.
+        self._first = bytes(firsts[:1]) if len(firsts) == 1 else None
+        self._first_re = re.compile(b"[" + b"".join(re.escape(bytes((f,))) for f in firsts) + b"]")
+        self._codes = frozenset(codes)
+        self._buf = b""
+        self._base = 0  # stream offset of self._buf[0]
+        self._need = 0  # bytes self._buf must hold before a scan can decide anything
+        self._gap = False  # bytes were discarded since the last frame
+
+    @property
+    def pending(self) -> int:
+        """Bytes held back for the next call (less than ``11 + max_length`` + one chunk)."""
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
+        """Take the next chunk of the stream; return the frames it completes."""
+        if not data:
+            return []
+        chunk = bytes(data)
+        self.stats.bytes += len(chunk)
+        if self._buf:
+            buf = self._buf + chunk
+            if len(buf) < self._need:  # the held candidate still cannot be decided
+                self._buf = buf
+                return []
+        else:
+            buf = chunk
+        return self._scan(buf, final=False)
+
+    def finish(self) -> list[Received]:
+        """End of stream: decide the held-back candidates; return the frames behind them.
+
+        A candidate still incomplete is rejected (``truncated``), and the bytes
+        after its header are scanned again, so a false header with a long
+        length field does not hide the frames that follow it.
+        """
+        if not self._buf:
+            return []
+        return self._scan(self._buf, final=True)
+
+    def take_rejects(self) -> list[Rejected]:
+        """The :class:`Rejected` candidates collected since the last call."""
+        out, self.rejects = self.rejects, []
+        return out
+
+    # -- the scan -------------------------------------------------------------
+    def _reject(self, buf: bytes, i: int, reason: str) -> None:
+        n = len(buf)
+        if n - i < 4:  # machine code and type not received: nothing to attribute
+            return
+        sub = _SUB_OF[buf[i + 6]] if n - i > 6 else None
+        self.rejects.append(Rejected(self._base + i, reason, buf[i + 2], _TYPE_OF[buf[i + 3]], sub))
+
+    def _scan(self, buf: bytes, final: bool) -> list[Received]:
+        """Resolve ``buf`` (held bytes + new chunk) as far as its bytes allow."""
+        st = self.stats
+        out: list[Received] = []
+        append = out.append
+        new = tuple.__new__  # Received's own __new__ is a Python call; skip it
+        crcf = self._crc
+        n = len(buf)
+        base = self._base
+        max_len = self.max_length
+        relaxed = self.relaxed
+        codes = self._codes
+        first = self._first
+        find = buf.find
+        startswith = buf.startswith
+        keep_rejects = self.keep_rejects
+        make = _make
+        type_of, sub_of = _TYPE_OF, _SUB_OF
+        cur = 0  # bytes before cur are accounted for (in a frame or discarded)
+        gap = self._gap
+        pos = 0
+        need = 0
+        while True:
+            if startswith(HEADER, pos):  # back-to-back frames: no search
+                i = pos
+                primary = True
+            else:
+                if first is not None:
+                    i = find(first, pos)
+                else:
+                    m = self._first_re.search(buf, pos)
+                    i = m.start() if m else -1
+                if i < 0:
+                    keep = n
+                    break
+                if i + 1 >= n:  # a lone first header byte at the end
+                    keep = n if final else i
+                    need = 2
+                    break
+                code = buf[i] << 8 | buf[i + 1]
+                if code not in codes:
+                    pos = i + 1
+                    continue
+                primary = code == _PRIMARY
+            if i + 7 > n:  # length field and sub-command not here yet
+                if not final:
+                    keep, need = i, 7
+                    break
+                if primary:
+                    st.truncated += 1
+                    if keep_rejects:
+                        self._reject(buf, i, "truncated")
+                pos = i + 1
+                continue
+            length = buf[i + 4] | buf[i + 5] << 8
+            if length > max_len:
+                if primary:
+                    st.length_errors += 1
+                    if keep_rejects:
+                        self._reject(buf, i, "length")
+                pos = i + 1
+                continue
+            end = i + OVERHEAD + length
+            if end > n:
+                if not final:
+                    keep, need = i, end - i
+                    break
+                if primary:
+                    st.truncated += 1
+                    if keep_rejects:
+                        self._reject(buf, i, "truncated")
+                pos = i + 1
+                continue
+            if buf[end - 2] != _FD or buf[end - 1] != _DF:
+                if primary:
+                    st.trailer_errors += 1
+                    if keep_rejects:
+                        self._reject(buf, i, "trailer")
+                pos = i + 1
+                continue
+            # a bytes slice: cheaper than a memoryview slice at these sizes
+            crc_ok = crcf(buf[i + 2 : end - 4]) == buf[end - 4] | buf[end - 3] << 8
+            defects: tuple[str, ...] = ()
+            if not (primary and crc_ok):
+                if not relaxed:
+                    if not primary:
+                        st.header_errors += 1
+                    if not crc_ok:
+                        st.crc_errors += 1
+                        if primary and keep_rejects:
+                            self._reject(buf, i, "crc")
+                    pos = i + 1
+                    continue
+                defects = ("crc",) if primary else ("header",) if crc_ok else ("header", "crc")
+                st.relaxed_accepts += 1
+            if i > cur or gap:
+                st.resyncs += 1
+                st.discarded += i - cur
+                gap = False
+            frame = make(buf[i + 2], type_of[buf[i + 3]], sub_of[buf[i + 6]], buf[i + 7 : end - 4])
+            append(new(Received, (base + i, frame, defects)))
+            cur = pos = end
+        if keep > cur:
+            st.discarded += keep - cur
+            gap = True
+        st.frames += len(out)
+        self._gap = gap
+        self._buf = buf[keep:]
+        self._base = base + keep
+        self._need = need
+        return out
