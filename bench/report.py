@@ -31,6 +31,7 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_sim", "simulated world speed and round trip"),
     ("bench_can_sim", "CAN bus simulator vs python-can's virtual bus"),
     ("bench_arm", "SCARA IK and the pick-and-place control loop"),
+    ("fault_suite", "fault injection: recovery, false accepts, resync distance"),
 ]
 
 
