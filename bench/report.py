@@ -32,6 +32,7 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_can_sim", "CAN bus simulator vs python-can's virtual bus"),
     ("bench_arm", "SCARA IK and the pick-and-place control loop"),
     ("fault_suite", "fault injection: recovery, false accepts, resync distance"),
+    ("bench_resources", "a gigabyte of random bytes: memory and time per MB"),
 ]
 
 
