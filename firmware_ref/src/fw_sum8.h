@@ -1,0 +1,150 @@
+/*
+ * fw_sum8.h - the fixed-length sum-8 frames of PROTOCOLS.md sections 1-2.
+ *
+ *   odometry (firmware -> host), 19 bytes:
+ *     AA 55 | vx f32 | vy f32 | wz f32 | yaw_deg f32 | sum8(bytes 2..17)
+ *   command (host -> firmware), 15 bytes:
+ *     AA 55 | vx f32 | vy f32 | wz f32 | sum8(bytes 2..13)
+ *
+ * Floats are IEEE-754 little-endian; yaw is in degrees.
+ *
+ * The receiver is a byte-wise machine (call it from the UART RX interrupt)
+ * that holds at most one frame. Unlike the seed's GetOneByte it backtracks:
+ * every AA 55 position is a candidate, including positions inside a frame
+ * just accepted, and after a candidate is resolved the scan resumes at the
+ * byte after its header. So neither "AA AA 55 ..." nor a false AA 55 in noise
+ * or in a payload can make it lose a frame that is intact on the wire. It
+ * yields the same frames (and stream offsets) and the same counters as the
+ * host's protocols.sum8_receiver.Sum8Receiver on the same stream.
+ */
+#ifndef FW_SUM8_H
+#define FW_SUM8_H
+
+#include "fw_common.h"
+
+#define FW_SUM8_H0 0xAAu
+#define FW_SUM8_H1 0x55u
+#define FW_ODOM_SIZE 19u
+#define FW_CMD_SIZE 15u
+
+/* Wire layouts (uint8_t members only: no padding). */
+typedef struct {
+    uint8_t header[2];
+    uint8_t vx[4];
+    uint8_t vy[4];
+    uint8_t wz[4];
+    uint8_t yaw_deg[4];
+    uint8_t checksum;
+} fw_odom_wire;
+
+typedef struct {
+    uint8_t header[2];
+    uint8_t vx[4];
+    uint8_t vy[4];
+    uint8_t wz[4];
+    uint8_t checksum;
+} fw_cmd_wire;
+
+FW_STATIC_ASSERT(sizeof(fw_odom_wire) == FW_ODOM_SIZE, odom_wire_size);
+FW_STATIC_ASSERT(sizeof(fw_cmd_wire) == FW_CMD_SIZE, cmd_wire_size);
+FW_STATIC_ASSERT(offsetof(fw_odom_wire, checksum) == 18, odom_checksum_offset);
+FW_STATIC_ASSERT(offsetof(fw_cmd_wire, checksum) == 14, cmd_checksum_offset);
+
+/* Decoded values. */
+typedef struct {
+    float vx, vy, wz; /* m/s, m/s, rad/s (body frame) */
+    float yaw_deg;    /* degrees */
+} fw_odom;
+
+typedef struct {
+    float vx, vy, wz; /* m/s, m/s, rad/s */
+} fw_cmd;
+
+/* Sum of the bytes, mod 256 (the seed's "checkout"). */
+uint8_t fw_sum8(const uint8_t *data, size_t len);
+
+/* Encoders: write exactly FW_*_SIZE bytes to out; return that size. NaN and
+ * infinity are encoded as given (the firmware reports what it has). */
+size_t fw_odom_encode(const fw_odom *odom, uint8_t out[FW_ODOM_SIZE]);
+size_t fw_cmd_encode(const fw_cmd *cmd, uint8_t out[FW_CMD_SIZE]);
+/* Encode and hand the bytes to the board's transmit callback. */
+void fw_odom_send(const fw_odom *odom, fw_tx_fn tx, void *ctx);
+
+/* Decoders for a frame the receiver accepted (no checks: it checked). */
+void fw_odom_decode(const uint8_t frame[FW_ODOM_SIZE], fw_odom *out);
+void fw_cmd_decode(const uint8_t frame[FW_CMD_SIZE], fw_cmd *out);
+/* Full check of exactly `len` bytes: 0 ok, -1 length, -2 header, -3 checksum. */
+int fw_sum8_check(const uint8_t *data, size_t len, size_t frame_size);
+
+/* Counters; the same names and meaning as the host's ReceiverStats. Every
+ * byte fed is eventually in a frame or discarded. */
+typedef struct {
+    uint32_t frames;          /* frames accepted (overlapping ones included) */
+    uint32_t bytes;           /* bytes fed */
+    uint32_t checksum_errors; /* rejected candidates outside every accepted frame */
+    uint32_t discarded;       /* bytes in no accepted frame */
+    uint32_t resyncs;         /* frames that follow discarded bytes */
+    uint32_t nonfinite;       /* accepted frames with a NaN/inf field */
+    uint32_t overlapping;     /* accepted frames starting inside an earlier one */
+} fw_sum8_stats;
+
+typedef struct {
+    /* Word-sized on purpose: the per-byte path stores and reloads len on
+     * every byte, and a byte-wide field there measured 2x slower. */
+    uint32_t len;                /* bytes held: a partial candidate or a lone AA */
+    uint32_t size;               /* FW_ODOM_SIZE or FW_CMD_SIZE */
+    uint8_t gap;                 /* bytes were discarded since the last frame */
+    uint8_t in_copy;             /* the last frame is in copy[], not buf[] */
+    uint8_t buf[FW_ODOM_SIZE];   /* buf[0] is at stream position stats.bytes - len */
+    uint8_t copy[FW_ODOM_SIZE];  /* the last frame, when the rescan moved buf */
+    fw_pos_t frame_offset;       /* the last frame's stream offset (its AA) */
+    fw_pos_t covered;            /* end of the last accepted frame */
+    fw_sum8_stats stats;
+} fw_sum8_rx;
+
+/* frame_size: FW_ODOM_SIZE (host-side odometry) or FW_CMD_SIZE (firmware). */
+void fw_sum8_rx_init(fw_sum8_rx *rx, uint8_t frame_size);
+
+/* Everything but the common case of fw_sum8_rx_byte(). */
+int fw_sum8_rx_byte_slow(fw_sum8_rx *rx, uint8_t b);
+
+/* Feed one byte. Returns 1 when it completed a frame: fw_sum8_rx_frame()
+ * gives its bytes and rx->frame_offset its stream offset, until the next
+ * call. At most one frame completes per byte. ISR-safe: bounded time, no
+ * allocation, no copy of the frame in the common case.
+ *
+ * Inline so that the common case (a payload byte of a candidate: one store)
+ * costs no call in the UART interrupt handler. */
+static inline int fw_sum8_rx_byte(fw_sum8_rx *rx, uint8_t b)
+{
+    /* Both read before the store: a uint8_t store may alias anything, so
+     * reading them after it would cost a reload on every byte. */
+    const unsigned len = rx->len;
+    const unsigned size = rx->size;
+    if (len >= 2 && len + 1 < size) {
+        rx->buf[len] = b;
+        rx->len = len + 1;
+        rx->stats.bytes++;
+        return 0;
+    }
+    return fw_sum8_rx_byte_slow(rx, b);
+}
+/* The frame that fw_sum8_rx_byte() just reported. */
+static inline const uint8_t *fw_sum8_rx_frame(const fw_sum8_rx *rx)
+{
+    return rx->in_copy ? rx->copy : rx->buf;
+}
+
+/* Feed a buffer (a DMA half-buffer, a read() chunk); on_frame (may be NULL)
+ * is called for each frame with a pointer that is valid during the call
+ * (often straight into `data`: frames are checked in place). Returns the
+ * number of frames. */
+typedef void (*fw_sum8_frame_fn)(void *ctx, const uint8_t *frame, fw_pos_t offset);
+size_t fw_sum8_rx_feed(fw_sum8_rx *rx, const uint8_t *data, size_t len,
+                       fw_sum8_frame_fn on_frame, void *ctx);
+
+/* End of stream: drop the held-back bytes (counting those outside every
+ * frame as discarded); returns how many were held. */
+size_t fw_sum8_rx_finish(fw_sum8_rx *rx);
+
+#endif /* FW_SUM8_H */
