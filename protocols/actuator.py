@@ -29,7 +29,7 @@ from .action_frame import SubCommand, as_sub_command
 from .errors import FieldValueError, LengthError
 
 __all__ = ["SCHEMA", "SIZE", "ActuatorStruct", "Fault", "decode", "decode_with_schema", "encode",
-           "encode_with_schema"]
+           "encode_with_schema", "fine_position", "with_fine_position"]
 
 NAME = "actuator"
 SIZE = 8
@@ -140,3 +140,26 @@ def decode_with_schema(data: bytes | bytearray | memoryview) -> ActuatorStruct:
             fault |= flag
     return ActuatorStruct(p.angle, p.speed, p.current, p.module_id, as_sub_command(int(p.command)),
                           fault, p.reserved_a, p.reserved_b)
+
+
+# -- fine position in the reserved bytes (PROTOCOLS.md 6) ----------------------
+#: Counts per unit of the fine position: 0.01 degree for revolute joints,
+#: 0.1 mm for prismatic ones (the SCARA slide).
+FINE_PER_DEGREE = 100
+FINE_PER_MM = 10
+
+
+def fine_position(value: ActuatorStruct) -> int:
+    """The int16 fine position carried little-endian in ``reserved_a``/``reserved_b``."""
+    raw = value.reserved_a | value.reserved_b << 8
+    return raw - 0x10000 if raw & 0x8000 else raw
+
+
+def with_fine_position(value: ActuatorStruct, counts: int) -> ActuatorStruct:
+    """``value`` with ``counts`` (int16) in the reserved bytes; other fields unchanged."""
+    if not -0x8000 <= counts <= 0x7FFF:
+        raise FieldValueError(NAME, "reserved_a/reserved_b",
+                              f"fine position {counts} is out of the int16 range")
+    raw = counts & 0xFFFF
+    return ActuatorStruct(value.angle, value.speed, value.current, value.module_id,
+                          value.command, value.fault, raw & 0xFF, raw >> 8)

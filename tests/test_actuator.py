@@ -93,3 +93,16 @@ def test_out_of_range_fields(kwargs: dict[str, object], field: str) -> None:
         with pytest.raises(FieldValueError) as exc:
             fn(value)
         assert exc.value.field == field
+
+
+@given(st.integers(-0x8000, 0x7FFF))
+def test_fine_position_round_trip(counts: int) -> None:
+    base = actuator.ActuatorStruct(angle=12, speed=3, module_id=2, command=0x38)
+    s = actuator.with_fine_position(base, counts)
+    assert actuator.fine_position(actuator.decode(actuator.encode(s))) == counts
+    assert (s.angle, s.speed, s.module_id) == (12, 3, 2)
+
+
+def test_fine_position_range() -> None:
+    with pytest.raises(FieldValueError, match="int16"):
+        actuator.with_fine_position(actuator.ActuatorStruct(), 40000)
