@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from cli_verbs.can import can_group
 from cli_verbs.codec import decode_cmd, encode_group
 
 
@@ -20,6 +21,7 @@ def fwbridge(ctx: click.Context, debug: bool) -> None:
 
 fwbridge.add_command(encode_group)
 fwbridge.add_command(decode_cmd)
+fwbridge.add_command(can_group)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -136,8 +136,9 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.command("decode")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @click.option(
-    "-p", "--protocol", type=click.Choice(sorted(DECODERS)), required=True,
-    help="Frame family on this stream.",
+    "-p", "--protocol", type=click.Choice([*sorted(DECODERS), "actuator"]), required=True,
+    help="Frame family on this stream; 'actuator' reads a CAN capture (.log, .asc, .blf, "
+         ".pcapng) and decodes its actuator structs.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["auto", "raw", "hex"]), default="auto",
@@ -160,6 +161,11 @@ def decode_cmd(
     Frames go to stdout (a table, or JSON lines with --json), the receiver's
     counters to stderr at the end.
     """
+    if protocol == "actuator":  # a CAN capture, not a byte stream
+        from cli_verbs.can import decode_cmd as can_decode
+
+        click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None)
+        return
     dec = DECODERS[protocol]
     opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
             if v not in (None, False)}

@@ -128,7 +128,11 @@ def test_inverse_path_equals_point_by_point(poses: list[Pose], c1: float, c2: fl
         cur = inverse(GEOM, p, cur)
         seq.append(cur)
     batch = inverse_path(GEOM, np.array(poses), current)
-    assert np.allclose(batch, np.array(seq), atol=1e-12)
+    diff = batch - np.array(seq)
+    # numpy's and libm's acos/atan2 may differ in the last bit: at the wrist's
+    # +-pi boundary that is +pi on one side and -pi on the other, the same angle.
+    diff[:, 3] = (diff[:, 3] + math.pi) % (2 * math.pi) - math.pi
+    assert np.abs(diff).max() < 1e-9
 
 
 def test_inverse_path_names_the_unreachable_point() -> None:

@@ -267,9 +267,15 @@ def inverse_path(
         gamma = np.arccos(np.clip((geom.l1l1_minus_l2l2 + r2) / (2.0 * geom.l1 * r), -1.0, 1.0))
     beta = np.arctan2(y, x)
     elbow = math.pi - alpha
+    # The same operations, in the same order, as the scalar _candidates: so the
+    # results agree to the last bit, wrapping included.
+    out = ~((phi > -math.pi) & (phi <= math.pi))
+    if out.any():
+        phi = phi.copy()
+        phi[out] = [normalize_angle(v) for v in phi[out]]
     t1 = np.stack([_wrap_array(beta - gamma), _wrap_array(beta + gamma)])  # (2, N)
     t2 = np.stack([elbow, -elbow])
-    t4 = _wrap_array(_wrap_array(phi - t1) - t2)
+    t4 = _wrap_array(_wrap_array(phi - t1 - t2))
     valid = (np.abs(t1) <= geom.limit1) & (np.abs(t2) <= geom.limit2) & (np.abs(t4) <= geom.limit4)
     if not valid.any(axis=0).all():
         k = int(np.argmin(valid.any(axis=0)))
@@ -297,5 +303,5 @@ def inverse_path(
 
 
 def _wrap_array(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Element-wise :func:`normalize_angle`: to (-pi, pi]."""
-    return a - TAU * np.ceil((a - math.pi) / TAU)
+    """One conditional wrap toward (-pi, pi], element-wise, exactly as the scalar code."""
+    return np.where(a > math.pi, a - TAU, np.where(a <= -math.pi, a + TAU, a))

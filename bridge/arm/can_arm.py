@@ -1,0 +1,247 @@
+"""The SCARA arm on CAN: joint modules, the host's arm link, and a pick-and-place run.
+
+Four joint actuator modules (theta1, theta2, the z slide, theta4; module IDs
+1..4) and a gripper (module 5) on any python-can bus. The host commands each
+with an actuator struct, sub-command 0x38 (set servo absolute position); the
+modules answer with feedback structs. The struct's int8 angle cannot carry a
+SCARA joint (±170°, 1 mm at the tool), so both directions also carry the
+fine position in the reserved bytes (PROTOCOLS.md 6): 0.01° for the
+revolute joints, 0.1 mm for the slide, 0.01 % closed for the gripper.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import can
+
+from can_bus.ids import Direction, command_filter, feedback_filter, from_message, to_message
+from can_bus.nodes import TxQueue
+from protocols.action_frame import SubCommand
+from protocols.actuator import ActuatorStruct, fine_position, with_fine_position
+from protocols.errors import FrameError
+
+from .kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from .pick_place import Phase, PickAndPlace, PickPlaceConfig
+
+
+@dataclass(frozen=True, slots=True)
+class JointSpec:
+    """One module of the arm: its ID, how SI units map to fine counts, its dynamics."""
+
+    name: str
+    module_id: int
+    counts_per_unit: float  # fine-position counts per rad, per m, or per fraction closed
+    vmax: float  # SI units per second
+    tau: float = 0.03  # s, first-order lag of the servo loop
+    lo: float = -math.inf
+    hi: float = math.inf
+
+    def to_counts(self, value: float) -> int:
+        return round(value * self.counts_per_unit)
+
+    def from_counts(self, counts: int) -> float:
+        return counts / self.counts_per_unit
+
+
+_PER_RAD = 100.0 * 180.0 / math.pi  # 0.01 degree
+_PER_M = 10_000.0  # 0.1 mm
+_PER_FRACTION = 10_000.0  # 0.01 %
+
+
+def arm_specs(geom: ScaraGeometry) -> tuple[JointSpec, ...]:
+    """Modules 1..4 for the joints (seed 001's speed limits), module 5 the gripper."""
+    v1, v2, v3, v4 = geom.vmax
+    return (
+        JointSpec("theta1", 1, _PER_RAD, v1, lo=-geom.limit1, hi=geom.limit1),
+        JointSpec("theta2", 2, _PER_RAD, v2, lo=-geom.limit2, hi=geom.limit2),
+        JointSpec("d3", 3, _PER_M, v3, lo=geom.z_min, hi=geom.z_max),
+        JointSpec("theta4", 4, _PER_RAD, v4, lo=-geom.limit4, hi=geom.limit4),
+        JointSpec("gripper", 5, _PER_FRACTION, 4.0, lo=0.0, hi=1.0),
+    )
+
+
+def _coarse(spec: JointSpec, value: float) -> int:
+    """The struct's int8 angle field: whole degrees, or mm / percent for the others."""
+    unit = math.degrees(value) if spec.counts_per_unit == _PER_RAD else value * 100.0
+    return int(max(-128, min(127, round(unit))))
+
+
+class JointModule:
+    """A simulated joint (or gripper) module: follows set-position commands, reports back."""
+
+    def __init__(self, bus: can.BusABC, spec: JointSpec, position: float = 0.0, *,
+                 feedback_period: float = 0.008) -> None:
+        self.bus, self.spec = bus, spec
+        self.position = self.target = position
+        self.feedback_period = feedback_period
+        self.tx = TxQueue()
+        self.commands = 0
+        self.bad_frames = 0
+        self._last: float | None = None
+        self._next_feedback = 0.0
+        bus.set_filters(command_filter(spec.module_id))  # the acceptance filter
+
+    def step(self, now: float) -> None:
+        if self._last is None:
+            self._last = self._next_feedback = now
+        while (msg := self.bus.recv(0)) is not None:
+            self._on_command(msg)
+        dt = now - self._last
+        self._last = now
+        if dt > 0:
+            err = self.target - self.position
+            move = err * (1.0 - math.exp(-dt / self.spec.tau))
+            limit = self.spec.vmax * dt
+            self.position += max(-limit, min(limit, move))
+        if now >= self._next_feedback:
+            self._next_feedback = max(self._next_feedback + self.feedback_period, now)
+            self.tx.put(to_message(self.feedback(), Direction.FEEDBACK, self.spec.module_id))
+        self.tx.pump(self.bus)
+
+    def _on_command(self, msg: can.Message) -> None:
+        try:
+            got = from_message(msg)
+        except FrameError:
+            self.bad_frames += 1
+            return
+        if got is None or got.direction is not Direction.COMMAND:
+            return
+        if got.struct.command == SubCommand.SET_SERVO_POSITION:
+            value = self.spec.from_counts(fine_position(got.struct))
+            self.target = max(self.spec.lo, min(self.spec.hi, value))
+            self.commands += 1
+
+    def feedback(self) -> ActuatorStruct:
+        s = ActuatorStruct(angle=_coarse(self.spec, self.position), module_id=self.spec.module_id,
+                           command=SubCommand.SET_SERVO_POSITION)
+        return with_fine_position(s, self.spec.to_counts(self.position))
+
+
+class ArmLink:
+    """The host's side: joint setpoints out, measured joints in, per module health."""
+
+    def __init__(self, bus: can.BusABC, specs: Sequence[JointSpec], *,
+                 silence_timeout: float = 0.1) -> None:
+        self.bus = bus
+        self.specs = {s.module_id: s for s in specs}
+        self.silence_timeout = silence_timeout
+        self.values: dict[int, float] = {}
+        self.last_seen: dict[int, float] = {}
+        self.tx = TxQueue()
+        self.bad_frames = 0
+        bus.set_filters(feedback_filter())
+
+    def send(self, joints: Joints, gripper: float) -> None:
+        for spec, value in zip(self.specs.values(), (*joints, gripper)):
+            s = ActuatorStruct(angle=_coarse(spec, value), module_id=spec.module_id,
+                               command=SubCommand.SET_SERVO_POSITION)
+            s = with_fine_position(s, spec.to_counts(value))
+            self.tx.put(to_message(s, Direction.COMMAND, spec.module_id))
+        self.tx.pump(self.bus)
+
+    def poll(self, now: float) -> None:
+        while (msg := self.bus.recv(0)) is not None:
+            try:
+                got = from_message(msg)
+            except FrameError:
+                self.bad_frames += 1
+                continue
+            if got is None or got.direction is not Direction.FEEDBACK:
+                continue
+            spec = self.specs.get(got.module)
+            if spec is not None:
+                self.values[got.module] = spec.from_counts(fine_position(got.struct))
+                self.last_seen[got.module] = now
+
+    def silent(self, now: float) -> list[str]:
+        """Names of the modules whose feedback is missing or older than the timeout."""
+        return [s.name for k, s in self.specs.items()
+                if now - self.last_seen.get(k, -math.inf) > self.silence_timeout]
+
+    @property
+    def joints(self) -> Joints | None:
+        v = self.values
+        if not all(k in v for k in (1, 2, 3, 4)):
+            return None
+        return Joints(v[1], v[2], v[3], v[4])
+
+    @property
+    def gripper(self) -> float | None:
+        return self.values.get(5)
+
+
+START = Pose(0.4, 0.0, 0.2)  # where the simulated arm is when a run begins
+
+
+@dataclass
+class PickPlaceRun:
+    """What a pick-and-place run on the bus did."""
+
+    task: PickAndPlace
+    sim_seconds: float
+    step_seconds: list[float] = field(default_factory=list)  # wall time of each control step
+    trace: list[tuple[float, Pose, Phase]] = field(default_factory=list)  # measured tool pose
+    bus_frames: int = 0
+
+
+def run_pick_place(
+    config: PickPlaceConfig | None = None,
+    geom: ScaraGeometry | None = None,
+    *,
+    start: Pose = START,
+    channel: str | None = None,
+    bitrate: int = 1_000_000,
+    max_seconds: float = 60.0,
+    on_step: Callable[[float, PickAndPlace, Joints], None] | None = None,
+    bus_kwargs: dict[str, Any] | None = None,
+) -> PickPlaceRun:
+    """One pick-and-place cycle against simulated joint modules on a simulated CAN bus.
+
+    The bus is the ``fwbridge`` interface in as-fast-as-possible pacing: bus
+    time advances one control period at a time, and frames take their exact
+    bit time on it. Deterministic; the wall time of each control step is
+    recorded for the benchmark.
+    """
+    geom = geom or ScaraGeometry()
+    cfg = config or PickPlaceConfig()
+    specs = arm_specs(geom)
+    name = channel or f"scara-{id(cfg):x}-{time.monotonic_ns()}"
+    kw = {"interface": "fwbridge", "channel": name, "bitrate": bitrate, "pacing": "afap",
+          **(bus_kwargs or {})}
+    host_bus = can.Bus(**kw)
+    module_buses = [can.Bus(**kw) for _ in specs]
+    try:
+        start_joints = inverse(geom, start)
+        modules = [JointModule(b, s, v) for b, s, v in
+                   zip(module_buses, specs, (*start_joints, 0.0))]
+        link = ArmLink(host_bus, specs)
+        task = PickAndPlace(geom, cfg)
+        run = PickPlaceRun(task, 0.0)
+        now, period = 0.0, cfg.period
+        advance = host_bus.advance_to  # type: ignore[attr-defined]
+        while not task.done and now < max_seconds:
+            advance(now)
+            for m in modules:
+                m.step(now)
+            link.poll(now)
+            fb = link.joints
+            if fb is not None:
+                t0 = time.perf_counter()
+                sp = task.step(now, fb, link.gripper)
+                link.send(sp.joints, sp.gripper)
+                run.step_seconds.append(time.perf_counter() - t0)
+                run.trace.append((now, forward(geom, fb), sp.phase))
+                if on_step is not None:
+                    on_step(now, task, fb)
+            now += period
+        run.sim_seconds = now
+        run.bus_frames = sum(m.tx.sent for m in modules) + link.tx.sent
+        return run
+    finally:
+        for b in (host_bus, *module_buses):
+            b.shutdown()

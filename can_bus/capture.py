@@ -1,0 +1,120 @@
+"""Captures of CAN traffic: python-can's log formats plus pcapng, and candump text.
+
+- :func:`open_writer` / :func:`read_messages`: by file extension; ``.pcapng``
+  (and ``.pcap`` for reading) through :mod:`can_bus.pcapng`, everything else
+  through python-can (``.log`` candump, ``.asc``, ``.blf``, ``.csv``,
+  ``.trc``, ``.mf4``, ``.db``).
+- :func:`decode_actuators`: the actuator structs in any capture.
+- :func:`parse_frame` / :func:`format_frame` / :func:`candump_line`: can-utils'
+  ``ID#DATA`` notation (``123#DEADBEEF``, ``1F334455#11``, ``123#R``,
+  ``123#R4``, bytes optionally dot-separated).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import can
+from can.io.logger import MESSAGE_WRITERS
+
+from protocols.errors import FrameError
+
+from .ids import ActuatorMessage, from_message
+from .pcapng import PcapngWriter, read_pcap
+
+__all__ = ["PCAP_SUFFIXES", "candump_line", "decode_actuators", "format_frame", "open_writer",
+           "parse_frame", "read_messages", "writable_suffixes"]
+
+PCAP_SUFFIXES = (".pcapng", ".pcap")
+
+
+def writable_suffixes() -> list[str]:
+    """File extensions :func:`open_writer` understands."""
+    return sorted({*MESSAGE_WRITERS, ".pcapng"} - {".gz"})
+
+
+def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
+    """A python-can Listener writing to ``path``; the format follows the extension."""
+    p = Path(path)
+    if p.suffix.lower() == ".pcapng":
+        return PcapngWriter(p, **kwargs)
+    if p.suffix.lower() == ".pcap":
+        raise ValueError(f"{p}: write .pcapng (classic .pcap is read only)")
+    if p.suffix.lower() not in MESSAGE_WRITERS:
+        raise ValueError(f"{p}: unknown capture format {p.suffix!r}; use one of "
+                         + ", ".join(writable_suffixes()))
+    return can.Logger(p, **kwargs)
+
+
+def read_messages(path: str | Path) -> Iterator[can.Message]:
+    """Every message in a capture file, in file order."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such file")
+    if p.suffix.lower() in PCAP_SUFFIXES:
+        yield from read_pcap(p)
+        return
+    with can.LogReader(p) as reader:
+        yield from reader
+
+
+def decode_actuators(source: str | Path | Iterable[can.Message]
+                     ) -> Iterator[ActuatorMessage | tuple[can.Message, FrameError]]:
+    """Actuator structs (commands and feedback) found in a capture or message stream.
+
+    A frame on an actuator ID whose data is malformed yields ``(message, error)``
+    instead of stopping the iteration; other frames are skipped.
+    """
+    messages = read_messages(source) if isinstance(source, (str, Path)) else source
+    for msg in messages:
+        try:
+            got = from_message(msg)
+        except FrameError as exc:
+            yield msg, exc
+            continue
+        if got is not None:
+            yield got
+
+
+_SPEC = re.compile(r"^(?P<id>[0-9A-Fa-f]{1,8})#(?:(?P<rtr>[Rr])(?P<len>[0-8])?|"
+                   r"(?P<data>(?:[0-9A-Fa-f]{2}\.?)*))$")
+
+
+def parse_frame(text: str) -> can.Message:
+    """A message from can-utils notation: 3 hex digits = standard ID, 8 = extended."""
+    m = _SPEC.match(text.strip())
+    if m is None:
+        raise ValueError(f"{text!r}: expected ID#DATA (e.g. 123#DEADBEEF, 1F334455#11, 123#R)")
+    id_text = m["id"]
+    if len(id_text) not in (3, 8):
+        raise ValueError(f"{text!r}: the ID needs 3 hex digits (standard) or 8 (extended)")
+    extended = len(id_text) == 8
+    can_id = int(id_text, 16)
+    if can_id > (0x1FFFFFFF if extended else 0x7FF):
+        raise ValueError(f"{text!r}: ID 0x{can_id:X} out of range")
+    if m["rtr"]:
+        return can.Message(arbitration_id=can_id, is_extended_id=extended, is_remote_frame=True,
+                           dlc=int(m["len"] or 0))
+    data = bytes.fromhex((m["data"] or "").replace(".", ""))
+    if len(data) > 8:
+        raise ValueError(f"{text!r}: {len(data)} data bytes, classic CAN carries at most 8")
+    return can.Message(arbitration_id=can_id, is_extended_id=extended, data=data)
+
+
+def format_frame(msg: can.Message) -> str:
+    """can-utils notation of ``msg`` (``123#DEADBEEF``, ``123#R4``)."""
+    ident = f"{msg.arbitration_id:08X}" if msg.is_extended_id else f"{msg.arbitration_id:03X}"
+    if msg.is_error_frame:
+        ident = f"{0x20000000 | msg.arbitration_id:08X}"
+    if msg.is_remote_frame:
+        return f"{ident}#R{msg.dlc if msg.dlc else ''}"
+    return f"{ident}#{bytes(msg.data).hex().upper()}"
+
+
+def candump_line(msg: can.Message, channel: Any = None) -> str:
+    """One line as ``candump -L`` prints it: ``(timestamp) channel ID#DATA``."""
+    ch = msg.channel if msg.channel is not None else (channel if channel is not None else "can0")
+    return f"({msg.timestamp:.6f}) {ch} {format_frame(msg)}"

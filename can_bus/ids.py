@@ -1,0 +1,113 @@
+"""The one table of CAN identifiers, and actuator struct <-> ``can.Message``.
+
+PROTOCOLS.md 4.1: standard 11-bit IDs; master -> module ``k`` on ``0x100 + k``,
+module ``k`` -> master on ``0x200 + k``. The module ID is the priority: the
+lower it is, the earlier its frames win arbitration. Commands (0x1xx) beat
+every feedback frame (0x2xx).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import NamedTuple
+
+import can
+from can.typechecking import CanFilter
+
+from protocols import actuator
+from protocols.actuator import ActuatorStruct
+
+__all__ = [
+    "COMMAND_BASE",
+    "DEFAULT_BITRATE",
+    "FEEDBACK_BASE",
+    "MAX_MODULE",
+    "ActuatorMessage",
+    "Direction",
+    "classify",
+    "command_filter",
+    "command_id",
+    "feedback_filter",
+    "feedback_id",
+    "from_message",
+    "to_message",
+]
+
+COMMAND_BASE = 0x100
+FEEDBACK_BASE = 0x200
+MAX_MODULE = 0xFF  # module_id is one byte: 0x100..0x1FF and 0x200..0x2FF
+DEFAULT_BITRATE = 500_000
+
+
+class Direction(Enum):
+    COMMAND = "command"  # master -> module
+    FEEDBACK = "feedback"  # module -> master
+
+
+class ActuatorMessage(NamedTuple):
+    """An actuator struct recognised on the bus."""
+
+    direction: Direction
+    module: int
+    struct: ActuatorStruct
+    timestamp: float
+
+
+def _check_module(module: int) -> int:
+    if not 0 <= module <= MAX_MODULE:
+        raise ValueError(f"module ID {module} out of range 0..{MAX_MODULE}")
+    return module
+
+
+def command_id(module: int) -> int:
+    """CAN ID of commands to ``module``."""
+    return COMMAND_BASE + _check_module(module)
+
+
+def feedback_id(module: int) -> int:
+    """CAN ID of the feedback of ``module``."""
+    return FEEDBACK_BASE + _check_module(module)
+
+
+def classify(arbitration_id: int, is_extended_id: bool = False) -> tuple[Direction, int] | None:
+    """(direction, module) of an actuator ID, or None for any other frame."""
+    if is_extended_id:
+        return None
+    if COMMAND_BASE <= arbitration_id <= COMMAND_BASE + MAX_MODULE:
+        return Direction.COMMAND, arbitration_id - COMMAND_BASE
+    if FEEDBACK_BASE <= arbitration_id <= FEEDBACK_BASE + MAX_MODULE:
+        return Direction.FEEDBACK, arbitration_id - FEEDBACK_BASE
+    return None
+
+
+def command_filter(module: int) -> list[CanFilter]:
+    """python-can acceptance filter of a module: its own command ID only."""
+    return [{"can_id": command_id(module), "can_mask": 0x7FF, "extended": False}]
+
+
+def feedback_filter() -> list[CanFilter]:
+    """python-can acceptance filter of the master: every feedback ID (0x200..0x2FF)."""
+    return [{"can_id": FEEDBACK_BASE, "can_mask": 0x700, "extended": False}]
+
+
+def to_message(struct: ActuatorStruct, direction: Direction, module: int | None = None,
+               *, timestamp: float = 0.0) -> can.Message:
+    """The CAN frame carrying ``struct``; the ID comes from ``module`` (default: its module_id)."""
+    k = struct.module_id if module is None else module
+    can_id = command_id(k) if direction is Direction.COMMAND else feedback_id(k)
+    return can.Message(arbitration_id=can_id, is_extended_id=False, data=actuator.encode(struct),
+                       timestamp=timestamp)
+
+
+def from_message(msg: can.Message) -> ActuatorMessage | None:
+    """The actuator struct in ``msg``, or None when it is not an actuator frame.
+
+    An actuator ID whose data is not exactly 8 bytes raises the protocol's
+    ``LengthError``: it is a malformed actuator frame, not some other frame.
+    """
+    if msg.is_error_frame or msg.is_remote_frame:
+        return None
+    kind = classify(msg.arbitration_id, msg.is_extended_id)
+    if kind is None:
+        return None
+    return ActuatorMessage(kind[0], kind[1], actuator.decode(msg.data), msg.timestamp)

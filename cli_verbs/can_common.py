@@ -1,0 +1,180 @@
+"""What the ``fwbridge can`` verbs share: bus options, bounds, status line, struct text."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import can
+import click
+from rich.live import Live
+from rich.text import Text
+
+from can_bus.ids import ActuatorMessage
+from can_bus.interface import FwBridgeBus
+from cli_verbs.common import CliError, err_console
+from protocols.action_frame import SubCommand, as_sub_command
+
+__all__ = ["COUNT", "DURATION", "BusOptions", "Deadline", "StatusLine", "actuator_fields",
+           "actuator_text", "bus_label", "lone_hint", "open_bus", "options", "parse_command",
+           "target", "until_interrupted"]
+
+DURATION = click.option(
+    "--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+    help="Stop after S seconds (default: until Ctrl-C).")
+COUNT = click.option(
+    "--count", type=click.IntRange(min=1), default=None, metavar="N",
+    help="Stop after N frames (default: until Ctrl-C).")
+
+
+@dataclass
+class BusOptions:
+    """The ``can`` group's bus options, handed to its verbs."""
+
+    interface: str | None = None
+    channel: str | None = None
+    bitrate: int | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def options(ctx: click.Context) -> BusOptions:
+    obj = ctx.find_object(dict) or {}
+    opts = obj.get("can")
+    return opts if isinstance(opts, BusOptions) else BusOptions()
+
+
+def target(opts: BusOptions) -> tuple[str, Any]:
+    """(interface, channel) the options name, after python-can's configuration."""
+    interface, channel = opts.interface, opts.channel
+    if interface is None:
+        try:  # python-can's config files and CAN_INTERFACE / CAN_CHANNEL
+            cfg = can.util.load_config()
+            interface = cfg.get("interface")
+            channel = channel if channel is not None else cfg.get("channel")
+        except (can.CanInterfaceNotImplementedError, ValueError, KeyError):
+            interface = None
+        interface = interface or "fwbridge"
+    if interface == "fwbridge" and channel is None:
+        channel = "sim0"
+    return interface, channel
+
+
+def open_bus(opts: BusOptions, **extra: Any) -> can.BusABC:
+    """A python-can Bus from the group's options; one ``error:`` line if it cannot open."""
+    kwargs: dict[str, Any] = {**opts.kwargs, **extra}
+    interface, channel = target(opts)
+    if opts.bitrate is not None:
+        kwargs["bitrate"] = opts.bitrate
+    try:
+        return can.Bus(interface=interface, channel=channel, ignore_config=True, **kwargs)
+    except (can.CanError, NotImplementedError, ValueError, TypeError, OSError) as exc:
+        where = interface + (f" channel {channel}" if channel is not None else "")
+        raise CliError(f"cannot open CAN bus {where}: {exc}") from None
+
+
+def bus_label(bus: can.BusABC) -> str:
+    """The channel name for messages and candump lines."""
+    name = getattr(bus, "channel_name", None) or getattr(bus, "channel", None)
+    return str(name) if name is not None else bus.channel_info
+
+
+def lone_hint(bus: can.BusABC) -> str:
+    """Why a simulated channel may be silent (empty for other buses)."""
+    if isinstance(bus, FwBridgeBus) and len(bus.sim.endpoints) <= 1:
+        return (f" ({bus.channel_name} is simulated inside this process and has no other node:"
+                " add --bus-kwarg modules=N, or use 'fwbridge can sim')")
+    return ""
+
+
+class Deadline:
+    """``--duration`` as a deadline on the monotonic clock."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.end = None if seconds is None else time.monotonic() + seconds
+
+    @property
+    def expired(self) -> bool:
+        return self.end is not None and time.monotonic() >= self.end
+
+    @property
+    def left(self) -> float:
+        return 3600.0 if self.end is None else max(0.0, self.end - time.monotonic())
+
+
+class StatusLine:
+    """A live status line on stderr when it is a terminal; nothing otherwise."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.interval = interval
+        self._live: Live | None = None
+        self._last = 0.0
+
+    def __enter__(self) -> StatusLine:
+        if err_console.is_terminal:
+            self._live = Live(Text(""), console=err_console, transient=True, auto_refresh=False,
+                              redirect_stdout=True, redirect_stderr=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def update(self, text: str) -> None:
+        now = time.monotonic()
+        if self._live is not None and now - self._last >= self.interval:
+            self._last = now
+            self._live.update(Text(text), refresh=True)
+
+
+@contextmanager
+def until_interrupted() -> Iterator[None]:
+    """Ctrl-C ends a streaming verb normally: its summary still prints, exit 0."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo("", err=True)
+
+
+def parse_command(text: str) -> SubCommand | int:
+    """A sub-command by name (``set-servo-position``, any case) or number (``0x38``, ``56``)."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        key = text.strip().upper().replace("-", "_")
+        if key in SubCommand.__members__:
+            return SubCommand[key]
+        names = ", ".join(n.lower().replace("_", "-") for n in SubCommand.__members__)
+        raise ValueError(f"unknown command {text!r}; use a number or one of: {names}") from None
+    if not 0 <= value <= 255:
+        raise ValueError(f"command {value} out of range 0..255")
+    return as_sub_command(value)
+
+
+def _command_name(cmd: SubCommand | int) -> str:
+    return cmd.name.lower().replace("_", "-") if isinstance(cmd, SubCommand) else f"0x{cmd:02X}"
+
+
+def actuator_fields(item: ActuatorMessage) -> dict[str, Any]:
+    """JSON fields of a decoded actuator struct."""
+    s = item.struct
+    return {"t": item.timestamp, "direction": item.direction.value, "module": item.module,
+            "angle": s.angle, "speed": s.speed, "current_ma": s.current_ma,
+            "module_id": s.module_id, "command": _command_name(s.command),
+            "fault": int(s.fault), "faults": [f.name for f in type(s.fault) if f and f in s.fault],
+            "reserved": [s.reserved_a, s.reserved_b]}
+
+
+def actuator_text(item: ActuatorMessage) -> str:
+    """One human line per struct."""
+    s = item.struct
+    faults = "|".join((f.name or "").lower() for f in type(s.fault) if f and f in s.fault) or "-"
+    arrow = "->" if item.direction.value == "command" else "<-"
+    mismatch = "" if s.module_id == item.module else f" (struct says module {s.module_id})"
+    return (f"{item.timestamp:17.6f} {arrow} module {item.module:3d} {item.direction.value:8s} "
+            f"angle={s.angle:4d} speed={s.speed:3d} current={s.current_ma:5d}mA "
+            f"cmd={_command_name(s.command)} fault={faults}{mismatch}")
