@@ -8,6 +8,8 @@ import click
 
 from cli_verbs.can import can_group
 from cli_verbs.codec import decode_cmd, encode_group
+from cli_verbs.serial import SERIAL_COMMANDS
+from cli_verbs.sim import demo_cmd, sim_cmd
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,6 +24,10 @@ def fwbridge(ctx: click.Context, debug: bool) -> None:
 fwbridge.add_command(encode_group)
 fwbridge.add_command(decode_cmd)
 fwbridge.add_command(can_group)
+fwbridge.add_command(sim_cmd)
+fwbridge.add_command(demo_cmd)
+for _verb in SERIAL_COMMANDS:
+    fwbridge.add_command(_verb)
 
 
 def main(argv: list[str] | None = None) -> None:

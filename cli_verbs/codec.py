@@ -9,6 +9,7 @@ from typing import Any, BinaryIO
 import click
 from rich.table import Table
 
+from bridge.capture import CaptureError, looks_like_pcapng, read_payloads
 from cli_verbs.action import action_decoder, encode_action
 from cli_verbs.common import CliError, Decoder, console, fail, json_line, print_counters
 from protocols import cmd_frame, odom_frame
@@ -89,8 +90,20 @@ DECODERS: dict[str, Decoder] = {
 }
 
 
-def read_input(path: str, fmt: str) -> Iterator[bytes]:
-    """Chunks of the input's bytes: raw binary, or hex text (auto-detected)."""
+def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[bytes]:
+    """The packet bytes of a pcapng serial capture (one direction: ``"rx"``/``"tx"``)."""
+    try:
+        yield from read_payloads(path, direction)
+    except CaptureError as exc:
+        raise CliError(str(exc)) from None
+
+
+def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[bytes]:
+    """Chunks of the input's bytes: raw binary, hex text or a pcapng serial capture.
+
+    ``auto`` tells them apart by the first bytes; ``direction`` picks one side
+    (``rx``/``tx``) of a capture of both directions.
+    """
     try:
         stream: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
     except FileNotFoundError:
@@ -102,7 +115,15 @@ def read_input(path: str, fmt: str) -> Iterator[bytes]:
     with stream:
         first = stream.read(READ_CHUNK)
         if fmt == "auto":
-            fmt = "hex" if looks_like_hex(first) else "raw"
+            fmt = ("pcapng" if looks_like_pcapng(first)
+                   else "hex" if looks_like_hex(first) else "raw")
+        if fmt == "pcapng":
+            if path == "-":
+                fail("pcapng captures are read from a file, not from stdin")
+            yield from read_pcapng_payloads(path, direction)
+            return
+        if direction is not None:
+            fail("--direction applies to pcapng captures only")
         if fmt == "hex":
             text = (first + stream.read()).decode("ascii", errors="replace")
             try:
@@ -141,9 +162,11 @@ def _action_extras(item: Any, as_json: bool) -> None:
          ".pcapng) and decodes its actuator structs.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["auto", "raw", "hex"]), default="auto",
+    "--format", "fmt", type=click.Choice(["auto", "raw", "hex", "pcapng"]), default="auto",
     show_default=True, help="Input encoding.",
 )
+@click.option("--direction", type=click.Choice(["rx", "tx"]), default=None,
+              help="pcapng captures: decode one direction only (default: both, in order).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--crc", default=None, metavar="NAME",
               help="Action frames: CRC-16 preset (default crc-ccitt-false).")
@@ -153,10 +176,10 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.option("--max-length", type=click.IntRange(0, 65535), default=None,
               help="Action frames: largest data length accepted (default 1024).")
 def decode_cmd(
-    source: str, protocol: str, fmt: str, as_json: bool, crc: str | None, relaxed: bool,
-    max_length: int | None,
+    source: str, protocol: str, fmt: str, direction: str | None, as_json: bool, crc: str | None,
+    relaxed: bool, max_length: int | None,
 ) -> None:
-    """Decode every frame in a capture (raw bytes or hex text; '-' is stdin).
+    """Decode every frame in a capture (raw bytes, hex text or pcapng; '-' is stdin).
 
     Frames go to stdout (a table, or JSON lines with --json), the receiver's
     counters to stderr at the end.
@@ -187,7 +210,7 @@ def decode_cmd(
                 rows.append((item.offset, fields))
                 extras.append(item)
 
-    for chunk in read_input(source, fmt):
+    for chunk in read_input(source, fmt, direction):
         take(rx.feed(chunk))
     take(rx.finish())
     if not as_json:

@@ -7,7 +7,7 @@ infinity are handled as in :mod:`protocols.odom_frame`.
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 
 from .sum8 import HEADER, Sum8Codec
 
@@ -28,7 +28,9 @@ class CmdFrame:
     @property
     def nonfinite(self) -> tuple[str, ...]:
         """Names of the fields that are NaN or infinite (empty when all finite)."""
-        return tuple(k for k, v in zip(FIELDS, astuple(self)) if not math.isfinite(v))
+        # Plain attribute reads: dataclasses.astuple deep-copies, and this runs per frame.
+        values = (self.vx, self.vy, self.wz)
+        return tuple(k for k, v in zip(FIELDS, values) if not math.isfinite(v))
 
 
 def _values(frame: CmdFrame) -> tuple[float, ...]:

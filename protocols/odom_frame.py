@@ -12,7 +12,7 @@ frames. :func:`encode` refuses them unless ``allow_nonfinite=True``.
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 
 from .sum8 import HEADER, Sum8Codec
 
@@ -39,7 +39,9 @@ class OdomFrame:
     @property
     def nonfinite(self) -> tuple[str, ...]:
         """Names of the fields that are NaN or infinite (empty when all finite)."""
-        return tuple(k for k, v in zip(FIELDS, astuple(self)) if not math.isfinite(v))
+        # Plain attribute reads: dataclasses.astuple deep-copies, and this runs per frame.
+        values = (self.vx, self.vy, self.wz, self.yaw_deg)
+        return tuple(k for k, v in zip(FIELDS, values) if not math.isfinite(v))
 
 
 def _values(frame: OdomFrame) -> tuple[float, ...]:

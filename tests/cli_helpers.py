@@ -20,11 +20,17 @@ def fwbridge_argv() -> list[str]:
     return [found] if found else [sys.executable, str(ROOT / "cli.py")]
 
 
+def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a CLI subprocess: wide, uncoloured, and able to import
+    the test-only packages (``tests.sim_stub``) that some tests point it at."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONPATH": path, **(extra or {})}
+
+
 def run_cli(
     *args: str, input: bytes | None = None, timeout: float = 60, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     return subprocess.run(
         [*fwbridge_argv(), *args], input=input, capture_output=True, timeout=timeout,
-        env=full_env, cwd=ROOT, check=False,
+        env=cli_env(env), cwd=ROOT, check=False,
     )

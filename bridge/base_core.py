@@ -1,0 +1,220 @@
+"""The mobile-base node's protocol and time logic (seed 002), without I/O.
+
+:class:`BaseNodeCore` takes time as an argument (``now``), so tests drive it
+with an exact clock:
+
+- command frames from the latest velocity request, at the control rate;
+- the watchdog: no request for ``cmd_timeout`` -> zero velocity, and an event
+  saying so (and another when requests resume);
+- odometry frames decoded by :class:`~protocols.sum8_receiver.Sum8Receiver`
+  and integrated by :class:`~bridge.odometry.OdometryIntegrator`;
+- after the link comes back, a zero command first;
+- "wrong baud rate?" when only garbage arrives.
+
+The runtimes around it: :class:`bridge.base_node.BaseNode` (blocking) and
+:class:`bridge.aio.AsyncBaseNode` (asyncio).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from protocols import cmd_frame, odom_frame
+from protocols.cmd_frame import CmdFrame
+from protocols.sum8_receiver import Sum8Receiver
+
+from .config import RobotConfig
+from .hardware import Calibration
+from .health import GarbageWatch
+from .odometry import Odometry, OdometryIntegrator
+
+__all__ = ["ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event"]
+
+log = logging.getLogger("fwbridge.bridge")
+
+ZERO_FRAME = cmd_frame.encode(cmd_frame.ZERO)
+
+
+@dataclass(frozen=True)
+class NodeEvent:
+    """Something the node reports: ``kind`` for programs, ``message`` for people.
+
+    Kinds: ``watchdog``, ``resumed``, ``link-lost``, ``link-restored``,
+    ``gave-up``, ``garbage``.
+    """
+
+    stamp: float
+    kind: str
+    message: str
+
+
+class BaseNodeCore:
+    """Protocol and time logic of the mobile-base node; no I/O, no clock."""
+
+    def __init__(
+        self,
+        *,
+        rate_hz: float = 100.0,
+        cmd_timeout: float = 0.5,
+        watchdog: bool = True,
+        garbage_timeout: float = 3.0,
+        calibration: Calibration | None = None,
+        port: str = "link",
+        baud: int | None = None,
+        now: float = 0.0,
+    ) -> None:
+        if not rate_hz > 0:
+            raise ValueError(f"rate_hz must be positive, got {rate_hz!r}")
+        self.period = 1.0 / rate_hz
+        self.cmd_timeout = cmd_timeout
+        self.watchdog = watchdog
+        self.port, self.baud = port, baud
+        self.receiver = Sum8Receiver(odom_frame.CODEC)
+        self.integrator = OdometryIntegrator(calibration)
+        self.garbage = GarbageWatch(garbage_timeout, now)
+        self.next_deadline = now
+        self.commands_sent = 0
+        self.watchdog_trips = 0
+        self.reconnects = 0
+        self._request = cmd_frame.ZERO
+        self._request_at: float | None = None
+        self._tripped = False
+        self._frame = ZERO_FRAME  # encoded bytes of the current target, cached
+        self._frame_of = cmd_frame.ZERO
+        self._events: list[NodeEvent] = []
+
+    @classmethod
+    def from_config(
+        cls, config: RobotConfig, now: float, calibration: Calibration | None = None
+    ) -> BaseNodeCore:
+        return cls(
+            rate_hz=config.rate_hz,
+            cmd_timeout=config.cmd_timeout,
+            watchdog=config.watchdog,
+            garbage_timeout=config.garbage_timeout,
+            calibration=calibration,
+            port=config.link_url,
+            baud=config.baud,
+            now=now,
+        )
+
+    # -- commands -------------------------------------------------------------
+    def request(self, vx: float, vy: float, wz: float, now: float) -> None:
+        """The latest velocity request (m/s, m/s, rad/s); it stays until replaced or stale."""
+        req = CmdFrame(float(vx), float(vy), float(wz))
+        if req.nonfinite:
+            raise ValueError(f"velocity request is not finite: {', '.join(req.nonfinite)}")
+        self._request, self._request_at = req, now
+        if self._tripped:
+            self._tripped = False
+            self._event(now, "resumed", "velocity requests resumed")
+
+    def target(self, now: float) -> CmdFrame:
+        """What to command now: the request, or zero once the watchdog has tripped."""
+        at = self._request_at
+        if at is None:
+            return cmd_frame.ZERO
+        if self.watchdog and now - at >= self.cmd_timeout:
+            if not self._tripped:
+                self._tripped = True
+                self.watchdog_trips += 1
+                self._event(
+                    now,
+                    "watchdog",
+                    f"no velocity request for {now - at:.2f} s "
+                    f"(cmd_timeout {self.cmd_timeout:g} s): sending zero velocity",
+                )
+            return cmd_frame.ZERO
+        return self._request
+
+    def frame(self, now: float) -> bytes:
+        """The command frame for ``now`` (counts as sent; does not move the schedule)."""
+        target = self.target(now)
+        if target != self._frame_of:
+            self._frame, self._frame_of = cmd_frame.encode(target), target
+        self.commands_sent += 1
+        return self._frame
+
+    def tick(self, now: float) -> bytes:
+        """The scheduled command frame; the next one is due one period later.
+
+        Missed periods are skipped rather than sent in a burst: a late
+        command is already stale, and a burst would flood a slow UART.
+        """
+        nxt = self.next_deadline + self.period
+        self.next_deadline = nxt if nxt > now else now + self.period
+        return self.frame(now)
+
+    # -- odometry ---------------------------------------------------------------
+    def receive(self, data: bytes, now: float) -> list[Odometry]:
+        """Bytes from the firmware, arrived at ``now``: the odometry they complete."""
+        out = []
+        update = self.integrator.update
+        for item in self.receiver.feed(data):
+            odom = update(item.frame, now)
+            if odom is not None:
+                out.append(odom)
+        return out
+
+    def check(self, now: float) -> None:
+        """Periodic health check (the wrong-baud suspicion)."""
+        st = self.receiver.stats
+        report = self.garbage.update(st.frames, st.bytes, st.checksum_errors, now)
+        if report is not None:
+            self._event(
+                now, "garbage", report.message(self.port, self.baud, "link.baud in the config")
+            )
+
+    # -- the link ---------------------------------------------------------------
+    def link_lost(self, now: float, reason: str) -> None:
+        self.receiver.finish()  # a partial frame from the old link must not join new bytes
+        self._event(now, "link-lost", f"{self.port}: link lost ({reason}); reconnecting")
+
+    def link_restored(self, now: float, attempts: int = 1) -> bytes:
+        """The link is back: the zero frame to send first; the schedule restarts."""
+        self.reconnects += 1
+        self.integrator.restart_clock()
+        st = self.receiver.stats
+        self.garbage.reset(now, st.frames, st.bytes, st.checksum_errors)
+        self.next_deadline = now + self.period
+        self.commands_sent += 1
+        self._event(
+            now,
+            "link-restored",
+            f"{self.port}: link restored after {attempts} attempt(s); sent zero velocity first",
+        )
+        return ZERO_FRAME
+
+    # -- events -----------------------------------------------------------------
+    def report(self, now: float, kind: str, message: str) -> None:
+        """Queue an event for the runtime to hand to its callbacks."""
+        self._event(now, kind, message)
+
+    def _event(self, now: float, kind: str, message: str) -> None:
+        if len(self._events) < 256:  # bounded: a stalled consumer must not grow memory
+            self._events.append(NodeEvent(now, kind, message))
+
+    @property
+    def has_events(self) -> bool:
+        return bool(self._events)
+
+    def drain_events(self) -> list[NodeEvent]:
+        events, self._events = self._events, []
+        return events
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "commands": self.commands_sent,
+            "odometry": self.integrator.seq,
+            "skipped_nonfinite": self.integrator.skipped,
+            "watchdog_trips": self.watchdog_trips,
+            "reconnects": self.reconnects,
+            **self.receiver.stats.as_dict(),
+        }
+
+
+def log_event(event: NodeEvent) -> None:
+    """The default event handler: the ``fwbridge.bridge`` logger."""
+    level = logging.INFO if event.kind in ("resumed", "link-restored") else logging.WARNING
+    log.log(level, "%s", event.message)

@@ -1,0 +1,345 @@
+"""The mobile-base node (seed 002) as a blocking runtime: velocity commands out, odometry in.
+
+All protocol and time logic is in :class:`~bridge.base_core.BaseNodeCore`;
+this module is the thin I/O around it: the hardware lifecycle, one I/O
+thread that waits on the port until the next command is due (odometry is
+handled the moment it arrives), and reconnection with bounded backoff when
+the port disappears. The asyncio runtime is :mod:`bridge.aio`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import serial
+
+from .base_core import ZERO_FRAME, BaseNodeCore, NodeEvent, log_event
+from .capture import RX, CaptureWriter
+from .config import RobotConfig
+from .hardware import LinkHardware
+from .odometry import Odometry
+from .transports import IO_ERRORS, LinkError, LinkLost, poller_for, read_some
+
+__all__ = ["ZERO_FRAME", "BaseNode", "BaseNodeCore", "NodeEvent", "log_event"]
+
+log = logging.getLogger("fwbridge.bridge")
+
+#: Longest single sleep of a runtime, so a stop or a lost link is noticed promptly
+#: even when the next command is far away (slow rates, a frozen test clock).
+MAX_WAIT = 0.05
+#: Longest wait for a pump thread to finish after its link was cancelled or lost.
+PUMP_JOIN = 1.0
+#: Chunks a pump thread may queue ahead of the I/O thread (then it blocks).
+PUMP_QUEUE = 256
+#: Seconds between health checks and event hand-outs when nothing else happens.
+HOUSEKEEPING = 0.1
+
+
+class _Session:
+    """One open period of the link, and how the I/O thread waits on it.
+
+    A native POSIX port is polled directly (``poll`` with the time to the
+    next command as timeout). Other links (URL handlers) get a pump thread
+    that reads with the link's own timeout into a bounded queue, so the
+    I/O loop is the same for both.
+    """
+
+    def __init__(self, link: serial.SerialBase) -> None:
+        self.link = link
+        self.alive = True
+        self._pump: threading.Thread | None = None
+        poll = poller_for(link)
+        if poll is not None:
+            self.wait_read = poll
+        else:
+            self._queue: queue.Queue[bytes | BaseException] = queue.Queue(PUMP_QUEUE)
+            self._pump = threading.Thread(target=self._pump_loop, name="base-node-rx", daemon=True)
+            self._pump.start()
+            self.wait_read = self._from_queue
+
+    def _pump_loop(self) -> None:
+        while self.alive:
+            try:
+                data = read_some(self.link)
+            except IO_ERRORS as exc:
+                self._queue.put(exc)
+                return
+            if data:
+                self._queue.put(data)  # blocks when full: backpressure, not unbounded memory
+
+    def _from_queue(self, timeout: float) -> bytes:
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return b""
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def wake(self) -> None:
+        """Interrupt a wait on the link (stop, loss)."""
+        cancel = getattr(self.link, "cancel_read", None)
+        if cancel is not None:
+            with contextlib.suppress(*IO_ERRORS, ValueError, AttributeError):
+                cancel()
+
+    def close(self) -> None:
+        self.alive = False
+        self.wake()
+        if self._pump is not None and self._pump is not threading.current_thread():
+            with contextlib.suppress(queue.Empty):  # unblock a pump waiting on a full queue
+                while True:
+                    self._queue.get_nowait()
+            self._pump.join(PUMP_JOIN)
+
+
+class BaseNode:
+    """The blocking runtime of the mobile-base node on a :class:`RobotConfig`.
+
+    ``start()`` configures and activates the hardware and starts one I/O
+    thread: it waits on the port until the next command is due, so odometry
+    is handled the moment it arrives and commands leave on schedule;
+    ``request()`` sets the velocity (from any thread); ``stop()`` sends the
+    safe stop and closes. Callbacks run on the I/O thread and should return
+    quickly.
+    """
+
+    def __init__(
+        self,
+        config: RobotConfig,
+        *,
+        on_odometry: Callable[[Odometry], Any] | None = None,
+        on_event: Callable[[NodeEvent], Any] | None = log_event,
+        clock: Callable[[], float] = time.monotonic,
+        capture: CaptureWriter | None = None,
+        hardware: LinkHardware | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.capture = capture
+        self.hardware = hardware or LinkHardware(
+            config, reset_frame=ZERO_FRAME, safe_stop_frame=ZERO_FRAME
+        )
+        if capture is not None:
+            self.hardware.tap = capture.write
+        self.odometry_callbacks: list[Callable[[Odometry], Any]] = []
+        self.event_callbacks: list[Callable[[NodeEvent], Any]] = []
+        if on_odometry is not None:
+            self.odometry_callbacks.append(on_odometry)
+        if on_event is not None:
+            self.event_callbacks.append(on_event)
+        self.core = BaseNodeCore.from_config(config, clock())
+        self.open_attempts = 0  # reconnection attempts, for monitoring
+        self._lock = threading.Lock()  # the core: request() comes from other threads
+        self._write_lock = threading.Lock()  # one writer at a time on the link
+        self._stopping = threading.Event()
+        self._session: _Session | None = None
+        self._lost: str | None = None
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None  # what ended the node, if not stop()
+
+    # -- public API -------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self._session is not None and self._lost is None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def request(self, vx: float, vy: float, wz: float) -> None:
+        """Set the velocity request (thread-safe); it must be renewed within cmd_timeout."""
+        with self._lock:
+            self.core.request(vx, vy, wz, self.clock())
+
+    def send_now(self) -> None:
+        """Send the current command at once, outside the schedule (thread-safe)."""
+        session = self._session
+        if session is None:
+            return
+        with self._lock:
+            frame = self.core.frame(self.clock())
+        self._send(session, frame)
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {**self.core.stats(), "open_attempts": self.open_attempts}
+
+    def start(self) -> None:
+        """Configure (open the link, load calibration), activate (zero velocity), run."""
+        hw = self.hardware
+        hw.configure()
+        try:
+            with self._lock:
+                self.core = BaseNodeCore.from_config(self.config, self.clock(), hw.calibration)
+            hw.activate()
+        except BaseException:
+            hw.shutdown()
+            raise
+        self._session = _Session(hw.link)
+        self._thread = threading.Thread(target=self._io_loop, name="base-node", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the I/O thread, send the safe stop (zero velocity), close the link."""
+        self._stopping.set()
+        session = self._session
+        if session is not None:
+            session.wake()
+        if self._thread is not None:
+            self._thread.join()
+        self._end_session()
+        self.hardware.shutdown()
+        self._dispatch()
+
+    def run(self, duration: float | None = None) -> None:
+        """start(), wait for ``duration`` seconds (None: until interrupted), stop().
+
+        Re-raises what ended the node early (a link that could not come back
+        within ``reconnect.attempts``).
+        """
+        self.start()
+        try:
+            end = None if duration is None else time.monotonic() + duration
+            while self.running:
+                left = 0.2 if end is None else min(0.2, end - time.monotonic())
+                if left <= 0:
+                    break
+                self._thread.join(left)  # type: ignore[union-attr]
+        finally:
+            self.stop()
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self) -> BaseNode:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the I/O thread -----------------------------------------------------------
+    def _io_loop(self) -> None:
+        clock, core, lock = self.clock, self.core, self._lock
+        next_check = clock()
+        try:
+            while not self._stopping.is_set():
+                if self._lost is not None:
+                    self._handle_loss()
+                    if not self._reconnect():
+                        return
+                    continue
+                session = self._session
+                assert session is not None
+                now = clock()
+                if now >= next_check:  # housekeeping at 10 Hz, not per frame
+                    next_check = now + HOUSEKEEPING
+                    with lock:
+                        core.check(now)
+                    self._dispatch()
+                with lock:
+                    wait = core.next_deadline - now
+                    frame = core.tick(now) if wait <= 0 else None
+                if frame is not None:
+                    self._send(session, frame)
+                    if core.has_events:
+                        self._dispatch()
+                    continue
+                try:
+                    data = session.wait_read(wait if wait < MAX_WAIT else MAX_WAIT)
+                except IO_ERRORS as exc:
+                    self._mark_lost(session, f"read failed: {exc}")
+                    continue
+                if data:
+                    self._deliver(data)
+        except LinkError as exc:
+            self.error = exc
+        except Exception as exc:  # reported by run(); the thread must not die silently
+            log.exception("base node I/O loop failed")
+            self.error = exc
+        finally:
+            self._dispatch()
+
+    def _deliver(self, data: bytes) -> None:
+        now = self.clock()
+        if self.capture is not None:
+            self.capture.write(RX, data)
+        with self._lock:
+            records = self.core.receive(data, now)
+        for record in records:
+            for callback in self.odometry_callbacks:
+                try:
+                    callback(record)
+                except Exception:  # a subscriber's bug must not stop odometry
+                    log.exception("odometry callback failed")
+
+    def _end_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    def _mark_lost(self, session: _Session, reason: str) -> None:
+        if self._session is session and self._lost is None and session.alive:
+            self._lost = reason
+
+    def _send(self, session: _Session, frame: bytes) -> None:
+        with self._write_lock:
+            if not session.alive:
+                return
+            try:
+                self.hardware.send(frame)
+            except LinkLost as exc:
+                self._mark_lost(session, str(exc.__cause__ or exc))
+
+    def _handle_loss(self) -> None:
+        reason = self._lost or "unknown"
+        self._end_session()
+        self.hardware.close()
+        with self._lock:
+            self.core.link_lost(self.clock(), reason)
+        self._dispatch()
+
+    def _reconnect(self) -> bool:
+        """Reopen with doubling delays up to ``max_delay``; False when stopping or out of tries."""
+        cfg = self.config
+        delay = cfg.reconnect_min_delay
+        attempts = 0
+        while not self._stopping.wait(delay):
+            attempts += 1
+            self.open_attempts += 1
+            try:
+                link = self.hardware.reopen()
+            except LinkError as exc:
+                if cfg.reconnect_attempts and attempts >= cfg.reconnect_attempts:
+                    with self._lock:
+                        self.core.report(
+                            self.clock(), "gave-up", f"gave up after {attempts} attempts: {exc}"
+                        )
+                    raise LinkLost(f"{cfg.link_url}: gave up reconnecting: {exc}") from None
+                delay = min(delay * 2, cfg.reconnect_max_delay)
+                continue
+            with self._lock:
+                zero = self.core.link_restored(self.clock(), attempts)
+            session = _Session(link)
+            self._lost = None
+            self._session = session
+            self._send(session, zero)
+            self._dispatch()
+            return True
+        return False
+
+    def _dispatch(self) -> None:
+        with self._lock:
+            events = self.core.drain_events()
+        for event in events:
+            for callback in self.event_callbacks:
+                try:
+                    callback(event)
+                except Exception:
+                    log.exception("event callback failed")

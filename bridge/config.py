@@ -1,0 +1,237 @@
+"""The robot config file (TOML): which link, which protocol, what rates, real or simulated.
+
+::
+
+    use_sim = false                # true: open sim.url instead of link.url; nothing else changes
+    calibration = "calib.json"     # optional, relative to this file; $VARS and ~ expand
+
+    [link]
+    url = "/dev/ttyUSB0"           # device path or pyserial URL (socket://, rfc2217://, loop://)
+    baud = 115200
+    protocol = "odom-cmd"          # seed-002 frames: odometry in, velocity commands out
+    exclusive = true               # lock the device against a second program
+
+    [sim]
+    url = "sim://mecanum"          # a pyserial URL served by the simulated endpoints
+    handler_package = "bridge.sim" # the package holding protocol_<scheme>
+
+    [control]
+    rate_hz = 100                  # command frames per second
+
+    [watchdog]
+    enabled = true
+    cmd_timeout = 0.5              # s without a velocity request -> zero velocity
+    garbage_timeout = 3.0          # s of bytes with no valid frame -> "wrong baud rate?" (0: off)
+
+    [reconnect]
+    min_delay = 0.1                # s, doubled after each failed attempt ...
+    max_delay = 2.0                # ... up to this
+    attempts = 0                   # 0: keep trying while the node runs
+
+Every key is optional except ``link.url`` (or ``sim.url`` with
+``use_sim = true``). Unknown keys are errors, so a typo cannot silently
+leave a default in place.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+__all__ = ["PROTOCOLS", "ConfigError", "RobotConfig", "load_config", "parse_config"]
+
+#: Link protocols a node can run: name -> what flows each way.
+PROTOCOLS = {"odom-cmd": "odometry frames in, velocity-command frames out (seed 002)"}
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used: names the file and the key."""
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """A parsed robot config; :attr:`link_url` is what a node opens."""
+
+    url: str | None = None
+    baud: int = 115200
+    protocol: str = "odom-cmd"
+    exclusive: bool = True
+    use_sim: bool = False
+    sim_url: str | None = None
+    sim_handler_package: str | None = None
+    rate_hz: float = 100.0
+    watchdog: bool = True
+    cmd_timeout: float = 0.5
+    garbage_timeout: float = 3.0
+    reconnect_min_delay: float = 0.1
+    reconnect_max_delay: float = 2.0
+    reconnect_attempts: int = 0
+    calibration: Path | None = None
+    source: str = "<config>"
+
+    @property
+    def link_url(self) -> str:
+        """The URL to open: ``sim_url`` when ``use_sim``, else ``url``."""
+        url = self.sim_url if self.use_sim else self.url
+        if url is None:  # parse_config guarantees this; a hand-built config may not
+            key = "sim.url" if self.use_sim else "link.url"
+            raise ConfigError(f"{self.source}: {key} is required")
+        return url
+
+    @property
+    def handler_package(self) -> str | None:
+        """The URL-handler package for :attr:`link_url` (only set for the sim URL)."""
+        return self.sim_handler_package if self.use_sim else None
+
+    @property
+    def period(self) -> float:
+        return 1.0 / self.rate_hz
+
+    def with_sim(self, use_sim: bool) -> RobotConfig:
+        """The same config with ``use_sim`` switched (checked like the file)."""
+        if use_sim and self.sim_url is None:
+            raise ConfigError(f"{self.source}: use_sim = true needs sim.url")
+        if not use_sim and self.url is None:
+            raise ConfigError(f"{self.source}: link.url is required (the port to open)")
+        return replace(self, use_sim=use_sim)
+
+
+# -- validation -----------------------------------------------------------------
+def _positive(kind: type) -> Callable[[str, Any], Any]:
+    def check(key: str, value: Any) -> Any:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if kind is int and not isinstance(value, int):
+            ok = False
+        if not ok or not math.isfinite(value) or value <= 0:
+            want = "a positive integer" if kind is int else "a positive number"
+            raise _Bad(key, f"must be {want}, got {value!r}")
+        return kind(value)
+
+    return check
+
+
+def _non_negative(key: str, value: Any) -> Any:
+    if (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise _Bad(key, f"must be a number >= 0, got {value!r}")
+    return value
+
+
+def _count(key: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise _Bad(key, f"must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad(key, f"must be true or false, got {value!r}")
+    return value
+
+
+def _text(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Bad(key, f"must be a non-empty string, got {value!r}")
+    return os.path.expanduser(os.path.expandvars(value.strip()))
+
+
+def _protocol(key: str, value: Any) -> str:
+    if value not in PROTOCOLS:
+        raise _Bad(key, f"unknown protocol {value!r} (known: {', '.join(sorted(PROTOCOLS))})")
+    return str(value)
+
+
+class _Bad(Exception):
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+
+
+# (section, key) -> (RobotConfig field, checker)
+_SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
+    ("", "use_sim"): ("use_sim", _boolean),
+    ("", "calibration"): ("calibration", _text),
+    ("link", "url"): ("url", _text),
+    ("link", "baud"): ("baud", _positive(int)),
+    ("link", "protocol"): ("protocol", _protocol),
+    ("link", "exclusive"): ("exclusive", _boolean),
+    ("sim", "url"): ("sim_url", _text),
+    ("sim", "handler_package"): ("sim_handler_package", _text),
+    ("control", "rate_hz"): ("rate_hz", _positive(float)),
+    ("watchdog", "enabled"): ("watchdog", _boolean),
+    ("watchdog", "cmd_timeout"): ("cmd_timeout", _positive(float)),
+    ("watchdog", "garbage_timeout"): ("garbage_timeout", _non_negative),
+    ("reconnect", "min_delay"): ("reconnect_min_delay", _positive(float)),
+    ("reconnect", "max_delay"): ("reconnect_max_delay", _positive(float)),
+    ("reconnect", "attempts"): ("reconnect_attempts", _count),
+}
+_SECTIONS = sorted({s for s, _ in _SCHEMA if s})
+
+
+def parse_config(
+    data: Mapping[str, Any], *, source: str = "<config>", base: Path | None = None
+) -> RobotConfig:
+    """A :class:`RobotConfig` from parsed TOML; relative paths are taken from ``base``."""
+    values: dict[str, Any] = {}
+    try:
+        for name, item in data.items():
+            if isinstance(item, dict) and name in _SECTIONS:
+                for key, value in item.items():
+                    _take(values, name, key, value)
+            elif isinstance(item, dict):
+                raise _Bad(name, f"unknown section (known: {', '.join(_SECTIONS)})")
+            else:
+                _take(values, "", name, item)
+    except _Bad as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    if values.get("calibration") is not None:
+        path = Path(values["calibration"])
+        values["calibration"] = path if path.is_absolute() or base is None else base / path
+    cfg = RobotConfig(**values, source=source)
+    if cfg.reconnect_min_delay > cfg.reconnect_max_delay:
+        raise ConfigError(f"{source}: reconnect.min_delay must not exceed reconnect.max_delay")
+    return cfg.with_sim(cfg.use_sim)  # checks that the chosen URL is there
+
+
+def _take(values: dict[str, Any], section: str, key: str, value: Any) -> None:
+    full = f"{section}.{key}" if section else key
+    try:
+        attr, check = _SCHEMA[(section, key)]
+    except KeyError:
+        known = sorted(k for s, k in _SCHEMA if s == section)
+        raise _Bad(full, f"unknown key (known here: {', '.join(known)})") from None
+    values[attr] = check(full, value)
+
+
+def load_config(path: str | os.PathLike[str], *, use_sim: bool | None = None) -> RobotConfig:
+    """Read a robot config file; ``use_sim`` overrides the file's setting."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such config file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a directory, not a config file") from None
+    except PermissionError:
+        raise ConfigError(f"{p}: permission denied") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a text file (expected TOML)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+    cfg = parse_config(data, source=str(p), base=p.resolve().parent)
+    return cfg if use_sim is None else cfg.with_sim(use_sim)

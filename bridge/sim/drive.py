@@ -1,0 +1,268 @@
+"""Drive a base around a square on its odometry, and measure how well the square closes.
+
+:class:`SquareDriver` is the pure control logic (pose in, velocity out);
+:func:`run_square` runs it end to end: the mecanum simulation on a pty in
+real time, the bridge's :class:`~bridge.base_node.BaseNode` on that pty
+(the ``use_sim`` seam: the node opens the pty like any port), and the
+driver feeding the node's velocity requests from its odometry. The result
+compares the node's odometry with the simulation's true pose.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.base_node import BaseNode, NodeEvent
+from bridge.config import RobotConfig
+from bridge.odometry import Odometry
+
+from .endpoint import SimEndpoint
+from .faults import FaultSpec
+from .models.mecanum import MecanumBase, MecanumParams
+from .pty_link import PtyLink
+
+__all__ = ["SquareDriver", "SquareResult", "run_square", "square_tolerance"]
+
+Pose = tuple[float, float, float]
+
+
+def _wrap(a: float) -> float:
+    return math.atan2(math.sin(a), math.cos(a))
+
+
+def _clamp(v: float, lim: float) -> float:
+    return max(-lim, min(lim, v))
+
+
+@dataclass
+class SquareDriver:
+    """Drive each side facing along it, turn 90° left at each corner, end where it began.
+
+    Closed loop on the pose it is given: a proportional controller on the
+    distance to the next corner (holonomic: strafes out lateral error) and
+    on heading, with speed and acceleration limits; a corner is reached
+    after ``hold`` consecutive updates within ``pos_tol`` / ``yaw_tol`` and,
+    when the measured velocity is given, nearly at rest (so a pose that is
+    not refreshed, or one swept through at speed, does not count).
+    """
+
+    side: float = 1.0
+    speed: float = 0.3  # m/s
+    turn_rate: float = 1.2  # rad/s
+    accel: float = 0.6  # m/s^2
+    turn_accel: float = 3.0  # rad/s^2
+    k_pos: float = 4.0  # 1/s
+    k_yaw: float = 5.0  # 1/s
+    pos_tol: float = 0.004  # m
+    yaw_tol: float = math.radians(0.5)
+    hold: int = 3
+    rest_speed: float = 0.01  # m/s
+    rest_turn: float = 0.05  # rad/s
+    holonomic: bool = True
+
+    def __post_init__(self) -> None:
+        s = self.side
+        self.corners = [(0.0, 0.0), (s, 0.0), (s, s), (0.0, s), (0.0, 0.0)]
+        self.leg = 0  # 0..3
+        self.phase = "drive"
+        self._ok = 0
+        self._cmd = (0.0, 0.0, 0.0)
+
+    @property
+    def done(self) -> bool:
+        return self.leg >= 4
+
+    @property
+    def heading(self) -> float:
+        return self.leg * math.pi / 2.0
+
+    def update(
+        self, pose: Pose, dt: float, velocity: tuple[float, float, float] | None = None
+    ) -> tuple[float, float, float]:
+        """The command (body vx, vy, wz) for ``pose`` (and measured ``velocity``), ``dt`` later."""
+        if self.done:
+            self._cmd = (0.0, 0.0, 0.0)
+            return self._cmd
+        x, y, yaw = pose
+        tx, ty = self.corners[self.leg + 1]
+        ex, ey = tx - x, ty - y
+        dist = math.hypot(ex, ey)
+        if self.phase == "drive":
+            goal_yaw = self.heading
+            v = min(self.speed, self.k_pos * dist, math.sqrt(2.0 * self.accel * 0.8 * dist))
+            reached = dist < self.pos_tol
+        else:
+            goal_yaw = self.heading + math.pi / 2.0
+            v = min(self.speed, self.k_pos * dist)
+            reached = abs(_wrap(goal_yaw - yaw)) < self.yaw_tol
+        if velocity is not None:
+            vx, vy, vw = velocity
+            reached = reached and math.hypot(vx, vy) < self.rest_speed and abs(vw) < self.rest_turn
+        yaw_err = _wrap(goal_yaw - yaw)
+        w_lim = min(self.turn_rate, math.sqrt(2.0 * self.turn_accel * 0.8 * abs(yaw_err)))
+        wz = _clamp(self.k_yaw * yaw_err, w_lim)
+        if dist > 1e-9:
+            c, s = math.cos(yaw), math.sin(yaw)
+            bx, by = (ex * c + ey * s) / dist * v, (-ex * s + ey * c) / dist * v
+        else:
+            bx = by = 0.0
+        if not self.holonomic:
+            by = 0.0
+        cmd = self._ramp((bx, by, wz), dt)
+        self._ok = self._ok + 1 if reached else 0
+        if self._ok >= self.hold:
+            self._ok = 0
+            if self.phase == "drive":
+                self.phase = "turn"
+            else:
+                self.phase = "drive"
+                self.leg += 1
+        return cmd
+
+    def _ramp(self, cmd: tuple[float, float, float], dt: float) -> tuple[float, float, float]:
+        """Limit the change of the command to the acceleration limits."""
+        px, py, pw = self._cmd
+        dv = self.accel * dt
+        dw = self.turn_accel * dt
+        out = (
+            px + _clamp(cmd[0] - px, dv),
+            py + _clamp(cmd[1] - py, dv),
+            pw + _clamp(cmd[2] - pw, dw),
+        )
+        self._cmd = out
+        return out
+
+
+def square_tolerance(driver: SquareDriver, params: MecanumParams) -> float:
+    """How far the true pose may end from the start when the odometry says it closed.
+
+    The driver stops within ``pos_tol`` of the start by its odometry. The
+    odometry errs, per side, by one encoder count per wheel (forward
+    kinematics averages them) plus its timing: the host integrates each
+    frame over its own arrival interval instead of the firmware's window,
+    and summed over a side that error is the arrival jitter times the total
+    variation of the speed (0 -> v -> 0, so 2 v); the jitter is taken as
+    half an odometry period, beyond which frames could not be told apart.
+    """
+    count = params.geometry.wheel_radius * 2.0 * math.pi / params.cpr
+    jitter = params.odom_period_ms / 1000.0 / 2.0
+    per_side = count + 2.0 * driver.speed * jitter
+    return driver.pos_tol + 4 * per_side
+
+
+@dataclass
+class SquareResult:
+    """What :func:`run_square` measured; distances in m, angles in degrees."""
+
+    odom_path: list[tuple[float, float, float, float]] = field(default_factory=list)  # t, x, y, yaw
+    truth_path: list[tuple[float, float, float, float]] = field(default_factory=list)
+    odom_end: Pose = (0.0, 0.0, 0.0)
+    truth_end: Pose = (0.0, 0.0, 0.0)
+    seconds: float = 0.0
+    completed: bool = False
+    node_stats: dict[str, int] = field(default_factory=dict)
+    sim_status: dict[str, Any] = field(default_factory=dict)
+    events: list[NodeEvent] = field(default_factory=list)
+    tolerance: float = 0.0
+
+    @property
+    def odom_closing(self) -> float:
+        """Distance from the start at the end, by the bridge's odometry."""
+        return math.hypot(self.odom_end[0], self.odom_end[1])
+
+    @property
+    def truth_closing(self) -> float:
+        """Distance from the start at the end, by the simulation's true pose."""
+        return math.hypot(self.truth_end[0], self.truth_end[1])
+
+    @property
+    def odom_error(self) -> float:
+        """Odometry position error against the truth at the end."""
+        return math.hypot(
+            self.odom_end[0] - self.truth_end[0], self.odom_end[1] - self.truth_end[1]
+        )
+
+    @property
+    def truth_yaw_error(self) -> float:
+        return math.degrees(_wrap(self.truth_end[2]))
+
+
+def run_square(
+    *,
+    driver: SquareDriver | None = None,
+    faults: FaultSpec | None = None,
+    rate_hz: float = 50.0,
+    timeout_s: float = 90.0,
+    on_tick: Callable[[SquareDriver, Odometry | None, Pose], None] | None = None,
+    stop: threading.Event | None = None,
+) -> SquareResult:
+    """Simulated mecanum base on a pty, the base node on it, the driver on the node."""
+    driver = driver or SquareDriver()
+    stop = stop or threading.Event()
+    result = SquareResult()
+    model = MecanumBase()
+    endpoint = SimEndpoint(model, pace="realtime", faults=faults)
+    result.tolerance = square_tolerance(driver, model.params)
+    latest: list[Odometry] = []
+    lock = threading.Lock()
+
+    def on_odometry(odom: Odometry) -> None:
+        with lock:
+            if latest:
+                latest[0] = odom
+            else:
+                latest.append(odom)
+
+    with PtyLink(endpoint, supervisor=False) as link:
+        endpoint.start()
+        # The use_sim seam: the node opens the simulated endpoint's pty like any port.
+        config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
+        node = BaseNode(config, on_odometry=on_odometry, on_event=result.events.append)
+        node.start()
+        t0 = time.monotonic()
+        period = 1.0 / rate_hz
+        try:
+            next_tick = t0
+            last = t0
+            seq = -1
+            while not driver.done and not stop.is_set():
+                now = time.monotonic()
+                if now - t0 > timeout_s:
+                    break
+                with lock:
+                    odom = latest[0] if latest else None
+                # Steer on fresh odometry only; when it stops, so do the requests, and
+                # the node's watchdog stops the base.
+                if odom is not None and odom.seq != seq:
+                    seq = odom.seq
+                    pose = (odom.x, odom.y, odom.yaw)
+                    cmd = driver.update(pose, now - last, (odom.vx, odom.vy, odom.wz))
+                    last = now
+                    node.request(*cmd)
+                    result.odom_path.append((now - t0, *pose))
+                truth = model.pose
+                result.truth_path.append((now - t0, *truth))
+                if on_tick is not None:
+                    on_tick(driver, odom, truth)
+                next_tick += period
+                stop.wait(max(0.0, next_tick - time.monotonic()))
+            result.completed = driver.done
+            node.request(0.0, 0.0, 0.0)
+            stop.wait(0.4)  # let the base settle and the last frames arrive
+            with lock:
+                odom = latest[0] if latest else None
+            if odom is not None:
+                result.odom_end = (odom.x, odom.y, odom.yaw)
+            result.truth_end = model.pose
+            result.seconds = time.monotonic() - t0
+            result.node_stats = node.stats()
+        finally:
+            node.stop()
+            endpoint.stop()
+            result.sim_status = endpoint.status()
+    return result

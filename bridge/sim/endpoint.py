@@ -1,0 +1,343 @@
+"""A simulated endpoint: one robot model in a world, its host ports, faults and pacing.
+
+This is what ``sim://MODEL`` and ``fwbridge sim MODEL`` run. The host end of
+each serial link is a :class:`HostPort`: a peer on the emulated ether (its
+own Emitter and Receiver, on the channels that face the robot's) with a
+thread-safe byte interface, so a pty pump or a pyserial object can sit on
+it while the world steps in another thread.
+
+Pacing (a pre-step hook of the world):
+
+- ``realtime``: simulated time follows the wall clock (times ``speed``);
+  when the process falls more than ``max_lag`` behind, it re-anchors
+  instead of racing to catch up, and counts it;
+- ``fast``: as fast as possible; no wall clock is read, so a run is a
+  deterministic function of its inputs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .clock import SimStopped
+from .faults import FaultInjector, FaultSpec
+from .models import create_model
+from .webots_serial import ROBOT_LINK, SUPERVISOR_LINK, Emitter, LinkChannels, Receiver
+from .world import EMITTER_BUFFER, RECEIVER_BUFFER, RobotModel, World
+
+__all__ = ["PACES", "HostPort", "Pacer", "SimEndpoint"]
+
+PACES = ("realtime", "fast")
+
+
+@dataclass
+class PortStats:
+    bytes_in: int = 0  # host -> robot, accepted
+    bytes_out: int = 0  # robot -> host, handed to the host
+    packets_in: int = 0
+    overruns: int = 0  # robot -> host bytes lost because the host did not read
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class HostPort:
+    """The host's end of one serial link: bounded byte queues both ways, thread-safe."""
+
+    def __init__(
+        self,
+        world: World,
+        name: str,
+        link: LinkChannels,
+        *,
+        in_capacity: int = 1 << 16,
+        out_capacity: int = 1 << 16,
+    ) -> None:
+        tx, rx = link.peer
+        self.name = name
+        self.emitter = Emitter(
+            world.ether, f"{name}Tx", self, channel=tx, buffer_size=EMITTER_BUFFER
+        )
+        self.receiver = Receiver(
+            world.ether, f"{name}Rx", self, channel=rx, buffer_size=RECEIVER_BUFFER
+        )
+        self.receiver.enable(world.clock.basic_time_step_ms)
+        self.in_capacity = in_capacity
+        self.out_capacity = out_capacity
+        self.stats = PortStats()
+        self._in: deque[bytes] = deque()  # host writes not yet handed to the emitter
+        self._in_bytes = 0
+        self._out = bytearray()
+        self._cond = threading.Condition()
+        self._cancel = False
+
+    # -- the host's side (any thread) ---------------------------------------
+    def write(self, data: bytes) -> int:
+        """Queue ``data`` for the next step (one write, one packet); return bytes taken."""
+        if not data:
+            return 0
+        with self._cond:
+            room = self.in_capacity - self._in_bytes
+            if room <= 0:
+                return 0
+            chunk = bytes(data[:room])
+            self._in.append(chunk)
+            self._in_bytes += len(chunk)
+            return len(chunk)
+
+    @property
+    def in_room(self) -> int:
+        return self.in_capacity - self._in_bytes
+
+    @property
+    def pending_in(self) -> int:
+        """Host bytes not yet on the ether."""
+        return self._in_bytes + self.emitter.queued_bytes
+
+    @property
+    def in_waiting(self) -> int:
+        return len(self._out)
+
+    def take(self, limit: int = 1 << 30) -> bytes:
+        """What the robot sent that the host has not read yet (no waiting)."""
+        if not self._out:
+            return b""
+        with self._cond:
+            data = bytes(self._out[:limit])
+            del self._out[:limit]
+        return data
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait until bytes are readable (True), the timeout passes or a cancel (False)."""
+        with self._cond:
+            if not self._out and not self._cancel:
+                self._cond.wait(timeout)
+            cancelled, self._cancel = self._cancel, False
+            return bool(self._out) and not cancelled
+
+    def cancel(self) -> None:
+        with self._cond:
+            self._cancel = True
+            self._cond.notify_all()
+
+    def clear(self, incoming: bool = True, outgoing: bool = True) -> None:
+        with self._cond:
+            if outgoing:
+                self._out.clear()
+            if incoming:
+                self._in.clear()
+                self._in_bytes = 0
+
+    # -- the world's side (pre/post step hooks) -----------------------------
+    def pre_step(self, target_ms: int) -> None:
+        if not self._in:
+            return
+        em = self.emitter
+        with self._cond:
+            while self._in:
+                chunk = self._in[0]
+                free = em.free()
+                if free <= 0:
+                    break
+                if len(chunk) > free:  # split a write larger than the emitter's buffer
+                    self._in[0] = chunk[free:]
+                    chunk = chunk[:free]
+                else:
+                    self._in.popleft()
+                em.send(chunk)
+                self._in_bytes -= len(chunk)
+                self.stats.bytes_in += len(chunk)
+                self.stats.packets_in += 1
+
+    def post_step(self, now_ms: int) -> None:
+        rx = self.receiver
+        if not rx.queue:
+            return
+        with self._cond:
+            out = self._out
+            while rx.queue:
+                packet = rx.queue[0]
+                rx.nextPacket()
+                room = self.out_capacity - len(out)
+                if len(packet) > room:  # a UART whose reader is asleep loses bytes
+                    self.stats.overruns += len(packet) - max(room, 0)
+                    packet = packet[: max(room, 0)]
+                out += packet
+                self.stats.bytes_out += len(packet)
+            self._cond.notify_all()
+
+
+class Pacer:
+    """Pre-step hook that ties simulated time to the wall clock (or not, in ``fast``)."""
+
+    def __init__(
+        self,
+        pace: str = "realtime",
+        speed: float = 1.0,
+        stop: threading.Event | None = None,
+        max_lag: float = 0.25,
+    ) -> None:
+        if pace not in PACES:
+            raise ValueError(f"unknown pace {pace!r} (use one of {', '.join(PACES)})")
+        if not speed > 0:
+            raise ValueError(f"speed must be positive, got {speed!r}")
+        self.pace = pace
+        self.speed = speed
+        self.stop = stop or threading.Event()
+        self.max_lag = max_lag
+        self.wait: Callable[[float], None] = self._sleep
+        self.lag_resets = 0
+        self._t0: float | None = None
+        self._ms0 = 0
+
+    def _sleep(self, timeout: float) -> None:
+        self.stop.wait(timeout)
+
+    def reanchor(self) -> None:
+        self._t0 = None
+
+    def __call__(self, target_ms: int) -> None:
+        if self.stop.is_set():
+            raise SimStopped
+        if self.pace == "fast":
+            return
+        now = time.monotonic()
+        if self._t0 is None:
+            self._t0, self._ms0 = now, target_ms
+            return
+        deadline = self._t0 + (target_ms - self._ms0) / 1000.0 / self.speed
+        remaining = deadline - now
+        if remaining < -self.max_lag:
+            self.lag_resets += 1  # too far behind: let simulated time slip, do not race
+            self._t0, self._ms0 = now, target_ms
+            return
+        while remaining > 0:
+            self.wait(remaining)
+            if self.stop.is_set():
+                raise SimStopped
+            remaining = deadline - time.monotonic()
+
+
+class SimEndpoint:
+    """One robot model on the emulated Webots serial link, with its host ports.
+
+    ``model``: a name of :data:`~bridge.sim.models.MODELS` or a model object.
+    ``faults`` are injected on both directions of the robot link (never on
+    the supervisor link); ``baud`` > 0 limits both directions to that line
+    rate (10 bits a byte, as 8N1).
+    """
+
+    def __init__(
+        self,
+        model: str | RobotModel = "mecanum",
+        *,
+        pace: str = "realtime",
+        speed: float = 1.0,
+        step_ms: int = 1,
+        faults: FaultSpec | None = None,
+        baud: int = -1,
+    ) -> None:
+        self.world = World(step_ms)
+        self.model = create_model(model) if isinstance(model, str) else model
+        self.robot = self.world.add_robot(self.model)
+        self.link = HostPort(self.world, "host", ROBOT_LINK)
+        self.supervisor = HostPort(self.world, "supervisor", SUPERVISOR_LINK)
+        self.faults = faults or FaultSpec()
+        self.injectors: dict[str, FaultInjector] = {}
+        if self.faults.enabled:
+            down = FaultInjector(self.faults, "host->robot")
+            up = FaultInjector(self.faults, "robot->host")
+            self.world.ether.set_faults(ROBOT_LINK.rx_channel, down)
+            self.world.ether.set_faults(ROBOT_LINK.tx_channel, up)
+            self.injectors = {"host->robot": down, "robot->host": up}
+        if baud > 0:
+            for em in (self.link.emitter, self.robot.getDevice(ROBOT_LINK.tx_name)):
+                if isinstance(em, Emitter):
+                    em.baud_rate, em.byte_size = baud, 10
+        self.stop_event = threading.Event()
+        self.pacer = Pacer(pace, speed, self.stop_event)
+        self.world.pre_step[:] = [self.pacer, self.link.pre_step, self.supervisor.pre_step]
+        self.world.post_step[:] = [self.link.post_step, self.supervisor.post_step]
+        self._thread: threading.Thread | None = None
+        self._wall0 = time.monotonic()
+        self.error: BaseException | None = None
+
+    @property
+    def pace(self) -> str:
+        return self.pacer.pace
+
+    @property
+    def clock(self) -> Any:
+        return self.world.clock
+
+    def run(self, duration_ms: int | None = None) -> None:
+        """Step until stopped (or ``duration_ms`` of simulated time)."""
+        world = self.world
+        end = None if duration_ms is None else world.clock.millis() + duration_ms
+        self._wall0 = time.monotonic()
+        self._sim0 = world.clock.millis()
+        step = world.step
+        if end is None:
+            while step() != -1:
+                pass
+        else:
+            clock = world.clock
+            while clock.millis() < end and step() != -1:
+                pass
+
+    def start(self, duration_ms: int | None = None) -> None:
+        """Run in a daemon thread (the realtime mode of ``sim://`` and the CLI)."""
+        if self._thread is not None:
+            raise RuntimeError("endpoint already running")
+
+        def target() -> None:
+            try:
+                self.run(duration_ms)
+            except BaseException as exc:  # surfaced by status() and the CLI
+                self.error = exc
+                raise
+
+        self._thread = threading.Thread(target=target, name="fwbridge-sim", daemon=True)
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self.stop_event.set()
+        self.world.stop()
+        self.link.cancel()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def status(self) -> dict[str, Any]:
+        """A snapshot for status lines and tests (safe to call from another thread)."""
+        clock = self.world.clock
+        wall = max(time.monotonic() - self._wall0, 1e-9)
+        sim_s = (clock.millis() - getattr(self, "_sim0", 0)) / 1000.0
+        x, y, yaw = self.model.pose
+        out: dict[str, Any] = {
+            "model": self.model.name,
+            "pace": self.pace,
+            "t": clock.millis(),
+            "rtf": sim_s / wall,
+            "pose": [x, y, yaw],
+            "link": self.link.stats.as_dict(),
+            "ether": self.world.ether.stats.as_dict(),
+            "lag_resets": self.pacer.lag_resets,
+        }
+        if self.injectors:
+            out["faults"] = {k: v.stats.as_dict() for k, v in self.injectors.items()}
+        rx = getattr(self.model, "rx_stats", None)
+        if rx is not None:
+            out["firmware_rx"] = rx
+        counters = getattr(self.model, "counters", None)
+        if counters is not None:
+            out["firmware"] = counters.as_dict()
+        return out

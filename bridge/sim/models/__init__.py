@@ -1,0 +1,30 @@
+"""Simulated robots: firmware that speaks the seed-002 frames, over a simulated body."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .echo import Echo
+from .mecanum import MecanumBase, MecanumParams
+from .zumo import Zumo, ZumoParams
+
+__all__ = ["MODELS", "Echo", "MecanumBase", "MecanumParams", "Zumo", "ZumoParams", "create_model"]
+
+#: Model name -> factory (as used in ``sim://NAME`` and ``fwbridge sim NAME``).
+MODELS: dict[str, Callable[[], Any]] = {
+    "mecanum": MecanumBase,
+    "zumo": Zumo,
+    "echo": Echo,
+}
+
+
+def create_model(name: str) -> Any:
+    """A fresh model by name; ValueError naming the known ones otherwise."""
+    try:
+        factory = MODELS[name.lower()]
+    except KeyError:
+        raise ValueError(
+            f"unknown robot model {name!r} (known: {', '.join(sorted(MODELS))})"
+        ) from None
+    return factory()

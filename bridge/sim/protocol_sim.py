@@ -1,0 +1,241 @@
+"""pyserial URL handler for ``sim://MODEL?options``: a simulated endpoint as a serial port.
+
+Registered by ``import bridge.sim`` (which appends ``bridge.sim`` to
+``serial.protocol_handler_packages``), and by
+:func:`bridge.transports.open_link` on its own for ``sim://``. Then
+``serial.serial_for_url("sim://mecanum")`` (or any program that takes a
+port URL) talks to the simulated firmware.
+
+Options (query string): ``pace=realtime|fast``, ``speed=1.0`` (realtime
+only), ``step_ms=1``, ``seed=0``, ``baud=-1`` (emulated line rate; -1 none,
+as in Webots), faults as ``faults=drop=0.01,corrupt=0.01`` or one by one
+(``drop=``, ``corrupt=``, ``insert=``, ``delay=``, ``delay_ms=``). The
+port's own ``baudrate`` is ignored: a simulated link has no baud rate.
+
+In ``realtime`` pacing the world runs in a thread and ``timeout`` is wall
+time. In ``fast`` pacing there is no thread: simulated time advances only
+inside this object's calls, so a run is a deterministic function of them.
+``read`` steps the world until it has the bytes or ``timeout`` seconds of
+*simulated* time have passed (``timeout=None``: until it has them);
+``in_waiting`` steps once when nothing is buffered, so a polling loop
+makes progress; ``flush`` steps until the written bytes are on the ether.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from typing import Any
+
+from serial.serialutil import (
+    PortNotOpenError,
+    SerialBase,
+    SerialException,
+    SerialTimeoutException,
+    to_bytes,
+)
+
+from .endpoint import PACES, SimEndpoint
+from .faults import FaultSpec
+from .models import MODELS
+
+__all__ = ["Serial", "parse_url"]
+
+_FAULT_KEYS = ("drop", "corrupt", "insert", "delay", "delay_ms")
+_OPTIONS = ("pace", "speed", "step_ms", "seed", "baud", "faults", *_FAULT_KEYS)
+_FORM = (
+    "sim://MODEL[?pace=realtime|fast&speed=S&step_ms=N&seed=N&baud=N&faults=drop=P,corrupt=P,...]"
+)
+
+
+def parse_url(url: str) -> tuple[str, dict[str, Any]]:
+    """``sim://MODEL?opts`` -> (model, keyword arguments of :class:`SimEndpoint`)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() != "sim":
+        raise SerialException(f"expected a URL of the form {_FORM}, got {url!r}")
+    model = (parts.netloc or parts.path.lstrip("/")).lower()
+    if model not in MODELS:
+        raise SerialException(
+            f"sim://: unknown model {model!r} (known: {', '.join(sorted(MODELS))})"
+        )
+    opts: dict[str, Any] = {}
+    faults: list[str] = []
+    seed = 0
+    try:
+        for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
+            key = key.lower()
+            value = values[-1]
+            if key == "pace":
+                if value not in PACES:
+                    raise ValueError(f"pace must be one of {', '.join(PACES)}")
+                opts["pace"] = value
+            elif key == "speed":
+                opts["speed"] = float(value)
+            elif key == "step_ms":
+                opts["step_ms"] = int(value)
+            elif key == "baud":
+                opts["baud"] = int(value)
+            elif key == "seed":
+                seed = int(value)
+            elif key == "faults":
+                faults.append(value)
+            elif key in _FAULT_KEYS:
+                faults.append(f"{key}={value}")
+            else:
+                raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
+        spec = FaultSpec.parse(",".join(faults), seed=seed)
+    except ValueError as exc:
+        raise SerialException(f"sim://: {exc}; form: {_FORM}") from None
+    if spec.enabled:
+        opts["faults"] = spec
+    return model, opts
+
+
+class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
+    """A serial port whose other end is a simulated firmware."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.endpoint: SimEndpoint | None = None
+        self.is_open: bool = False
+        super().__init__(*args, **kwargs)
+
+    def open(self) -> None:
+        if self.is_open:
+            raise SerialException("Port is already open.")
+        if self._port is None:
+            raise SerialException("Port must be configured before it can be used.")
+        model, opts = parse_url(self.portstr or "")
+        try:
+            ep = SimEndpoint(model, **opts)
+        except ValueError as exc:
+            raise SerialException(f"sim://: {exc}") from None
+        self.endpoint = ep
+        if ep.pace == "realtime":
+            ep.start()
+        self.is_open = True
+
+    def close(self) -> None:
+        if self.is_open and self.endpoint is not None:
+            self.endpoint.stop()
+        self.is_open = False
+        super().close()
+
+    def _reconfigure_port(self) -> None:
+        pass  # no baud rate, parity or flow control in simulation
+
+    def _ep(self) -> SimEndpoint:
+        if not self.is_open or self.endpoint is None:
+            raise PortNotOpenError()
+        return self.endpoint
+
+    @property
+    def _fast(self) -> bool:
+        return self._ep().pace == "fast"
+
+    @property
+    def in_waiting(self) -> int:
+        ep = self._ep()
+        if ep.pace == "fast" and not ep.link.in_waiting:
+            ep.world.step()
+        return ep.link.in_waiting
+
+    @property
+    def out_waiting(self) -> int:
+        return self._ep().link.pending_in
+
+    def read(self, size: int = 1) -> bytes:
+        ep = self._ep()
+        port = ep.link
+        out = bytearray()
+        if size <= 0:
+            return b""
+        if ep.pace == "fast":
+            world = ep.world
+            end = None if self._timeout is None else world.clock.millis() + self._timeout * 1000.0
+            while True:
+                out += port.take(size - len(out))
+                if len(out) >= size or (end is not None and world.clock.millis() >= end):
+                    return bytes(out)
+                if world.step() == -1:
+                    return bytes(out)
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        while True:
+            out += port.take(size - len(out))
+            if len(out) >= size or not ep.running:
+                return bytes(out)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return bytes(out)
+            if not port.wait(remaining) and not port.in_waiting:
+                return bytes(out)  # timed out, or cancel_read()
+
+    def cancel_read(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.link.cancel()
+
+    def write(self, data: Any) -> int:
+        ep = self._ep()
+        raw = to_bytes(data)
+        view = memoryview(raw)
+        deadline = None if self._write_timeout is None else time.monotonic() + self._write_timeout
+        while view:
+            n = ep.link.write(bytes(view))
+            view = view[n:]
+            if not view:
+                break
+            if ep.pace == "fast":
+                if ep.world.step() == -1:
+                    break
+            elif deadline is not None and time.monotonic() >= deadline:
+                raise SerialTimeoutException("Write timeout")
+            else:
+                time.sleep(ep.world.clock.dt / ep.pacer.speed)
+        return len(raw) - len(view)
+
+    def flush(self) -> None:
+        if not self.is_open or self.endpoint is None:
+            return  # io's close() flushes after we are closed
+        ep = self.endpoint
+        if ep.pace == "fast":
+            while ep.link.pending_in and ep.world.step() != -1:
+                pass
+        else:
+            end = time.monotonic() + 1.0
+            while ep.link.pending_in and ep.running and time.monotonic() < end:
+                time.sleep(0.001)
+
+    def reset_input_buffer(self) -> None:
+        self._ep().link.clear(incoming=False, outgoing=True)
+
+    def reset_output_buffer(self) -> None:
+        self._ep().link.clear(incoming=True, outgoing=False)
+
+    def _update_break_state(self) -> None:
+        pass
+
+    def _update_rts_state(self) -> None:
+        pass
+
+    def _update_dtr_state(self) -> None:
+        pass
+
+    @property
+    def cts(self) -> bool:
+        return True
+
+    @property
+    def dsr(self) -> bool:
+        return True
+
+    @property
+    def ri(self) -> bool:
+        return False
+
+    @property
+    def cd(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        raise SerialException(
+            "sim:// has no file descriptor; use a pty endpoint (fwbridge sim) for asyncio"
+        )

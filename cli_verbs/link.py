@@ -1,0 +1,122 @@
+"""What the serial verbs share: opening a port with one-line errors, the live status line."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import click
+import serial
+from rich.live import Live
+from rich.text import Text
+
+from bridge.transports import LinkError, open_link
+from cli_verbs.common import console, err_console, fail
+
+BAUD = click.option(
+    "-b", "--baud", type=click.IntRange(min=1), default=115200, show_default=True,
+    help="Baud rate (must match the firmware's UART).",
+)
+DURATION = click.option(
+    "--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+    help="Stop after S seconds (default: until Ctrl-C).",
+)
+
+
+def open_port(port: str, baud: int, **kwargs: Any) -> serial.SerialBase:
+    """Open a device or URL; a :class:`~bridge.transports.LinkError` becomes ``error: …``."""
+    try:
+        return open_link(port, baud, **kwargs)
+    except LinkError as exc:
+        fail(str(exc))
+
+
+class Deadline:
+    """``--duration`` as a clock: ``expired`` once S seconds have passed (never for None)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.end = None if seconds is None else time.monotonic() + seconds
+
+    @property
+    def expired(self) -> bool:
+        return self.end is not None and time.monotonic() >= self.end
+
+    def left(self, cap: float) -> float:
+        """Seconds to wait at most: ``cap``, or less when the end is nearer."""
+        return cap if self.end is None else max(0.0, min(cap, self.end - time.monotonic()))
+
+
+class StatusLine:
+    """A live status line on the terminal; nothing when no output is a terminal.
+
+    With stdout on the terminal the line lives there and stdout/stderr writes
+    are redirected above it (rich), so frames and the line do not mix. With
+    only stderr on the terminal (stdout piped to a file or jq) the line lives
+    on stderr and stdout is left alone.
+    """
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.console = console if console.is_terminal else err_console
+        self.enabled = self.console.is_terminal
+        self.interval = interval
+        self._live: Live | None = None
+        self._last = 0.0
+
+    def __enter__(self) -> StatusLine:
+        if self.enabled:
+            on_stdout = self.console is console
+            self._live = Live(
+                Text(""), console=self.console, transient=True, auto_refresh=False,
+                redirect_stdout=on_stdout, redirect_stderr=True,
+            )
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def update(self, text: str, *, force: bool = False) -> None:
+        """Show ``text``; at most every ``interval`` seconds unless ``force``."""
+        if self._live is None:
+            return
+        now = time.monotonic()
+        if force or now - self._last >= self.interval:
+            self._last = now
+            self._live.update(Text(text), refresh=True)
+
+
+class Rate:
+    """Events per second over a sliding second, for status lines."""
+
+    def __init__(self) -> None:
+        self._marks: list[tuple[float, int]] = []
+
+    def __call__(self, total: int) -> float:
+        now = time.monotonic()
+        marks = self._marks
+        marks.append((now, total))
+        while len(marks) > 2 and now - marks[0][0] > 1.0:
+            marks.pop(0)
+        t0, n0 = marks[0]
+        return (total - n0) / (now - t0) if now > t0 else 0.0
+
+
+def write_line(text: str) -> None:
+    """One line to stdout, flushed; through ``sys.stdout`` as it is now (a live
+    status line may have redirected it), unlike ``click.echo``'s cached stream."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def until_interrupted() -> Iterator[None]:
+    """Ctrl-C ends a streaming verb normally: its summary still prints, exit 0."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo("", err=True)

@@ -1,0 +1,337 @@
+"""Verbs on real serial ports: ``ports``, ``send``, ``sniff``, ``record``, ``replay``.
+
+``teleop`` and ``bridge`` live in their own modules; :data:`SERIAL_COMMANDS`
+lists all of them for ``cli.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+import click
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from serial.tools import list_ports
+
+from bridge.capture import RX, TX, CaptureError, CaptureWriter, read_capture
+from bridge.health import GarbageWatch
+from bridge.transports import IO_ERRORS, read_some
+from cli_verbs.bridge_run import bridge_cmd
+from cli_verbs.codec import DECODERS
+from cli_verbs.common import (
+    Decoder,
+    console,
+    err_console,
+    fail,
+    json_line,
+    print_counters,
+)
+from cli_verbs.link import (
+    BAUD,
+    DURATION,
+    Deadline,
+    Rate,
+    StatusLine,
+    open_port,
+    until_interrupted,
+    write_line,
+)
+from cli_verbs.teleop import teleop_cmd
+from protocols import cmd_frame, odom_frame
+
+__all__ = ["SERIAL_COMMANDS"]
+
+SNIFF_PROTOCOLS = ("odom", "cmd", "action")
+
+
+# -- ports --------------------------------------------------------------------------
+@click.command("ports")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per port.")
+def ports_cmd(as_json: bool) -> None:
+    """List serial ports with their USB vendor:product ids."""
+    found = sorted(list_ports.comports(), key=lambda p: p.device)
+    rows = [
+        {
+            "device": p.device,
+            "usb": f"{p.vid:04x}:{p.pid:04x}" if p.vid is not None else "",
+            "description": "" if p.description in ("n/a", p.device) else p.description,
+            "serial_number": p.serial_number or "",
+            "manufacturer": p.manufacturer or "",
+            "location": p.location or "",
+        }
+        for p in found
+    ]
+    if as_json:
+        for row in rows:
+            json_line(row)
+        return
+    if not rows:
+        click.echo("no serial ports found (is the board plugged in? see 'dmesg | grep tty')",
+                   err=True)
+        return
+    from rich.table import Table
+
+    table = Table("device", "USB id", "description", "serial number", "manufacturer", "location")
+    for row in rows:
+        table.add_row(*row.values())
+    console.print(table)
+
+
+# -- send ---------------------------------------------------------------------------
+def _send_options(fn: Any) -> Any:
+    fn = click.option("--count", type=click.IntRange(min=0), default=1, show_default=True,
+                      help="Frames to send (0: until Ctrl-C).")(fn)
+    fn = click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=10.0,
+                      show_default=True, metavar="HZ", help="Frames per second.")(fn)
+    return BAUD(fn)
+
+
+@click.group("send")
+@click.argument("port")
+@click.pass_context
+def send_group(ctx: click.Context, port: str) -> None:
+    """Send frames to PORT at a steady rate (a device path or pyserial URL)."""
+    ctx.meta["send.port"] = port
+
+
+def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int) -> None:
+    link = open_port(port, baud)
+    sent = 0
+    period = 1.0 / rate
+    next_at = time.monotonic()
+    with until_interrupted():
+        try:
+            while count == 0 or sent < count:
+                link.write(frame)
+                sent += 1
+                if count and sent >= count:
+                    break
+                next_at += period
+                time.sleep(max(0.0, next_at - time.monotonic()))
+            with contextlib.suppress(*IO_ERRORS):
+                link.flush()  # the last frame must leave before close drops the queue
+        except IO_ERRORS as exc:
+            fail(f"{port} went away after {sent} frames: {exc}")
+        finally:
+            with contextlib.suppress(*IO_ERRORS):
+                link.close()
+    click.echo(f"sent {sent} {kind} frame{'s' if sent != 1 else ''} to {port}", err=True)
+
+
+@send_group.command("cmd")
+@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
+@_send_options
+@click.pass_context
+def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rate: float,
+             count: int) -> None:
+    """Velocity-command frames (host -> firmware)."""
+    try:
+        frame = cmd_frame.encode(cmd_frame.CmdFrame(vx, vy, wz))
+    except ValueError as exc:
+        fail(str(exc))
+    _send(ctx.meta["send.port"], baud, frame, "cmd", rate, count)
+
+
+@send_group.command("odom")
+@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
+@click.option("--yaw", type=float, default=0.0, show_default=True, help="degrees")
+@_send_options
+@click.pass_context
+def send_odom(ctx: click.Context, vx: float, vy: float, wz: float, yaw: float, baud: int,
+              rate: float, count: int) -> None:
+    """Odometry frames (firmware -> host), to exercise a host without the board."""
+    try:
+        frame = odom_frame.encode(odom_frame.OdomFrame(vx, vy, wz, yaw))
+    except ValueError as exc:
+        fail(str(exc))
+    _send(ctx.meta["send.port"], baud, frame, "odom", rate, count)
+
+
+# -- sniff --------------------------------------------------------------------------
+def decoder_for(protocol: str) -> Decoder:
+    """The protocol's decoder from the ``decode`` registry (action frames when available)."""
+    if protocol in DECODERS:
+        return DECODERS[protocol]
+    if protocol == "action":
+        try:
+            from cli_verbs.action import action_decoder
+        except ImportError as exc:
+            fail(f"action frames cannot be decoded here: {exc}")
+        return action_decoder()
+    fail(f"unknown protocol {protocol!r} (choose from {', '.join(SNIFF_PROTOCOLS)})")
+
+
+def _format(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _errors(stats: dict[str, int]) -> int:
+    return sum(v for k, v in stats.items() if k.endswith("_errors"))
+
+
+@click.command("sniff")
+@click.argument("port")
+@click.option("-p", "--protocol", type=click.Choice(SNIFF_PROTOCOLS), required=True,
+              help="Frame family arriving on PORT.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
+@click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also capture the raw bytes to a pcapng file.")
+@DURATION
+@BAUD
+@click.option("--garbage-timeout", type=click.FloatRange(min=0), default=3.0, show_default=True,
+              metavar="S", help="Stop with 'wrong baud rate?' after S s of bytes and no frame "
+              "(0: never).")
+def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
+              duration: float | None, baud: int, garbage_timeout: float) -> None:
+    """Decode the frames arriving on PORT as they come, with a live rate/error line.
+
+    Frames go to stdout (lines, or JSON with --json); the counters to stderr
+    at the end.
+    """
+    dec = decoder_for(protocol)
+    rx = dec.make({})
+    link = open_port(port, baud)
+    capture = CaptureWriter(record, port=port, description=f"{baud} baud") if record else None
+    deadline = Deadline(duration)
+    start = time.monotonic()
+    watch = GarbageWatch(garbage_timeout, start)
+    rate = Rate()
+    garbage = None
+
+    def emit(item: Any) -> None:
+        fields = dec.row(item)
+        t = round(time.monotonic() - start, 6)
+        if as_json:
+            json_line({"t": t, "offset": item.offset, "protocol": protocol, **fields})
+        else:
+            cols = " ".join(f"{c}={_format(fields.get(c, ''))}" for c in dec.columns)
+            write_line(f"{t:10.3f} {item.offset:>10} {cols}")
+
+    try:
+        with StatusLine() as status, until_interrupted():
+            while not deadline.expired:
+                try:
+                    data = read_some(link)
+                except IO_ERRORS as exc:
+                    fail(f"{port} went away (unplugged?): {exc}")
+                now = time.monotonic()
+                if data:
+                    if capture is not None:
+                        capture.write(RX, data)
+                    for item in rx.feed(data):
+                        emit(item)
+                stats = rx.stats.as_dict()
+                garbage = watch.update(stats["frames"], stats["bytes"], _errors(stats), now)
+                if garbage is not None:
+                    break
+                status.update(
+                    f"{port} {protocol}: {stats['frames']} frames, {rate(stats['frames']):.0f}/s, "
+                    f"{_errors(stats)} errors, {stats['discarded']} bytes discarded"
+                )
+        tail = rx.finish()
+        for item in tail if isinstance(tail, list) else ():
+            emit(item)
+    finally:
+        link.close()
+        if capture is not None:
+            capture.close()
+    print_counters(rx.stats.as_dict())
+    if garbage is not None:
+        fail(garbage.message(port, baud, "change it with --baud"))
+
+
+# -- record / replay ----------------------------------------------------------------
+@click.command("record")
+@click.argument("port")
+@click.argument("file", type=click.Path(dir_okay=False))
+@DURATION
+@BAUD
+def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
+    """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay)."""
+    link = open_port(port, baud)
+    deadline = Deadline(duration)
+    rate = Rate()
+    with CaptureWriter(file, port=port, description=f"{baud} baud") as cap:
+        try:
+            with StatusLine() as status, until_interrupted():
+                while not deadline.expired:
+                    try:
+                        data = read_some(link)
+                    except IO_ERRORS as exc:
+                        fail(f"{port} went away (unplugged?) after {cap.packets} packets: {exc}; "
+                             f"the capture up to then is in {file}")
+                    cap.write(RX, data)
+                    status.update(f"{port} -> {file}: {cap.packets} packets, {cap.bytes} bytes, "
+                                  f"{rate(cap.bytes):.0f} B/s")
+        finally:
+            link.close()
+    click.echo(f"recorded {cap.packets} packets ({cap.bytes} bytes) from {port} to {file}",
+               err=True)
+
+
+@click.command("replay")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("port")
+@click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="Time scale: 2 plays twice as fast.")
+@click.option("--loop", "loop", is_flag=True, help="Start over at the end, until Ctrl-C.")
+@click.option("--direction", type=click.Choice([RX, TX]), default=RX, show_default=True,
+              help="Which side to play: rx = what the device sent, tx = what the host sent.")
+@BAUD
+def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
+               baud: int) -> None:
+    """Write one direction of a pcapng capture to PORT, keeping its recorded timing."""
+    try:
+        everything = list(read_capture(file))
+    except CaptureError as exc:
+        fail(str(exc))
+    packets = [p for p in everything if p.direction == direction]
+    if not packets:
+        have = {d: sum(1 for p in everything if p.direction == d) for d in (RX, TX)}
+        fail(f"{file}: no {direction} packets (it has rx={have[RX]}, tx={have[TX]}; "
+             "see --direction)")
+    base = packets[0].ts_ns
+    offsets = [(p.ts_ns - base) / 1e9 / speed for p in packets]
+    span = offsets[-1]
+    # A loop restarts one average gap after the last packet, not on top of it.
+    lap = span + (span / (len(packets) - 1) if len(packets) > 1 else 0.1)
+    link = open_port(port, baud)
+    sent = laps = 0
+    progress = Progress(
+        TextColumn("replay"), BarColumn(), TextColumn("{task.completed}/{task.total} packets"),
+        TimeRemainingColumn(), console=err_console, disable=not err_console.is_terminal,
+        transient=True,
+    )
+    task = progress.add_task("replay", total=None if loop else len(packets))
+    t0 = time.monotonic()
+    try:
+        with progress, until_interrupted():
+            while True:
+                for off, packet in zip(offsets, packets):
+                    delay = t0 + laps * lap + off - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    try:
+                        link.write(packet.data)
+                    except IO_ERRORS as exc:
+                        fail(f"{port} went away after {sent} packets: {exc}")
+                    sent += 1
+                    progress.advance(task)
+                laps += 1
+                if not loop:
+                    break
+            with contextlib.suppress(*IO_ERRORS):
+                link.flush()
+    finally:
+        link.close()
+    click.echo(f"replayed {sent} {direction} packets from {file} to {port}", err=True)
+
+
+SERIAL_COMMANDS: list[click.Command] = [
+    ports_cmd, send_group, sniff_cmd, record_cmd, replay_cmd, teleop_cmd, bridge_cmd,
+]

@@ -1,0 +1,292 @@
+"""``fwbridge sim MODEL`` (a simulated endpoint on a pty) and ``fwbridge demo`` (the square)."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+import click
+from rich.table import Table
+
+from bridge.odometry import Odometry
+from bridge.sim.drive import SquareDriver, SquareResult, run_square
+from bridge.sim.endpoint import PACES, SimEndpoint
+from bridge.sim.faults import FaultSpec
+from bridge.sim.models import MODELS
+from bridge.sim.pty_link import PtyLink
+from cli_verbs.common import console, fail, json_line, print_counters
+from cli_verbs.link import StatusLine
+
+FAULTS = click.option(
+    "--faults", default="", metavar="NAME=RATE,...",
+    help="Inject byte faults on the robot link, e.g. drop=0.01,corrupt=0.01 "
+    "(also insert=, delay= and delay_ms=; default: none).",
+)
+SEED = click.option("--seed", type=int, default=0, show_default=True,
+                    help="Seed of the fault injection (same seed, same faults).")
+
+
+def _faults(text: str, seed: int) -> FaultSpec:
+    try:
+        return FaultSpec.parse(text, seed=seed)
+    except ValueError as exc:
+        fail(f"--faults: {exc}")
+
+
+def _fault_hits(stats: dict[str, int]) -> int:
+    return sum(stats[n] for n in ("dropped", "corrupted", "inserted", "delayed"))
+
+
+def _status_text(st: dict[str, Any]) -> str:
+    x, y, yaw = st["pose"]
+    link = st["link"]
+    fw = st.get("firmware", {})
+    rx = st.get("firmware_rx", {})
+    parts = [
+        f"t={st['t'] / 1000:8.2f}s",
+        f"x{st['rtf']:.1f}",
+        f"pose=({x:+.3f},{y:+.3f},{math.degrees(yaw):+7.1f}°)",
+        f"in={link['bytes_in']}B out={link['bytes_out']}B",
+    ]
+    if fw:
+        parts.append(f"cmds={fw['cmd_applied']} odom={fw['odom_sent']}")
+    if rx.get("checksum_errors"):
+        parts.append(f"rx_errors={rx['checksum_errors']}")
+    if link["overruns"]:
+        parts.append(f"overruns={link['overruns']}")
+    faults = st.get("faults")
+    if faults:
+        hit = sum(_fault_hits(v) for v in faults.values())
+        parts.append(f"faults={hit}")
+    return "  ".join(parts)
+
+
+@click.command("sim")
+@click.argument("model", type=click.Choice(sorted(MODELS), case_sensitive=False))
+@FAULTS
+@SEED
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="S", help="Stop after S seconds of simulated time (default: Ctrl-C).")
+@click.option("--pace", type=click.Choice(PACES), default="realtime", show_default=True,
+              help="realtime: simulated time follows the clock; fast: as fast as the "
+              "reader allows (deterministic).")
+@click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="realtime: simulated seconds per wall-clock second.")
+@click.option("--step-ms", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="Basic time step of the world, ms.")
+@click.option("--baud", type=int, default=-1, show_default=True,
+              help="Emulate this line rate (8N1); -1: none, as in Webots.")
+@click.option("--link", "link_path", type=click.Path(dir_okay=False), default=None,
+              metavar="PATH", help="Also make PATH a symlink to the port.")
+@click.option("--wait-for-host", is_flag=True,
+              help="Do not start the clock before the first byte from the host "
+              "(with --pace fast: runs then repeat byte for byte).")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
+def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: str, speed: float,
+            step_ms: int, baud: int, link_path: str | None, wait_for_host: bool,
+            as_json: bool) -> None:
+    """Run a simulated MODEL firmware on a new pty and print the port to open.
+
+    The robot link speaks the seed-002 frames (velocity commands in,
+    odometry out) on the printed port; the supervisor port carries one JSON
+    status line per 100 ms (and takes JSON commands). Runs until Ctrl-C or
+    --duration, with a status line on a terminal.
+    """
+    spec = _faults(faults, seed)
+    try:
+        endpoint = SimEndpoint(model, pace=pace, speed=speed, step_ms=step_ms, faults=spec,
+                               baud=baud)
+        link = PtyLink(endpoint, link_path=link_path)
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
+    ready = {
+        "event": "ready", "model": model, "port": link.path,
+        "supervisor_port": link.supervisor_path, "pace": pace, "step_ms": step_ms,
+        "faults": str(spec), "seed": seed,
+    }
+    if as_json:
+        json_line(ready)
+    else:
+        click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
+                   f"{pace}, step {step_ms} ms, faults: {spec}")
+        click.echo(f"open {link.path} with any serial program (no baud rate needed); "
+                   "Ctrl-C stops", err=True)
+    stop = endpoint.stop_event
+    interrupted = False
+    try:
+        if wait_for_host:
+            link.wait_for_host(stop)
+        endpoint.start(None if duration is None else round(duration * 1000))
+        last_json = time.monotonic()
+        with StatusLine() as line:
+            while endpoint.running:
+                time.sleep(0.1)
+                st = endpoint.status()
+                line.update(_status_text(st))
+                if as_json and time.monotonic() - last_json >= 1.0:
+                    last_json = time.monotonic()
+                    json_line({"event": "status", **st})
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        endpoint.stop()
+        link.close()
+    st = endpoint.status()
+    if endpoint.error is not None and not isinstance(endpoint.error, KeyboardInterrupt):
+        fail(f"simulation stopped: {type(endpoint.error).__name__}: {endpoint.error}")
+    if as_json:
+        json_line({"event": "end", "interrupted": interrupted, **st})
+    else:
+        click.echo(_status_text(st), err=True)
+        print_counters(st["link"], "host port")
+        if "firmware" in st:
+            print_counters(st["firmware"], "firmware")
+            print_counters(st["firmware_rx"], "firmware receiver")
+        for direction, stats in st.get("faults", {}).items():
+            print_counters(stats, f"faults {direction}")
+
+
+# -- demo -----------------------------------------------------------------------------
+Pose = tuple[float, float, float]
+
+
+def _pose_text(driver: SquareDriver, odom: Odometry | None, truth: Pose, t: float) -> str:
+    phase = "done" if driver.done else f"side {driver.leg + 1}/4 {driver.phase:5}"
+    if odom is None:
+        return f"t={t:5.1f}s  {phase}  waiting for odometry"
+    return (f"t={t:5.1f}s  {phase}  odom x={odom.x:+.3f} y={odom.y:+.3f} "
+            f"yaw={math.degrees(odom.yaw):+7.2f}°  v=({odom.vx:+.2f},{odom.vy:+.2f},"
+            f"{odom.wz:+.2f})  truth x={truth[0]:+.3f} y={truth[1]:+.3f}")
+
+
+def _summary(res: SquareResult, side: float) -> Table:
+    table = Table(title=f"{side:g} m square", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+
+    def pose(p: tuple[float, float, float]) -> str:
+        yaw = math.degrees(math.atan2(math.sin(p[2]), math.cos(p[2])))
+        return f"x={p[0]:+.4f} m  y={p[1]:+.4f} m  yaw={yaw:+.2f}°"
+
+    table.add_row("completed", f"{'yes' if res.completed else 'no'} in {res.seconds:.1f} s")
+    table.add_row("end pose (odometry)", pose(res.odom_end))
+    table.add_row("end pose (truth)", pose(res.truth_end))
+    table.add_row("closing error (odometry)", f"{res.odom_closing * 1000:.2f} mm")
+    table.add_row("closing error (truth)", f"{res.truth_closing * 1000:.2f} mm "
+                  f"(model tolerance {res.tolerance * 1000:.1f} mm)")
+    table.add_row("odometry vs truth", f"{res.odom_error * 1000:.2f} mm")
+    ns = res.node_stats
+    table.add_row("bridge", f"{ns.get('commands', 0)} commands, {ns.get('frames', 0)} odometry "
+                  f"frames, {ns.get('checksum_errors', 0)} checksum errors, "
+                  f"{ns.get('watchdog_trips', 0)} watchdog trips")
+    st = res.sim_status
+    fw = st.get("firmware", {})
+    table.add_row("firmware", f"{fw.get('cmd_applied', 0)} commands applied, "
+                  f"{st.get('firmware_rx', {}).get('checksum_errors', 0)} checksum errors, "
+                  f"{fw.get('odom_sent', 0)} odometry frames sent")
+    if "faults" in st:
+        hits = {k: _fault_hits(v) for k, v in st["faults"].items()}
+        table.add_row("faults injected", ", ".join(f"{k}: {n}" for k, n in hits.items()))
+    table.add_row("simulation", f"{st.get('t', 0) / 1000:.1f} s simulated, real-time factor "
+                  f"{st.get('rtf', 0):.2f}, {st.get('lag_resets', 0)} lag resets")
+    return table
+
+
+def _plot(res: SquareResult, path: str, side: float) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        fail("--plot needs matplotlib: pip install 'fwbridge[plot]'")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 6))
+    ax.plot([0, side, side, 0, 0], [0, 0, side, side, 0], color="0.8", lw=6, label="square")
+    if res.truth_path:
+        _, tx, ty, _ = zip(*res.truth_path)
+        ax.plot(tx, ty, color="tab:green", lw=1.5, label="true path (simulation)")
+    if res.odom_path:
+        _, ox, oy, _ = zip(*res.odom_path)
+        ax.plot(ox, oy, color="tab:blue", lw=1, ls="--", label="odometry (bridge)")
+    ax.plot([0], [0], "ko", label="start")
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_title(f"closing error: odometry {res.odom_closing * 1000:.1f} mm, "
+                 f"truth {res.truth_closing * 1000:.1f} mm")
+    ax.legend(loc="center")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+@click.command("demo")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also draw the path (odometry and truth) to a PNG file.")
+@click.option("--side", type=click.FloatRange(0.2, 5.0), default=1.0, show_default=True,
+              help="Side of the square, m.")
+@FAULTS
+@SEED
+@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of the live display.")
+def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool) -> None:
+    """Drive a simulated mecanum base around a square through the bridge.
+
+    Starts the mecanum firmware simulation on a pty, runs the mobile-base
+    node on that pty, and drives a square on the node's odometry, printing
+    it live; ends with the link statistics and how well the square closed.
+    No hardware and no network; about 30 seconds.
+    """
+    spec = _faults(faults, seed)
+    driver = SquareDriver(side=side)
+    stop = threading.Event()
+    t0 = time.monotonic()
+    last_print = [0.0]
+    live = console.is_terminal and not as_json
+
+    if not as_json:
+        click.echo(f"fwbridge demo: simulated mecanum base, bridge node on a pty, "
+                   f"{side:g} m square (faults: {spec})")
+
+    def on_tick(drv: SquareDriver, odom: Odometry | None, truth: Pose) -> None:
+        now = time.monotonic() - t0
+        if as_json:
+            if odom is not None and now - last_print[0] >= 0.2:
+                last_print[0] = now
+                json_line({"event": "odometry", "t": round(now, 3), "side": drv.leg + 1,
+                           "phase": drv.phase, "x": odom.x, "y": odom.y, "yaw": odom.yaw,
+                           "truth": list(truth)})
+            return
+        every = 0.1 if live else 1.0
+        if now - last_print[0] < every:
+            return
+        last_print[0] = now
+        text = _pose_text(drv, odom, truth, now)
+        if live:
+            console.print(text, end="\r", soft_wrap=True, overflow="ignore", crop=True)
+        else:
+            click.echo(text)
+
+    try:
+        res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop)
+    except KeyboardInterrupt:
+        stop.set()
+        fail("interrupted")
+    if live:
+        console.print()
+    if plot:
+        _plot(res, plot, side)
+    if as_json:
+        json_line({"event": "end", "completed": res.completed, "seconds": res.seconds,
+                   "odom_closing_m": res.odom_closing, "truth_closing_m": res.truth_closing,
+                   "odom_error_m": res.odom_error, "tolerance_m": res.tolerance,
+                   "odom_end": list(res.odom_end), "truth_end": list(res.truth_end),
+                   "bridge": res.node_stats, "simulation": res.sim_status, "plot": plot})
+    else:
+        console.print(_summary(res, side))
+        if plot:
+            click.echo(f"path plot written to {plot}")
+    if not res.completed:
+        fail("the square was not completed (see the statistics above)")

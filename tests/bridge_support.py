@@ -1,0 +1,111 @@
+"""Test parts for the bridge: a firmware played on a pty's master side, and the CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.transports import PtyPair
+from protocols import cmd_frame
+from protocols.cmd_frame import CmdFrame
+from protocols.sum8_receiver import Sum8Receiver
+from tests.cli_helpers import ROOT, run_cli
+
+
+@dataclass(frozen=True)
+class Arrival:
+    t: float  # time.monotonic() when the peer read it
+    frame: CmdFrame
+    raw: bytes
+
+
+class FirmwarePeer(threading.Thread):
+    """Plays the STM32 on ``pair``'s master side.
+
+    Collects the command frames the host sends (with arrival times and their
+    exact bytes) and all raw bytes; ``answer`` may return bytes to send back
+    for each command (an odometry frame, say). Survives the pair being
+    unplugged and plugged again.
+    """
+
+    def __init__(
+        self, pair: PtyPair, answer: Callable[[CmdFrame], bytes | None] | None = None
+    ) -> None:
+        super().__init__(name="firmware-peer", daemon=True)
+        self.pair = pair
+        self.answer = answer
+        self.rx = Sum8Receiver(cmd_frame.CODEC)
+        self.arrivals: list[Arrival] = []
+        self.raw = bytearray()
+        self._cond = threading.Condition()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            fd = self.pair.master_fd
+            if fd < 0:
+                time.sleep(0.005)
+                continue
+            try:
+                data = self.pair.read(timeout=0.02)
+            except (OSError, ValueError):  # unplugged under our feet
+                time.sleep(0.005)
+                continue
+            if not data:
+                continue
+            now = time.monotonic()
+            with self._cond:
+                self.raw += data
+                for item in self.rx.feed(data):
+                    raw = bytes(self.raw[item.offset : item.offset + cmd_frame.SIZE])
+                    self.arrivals.append(Arrival(now, item.frame, raw))
+                    if self.answer is not None:
+                        reply = self.answer(item.frame)
+                        if reply:
+                            self.send(reply)
+                self._cond.notify_all()
+
+    def send(self, data: bytes) -> None:
+        with contextlib.suppress(OSError):  # unplugged: the bytes are lost, as on a real cable
+            self.pair.write(data)
+
+    def wait_for(self, predicate: Callable[[list[Arrival]], bool], timeout: float = 5.0) -> bool:
+        """Wait until ``predicate(arrivals)`` holds; False after ``timeout`` seconds."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self.arrivals):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def frames(self) -> list[CmdFrame]:
+        with self._cond:
+            return [a.frame for a in self.arrivals]
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(2.0)
+
+
+def run_verb(
+    *args: str, input: bytes | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[bytes]:
+    """``fwbridge ARGS`` as a subprocess, to completion."""
+    return run_cli(*args, input=input, timeout=timeout)
+
+
+def spawn_verb(*args: str, **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``fwbridge ARGS`` started in the background (stdin/stdout/stderr as given)."""
+    from tests.cli_helpers import cli_env, fwbridge_argv
+
+    proc: subprocess.Popen[bytes] = subprocess.Popen(
+        [*fwbridge_argv(), *args], env=cli_env(), cwd=ROOT, **kwargs
+    )
+    return proc

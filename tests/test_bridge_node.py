@@ -1,0 +1,297 @@
+"""The mobile-base node over real pty pairs, with a peer thread playing the firmware."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.aio import AsyncBaseNode
+from bridge.base_node import ZERO_FRAME, BaseNode, NodeEvent
+from bridge.capture import CaptureWriter, read_capture
+from bridge.config import RobotConfig, parse_config
+from bridge.odometry import Odometry
+from bridge.transports import PtyPair
+from protocols import cmd_frame, odom_frame
+from protocols.cmd_frame import CmdFrame
+from protocols.odom_frame import OdomFrame
+from tests.bridge_support import FirmwarePeer
+
+pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
+
+
+def config(url: str, **sections: dict[str, Any]) -> RobotConfig:
+    data: dict[str, Any] = {"link": {"url": url}, **sections}
+    return parse_config(data)
+
+
+class Collector:
+    """Odometry records and events, waitable."""
+
+    def __init__(self) -> None:
+        self.records: list[Odometry] = []
+        self.events: list[NodeEvent] = []
+        self.cond = threading.Condition()
+
+    def odometry(self, rec: Odometry) -> None:
+        with self.cond:
+            self.records.append(rec)
+            self.cond.notify_all()
+
+    def event(self, ev: NodeEvent) -> None:
+        with self.cond:
+            self.events.append(ev)
+            self.cond.notify_all()
+
+    def wait(self, pred: Any, timeout: float = 5.0) -> bool:
+        with self.cond:
+            return bool(self.cond.wait_for(lambda: pred(self), timeout))
+
+    def kinds(self) -> list[str]:
+        with self.cond:
+            return [e.kind for e in self.events]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[PtyPair]:
+    with PtyPair(tmp_path / "ttyBASE") as p:
+        yield p
+
+
+@pytest.fixture
+def peer(pair: PtyPair) -> Iterator[FirmwarePeer]:
+    p = FirmwarePeer(pair)
+    p.start()
+    yield p
+    p.stop()
+
+
+def moving(frames: list[CmdFrame]) -> list[CmdFrame]:
+    return [f for f in frames if f != cmd_frame.ZERO]
+
+
+def test_commands_arrive_byte_exact_at_the_requested_rate(
+    pair: PtyPair, peer: FirmwarePeer
+) -> None:
+    rate = 100.0
+    want = cmd_frame.encode(CmdFrame(0.3, -0.1, 0.25))
+    node = BaseNode(config(pair.path, control={"rate_hz": rate}, watchdog={"cmd_timeout": 30.0}),
+                    on_event=None)
+    with node:
+        node.request(0.3, -0.1, 0.25)
+        assert peer.wait_for(lambda a: sum(x.raw == want for x in a) >= 60)
+    assert peer.wait_for(lambda a: a[-1].raw == ZERO_FRAME)  # deactivation: the safe stop
+    arrivals = peer.arrivals
+    assert arrivals[0].raw == ZERO_FRAME  # activation: the reset state
+    run = [a for a in arrivals if a.raw == want]
+    assert all(a.raw in (want, ZERO_FRAME) for a in arrivals)  # byte-exact, nothing else
+    assert bytes(peer.raw) == b"".join(a.raw for a in arrivals)  # no stray byte on the wire
+    mean = (run[-1].t - run[0].t) / (len(run) - 1)
+    assert 0.75 / rate < mean < 1.25 / rate
+
+
+def test_odometry_over_a_pty_integrates_to_the_closed_form(
+    pair: PtyPair, peer: FirmwarePeer
+) -> None:
+    # The node's clock is the test's: each frame is stamped t0 + k*h exactly.
+    now = [100.0]
+    got = Collector()
+    v, w, h, n = 0.4, 0.9, 0.005, 200
+    node = BaseNode(config(pair.path), on_odometry=got.odometry, on_event=None,
+                    clock=lambda: now[0])
+    with node:
+        for k in range(n + 1):
+            now[0] = 100.0 + k * h
+            peer.send(odom_frame.encode(OdomFrame(v, 0.0, w, math.degrees(w * k * h))))
+            assert got.wait(lambda c, k=k: len(c.records) == k + 1)
+    last = got.records[-1]
+    th = w * h
+    ratio = math.sin(n * th / 2) / math.sin(th / 2)
+    vf = last.vx  # v as float32
+    assert last.x == pytest.approx(vf * h * ratio * math.cos((n + 1) * th / 2), abs=1e-5)
+    assert last.y == pytest.approx(vf * h * ratio * math.sin((n + 1) * th / 2), abs=1e-5)
+    assert last.yaw == pytest.approx(w * n * h, abs=1e-5)
+    assert last.orientation[2] == pytest.approx(math.sin(w * n * h / 2), abs=1e-5)
+    assert [r.stamp for r in got.records[:3]] == [100.0, 100.0 + h, 100.0 + 2 * h]
+
+
+def test_watchdog_sends_zero_when_requests_stop_and_says_so(
+    pair: PtyPair, peer: FirmwarePeer
+) -> None:
+    got = Collector()
+    node = BaseNode(config(pair.path, watchdog={"cmd_timeout": 0.15}), on_event=got.event)
+    with node:
+        node.request(0.4, 0.0, 0.0)
+        assert got.wait(lambda c: "watchdog" in c.kinds())
+        assert peer.wait_for(lambda a: len(a) > 3 and a[-1].frame == cmd_frame.ZERO)
+        node.request(0.1, 0.0, 0.0)
+        assert peer.wait_for(lambda a: a[-1].frame.vx == pytest.approx(0.1))
+    assert peer.wait_for(lambda a: a[-1].frame == cmd_frame.ZERO)  # the safe stop
+    frames = peer.frames()
+    # zero (activate), 0.4 ..., zero (watchdog) ..., 0.1 ..., zero (safe stop)
+    blocks = [f.vx for i, f in enumerate(frames) if i == 0 or f != frames[i - 1]]
+    assert blocks == [0.0, pytest.approx(0.4), 0.0, pytest.approx(0.1), 0.0]
+    watchdog = next(e for e in got.events if e.kind == "watchdog")
+    assert "zero velocity" in watchdog.message and "0.15" in watchdog.message
+    assert got.kinds().count("resumed") == 1
+
+
+def test_unplug_and_replug_recovers_with_a_zero_command_first(
+    pair: PtyPair, peer: FirmwarePeer
+) -> None:
+    got = Collector()
+    cfg = config(pair.path, watchdog={"cmd_timeout": 30.0},
+                 reconnect={"min_delay": 0.02, "max_delay": 0.1})
+    node = BaseNode(cfg, on_odometry=got.odometry, on_event=got.event)
+    with node:
+        node.request(0.2, 0.0, 0.0)
+        assert peer.wait_for(lambda a: len(moving([x.frame for x in a])) >= 5)
+        pair.unplug()  # the USB cable comes out
+        assert got.wait(lambda c: "link-lost" in c.kinds())
+        assert not node.connected and node.running
+        assert not got.wait(lambda c: "link-restored" in c.kinds(), timeout=0.3)
+        attempts_while_out = node.open_attempts
+        mark = len(peer.arrivals)
+        pair.plug()  # and back in: same path, new device
+        assert got.wait(lambda c: "link-restored" in c.kinds())
+        assert peer.wait_for(lambda a: len(moving([x.frame for x in a[mark:]])) >= 3)
+        peer.send(odom_frame.encode(OdomFrame(0.2, 0, 0, 0)) * 2)
+        assert got.wait(lambda c: len(c.records) >= 2)
+        assert node.running
+    after = [a.frame for a in peer.arrivals[mark:]]
+    assert after[0] == cmd_frame.ZERO  # zero first ...
+    assert after[1].vx == pytest.approx(0.2)  # ... then the standing request again
+    assert 1 <= attempts_while_out <= 20  # bounded backoff, no busy loop
+    assert got.records[0].dt == 0.0  # no integration across the outage
+    lost = next(e for e in got.events if e.kind == "link-lost")
+    assert str(pair.path) in lost.message
+
+
+def test_use_sim_swaps_in_the_simulated_endpoint_and_nothing_else(
+    pair: PtyPair, peer: FirmwarePeer
+) -> None:
+    base = config(pair.path, sim={"url": "simstub://", "handler_package": "tests.sim_stub"},
+                  watchdog={"cmd_timeout": 30.0})
+    for use_sim in (True, False):
+        got = Collector()
+        node = BaseNode(base.with_sim(use_sim), on_odometry=got.odometry, on_event=None)
+        with node:
+            node.request(0.3, 0.0, 0.5)
+            if not use_sim:  # the real side: answer like the stub does
+                peer.answer = lambda c: odom_frame.encode(OdomFrame(c.vx, c.vy, c.wz, 1.0))
+            assert got.wait(lambda c: any(r.vx == pytest.approx(0.3) for r in c.records))
+            link_type = type(node.hardware.link).__module__
+        assert link_type == ("tests.sim_stub.protocol_simstub" if use_sim else "serial.serialposix")
+
+
+def test_node_captures_both_directions(pair: PtyPair, peer: FirmwarePeer, tmp_path: Path) -> None:
+    got = Collector()
+    sent = b"".join(odom_frame.encode(OdomFrame(0.1 * k, 0, 0, k)) for k in range(10))
+    with CaptureWriter(tmp_path / "node.pcapng", port=pair.path) as cap:
+        node = BaseNode(config(pair.path), on_odometry=got.odometry, on_event=None, capture=cap)
+        with node:
+            node.request(0.5, 0, 0)
+            peer.send(sent)
+            assert got.wait(lambda c: len(c.records) == 10)
+            assert peer.wait_for(lambda a: len(a) >= 5)
+    packets = list(read_capture(tmp_path / "node.pcapng"))
+    assert b"".join(p.data for p in packets if p.direction == "rx") == sent
+    tx = b"".join(p.data for p in packets if p.direction == "tx")
+    assert peer.wait_for(lambda a: len(a) * cmd_frame.SIZE >= len(tx))  # the safe stop arrived
+    assert tx == bytes(peer.raw)
+
+
+# -- blocking and asyncio runtimes: the same frames ------------------------------------------
+ODOM_STREAM = b"".join(
+    odom_frame.encode(OdomFrame(0.1 * k, -0.05 * k, 0.01 * k, 3.0 * k)) for k in range(40)
+)
+NOISY = b"\xaa\xaa" + ODOM_STREAM[:95] + b"\x55\xaa\x55\x00" + ODOM_STREAM[95:]
+
+
+def drive(pair: PtyPair, peer: FirmwarePeer, got: Collector, request: Any) -> None:
+    request(0.1, 0.2, 0.3)
+    assert peer.wait_for(lambda a: len(moving([x.frame for x in a])) >= 3)
+    for i in range(0, len(NOISY), 37):
+        peer.send(NOISY[i : i + 37])
+    assert got.wait(lambda c: len(c.records) == 40)
+
+
+def run_blocking(pair: PtyPair, peer: FirmwarePeer) -> Collector:
+    got = Collector()
+    node = BaseNode(config(pair.path, watchdog={"cmd_timeout": 30.0}),
+                    on_odometry=got.odometry, on_event=None)
+    with node:
+        drive(pair, peer, got, node.request)
+    assert peer.wait_for(lambda a: a[-1].raw == ZERO_FRAME)
+    return got
+
+
+def run_asyncio(pair: PtyPair, peer: FirmwarePeer) -> Collector:
+    got = Collector()
+    node = AsyncBaseNode(config(pair.path, watchdog={"cmd_timeout": 30.0}),
+                         on_odometry=got.odometry, on_event=None)
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_until_complete, args=(node.run(),))
+    runner.start()
+    try:
+        drive(pair, peer, got,
+              lambda *v: loop.call_soon_threadsafe(node.request, *v))
+    finally:
+        loop.call_soon_threadsafe(node.stop)
+        runner.join(5)
+        loop.close()
+    assert peer.wait_for(lambda a: a[-1].raw == ZERO_FRAME)
+    return got
+
+
+def test_asyncio_and_blocking_runtimes_give_the_same_frames(tmp_path: Path) -> None:
+    results = []
+    for run in (run_blocking, run_asyncio):
+        with PtyPair() as pair:
+            peer = FirmwarePeer(pair)
+            peer.start()
+            try:
+                got = run(pair, peer)
+            finally:
+                peer.stop()
+            odoms = [(r.vx, r.vy, r.wz, r.yaw) for r in got.records]
+            wire = [a.raw for a in peer.arrivals]
+            results.append((odoms, wire))
+    (odo_b, wire_b), (odo_a, wire_a) = results
+    assert odo_a == odo_b and len(odo_a) == 40
+    expected = [odom_frame.decode(ODOM_STREAM[i : i + 19]) for i in range(0, len(ODOM_STREAM), 19)]
+    assert [o[0] for o in odo_b] == [f.vx for f in expected]
+    want = cmd_frame.encode(CmdFrame(0.1, 0.2, 0.3))
+    for wire in (wire_a, wire_b):  # reset zero, the request, the safe-stop zero
+        distinct = [w for i, w in enumerate(wire) if i == 0 or w != wire[i - 1]]
+        assert distinct == [ZERO_FRAME, want, ZERO_FRAME]
+
+
+def test_asyncio_runtime_recovers_from_unplug_too(pair: PtyPair, peer: FirmwarePeer) -> None:
+    got = Collector()
+    cfg = config(pair.path, watchdog={"cmd_timeout": 30.0},
+                 reconnect={"min_delay": 0.02, "max_delay": 0.1})
+    node = AsyncBaseNode(cfg, on_odometry=got.odometry, on_event=got.event)
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_until_complete, args=(node.run(),))
+    runner.start()
+    try:
+        loop.call_soon_threadsafe(node.request, 0.2, 0.0, 0.0)
+        assert peer.wait_for(lambda a: len(moving([x.frame for x in a])) >= 3)
+        pair.unplug()
+        assert got.wait(lambda c: "link-lost" in c.kinds())
+        mark = len(peer.arrivals)
+        pair.plug()
+        assert got.wait(lambda c: "link-restored" in c.kinds())
+        assert peer.wait_for(lambda a: len(moving([x.frame for x in a[mark:]])) >= 2)
+    finally:
+        loop.call_soon_threadsafe(node.stop)
+        runner.join(5)
+        loop.close()
+    after = [a.frame for a in peer.arrivals[mark:]]
+    assert after[0] == cmd_frame.ZERO and after[1].vx == pytest.approx(0.2)
