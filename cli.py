@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from cli_verbs.arm import arm_group
 from cli_verbs.can import can_group
 from cli_verbs.codec import decode_cmd, encode_group
 from cli_verbs.serial import SERIAL_COMMANDS
@@ -24,6 +25,7 @@ def fwbridge(ctx: click.Context, debug: bool) -> None:
 fwbridge.add_command(encode_group)
 fwbridge.add_command(decode_cmd)
 fwbridge.add_command(can_group)
+fwbridge.add_command(arm_group)
 fwbridge.add_command(sim_cmd)
 fwbridge.add_command(demo_cmd)
 for _verb in SERIAL_COMMANDS:

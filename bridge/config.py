@@ -179,6 +179,8 @@ _SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
     ("reconnect", "attempts"): ("reconnect_attempts", _count),
 }
 _SECTIONS = sorted({s for s, _ in _SCHEMA if s})
+#: Tables of the same file read by other loaders (``[arm]``: bridge.arm.config).
+_OTHER_SECTIONS = ("arm",)
 
 
 def parse_config(
@@ -191,8 +193,11 @@ def parse_config(
             if isinstance(item, dict) and name in _SECTIONS:
                 for key, value in item.items():
                     _take(values, name, key, value)
+            elif isinstance(item, dict) and name in _OTHER_SECTIONS:
+                continue
             elif isinstance(item, dict):
-                raise _Bad(name, f"unknown section (known: {', '.join(_SECTIONS)})")
+                known = ", ".join(sorted((*_SECTIONS, *_OTHER_SECTIONS)))
+                raise _Bad(name, f"unknown section (known: {known})")
             else:
                 _take(values, "", name, item)
     except _Bad as exc:

@@ -27,6 +27,7 @@ __all__ = [
     "classify",
     "command_filter",
     "command_id",
+    "drain",
     "feedback_filter",
     "feedback_id",
     "from_message",
@@ -111,3 +112,27 @@ def from_message(msg: can.Message) -> ActuatorMessage | None:
     if kind is None:
         return None
     return ActuatorMessage(kind[0], kind[1], actuator.decode(msg.data), msg.timestamp)
+
+
+#: Frames one ``drain`` call takes at most: a flooding bus cannot stall a node's step.
+DRAIN_LIMIT = 1024
+
+
+def drain(bus: can.BusABC, limit: int = DRAIN_LIMIT) -> list[can.Message]:
+    """The frames waiting on ``bus`` that pass its filters, without blocking.
+
+    Not ``while bus.recv(0)``: on interfaces that filter in software (python-can's
+    ``virtual``, several adapters) ``recv(0)`` returns None as soon as the frame
+    at the head of the queue fails the filters, though matching frames wait
+    behind it; a node that drains that way falls further behind every step.
+    So this reads through the implementer's hooks of ``BusABC`` and filters
+    itself. Bounded by ``limit``; the rest waits for the next call.
+    """
+    out: list[can.Message] = []
+    for _ in range(limit):
+        msg, already_filtered = bus._recv_internal(timeout=0)
+        if msg is None:
+            break
+        if already_filtered or bus._matches_filters(msg):
+            out.append(msg)
+    return out

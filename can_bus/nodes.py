@@ -1,7 +1,7 @@
 """Main controller and actuator modules that run on any python-can bus.
 
 The simulator (``fwbridge``), ``virtual``, ``socketcan``/``vcan`` or a real
-adapter: each node owns one python-can Bus and only calls ``recv(0)``,
+adapter: each node owns one python-can Bus and only reads it through ``ids.drain``,
 ``send``, ``set_filters`` and ``state`` on it. Nodes are stepped:
 ``node.step(now)`` reads what arrived, advances the physics to ``now``
 (seconds, any monotonic clock) and sends what is due, so tests drive them
@@ -41,6 +41,7 @@ from .bits import Frame, arbitration_key
 from .ids import (
     Direction,
     command_filter,
+    drain,
     feedback_filter,
     from_message,
     to_message,
@@ -159,7 +160,7 @@ class ActuatorModule:
     def step(self, now: float) -> None:
         if self._last is None:
             self._last, self._next_feedback = now, now
-        while (msg := self.bus.recv(0)) is not None:
+        for msg in drain(self.bus):
             self._on_command(msg)
         self._integrate(now - self._last)
         self._last = now
@@ -306,7 +307,7 @@ class MainController:
             self._start = self._next_command = now
             for h in self.health.values():
                 h.since = now
-        while (msg := self.bus.recv(0)) is not None:
+        for msg in drain(self.bus):
             self._on_feedback(msg, now)
         for h in self.health.values():
             heard = h.last_seen if h.last_seen is not None else self._start

@@ -64,7 +64,7 @@ def _status_text(st: dict[str, Any]) -> str:
 
 
 @click.command("sim")
-@click.argument("model", type=click.Choice(sorted(MODELS), case_sensitive=False))
+@click.argument("model", type=click.Choice([*sorted(MODELS), "scara"], case_sensitive=False))
 @FAULTS
 @SEED
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -93,7 +93,16 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
     odometry out) on the printed port; the supervisor port carries one JSON
     status line per 100 ms (and takes JSON commands). Runs until Ctrl-C or
     --duration, with a status line on a terminal.
+
+    ``scara`` is the CAN arm instead: its five actuator modules on the bus of
+    python-can's configuration (CAN_INTERFACE, CAN_CHANNEL; default the
+    fwbridge simulator), driven by ``fwbridge arm pick-place``.
     """
+    if model == "scara":
+        from cli_verbs.arm import scara_sim
+
+        scara_sim(duration, as_json)
+        return
     spec = _faults(faults, seed)
     try:
         endpoint = SimEndpoint(model, pace=pace, speed=speed, step_ms=step_ms, faults=spec,

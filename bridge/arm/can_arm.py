@@ -19,7 +19,14 @@ from typing import Any
 
 import can
 
-from can_bus.ids import Direction, command_filter, feedback_filter, from_message, to_message
+from can_bus.ids import (
+    Direction,
+    command_filter,
+    drain,
+    feedback_filter,
+    from_message,
+    to_message,
+)
 from can_bus.nodes import TxQueue
 from protocols.action_frame import SubCommand
 from protocols.actuator import ActuatorStruct, fine_position, with_fine_position
@@ -89,7 +96,7 @@ class JointModule:
     def step(self, now: float) -> None:
         if self._last is None:
             self._last = self._next_feedback = now
-        while (msg := self.bus.recv(0)) is not None:
+        for msg in drain(self.bus):
             self._on_command(msg)
         dt = now - self._last
         self._last = now
@@ -145,7 +152,7 @@ class ArmLink:
         self.tx.pump(self.bus)
 
     def poll(self, now: float) -> None:
-        while (msg := self.bus.recv(0)) is not None:
+        for msg in drain(self.bus):
             try:
                 got = from_message(msg)
             except FrameError:
@@ -214,11 +221,8 @@ def run_pick_place(
     kw = {"interface": "fwbridge", "channel": name, "bitrate": bitrate, "pacing": "afap",
           **(bus_kwargs or {})}
     host_bus = can.Bus(**kw)
-    module_buses = [can.Bus(**kw) for _ in specs]
+    modules, module_buses = run_modules(lambda: can.Bus(**kw), geom, start=start)
     try:
-        start_joints = inverse(geom, start)
-        modules = [JointModule(b, s, v) for b, s, v in
-                   zip(module_buses, specs, (*start_joints, 0.0))]
         link = ArmLink(host_bus, specs)
         task = PickAndPlace(geom, cfg)
         run = PickPlaceRun(task, 0.0)
@@ -245,3 +249,58 @@ def run_pick_place(
     finally:
         for b in (host_bus, *module_buses):
             b.shutdown()
+
+
+def drive_pick_place(
+    bus: can.BusABC,
+    task: PickAndPlace,
+    geom: ScaraGeometry,
+    *,
+    max_seconds: float = 60.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    on_step: Callable[[float, PickAndPlace, Joints], None] | None = None,
+) -> PickPlaceRun:
+    """Run ``task`` in real time against the arm modules on ``bus`` (vcan, a real adapter).
+
+    Fails the task with a clear reason when a module stays silent for the
+    link's silence timeout after the start.
+    """
+    link = ArmLink(bus, arm_specs(geom))
+    run = PickPlaceRun(task, 0.0)
+    period = task.cfg.period
+    start = clock()
+    next_step = start
+    while not task.done:
+        now = clock() - start
+        if now > max_seconds:
+            task.failure = f"not done after {max_seconds:.0f} s"
+            break
+        link.poll(now)
+        fb = link.joints
+        if fb is None:
+            if now > link.silence_timeout * 10:
+                task.failure = f"no feedback from {', '.join(link.silent(now))}"
+                break
+        else:
+            t0 = time.perf_counter()
+            sp = task.step(now, fb, link.gripper)
+            link.send(sp.joints, sp.gripper)
+            run.step_seconds.append(time.perf_counter() - t0)
+            run.trace.append((now, forward(geom, fb), sp.phase))
+            if on_step is not None:
+                on_step(now, task, fb)
+        next_step += period
+        sleep(max(0.0, next_step - clock()))
+    run.sim_seconds = clock() - start
+    run.bus_frames = link.tx.sent
+    return run
+
+
+def run_modules(bus_factory: Callable[[], can.BusABC], geom: ScaraGeometry, *,
+                start: Pose = START) -> tuple[list[JointModule], list[can.BusABC]]:
+    """The five simulated modules of the arm, each on its own node of the bus."""
+    buses = [bus_factory() for _ in range(5)]
+    joints = inverse(geom, start)
+    modules = [JointModule(b, s, v) for b, s, v in zip(buses, arm_specs(geom), (*joints, 0.0))]
+    return modules, buses

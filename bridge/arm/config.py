@@ -1,0 +1,87 @@
+"""The ``[arm]`` table of a robot TOML file: link lengths, limits, the task's heights.
+
+::
+
+    [arm]
+    l1 = 0.55            # m; the seed's prose says 0.6, its code 0.55: the file decides
+    l2 = 0.4             # m
+    limit1 = 2.967       # rad, |theta1|
+    limit2 = 2.967       # rad, |theta2|
+    z_min = 0.0          # m, slide range
+    z_max = 0.4
+    safe_z = 0.35        # m, XY moves only at or above this height
+    home = [0.4, 0.0]    # m, where the tool waits
+    tolerance = 0.001    # m, feedback to waypoint
+
+Unknown keys are errors naming the key, as in the rest of the file.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .kinematics import ScaraGeometry
+from .pick_place import PickPlaceConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+class ArmConfigError(ValueError):
+    """An ``[arm]`` table that cannot be used: names the file and the key."""
+
+
+_GEOMETRY = ("l1", "l2", "limit1", "limit2", "z_min", "z_max")
+_TASK = ("safe_z", "tolerance")
+
+
+def parse_arm(table: dict[str, Any], source: str = "<config>"
+              ) -> tuple[ScaraGeometry, PickPlaceConfig]:
+    geom_kw: dict[str, float] = {}
+    task_kw: dict[str, Any] = {}
+    for key, value in table.items():
+        where = f"{source}: arm.{key}"
+        if key == "home":
+            if (not isinstance(value, list) or len(value) != 2
+                    or not all(_is_number(v) for v in value)):
+                raise ArmConfigError(f"{where}: must be [x, y] in m, got {value!r}")
+            task_kw["home"] = (float(value[0]), float(value[1]))
+            continue
+        if key not in _GEOMETRY + _TASK:
+            known = ", ".join(sorted((*_GEOMETRY, *_TASK, "home")))
+            raise ArmConfigError(f"{where}: unknown key (known: {known})")
+        if not _is_number(value):
+            raise ArmConfigError(f"{where}: must be a number, got {value!r}")
+        (geom_kw if key in _GEOMETRY else task_kw)[key] = float(value)
+    try:
+        geom = ScaraGeometry(**geom_kw)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ArmConfigError(f"{source}: arm: {exc}") from None
+    return geom, replace(PickPlaceConfig(), **task_kw)
+
+
+def load_arm_config(path: Path) -> tuple[ScaraGeometry, PickPlaceConfig]:
+    """The arm's geometry and task settings from a robot file (defaults without ``[arm]``)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArmConfigError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArmConfigError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ArmConfigError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("arm", {})
+    if not isinstance(table, dict):
+        raise ArmConfigError(f"{path}: arm must be a table")
+    return parse_arm(table, str(path))
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))

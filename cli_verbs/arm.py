@@ -1,0 +1,217 @@
+"""``fwbridge arm``: the SCARA arm (IK, pick and place) and ``fwbridge sim scara``."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from bridge.arm.can_arm import (
+    PickPlaceRun,
+    arm_specs,
+    drive_pick_place,
+    run_modules,
+    run_pick_place,
+)
+from bridge.arm.config import ArmConfigError, load_arm_config
+from bridge.arm.kinematics import Joints, Pose, ScaraGeometry, UnreachableError, forward, inverse
+from bridge.arm.pick_place import PickAndPlace, PickPlaceConfig
+from cli_verbs.common import console, fail, json_line
+
+XYZ = click.Tuple([float, float, float])
+
+
+def _geometry(config: str | None) -> tuple[ScaraGeometry, PickPlaceConfig]:
+    try:
+        return load_arm_config(Path(config)) if config else (ScaraGeometry(), PickPlaceConfig())
+    except ArmConfigError as exc:
+        fail(str(exc))
+
+
+_CONFIG = click.option("--config", type=click.Path(dir_okay=False), default=None,
+                       help="Robot TOML file; its [arm] table sets link lengths and limits "
+                            "(default: seed 001's arm, 0.55 m + 0.4 m).")
+
+
+@click.group("arm")
+def arm_group() -> None:
+    """The SCARA arm: inverse kinematics and pick and place over CAN."""
+
+
+@arm_group.command("ik")
+@click.argument("x", type=float)
+@click.argument("y", type=float)
+@click.argument("z", type=float)
+@click.option("--phi", type=float, default=0.0, show_default=True, help="Tool yaw, degrees.")
+@_CONFIG
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per solution.")
+def ik_cmd(x: float, y: float, z: float, phi: float, config: str | None, as_json: bool) -> None:
+    """Joint solutions for the tool at X Y Z (m); the first is the one the arm takes."""
+    geom, _ = _geometry(config)
+    pose = Pose(x, y, z, math.radians(phi))
+    try:
+        best = inverse(geom, pose)
+    except UnreachableError as exc:
+        fail(str(exc))
+    from bridge.arm.kinematics import inverse_all
+
+    sols = [best, *(j for j in inverse_all(geom, pose) if j != best)]
+    for k, j in enumerate(sols):
+        row = {"solution": k, "theta1_deg": math.degrees(j.theta1),
+               "theta2_deg": math.degrees(j.theta2), "d3_m": j.d3,
+               "theta4_deg": math.degrees(j.theta4),
+               "fk_error_m": forward(geom, j).distance(pose)}
+        if as_json:
+            json_line(row)
+        else:
+            click.echo(f"{'*' if k == 0 else ' '} theta1={row['theta1_deg']:+9.4f}°  "
+                       f"theta2={row['theta2_deg']:+9.4f}°  d3={j.d3:.4f} m  "
+                       f"theta4={row['theta4_deg']:+9.4f}°")
+
+
+def _bus_kwargs(interface: str | None, channel: str | None, bitrate: int | None
+                ) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    if interface:
+        kw["interface"] = interface
+    if channel:
+        kw["channel"] = channel
+    if bitrate:
+        kw["bitrate"] = bitrate
+    return kw
+
+
+@arm_group.command("pick-place")
+@click.option("--pick", type=XYZ, default=(0.45, 0.15, 0.12), show_default=True,
+              metavar="X Y Z", help="Where to pick, m.")
+@click.option("--place", type=XYZ, default=(0.2, -0.25, 0.15), show_default=True,
+              metavar="X Y Z", help="Where to place, m.")
+@click.option("-i", "--interface", default=None,
+              help="python-can interface of the arm's bus; default: a simulated arm on "
+                   "the fwbridge simulator, in this process.")
+@click.option("-c", "--channel", default=None, help="Channel (vcan0, can0, ...).")
+@click.option("-b", "--bitrate", type=int, default=None, help="Bit rate (default 1000000).")
+@click.option("--realtime", is_flag=True,
+              help="Simulated arm: pace the run by the wall clock (default: as fast as "
+                   "possible).")
+@_CONFIG
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON lines: one per waypoint, then a summary.")
+def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, float],
+                   interface: str | None, channel: str | None, bitrate: int | None,
+                   realtime: bool, config: str | None, as_json: bool) -> None:
+    """One pick-and-place cycle (seed 001): safe height for XY moves, straight descents."""
+    geom, base = _geometry(config)
+    cfg = PickPlaceConfig(**{**base.__dict__, "pick": pick, "place": place})
+    try:
+        task = PickAndPlace(geom, cfg)
+    except (ValueError, UnreachableError) as exc:
+        fail(str(exc))
+    reported = 0
+
+    def on_step(now: float, t: PickAndPlace, fb: Joints) -> None:
+        nonlocal reported
+        while reported < len(t.reached):
+            r = t.reached[reported]
+            reported += 1
+            if as_json:
+                json_line({"waypoint": r.phase.value, "time_s": round(r.time, 4),
+                           "error_mm": round(r.error_m * 1000, 3)})
+            else:
+                p = forward(geom, fb)
+                click.echo(f"t={r.time:6.2f}s  {r.phase.value:<14} reached, error "
+                           f"{r.error_m * 1000:.2f} mm   tool ({p.x:+.3f}, {p.y:+.3f}, "
+                           f"{p.z:.3f}) m")
+        if realtime and interface is None:
+            time.sleep(cfg.period)
+
+    if interface in (None, "fwbridge"):  # the simulated arm, in this process
+        run = run_pick_place(cfg, geom, on_step=on_step, bitrate=bitrate or 1_000_000)
+    else:
+        import can
+
+        try:
+            bus = can.Bus(**_bus_kwargs(interface, channel, bitrate))
+        except (can.CanError, OSError, ValueError, ImportError) as exc:
+            fail(f"cannot open the CAN bus: {exc}")
+        try:
+            run = drive_pick_place(bus, task, geom, on_step=on_step)
+        finally:
+            bus.shutdown()
+    _summary(run, as_json)
+    if run.task.failure:
+        sys.exit(1)
+
+
+def _summary(run: PickPlaceRun, as_json: bool) -> None:
+    task = run.task
+    worst = max((r.error_m for r in task.reached), default=float("nan"))
+    step_ms = [s * 1e3 for s in run.step_seconds] or [0.0]
+    row = {"done": task.failure is None and task.done, "failure": task.failure,
+           "waypoints": len(task.reached), "worst_error_mm": round(worst * 1000, 3),
+           "seconds": round(run.sim_seconds, 3), "frames": run.bus_frames,
+           "worst_step_ms": round(max(step_ms), 3)}
+    if as_json:
+        json_line(row)
+        return
+    table = Table(show_header=False, title="pick and place", title_justify="left")
+    table.add_row("result", "done" if row["done"] else f"FAILED: {task.failure}")
+    table.add_row("waypoints", f"{row['waypoints']} (worst error {row['worst_error_mm']} mm)")
+    table.add_row("time", f"{row['seconds']} s, {row['frames']} CAN frames")
+    table.add_row("control step", f"worst {row['worst_step_ms']} ms of {task.cfg.period * 1e3:.0f}")
+    console.print(table)
+
+
+def scara_sim(duration: float | None, as_json: bool) -> None:
+    """``fwbridge sim scara``: the arm's five modules on python-can's configured bus."""
+    import can
+
+    geom = ScaraGeometry()
+    try:
+        cfg = can.util.load_config()
+    except can.CanInterfaceNotImplementedError:
+        cfg = {}  # nothing configured: the in-process simulator
+    except (can.CanError, ValueError) as exc:
+        fail(f"python-can configuration: {exc}")
+    interface = cfg.get("interface") or "fwbridge"
+    channel = cfg.get("channel") or "sim0"
+    kw = {"interface": interface, "channel": channel, "bitrate": cfg.get("bitrate") or 1_000_000}
+    try:
+        modules, buses = run_modules(lambda: can.Bus(**kw), geom)
+    except (can.CanError, OSError, ValueError, ImportError) as exc:
+        fail(f"cannot open the CAN bus: {exc}")
+    names = ", ".join(f"{s.name}=0x{0x100 + s.module_id:x}" for s in arm_specs(geom))
+    where = f"{interface} {channel}"
+    if as_json:
+        json_line({"event": "ready", "bus": where, "modules": names})
+    else:
+        click.echo(f"SCARA arm modules on {where}: {names}", err=True)
+        if interface == "fwbridge":
+            click.echo("this simulated bus lives in this process; to drive the arm from "
+                       "another one, share a bus (CAN_INTERFACE=socketcan CAN_CHANNEL=vcan0), "
+                       "or run `fwbridge arm pick-place`, which starts its own arm", err=True)
+    start = time.monotonic()
+    next_print = start
+    try:
+        while duration is None or time.monotonic() - start < duration:
+            now = time.monotonic() - start
+            for m in modules:
+                m.step(now)
+            if time.monotonic() >= next_print:
+                next_print += 1.0
+                pos = {m.spec.name: round(m.position, 5) for m in modules}
+                if as_json:
+                    json_line({"event": "status", "t": round(now, 3), **pos})
+                else:
+                    click.echo("  ".join(f"{k}={v:+.4f}" for k, v in pos.items()), err=True)
+            time.sleep(0.002)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for b in buses:
+            b.shutdown()
