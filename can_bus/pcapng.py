@@ -153,6 +153,13 @@ def parse(data: bytes) -> Iterator[can.Message]:
                     b"\xa1\xb2\x3c\x4d"):
         yield from _read_classic(data)
         return
+    try:
+        yield from _read_blocks(data)
+    except struct.error as exc:  # a block shorter than its fixed fields
+        raise ValueError(f"malformed pcapng block: {exc}") from None
+
+
+def _read_blocks(data: bytes) -> Iterator[can.Message]:
     pos, e = 0, "<"
     ifaces: list[tuple[int, int, str | None, float]] = []  # linktype, ticks/s, name, offset
     while pos + 12 <= len(data):
@@ -199,6 +206,8 @@ def parse(data: bytes) -> Iterator[can.Message]:
 
 
 def _read_classic(data: bytes) -> Iterator[can.Message]:
+    if len(data) < 24:
+        raise ValueError(f"classic pcap: {len(data)}-byte file, shorter than its 24-byte header")
     magic = data[:4]
     e = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
     frac = 10**9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 10**6

@@ -13,21 +13,22 @@ from __future__ import annotations
 import contextlib
 import sys
 
+#: Modules outside protocols/ that parse outside input (captures, config files).
+PARSERS = ("bridge.capture", "bridge.config", "bridge.arm.config", "can_bus.capture",
+           "can_bus.pcapng")
+
 
 def _import_parsers() -> None:
     """Import every parser module so atheris instruments it (coverage feedback)."""
     import importlib
     import pkgutil
 
-    for package in ("protocols", "bridge", "can_bus"):
-        try:
-            pkg = importlib.import_module(package)
-        except ImportError:
-            continue
-        for info in pkgutil.iter_modules(pkg.__path__, prefix=f"{package}."):
-            if package == "protocols" or info.name.endswith(("capture", "config")):
-                with contextlib.suppress(ImportError):
-                    importlib.import_module(info.name)
+    import protocols
+
+    names = [i.name for i in pkgutil.iter_modules(protocols.__path__, prefix="protocols.")]
+    for name in (*names, *PARSERS):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def main() -> None:

@@ -10,7 +10,10 @@ some part (say, the CAN layer) can still fuzz the rest.
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 #: Bytes a receiver may hold back between calls: one frame (bounded memory).
 MAX_PENDING = 1 << 12
@@ -67,8 +70,113 @@ def hex_parser(data: bytes) -> None:
     looks_like_hex(data)
 
 
+def action_receiver(data: bytes) -> None:
+    from protocols import action_frame
+    from protocols.action_receiver import ActionReceiver
+
+    body = data[1:]
+    for relaxed in (False, True):
+        rx = ActionReceiver(max_length=64, relaxed=relaxed)
+        got = []
+        for chunk in _split(data):
+            got += rx.feed(chunk)
+            assert rx.pending <= action_frame.OVERHEAD + 64 + 23
+        got += rx.finish()
+        assert rx.stats.frames == len(got)
+        for r in got:
+            raw = body[r.offset : r.offset + action_frame.OVERHEAD + len(r.frame.data)]
+            if not relaxed:
+                assert action_frame.encode(r.frame) == raw
+
+
+def action_decode(data: bytes) -> None:
+    from protocols import action_frame, action_group, actuator
+    from protocols.errors import FrameError
+
+    with contextlib.suppress(FrameError):
+        action_frame.decode(data, relaxed=bool(data[:1] == b"\x00"))
+    with contextlib.suppress(FrameError):
+        action_group.encode(action_group.decode(data)) == data  # noqa: B015
+    with contextlib.suppress(FrameError):
+        actuator.decode(data[:8])
+
+
+_SCRATCH = Path(tempfile.gettempdir()) / f"fwbridge-fuzz-{os.getpid()}"
+
+
+def _scratch(data: bytes, suffix: str) -> Path:
+    path = _SCRATCH.with_suffix(suffix)
+    path.write_bytes(data)
+    return path
+
+
+def serial_pcapng(data: bytes) -> None:
+    from bridge.capture import CaptureError, read_capture
+
+    with contextlib.suppress(CaptureError):
+        for packet in read_capture(_scratch(data, ".pcapng")):
+            assert isinstance(packet.data, bytes)
+
+
+def can_pcapng(data: bytes) -> None:
+    from can_bus.pcapng import parse
+
+    with contextlib.suppress(ValueError):
+        for msg in parse(data):
+            assert 0 <= msg.dlc <= 8 or msg.is_fd
+
+
+def candump(data: bytes) -> None:
+    from can_bus.capture import format_frame, parse_frame, read_messages
+
+    text = data.decode("utf-8", errors="replace")
+    for line in text.splitlines()[:20]:
+        try:
+            msg = parse_frame(line)
+        except ValueError:
+            continue
+        assert parse_frame(format_frame(msg)).arbitration_id == msg.arbitration_id
+    with contextlib.suppress(ValueError, EOFError):
+        list(read_messages(_scratch(data, ".log")))
+
+
+def config_loader(data: bytes) -> None:
+    import tomllib
+
+    from bridge.arm.config import ArmConfigError, parse_arm
+    from bridge.config import ConfigError, parse_config
+
+    try:
+        table = tomllib.loads(data.decode("utf-8", errors="replace"))
+    except tomllib.TOMLDecodeError:
+        return
+    with contextlib.suppress(ConfigError):
+        parse_config(table)
+    arm = table.get("arm")
+    if isinstance(arm, dict):
+        with contextlib.suppress(ArmConfigError):
+            parse_arm(arm)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "sum8_receiver": sum8_receiver,
     "sum8_decode": sum8_decode,
     "hex_parser": hex_parser,
+    "action_receiver": action_receiver,
+    "action_decode": action_decode,
+    "serial_pcapng": serial_pcapng,
+    "can_pcapng": can_pcapng,
+    "candump": candump,
+    "config_loader": config_loader,
 }
+
+
+def every_target(data: bytes) -> None:
+    """All targets behind one entry point: the first byte picks one (one process, one
+    start-up, for the short run in the test suite)."""
+    if data:
+        names = sorted(TARGETS)
+        TARGETS[names[data[0] % len(names)]](data[1:])
+
+
+TARGETS["all"] = every_target

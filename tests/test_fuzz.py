@@ -18,7 +18,7 @@ from .conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASHES = FIXTURES / "fuzz"
-SECONDS = os.environ.get("FWBRIDGE_FUZZ_SECONDS", "3")
+SECONDS = os.environ.get("FWBRIDGE_FUZZ_SECONDS", "10")
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
@@ -27,7 +27,7 @@ def test_target_invariants_hold_on_random_input(name: str, data: bytes) -> None:
     TARGETS[name](data)
 
 
-@pytest.mark.parametrize("name", sorted(TARGETS))
+@pytest.mark.parametrize("name", sorted(set(TARGETS) - {"all"}))
 def test_saved_crashes_stay_fixed(name: str) -> None:
     for path in sorted((CRASHES / name).glob("*")) if (CRASHES / name).is_dir() else []:
         TARGETS[name](path.read_bytes())
@@ -35,12 +35,14 @@ def test_saved_crashes_stay_fixed(name: str) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("atheris") is None,
                     reason="atheris is not installed (pip install atheris): no coverage-guided run")
-@pytest.mark.parametrize("name", sorted(TARGETS))
-def test_short_atheris_run(name: str, tmp_path: Path) -> None:
+def test_short_atheris_run(tmp_path: Path) -> None:
+    """Every target, one atheris process (the first byte of an input picks the target)."""
+    name = "all"
     cmd = [sys.executable, "-m", "fuzz.run", name, f"-max_total_time={SECONDS}",
            "-rss_limit_mb=1024", "-timeout=10", f"-artifact_prefix={tmp_path}/"]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     crashes = sorted(p.name for p in tmp_path.iterdir())
     assert res.returncode == 0 and not crashes, (
-        f"{name} crashed; keep the input in {CRASHES / name}/:\n{res.stderr[-3000:]}"
+        f"a target crashed; keep the input (less its first byte) in {CRASHES}/<target>/:\n"
+        f"{res.stderr[-3000:]}"
     )
