@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=None, help="benchmark modules to run")
     ap.add_argument("--out", type=Path, default=HERE / "REPORT.md")
     ap.add_argument("--timeout", type=float, default=1800.0, help="per benchmark, seconds")
+    ap.add_argument("--plots", action="store_true",
+                    help="also draw bench/plots/*.png (throughput vs garbage, latency histogram)")
     args = ap.parse_args(argv)
     chosen = [(m, d) for m, d in BENCHMARKS if args.only is None or m in args.only]
     sections = []
@@ -80,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         status = "" if code == 0 else f" (exit code {code})"
         body = out.replace("\n# ", "\n### ").removeprefix("# ")
         sections.append(f"## {module}: {desc}{status}\n\n_{secs:.0f} s_\n\n```\n{body}\n```\n")
+    if args.plots:
+        print("drawing plots …", file=sys.stderr, flush=True)
+        out, _, code = run_one("plots", args.quick, args.timeout)
+        failed += code != 0
+        pngs = sorted((HERE / "plots").glob("*.png")) if code == 0 else []
+        figures = "\n".join(f"![{p.stem}](plots/{p.name})" for p in pngs) or f"```\n{out}\n```"
+        sections.append(f"## Figures\n\n{figures}\n")
     head = (
         "# fwbridge benchmark report\n\n"
         f"- generated: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC} "
