@@ -32,7 +32,7 @@ pytest: $(STAMP)
 
 ## bench: every benchmark, figures and baselines from one run
 bench: $(STAMP)
-	$(BIN)/python -m bench.report
+	$(BIN)/python -m bench.report --plots
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
