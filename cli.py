@@ -9,7 +9,8 @@ import click
 from cli_verbs.arm import arm_group
 from cli_verbs.can import can_group
 from cli_verbs.codec import decode_cmd, encode_group
-from cli_verbs.serial import SERIAL_COMMANDS
+from cli_verbs.fish import send_action_cmd
+from cli_verbs.serial import SERIAL_COMMANDS, send_group
 from cli_verbs.sim import demo_cmd, sim_cmd
 
 
@@ -30,6 +31,7 @@ fwbridge.add_command(sim_cmd)
 fwbridge.add_command(demo_cmd)
 for _verb in SERIAL_COMMANDS:
     fwbridge.add_command(_verb)
+send_group.add_command(send_action_cmd)
 
 
 def main(argv: list[str] | None = None) -> None:

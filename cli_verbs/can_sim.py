@@ -1,7 +1,8 @@
 """``fwbridge can sim N``: N actuator modules and a main controller on one bus.
 
-The controller swims them like the patent's robot fish (head, body and tail
-servos: ±20° at speed 30, ±50° at 60, ±60° at 80, each module a little later
+The controller swims them like the patent's robot fish (module 1 the tail at
+±60° and speed 80, 2 the body at ±50° and 60, 3 the head at ±20° and 30, as in
+the patent's worked example and the fish model; each module a little later
 than the one before); the status line shows each module's health as the
 controller sees it. On the simulated bus (``fwbridge``) faults can be
 injected on a schedule with ``--fault``; on ``virtual``/``socketcan`` the same
@@ -35,7 +36,7 @@ from protocols.actuator import Fault
 
 __all__ = ["sim_cmd"]
 
-SWIM = ((20, 30), (50, 60), (60, 80))  # (amplitude deg, speed) of head, body, tail
+SWIM = ((60, 80), (50, 60), (20, 30))  # (amplitude deg, speed) of tail, body, head
 KINDS = (Kind.SERVO, Kind.SERVO_MOTOR, Kind.STEPPER)
 _FAULT = re.compile(r"^(?P<k>\d+):(?P<what>[a-z-]+)(?:=(?P<value>[0-9.eE+-]+))?"
                     r"(?:@(?P<t>[0-9.]+))?$")

@@ -232,16 +232,7 @@ def run_pick_place(
             advance(now)
             for m in modules:
                 m.step(now)
-            link.poll(now)
-            fb = link.joints
-            if fb is not None:
-                t0 = time.perf_counter()
-                sp = task.step(now, fb, link.gripper)
-                link.send(sp.joints, sp.gripper)
-                run.step_seconds.append(time.perf_counter() - t0)
-                run.trace.append((now, forward(geom, fb), sp.phase))
-                if on_step is not None:
-                    on_step(now, task, fb)
+            _control_step(run, link, geom, now, on_step)
             now += period
         run.sim_seconds = now
         run.bus_frames = sum(m.tx.sent for m in modules) + link.tx.sent
@@ -249,6 +240,26 @@ def run_pick_place(
     finally:
         for b in (host_bus, *module_buses):
             b.shutdown()
+
+
+def _control_step(run: PickPlaceRun, link: ArmLink, geom: ScaraGeometry, now: float,
+                  on_step: Callable[[float, PickAndPlace, Joints], None] | None) -> bool:
+    """One control period of the host: feedback in, task step, setpoints out.
+
+    Returns False while the joints' feedback is still incomplete (nothing sent).
+    """
+    link.poll(now)
+    fb = link.joints
+    if fb is None:
+        return False
+    t0 = time.perf_counter()
+    sp = run.task.step(now, fb, link.gripper)
+    link.send(sp.joints, sp.gripper)
+    run.step_seconds.append(time.perf_counter() - t0)
+    run.trace.append((now, forward(geom, fb), sp.phase))
+    if on_step is not None:
+        on_step(now, run.task, fb)
+    return True
 
 
 def drive_pick_place(
@@ -276,20 +287,9 @@ def drive_pick_place(
         if now > max_seconds:
             task.failure = f"not done after {max_seconds:.0f} s"
             break
-        link.poll(now)
-        fb = link.joints
-        if fb is None:
-            if now > link.silence_timeout * 10:
-                task.failure = f"no feedback from {', '.join(link.silent(now))}"
-                break
-        else:
-            t0 = time.perf_counter()
-            sp = task.step(now, fb, link.gripper)
-            link.send(sp.joints, sp.gripper)
-            run.step_seconds.append(time.perf_counter() - t0)
-            run.trace.append((now, forward(geom, fb), sp.phase))
-            if on_step is not None:
-                on_step(now, task, fb)
+        if not _control_step(run, link, geom, now, on_step) and now > link.silence_timeout * 10:
+            task.failure = f"no feedback from {', '.join(link.silent(now))}"
+            break
         next_step += period
         sleep(max(0.0, next_step - clock()))
     run.sim_seconds = clock() - start

@@ -96,18 +96,32 @@ class FreeBehaviour:
         self._rng = random.Random(self.seed)
         self._kept = {a.name: 0 for a in self.actions}
 
-    def decide(self, sensors: Sensors) -> Decision:
+    def add_action(self, action: RandomAction) -> None:
+        """Add (or replace, by name) a random action, e.g. an action group stored later."""
+        kept = [a for a in self.actions if a.name != action.name]
+        self.actions = (*kept, action)
+        self._kept[action.name] = 0
+
+    def reflex(self, sensors: Sensors) -> Decision | None:
+        """Levels 1 and 2 only (scene, avoidance): no random draw, so it can be
+        asked every tick while an action runs."""
         for scene in self.scenes:
             if scene.matches(sensors):
                 return Decision(scene.action, "scene", scene.name)
         left, right = sensors.sonar_left, sensors.sonar_right
         nearest = min(left, right)
         if nearest < self.avoid_distance:
-            # Turn away from the nearer side; a tie turns right (either is as good).
+            # Turn away from the nearer side; a tie turns left (either is as good).
             action = "turn-right" if left < right else "turn-left"
             side = "left" if left < right else "right"
             return Decision(action, "avoid", f"{side} sonar {nearest:.2f} m < "
                                               f"{self.avoid_distance:.2f} m")
+        return None
+
+    def decide(self, sensors: Sensors) -> Decision:
+        reflex = self.reflex(sensors)
+        if reflex is not None:
+            return reflex
         pick = self.actions[self._rng.randrange(len(self.actions))]
         if self._rng.random() < pick.probability:
             self._kept[pick.name] += 1

@@ -1,4 +1,4 @@
-"""Simulated robots: firmware that speaks the seed-002 frames, over a simulated body."""
+"""Simulated robots: firmware over a simulated body (seed-002 frames; the fish: action frames)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,19 @@ from collections.abc import Callable
 from typing import Any
 
 from .echo import Echo
+from .fish import FishParams, RobotFish
 from .mecanum import MecanumBase, MecanumParams
 from .zumo import Zumo, ZumoParams
 
-__all__ = ["MODELS", "Echo", "MecanumBase", "MecanumParams", "Zumo", "ZumoParams", "create_model"]
+__all__ = ["MODELS", "Echo", "FishParams", "MecanumBase", "MecanumParams", "RobotFish", "Zumo",
+           "ZumoParams", "create_model"]
 
 #: Model name -> factory (as used in ``sim://NAME`` and ``fwbridge sim NAME``).
 MODELS: dict[str, Callable[[], Any]] = {
     "mecanum": MecanumBase,
     "zumo": Zumo,
     "echo": Echo,
+    "fish": RobotFish,
 }
 
 

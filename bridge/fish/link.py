@@ -1,0 +1,211 @@
+"""Host side of the action-frame link: send with stop-and-wait ARQ, read answers and results.
+
+:class:`ActionLink` sits on an open serial link (a device, a pty, ``sim://``,
+any pyserial object). :meth:`ActionLink.send` writes a frame through
+:class:`~protocols.arq.StopAndWaitSender`, reads what comes back with
+:class:`~protocols.action_receiver.ActionReceiver`, retransmits on a timeout
+or a negative answer, and returns an :class:`Exchange` saying whether the
+frame was delivered, after how many attempts, and the query result if one
+was asked for. It never raises on a lost frame: failure is a value.
+
+Time: the link's clock. On a ``sim://`` port in ``fast`` pacing that is the
+simulation's clock (simulated time advances only inside the port's calls),
+so timeouts count simulated seconds and a run is deterministic; otherwise
+the wall clock (``time.monotonic``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bridge.transports import poller_for, read_some
+from protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
+from protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
+from protocols.arq import Delivered, Failed, Retransmit, Status, StopAndWaitSender, parse_answer
+from protocols.crc import DEFAULT_CRC
+from protocols.errors import FrameError
+
+from .payloads import Result, decode_result, is_result_to
+
+__all__ = ["ActionLink", "Exchange", "LinkFailed", "link_clock"]
+
+READ_SLICE = 0.05  # s: longest single wait for bytes, so deadlines are kept
+MAX_OTHER = 64  # unrelated frames kept per exchange (bounded)
+_READ_TYPES = (InstructionType.READ_PHONE, InstructionType.READ_SIMULATOR, InstructionType.READ_PC)
+
+
+class SerialLike(Protocol):
+    """What :class:`ActionLink` needs from a port (pyserial's ``SerialBase`` has it)."""
+
+    timeout: float | None
+
+    def write(self, data: bytes, /) -> int | None: ...
+
+    def read(self, size: int = 1, /) -> bytes: ...
+
+    @property
+    def in_waiting(self) -> int: ...
+
+
+class LinkFailed(Exception):
+    """A query got no delivered answer or no well-formed result."""
+
+
+@dataclass
+class Exchange:
+    """The outcome of one :meth:`ActionLink.send`."""
+
+    request: ActionFrame
+    delivered: bool
+    attempts: int
+    status: Status | int | None  # the last answer's status; None: no answer at all
+    reason: str  # why it failed ("" when delivered)
+    seconds: float  # link-clock time from the first write to the end
+    result: ActionFrame | None = None  # the query result frame, when one was awaited
+    other: list[ActionFrame] = field(default_factory=list)  # anything else that arrived
+
+    def decoded(self) -> Result | None:
+        """The result's fields (:mod:`bridge.fish.payloads`); None without a result."""
+        if self.result is None:
+            return None
+        return decode_result(int(self.result.sub), self.result.data)
+
+
+def link_clock(port: Any) -> Callable[[], float]:
+    """The clock timeouts on ``port`` are counted in (see the module docstring)."""
+    endpoint = getattr(port, "endpoint", None)
+    if endpoint is not None and getattr(endpoint, "pace", None) == "fast":
+        clock = endpoint.world.clock
+        return lambda: float(clock.seconds)
+    return time.monotonic
+
+
+class ActionLink:
+    """Action frames over ``port`` with acknowledgement and retransmission.
+
+    ``timeout``: seconds to wait for each answer; ``retries``: retransmissions
+    after the first attempt; ``clock``: default :func:`link_clock`.
+    """
+
+    def __init__(self, port: SerialLike, *, crc: str = DEFAULT_CRC, timeout: float = 0.2,
+                 retries: int = 3, max_length: int = DEFAULT_MAX_LENGTH,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.port = port
+        self.sender = StopAndWaitSender(timeout=timeout, retries=retries, crc=crc)
+        self.rx = ActionReceiver(crc=crc, max_length=max_length)
+        self.clock = clock or link_clock(port)
+        # A native port is polled with a per-call timeout; anything else is read
+        # with its own timeout, set per call (a sim:// port steps the world meanwhile).
+        self._poll = poller_for(port)
+        self.bytes_out = 0
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return self.sender.stats.as_dict()
+
+    def _read(self, wait: float) -> bytes:
+        wait = max(0.0, min(wait, READ_SLICE))
+        if self._poll is not None:
+            return self._poll(wait)
+        if self.port.timeout != wait:
+            self.port.timeout = wait
+        return read_some(self.port)
+
+    def _write(self, data: bytes) -> None:
+        self.port.write(data)
+        self.bytes_out += len(data)
+
+    def write_only(self, frame: ActionFrame) -> bytes:
+        """Write ``frame`` once, no answer awaited; returns its bytes."""
+        data = encode(frame, crc=self.sender.crc)
+        self._write(data)
+        return data
+
+    def send(self, frame: ActionFrame, *, want_result: bool | None = None,
+             result_timeout: float | None = None) -> Exchange:
+        """Send ``frame`` until answered OK or the retries run out.
+
+        ``want_result``: also wait (up to ``result_timeout``, default the
+        answer timeout) for the query result after the answer; default: for
+        read requests (types 0x01..0x03).
+        """
+        if want_result is None:
+            want_result = int(frame.type) in _READ_TYPES
+        wait_result = self.sender.timeout if result_timeout is None else result_timeout
+        saved = self.port.timeout
+        try:
+            return self._send(frame, want_result, wait_result)
+        finally:
+            if self.port.timeout != saved:
+                self.port.timeout = saved
+
+    def _send(self, frame: ActionFrame, want_result: bool, wait_result: float) -> Exchange:
+        clock = self.clock
+        start = clock()
+        data, _ = self.sender.send(frame, start)
+        self._write(data)
+        ex = Exchange(frame, False, 1, None, "", 0.0)
+        other: deque[ActionFrame] = deque(maxlen=MAX_OTHER)
+        done_at: float | None = None  # when the answer came (result wait starts)
+        while True:
+            now = clock()
+            if done_at is not None:
+                if (not ex.delivered or not want_result or ex.result is not None
+                        or now - done_at >= wait_result):
+                    break
+                wait = wait_result - (now - done_at)
+            else:
+                deadline = self.sender.deadline
+                wait = READ_SLICE if deadline is None else deadline - now
+            for rec in self.rx.feed(self._read(wait)):
+                f = rec.frame
+                now = clock()
+                ans = parse_answer(f)
+                if ans is not None and done_at is None:
+                    events = self.sender.on_answer(f, now)
+                    if events:  # it answers our frame
+                        ex.status = ans.status
+                    for ev in events:
+                        done_at = self._event(ev, ex, now, done_at)
+                elif is_result_to(f, frame):
+                    ex.result = f
+                else:
+                    other.append(f)
+            if done_at is None:
+                for ev in self.sender.poll(clock()):
+                    done_at = self._event(ev, ex, clock(), done_at)
+        ex.other = list(other)
+        ex.seconds = clock() - start
+        return ex
+
+    def _event(self, ev: Retransmit | Delivered | Failed, ex: Exchange, now: float,
+               done_at: float | None) -> float | None:
+        if isinstance(ev, Retransmit):
+            self._write(ev.data)
+            ex.attempts = ev.attempt
+            return done_at
+        ex.attempts = ev.attempts
+        if isinstance(ev, Delivered):
+            ex.delivered = True
+        else:
+            ex.reason = ev.reason
+        return now
+
+    def query(self, sub: SubCommand | int, data: bytes = b"", *, machine: int = 0,
+              itype: InstructionType | int = InstructionType.READ_PC) -> Result:
+        """Send a query (0x11..0x14) and return its decoded result; LinkFailed otherwise."""
+        ex = self.send(ActionFrame(machine, itype, sub, data), want_result=True)
+        if not ex.delivered:
+            raise LinkFailed(f"query 0x{int(sub):02x} not delivered: {ex.reason}")
+        if ex.result is None:
+            raise LinkFailed(f"query 0x{int(sub):02x} answered but no result within the timeout")
+        try:
+            result = ex.decoded()
+        except FrameError as exc:
+            raise LinkFailed(f"query 0x{int(sub):02x}: malformed result: {exc}") from None
+        assert result is not None
+        return result

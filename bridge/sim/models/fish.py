@@ -1,0 +1,457 @@
+"""The robot fish of seed 004: its main controller's firmware, its CAN bus, its body.
+
+Robot link (``serialComRx``/``serialComTx``): action frames (PROTOCOLS.md 3)
+read with :class:`~protocols.action_receiver.ActionReceiver`. Every request
+for this fish's machine code is answered by a
+:class:`~protocols.arq.Responder` (one status byte, type T + 0x10; frames
+rejected by the receiver get their NAK; duplicates are counted), and then
+executed:
+
+======  =====================================================================
+ sub    what the fish does
+======  =====================================================================
+ 0x11   answers a robot-info result (24 bytes)
+ 0x12   answers servo info: 8 bytes per servo (data: module IDs; none: all)
+ 0x13   answers buoyancy-module info (14 bytes)
+ 0x14   answers the CAN error rate from the simulated bus's counters
+ 0x21   real-time servo targets (``id, speed, angle int16`` each), CAN 0x21
+ 0x31   stores an action group (16 slots, BUSY when full); it joins free mode
+ 0x32   runs an action group now, step by step, as 0x38 targets on CAN
+ 0x38   absolute servo positions (as 0x21), CAN 0x38
+ 0x39   free mode: scene, sonar avoidance, random actions (seeded)
+ 0x3A   idle: stop, every servo holds (CAN 0x3A), pump off
+======  =====================================================================
+
+Result layouts: :mod:`bridge.fish.payloads`. Other sub-commands are answered
+``0x04`` (unknown); a malformed group or servo list ``0x02`` (length). Any
+request type (0x01..0x07) is accepted for any sub-command; the answer's type
+is T + 0x10. Frames for another machine code are counted, not answered. A
+duplicate (the same frame again after its answer was lost) is answered again
+and changes nothing its first copy did: a duplicate 0x32 does not restart
+the group it started, a duplicate 0x31 is not stored twice; the other
+commands are idempotent.
+
+CAN: seven :class:`~can_bus.nodes.ActuatorModule` servos (IDs of
+:data:`~bridge.fish.payloads.FISH_SERVOS`) and the main controller
+(:class:`~can_bus.nodes.MainController`) on an ``fwbridge`` channel of its
+own, as-fast-as-possible pacing, advanced to the world's time every step.
+Body: :class:`~bridge.fish.body.FishBody` (pose, sonars, ballast tank).
+Supervisor link: a JSON status line every 100 ms; JSON commands ``status``,
+``obstacle`` (x, y, r), ``clear_obstacles``, ``can_fault`` (module,
+``stuck_dominant``/``disconnected``/``bit_error_rate``; module 0 = the main
+controller).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import weakref
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bridge.fish.behaviour import Sensors
+from bridge.fish.body import FishBody, FishBodyParams, Obstacle
+from bridge.fish.controller import FishController, Mode
+from bridge.fish.payloads import (
+    FISH_SERVOS,
+    BuoyancyInfo,
+    CanErrorInfo,
+    CanNodeInfo,
+    Health,
+    Result,
+    RobotInfo,
+    ServoInfo,
+    action_code,
+    decode_module_ids,
+    decode_servo_targets,
+    encode_result,
+    result_frame,
+)
+from can_bus.interface import FwBridgeBus
+from can_bus.modeltypes import ErrorState
+from can_bus.nodes import ActuatorModule, Kind, MainController
+from protocols import action_group
+from protocols.action_frame import ActionFrame, SubCommand, encode
+from protocols.action_receiver import ActionReceiver
+from protocols.actuator import Fault
+from protocols.arq import REQUEST_TYPES, Responder, Status
+from protocols.crc import DEFAULT_CRC
+from protocols.errors import FrameError
+
+from ..webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
+from ..world import Board, open_serial
+
+__all__ = ["FishParams", "RobotFish"]
+
+HANDLED = frozenset({
+    SubCommand.QUERY_ROBOT_INFO, SubCommand.QUERY_SERVO_INFO, SubCommand.QUERY_BUOYANCY_INFO,
+    SubCommand.QUERY_CAN_ERROR_RATE, SubCommand.REALTIME_SERVO_CONTROL,
+    SubCommand.WRITE_ACTION_GROUP, SubCommand.TEST_ACTION_GROUP, SubCommand.SET_SERVO_POSITION,
+    SubCommand.ENTER_FREE_MODE, SubCommand.ENTER_IDLE,
+})
+_GROUP_SUBS = (SubCommand.WRITE_ACTION_GROUP, SubCommand.TEST_ACTION_GROUP)
+_SERVO_SUBS = (SubCommand.REALTIME_SERVO_CONTROL, SubCommand.SET_SERVO_POSITION)
+_HEALTH = {"unknown": Health.UNKNOWN, "ok": Health.OK, "degraded": Health.DEGRADED,
+           "silent": Health.SILENT}
+_SUP_LINE_MAX = 4096
+_names = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class FishParams:
+    machine: int = 0
+    crc: str = DEFAULT_CRC
+    bitrate: int = 500_000
+    channel: str | None = None  # CAN channel name; default: unique per fish
+    auto_recovery: bool = True  # CAN controllers leave bus-off by themselves
+    feedback_period: float = 0.02  # s, each module's feedback
+    command_period: float = 0.02  # s, the master's target refresh
+    silence_timeout: float = 0.1  # s without feedback: the module is silent
+    tolerance: float = 2.0  # degrees: an action-group step is in sync
+    step_timeout: float = 3.0  # s: an action-group step gives up waiting
+    free_period: float = 0.1  # s between free-mode decisions (and sonar pings)
+    seed: int = 0  # free mode's random actions
+    status_period_ms: int = 100
+    body: FishBodyParams = field(default_factory=FishBodyParams)
+
+
+@dataclass
+class FishCounters:
+    frames: int = 0  # action frames decoded, any machine code
+    other_machine: int = 0
+    answers_refused: int = 0  # answers or results the emitter buffer refused
+    results: int = 0
+    groups_run: int = 0
+    groups_stored: int = 0
+    duplicates_skipped: int = 0
+    bad_payloads: int = 0
+    status_sent: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def _shutdown(buses: list[FwBridgeBus]) -> None:
+    for bus in buses:
+        bus.shutdown()
+
+
+def _u16(value: float) -> int:
+    return int(min(max(round(value), 0), 0xFFFF))
+
+
+class RobotFish:
+    """The fish: main-controller firmware on the serial link, servos on CAN, a body."""
+
+    name = "fish"
+
+    def __init__(self, params: FishParams | None = None) -> None:
+        self.params = p = params or FishParams()
+        self.stats = FishCounters()
+        self.rx = ActionReceiver(crc=p.crc, keep_rejects=True)
+        self.responder = Responder(crc=p.crc, known_subs=set(HANDLED))
+        self.body = FishBody(p.body)
+        self.serial: WebotsSerialDrv | None = None
+        self.supervisor: WebotsSerialDrv | None = None
+        self.buses: list[FwBridgeBus] = []
+        self.modules: dict[int, ActuatorModule] = {}
+        self._sup_buf = bytearray()
+        self._t0 = 0.0
+        self._next_status = 0
+
+    # -- firmware -----------------------------------------------------------------
+    def setup(self, board: Board) -> None:
+        self.clock = board.clock
+        self.serial = open_serial(board, ROBOT_LINK)
+        try:
+            self.supervisor = open_serial(board, SUPERVISOR_LINK)
+        except RuntimeError:
+            self.supervisor = None
+        p = self.params
+        self.can_channel = p.channel or f"fish-{os.getpid()}-{next(_names)}"
+        kw: dict[str, Any] = {"bitrate": p.bitrate, "pacing": "afap",
+                              "auto_recovery": p.auto_recovery}
+        self.main_bus = FwBridgeBus(self.can_channel, name="main", **kw)
+        self.buses = [self.main_bus]
+        # Closed when the fish is: sim:// and the CLI stop the world, not the model.
+        self._finalizer = weakref.finalize(self, _shutdown, self.buses)
+        for spec in FISH_SERVOS:
+            bus = FwBridgeBus(self.can_channel, name=spec.name, **kw)
+            self.buses.append(bus)
+            self.modules[spec.module_id] = ActuatorModule(
+                bus, spec.module_id, Kind.SERVO, feedback_period=p.feedback_period)
+        self.node_modules = {self.main_bus.node_id: 0, **{
+            m.bus.node_id: k for k, m in self.modules.items() if isinstance(m.bus, FwBridgeBus)}}
+        self.master = MainController(self.main_bus, self.modules, silence_timeout=p.silence_timeout,
+                                     command_period=p.command_period)
+        self.controller = FishController(self.master, seed=p.seed, tolerance=p.tolerance,
+                                         step_timeout=p.step_timeout, free_period=p.free_period)
+        self._t0 = self.clock.seconds
+        self._next_status = self.clock.millis() + p.status_period_ms
+
+    def close(self) -> None:
+        """Shut the CAN nodes down (also done when the fish is garbage-collected).
+        A closed fish does nothing more: its firmware and body stop."""
+        if self.buses:
+            self._finalizer()
+            self.buses = []
+
+    @property
+    def now(self) -> float:
+        """Seconds since setup: the CAN bus's time."""
+        return self.clock.seconds - self._t0
+
+    def physics(self, dt: float) -> None:
+        if not self.buses:
+            return
+        t = self.now
+        self.main_bus.advance_to(t)  # frames sent during the last step arrive
+        for m in self.modules.values():
+            m.step(t)
+        self.body.step(dt, {k: m.angle for k, m in self.modules.items()},
+                       {k: m.rate for k, m in self.modules.items()})
+
+    def loop(self) -> None:
+        serial = self.serial
+        assert serial is not None
+        if not self.buses:
+            return  # closed
+        now = self.now
+        if serial.available():
+            for rec in self.rx.feed(serial.read_all()):
+                self._on_frame(rec.frame, now)
+        for rej in self.rx.take_rejects():
+            if rej.machine == self.params.machine:
+                ans = self.responder.answer_rejected(rej)
+                if ans is not None:
+                    self._write(ans.data)
+        self.controller.step(now, self._sensors)
+        self.body.tank_target = self.controller.buoyancy_target
+        sup = self.supervisor
+        if sup is not None:
+            if sup.available():
+                self._supervisor_input(sup.read_all())
+            ms = self.clock.millis()
+            if self.params.status_period_ms > 0 and ms >= self._next_status:
+                self._next_status = ms + self.params.status_period_ms
+                self.send_status()
+
+    def _write(self, data: bytes) -> None:
+        assert self.serial is not None
+        if not self.serial.write(data):
+            self.stats.answers_refused += 1
+
+    def _sensors(self) -> Sensors:
+        left, right = self.body.sonars()
+        ingress = any(h.feedback is not None and h.feedback.fault & Fault.WATER_INGRESS
+                      for h in self.master.health.values())
+        return Sensors(sonar_left=left, sonar_right=right, depth=self.body.depth,
+                       water_ingress=ingress)
+
+    # -- action frames --------------------------------------------------------------
+    def _on_frame(self, frame: ActionFrame, now: float) -> None:
+        c = self.stats
+        c.frames += 1
+        if frame.machine != self.params.machine:
+            c.other_machine += 1
+            return
+        if int(frame.type) not in REQUEST_TYPES:
+            return  # an answer or a result: not for the fish
+        status, work = self._check(frame)
+        ans = self.responder.answer(frame, status)
+        if ans is None:
+            return
+        self._write(ans.data)
+        if ans.status != Status.OK:
+            return
+        sub, ctl = frame.sub, self.controller
+        if sub == SubCommand.TEST_ACTION_GROUP:
+            assert isinstance(work, action_group.ActionGroup)
+            if ctl.test_group(work, now, duplicate=ans.duplicate):
+                c.groups_run += 1
+            else:
+                c.duplicates_skipped += 1
+        elif sub == SubCommand.WRITE_ACTION_GROUP:
+            assert isinstance(work, action_group.ActionGroup)
+            before = len(ctl.groups)
+            ctl.store_group(work, duplicate=ans.duplicate)
+            if len(ctl.groups) > before:
+                c.groups_stored += 1
+            else:
+                c.duplicates_skipped += 1
+        elif sub in _SERVO_SUBS:
+            assert isinstance(work, tuple)
+            ctl.set_servos(work, int(sub))
+        elif sub == SubCommand.ENTER_FREE_MODE:
+            ctl.enter_free(now)
+        elif sub == SubCommand.ENTER_IDLE:
+            ctl.enter_idle()
+        else:
+            result = encode(result_frame(frame, encode_result(self.result(int(sub), frame.data))),
+                            crc=self.params.crc)
+            self._write(result)
+            c.results += 1
+
+    def _check(self, frame: ActionFrame) -> tuple[Status | None, Any]:
+        """The status to answer (None: the Responder decides) and the decoded data."""
+        sub = frame.sub
+        try:
+            if sub in _GROUP_SUBS:
+                group = action_group.decode(frame.data)
+                groups = self.controller.groups
+                full = len(groups) >= self.controller.max_groups
+                if sub == SubCommand.WRITE_ACTION_GROUP and full and groups[-1] != group:
+                    return Status.BUSY, None
+                return None, group
+            if sub in _SERVO_SUBS:
+                return None, decode_servo_targets(frame.data)
+        except FrameError:
+            self.stats.bad_payloads += 1
+            return Status.LENGTH_ERROR, None
+        return None, None
+
+    # -- queries --------------------------------------------------------------------
+    def result(self, sub: int, data: bytes = b"") -> Result:
+        """What a query of ``sub`` (0x11..0x14) answers now."""
+        if sub == SubCommand.QUERY_ROBOT_INFO:
+            return self.robot_info()
+        if sub == SubCommand.QUERY_SERVO_INFO:
+            return self.servo_info(decode_module_ids(data))
+        if sub == SubCommand.QUERY_BUOYANCY_INFO:
+            return self.buoyancy_info()
+        if sub == SubCommand.QUERY_CAN_ERROR_RATE:
+            return self.can_error_info()
+        raise ValueError(f"0x{sub:02x} is not a query")
+
+    def robot_info(self) -> RobotInfo:
+        ctl, body, st = self.controller, self.body, self.responder.stats
+        left, right = body.sonars()
+        d = ctl.last_decision
+        source = ("none", "scene", "avoid", "random", "idle").index(d.source) if d else 0
+        return RobotInfo(
+            mode=int(ctl.mode), running=int(ctl.running), servos=len(self.modules),
+            stored_groups=len(ctl.groups), uptime_ms=round(self.now * 1000) & 0xFFFFFFFF,
+            heading_cdeg=round(body.heading_deg * 100),
+            depth_cm=_u16(body.depth * 100),
+            sonar_left_mm=0xFFFF if math.isinf(left) else _u16(min(left * 1000, 0xFFFE)),
+            sonar_right_mm=0xFFFF if math.isinf(right) else _u16(min(right * 1000, 0xFFFE)),
+            decision_source=source, decision_action=action_code(d.action) if d else 0xFF,
+            frames=self.stats.frames & 0xFFFF, duplicates=st.duplicates & 0xFFFF,
+            naks=st.naks & 0xFFFF)
+
+    def servo_info(self, ids: tuple[int, ...] = ()) -> tuple[ServoInfo, ...]:
+        """IDs the fish does not have are left out; none asked: all seven."""
+        roles = {s.module_id: s.role for s in FISH_SERVOS}
+        out = []
+        for k in ids or tuple(roles):
+            if k not in roles:
+                continue
+            h = self.master.health[k]
+            fb = h.feedback
+            angle = fb.angle if fb else 0
+            target = self.controller.target(k)
+            out.append(ServoInfo(
+                module_id=k, role=int(roles[k]), health=int(_HEALTH[h.status.value]),
+                angle=angle, target=angle if target is None else target,
+                speed=fb.speed if fb else 0, current=fb.current if fb else 0,
+                fault=int(fb.fault) if fb else 0))
+        return tuple(out)
+
+    def buoyancy_info(self) -> BuoyancyInfo:
+        b = self.body
+        return BuoyancyInfo(fill_pct=round(b.fill * 100), pump=b.pump, depth_cm=_u16(b.depth * 100),
+                            pressure_hpa=_u16(b.pressure_hpa),
+                            water_in_ml=round(b.water_in_ml) & 0xFFFFFFFF,
+                            water_out_ml=round(b.water_out_ml) & 0xFFFFFFFF)
+
+    def can_error_info(self) -> CanErrorInfo:
+        """From the simulator's counters. A real main controller knows its own; here
+        every node answers as if each module reported its counters."""
+        ch = self.main_bus.sim
+        with ch.lock:
+            st = ch.stats()
+        frames, errors = st["frames"], st["error_frames"]
+        nodes = sorted(
+            (CanNodeInfo(self.node_modules.get(n["id"], 0xFF), int(ErrorState[n["state"]]),
+                         min(n["tec"], 0xFFFF), min(n["rec"], 0xFFFF),
+                         min(n["bus_offs"], 0xFFFF))
+             for n in st["nodes"][:255]), key=lambda n: n.module_id)
+        ppm = round(errors * 1_000_000 / (frames + errors)) if frames + errors else 0
+        return CanErrorInfo(round(st["bus_time"] * 1000) & 0xFFFFFFFF, frames & 0xFFFFFFFF,
+                            errors & 0xFFFFFFFF, ppm, tuple(nodes))
+
+    # -- supervisor -----------------------------------------------------------------
+    def _supervisor_input(self, data: bytes) -> None:
+        self._sup_buf += data
+        if len(self._sup_buf) > _SUP_LINE_MAX:  # bounded: a line this long is garbage
+            del self._sup_buf[:-_SUP_LINE_MAX]
+        while b"\n" in self._sup_buf:
+            line, _, rest = bytes(self._sup_buf).partition(b"\n")
+            self._sup_buf[:] = rest
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict):
+                try:
+                    self.supervisor_command(msg)
+                except (KeyError, TypeError, ValueError):
+                    continue  # a malformed command is ignored, as a bad frame would be
+
+    def supervisor_command(self, msg: dict[str, Any]) -> None:
+        cmd = msg.get("cmd")
+        if cmd == "status":
+            self.send_status()
+        elif cmd == "obstacle":
+            self.body.add_obstacle(Obstacle(float(msg["x"]), float(msg["y"]), float(msg["r"])))
+        elif cmd == "clear_obstacles":
+            self.body.obstacles.clear()
+        elif cmd == "can_fault":
+            k = int(msg["module"])
+            bus = self.main_bus if k == 0 else self.modules[k].bus
+            assert isinstance(bus, FwBridgeBus)
+            bus.inject(bit_error_rate=msg.get("bit_error_rate"),
+                       stuck_dominant=msg.get("stuck_dominant"),
+                       disconnected=msg.get("disconnected"))
+
+    def send_status(self) -> None:
+        if self.supervisor is not None and self.supervisor.println(
+                json.dumps(self.status(), separators=(",", ":"))):
+            self.stats.status_sent += 1
+
+    def status(self) -> dict[str, Any]:
+        x, y, _ = self.pose
+        left, right = self.body.sonars() if self.buses else (math.inf, math.inf)
+        ch = self.main_bus.sim if self.buses else None
+        can: dict[str, Any] = {}
+        if ch is not None:
+            with ch.lock:
+                st = ch.stats()
+            can = {"channel": st["channel"], "frames": st["frames"],
+                   "error_frames": st["error_frames"]}
+        return {
+            "t": self.clock.millis(), "model": self.name,
+            "pose": [round(x, 4), round(y, 4), round(self.body.heading_deg, 2)],
+            "depth": round(self.body.depth, 3), "speed": round(self.body.speed, 3),
+            "sonar": [None if math.isinf(v) else round(v, 3) for v in (left, right)],
+            **self.controller.status(),
+            "servos": {k: round(m.angle, 1) for k, m in self.modules.items()},
+            "health": {k: h.status.value for k, h in self.master.health.items()},
+            "can": can, "link": self.stats.as_dict(), "rx": self.rx.stats.as_dict(),
+            "responder": self.responder.stats.as_dict(),
+        }
+
+    @property
+    def rx_stats(self) -> dict[str, int]:
+        return self.rx.stats.as_dict()
+
+    @property
+    def pose(self) -> tuple[float, float, float]:
+        return self.body.x, self.body.y, self.body.yaw
+
+    @property
+    def mode(self) -> Mode:
+        return self.controller.mode
