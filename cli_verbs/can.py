@@ -37,8 +37,6 @@ from cli_verbs.can_common import (
     COUNT,
     DURATION,
     BusOptions,
-    Deadline,
-    StatusLine,
     actuator_fields,
     actuator_text,
     bus_label,
@@ -47,10 +45,10 @@ from cli_verbs.can_common import (
     options,
     parse_command,
     target,
-    until_interrupted,
 )
 from cli_verbs.can_sim import sim_cmd
 from cli_verbs.common import console, fail, json_line, print_counters
+from cli_verbs.link import Deadline, StatusLine, until_interrupted
 from protocols.actuator import ActuatorStruct, Fault
 from protocols.errors import FrameError
 
@@ -184,7 +182,7 @@ def send_actuator(ctx: click.Context, module: int, angle: int, speed: int, curre
 def _receive(bus: can.BusABC, deadline: Deadline, count: int | None) -> Iterator[can.Message]:
     n = 0
     while not deadline.expired and (count is None or n < count):
-        msg = bus.recv(timeout=min(0.1, deadline.left))
+        msg = bus.recv(timeout=deadline.left(0.1))
         if msg is not None:
             n += 1
             yield msg
@@ -315,7 +313,7 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
                     if speed:
                         delay = t0 + (lap_no * lap + off) / speed - time.monotonic()
                         if delay > 0:
-                            time.sleep(min(delay, deadline.left))
+                            time.sleep(deadline.left(delay))
                             if deadline.expired:
                                 break
                     out = can.Message(arbitration_id=msg.arbitration_id,
@@ -406,7 +404,7 @@ def busload_cmd(ctx: click.Context, interval: float, per_id: bool, as_json: bool
     try:
         with until_interrupted():
             while not deadline.expired and (count is None or reports < count):
-                msg = bus.recv(timeout=min(0.05, deadline.left))
+                msg = bus.recv(timeout=deadline.left(0.05))
                 if msg is None:
                     if clock() >= end:  # a quiet interval still gets its report
                         close()

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import can
 import click
-from rich.live import Live
-from rich.text import Text
 
 from can_bus.ids import ActuatorMessage
 from can_bus.interface import FwBridgeBus
-from cli_verbs.common import CliError, err_console
+from cli_verbs.common import CliError
 from protocols.action_frame import SubCommand, as_sub_command
 
-__all__ = ["COUNT", "DURATION", "BusOptions", "Deadline", "StatusLine", "actuator_fields",
+__all__ = ["COUNT", "DURATION", "BusOptions", "actuator_fields",
            "actuator_text", "bus_label", "lone_hint", "open_bus", "options", "parse_command",
-           "target", "until_interrupted"]
+           "target"]
 
 DURATION = click.option(
     "--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
@@ -87,57 +82,6 @@ def lone_hint(bus: can.BusABC) -> str:
         return (f" ({bus.channel_name} is simulated inside this process and has no other node:"
                 " add --bus-kwarg modules=N, or use 'fwbridge can sim')")
     return ""
-
-
-class Deadline:
-    """``--duration`` as a deadline on the monotonic clock."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self.end = None if seconds is None else time.monotonic() + seconds
-
-    @property
-    def expired(self) -> bool:
-        return self.end is not None and time.monotonic() >= self.end
-
-    @property
-    def left(self) -> float:
-        return 3600.0 if self.end is None else max(0.0, self.end - time.monotonic())
-
-
-class StatusLine:
-    """A live status line on stderr when it is a terminal; nothing otherwise."""
-
-    def __init__(self, interval: float = 0.25) -> None:
-        self.interval = interval
-        self._live: Live | None = None
-        self._last = 0.0
-
-    def __enter__(self) -> StatusLine:
-        if err_console.is_terminal:
-            self._live = Live(Text(""), console=err_console, transient=True, auto_refresh=False,
-                              redirect_stdout=True, redirect_stderr=False)
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._live is not None:
-            self._live.__exit__(*exc)
-            self._live = None
-
-    def update(self, text: str) -> None:
-        now = time.monotonic()
-        if self._live is not None and now - self._last >= self.interval:
-            self._last = now
-            self._live.update(Text(text), refresh=True)
-
-
-@contextmanager
-def until_interrupted() -> Iterator[None]:
-    """Ctrl-C ends a streaming verb normally: its summary still prints, exit 0."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        click.echo("", err=True)
 
 
 def parse_command(text: str) -> SubCommand | int:

@@ -24,14 +24,9 @@ from rich.table import Table
 from can_bus.capture import open_writer
 from can_bus.interface import FwBridgeBus
 from can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
-from cli_verbs.can_common import (
-    StatusLine,
-    open_bus,
-    options,
-    target,
-    until_interrupted,
-)
+from cli_verbs.can_common import open_bus, options, target
 from cli_verbs.common import console, fail, json_line
+from cli_verbs.link import StatusLine, until_interrupted
 from protocols.actuator import Fault
 
 __all__ = ["sim_cmd"]
