@@ -39,6 +39,9 @@ PUMP_JOIN = 1.0
 PUMP_QUEUE = 256
 #: Seconds between health checks and event hand-outs when nothing else happens.
 HOUSEKEEPING = 0.1
+#: Seconds the odometry subscribers may take over one read's records before the
+#: records between are skipped for the newest (counted in ``odometry_dropped``).
+SUBSCRIBER_BUDGET = 0.02
 
 
 class _Session:
@@ -107,7 +110,13 @@ class BaseNode:
     is handled the moment it arrives and commands leave on schedule;
     ``request()`` sets the velocity (from any thread); ``stop()`` sends the
     safe stop and closes. Callbacks run on the I/O thread and should return
-    quickly.
+    quickly. An odometry subscriber slower than the stream delays a command
+    by at most one of its calls (a command due between two calls goes out
+    first) and builds no backlog: once the records of one read have held
+    the subscribers for ``SUBSCRIBER_BUDGET`` seconds they get the newest
+    next, and the records skipped are counted (``odometry_dropped`` in
+    :meth:`stats`). Every frame is integrated all the same: each record
+    carries the whole pose.
     """
 
     def __init__(
@@ -136,6 +145,7 @@ class BaseNode:
             self.event_callbacks.append(on_event)
         self.core = BaseNodeCore.from_config(config, clock())
         self.open_attempts = 0  # reconnection attempts, for monitoring
+        self.odometry_dropped = 0  # records a slow subscriber skipped (all were integrated)
         self._lock = threading.Lock()  # the core: request() comes from other threads
         self._write_lock = threading.Lock()  # one writer at a time on the link
         self._stopping = threading.Event()
@@ -169,7 +179,8 @@ class BaseNode:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {**self.core.stats(), "open_attempts": self.open_attempts}
+            return {**self.core.stats(), "open_attempts": self.open_attempts,
+                    "odometry_dropped": self.odometry_dropped}
 
     def start(self) -> None:
         """Configure (open the link, load calibration), activate (zero velocity), run."""
@@ -257,7 +268,7 @@ class BaseNode:
                     self._mark_lost(session, f"read failed: {exc}")
                     continue
                 if data:
-                    self._deliver(data)
+                    self._deliver(session, data)
         except LinkError as exc:
             self.error = exc
         except Exception as exc:  # reported by run(); the thread must not die silently
@@ -266,18 +277,40 @@ class BaseNode:
         finally:
             self._dispatch()
 
-    def _deliver(self, data: bytes) -> None:
+    def _deliver(self, session: _Session, data: bytes) -> None:
         now = self.clock()
         if self.capture is not None:
             self.capture.write(RX, data)
         with self._lock:
             records = self.core.receive(data, now)
-        for record in records:
-            for callback in self.odometry_callbacks:
+        callbacks = self.odometry_callbacks
+        if not records or not callbacks:
+            return
+        last = len(records) - 1
+        budget = time.monotonic() + SUBSCRIBER_BUDGET  # real time: the subscribers' cost
+        i = 0
+        while True:
+            for callback in callbacks:
                 try:
-                    callback(record)
+                    callback(records[i])
                 except Exception:  # a subscriber's bug must not stop odometry
                     log.exception("odometry callback failed")
+            if i == last:
+                return
+            self._send_due(session)
+            if time.monotonic() > budget:  # the subscribers fall behind: on to the newest
+                self.odometry_dropped += last - i - 1
+                i = last
+            else:
+                i += 1
+
+    def _send_due(self, session: _Session) -> None:
+        """Send the scheduled command if it is due (between slow subscriber calls)."""
+        now = self.clock()
+        with self._lock:
+            frame = self.core.tick(now) if now >= self.core.next_deadline else None
+        if frame is not None:
+            self._send(session, frame)
 
     def _end_session(self) -> None:
         session, self._session = self._session, None

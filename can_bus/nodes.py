@@ -26,6 +26,7 @@ import heapq
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -279,18 +280,22 @@ class MainController:
 
     A module whose feedback is older than ``silence_timeout`` (never heard:
     since the controller started) is declared silent and no longer addressed
-    until it is heard again; every change is recorded in :attr:`events`.
+    until it is heard again; every change is recorded in :attr:`events`, the
+    newest ``max_events`` of them (a module flapping for days must not grow
+    memory): older ones are dropped and counted in :attr:`events_dropped`.
     """
 
     def __init__(self, bus: can.BusABC, modules: Iterable[int], *,
-                 silence_timeout: float = 0.1, command_period: float = 0.02) -> None:
+                 silence_timeout: float = 0.1, command_period: float = 0.02,
+                 max_events: int = 1000) -> None:
         self.bus = bus
         self.silence_timeout = silence_timeout
         self.command_period = command_period
         bus.set_filters(feedback_filter())
         self.health = {k: ModuleHealth(k) for k in modules}
         self.targets: dict[int, _Target] = {}
-        self.events: list[HealthEvent] = []
+        self.events: deque[HealthEvent] = deque(maxlen=max(1, max_events))
+        self.events_dropped = 0
         self.tx = TxQueue()
         self.bad_frames = 0
         self._start: float | None = None
@@ -347,6 +352,8 @@ class MainController:
             self._change(h, new, now, reason)
 
     def _change(self, h: ModuleHealth, new: Status, now: float, reason: str) -> None:
+        if len(self.events) == self.events.maxlen:
+            self.events_dropped += 1
         self.events.append(HealthEvent(now, h.module, h.status, new, reason))
         h.status, h.since = new, now
 
