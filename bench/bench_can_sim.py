@@ -180,9 +180,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["goals"] = goals
     print(f"Goal >= 5x real time at 1 Mbit/s with 16 nodes: {rtf:.1f}x "
           f"({'met' if goals['realtime_factor_ge_5'] else 'NOT met'}).")
-    print(f"Goal simulated frames/s >= virtual: model {model_fps / base:.2f}x, through the "
-          f"python-can API {api['fwbridge, afap'] / base:.2f}x "
-          f"({'met' if goals['model_fps_ge_virtual'] else 'NOT met'}).")
+    verdict = {True: "met", False: "NOT met"}
+    print(f"Goal simulated frames/s >= virtual: the model {model_fps / base:.2f}x "
+          f"({verdict[goals['model_fps_ge_virtual']]}); through the python-can API "
+          f"{api['fwbridge, afap'] / base:.2f}x "
+          f"({verdict[goals['fwbridge_api_fps_ge_virtual']]}).")
     print("virtual delivers without arbitration or timing; fwbridge arbitrates every frame,")
     print("computes its exact stuffed length and stamps it with its end-of-frame bus time.")
     return results

@@ -77,32 +77,26 @@ def damage(frames: list[bytes], kind: str, rate: float, rnd: random.Random
     corrupted = 0
     for frame in frames:
         start = len(out)
-        hit = False
-        for k, byte in enumerate(frame):
+        for byte in frame:
             if rnd.random() >= rate:
                 out.append(byte)
                 continue
             faults.append(len(out))
-            # An insert before the first byte falls between frames: none is hurt.
-            hit = hit or kind != "insert" or k > 0
             if kind == "bitflip":
                 out.append(byte ^ (1 << rnd.randrange(8)))
             elif kind == "insert":
-                junk = rnd.randrange(256)
-                if k > 0 and junk == frame[k - 1]:
-                    # Same as inserting it one byte earlier: not damage one could see.
-                    junk ^= 0xFF
-                out.append(junk)
+                out.append(rnd.randrange(256))
                 out.append(byte)
-                if k == 0:
-                    start += 1
             elif kind == "truncate":
                 break  # the rest of this frame never arrives
             # "drop": the byte is simply not appended
-        if hit:
-            corrupted += 1
+        # Intact means its bytes arrived whole and in order: an insert before the
+        # first byte, or one equal to the bytes it shifts, leaves the frame whole.
+        found = out.find(frame, start)
+        if found >= 0:
+            intact.append(found)
         else:
-            intact.append(start)
+            corrupted += 1
     return bytes(out), intact, faults, corrupted
 
 
