@@ -87,6 +87,8 @@ class ScaraGeometry:
     l1l1_plus_l2l2: float = field(init=False, repr=False)
     l1l1_minus_l2l2: float = field(init=False, repr=False)
     two_l1l2: float = field(init=False, repr=False)
+    #: Everything the IK reads, in one tuple: one attribute load per call.
+    ik_constants: tuple[float, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not (self.l1 > 0 and self.l2 > 0):
@@ -102,6 +104,10 @@ class ScaraGeometry:
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
+        object.__setattr__(self, "ik_constants", (
+            self.z_min, self.z_max, derived["r_min"], derived["r_max"],
+            derived["l1l1_plus_l2l2"], derived["two_l1l2"], derived["l1l1_minus_l2l2"],
+            2.0 * self.l1, self.limit1, self.limit2, self.limit4))
 
     def within_limits(self, j: Joints) -> bool:
         return (
@@ -123,68 +129,66 @@ def forward(geom: ScaraGeometry, j: Joints) -> Pose:
     )
 
 
-def _wrap(a: float) -> float:
-    """Wrap an angle already within (-3pi, 3pi] to (-pi, pi] (cheaper than fmod)."""
-    if a > math.pi:
-        return a - TAU
-    if a <= -math.pi:
-        return a + TAU
-    return a
+def _solve(
+    geom: ScaraGeometry, pose: Pose, c1: float, c2: float,
+    every: list[tuple[float, float, float]] | None = None,
+) -> tuple[float, float, float] | None:
+    """(theta1, theta2, theta4) of the elbow solution nearest (c1, c2), within the limits.
 
-
-def _candidates(
-    geom: ScaraGeometry, pose: Pose, c1: float = 0.0, c2: float = 0.0
-) -> list[tuple[float, float, float]]:
-    """(theta1, theta2, theta4) of both elbows within the limits, nearest to (c1, c2) first.
-
+    With ``every``, also appends each solution within the limits to it.
     Raises :class:`UnreachableError` for targets outside the annulus
-    |L1-L2| <= r <= L1+L2, outside the z range, or not finite. Written
-    flat, with the wrapping inlined: it is the IK's hot path.
+    |L1-L2| <= r <= L1+L2, outside the z range, or not finite. Written flat,
+    wrapping inlined, no objects but the result: it is the IK's hot path.
     """
     x, y, z, phi = pose
+    z_min, z_max, r_min, r_max, a2_b2, two_ab, a2_minus_b2, two_a, lim1, lim2, lim4 = (
+        geom.ik_constants)
     r2 = x * x + y * y
     r = sqrt(r2)
     # Written so that NaN fails every test (comparisons with NaN are false).
-    if not (geom.z_min <= z <= geom.z_max and geom.r_min <= r <= geom.r_max and r > 0.0):
+    if not (z_min <= z <= z_max and r_min <= r <= r_max and r > 0.0):
         raise _unreachable(geom, pose, r)
-    l1 = geom.l1
-    # Cosine rule; clamp only rounding error (the annulus test above is exact).
-    cos_alpha = (geom.l1l1_plus_l2l2 - r2) / geom.two_l1l2
-    cos_gamma = (geom.l1l1_minus_l2l2 + r2) / (2.0 * l1 * r)
-    alpha = acos(1.0 if cos_alpha > 1.0 else -1.0 if cos_alpha < -1.0 else cos_alpha)
-    gamma = acos(1.0 if cos_gamma > 1.0 else -1.0 if cos_gamma < -1.0 else cos_gamma)
-    beta = atan2(y, x)
-    elbow = pi - alpha  # in [0, pi]: no wrapping needed
-    lim1, lim2, lim4 = geom.limit1, geom.limit2, geom.limit4
     if not -pi < phi <= pi:
         if not math.isfinite(phi):
             raise _unreachable(geom, pose, r)
         phi = normalize_angle(phi)
-    out: list[tuple[float, float, float]] = []
-    best = 1e300
-    for t1, t2 in ((beta - gamma, elbow), (beta + gamma, -elbow)):
+    # Cosine rule; clamp only rounding error (the annulus test above is exact).
+    ca = (a2_b2 - r2) / two_ab
+    cg = (a2_minus_b2 + r2) / (two_a * r)
+    elbow = pi - acos(1.0 if ca > 1.0 else -1.0 if ca < -1.0 else ca)  # in [0, pi]
+    gamma = acos(1.0 if cg > 1.0 else -1.0 if cg < -1.0 else cg)
+    beta = atan2(y, x)
+    if elbow > lim2:
+        return None
+    best = None
+    best_d = 1e300
+    for sign in (1.0, -1.0):
+        t1 = beta - sign * gamma
         if t1 > pi:
             t1 -= TAU
         elif t1 <= -pi:
             t1 += TAU
-        if -lim1 <= t1 <= lim1 and -lim2 <= t2 <= lim2:
-            t4 = phi - t1 - t2  # within (-4pi, 4pi): wrap twice at most
-            while t4 > pi:
-                t4 -= TAU
-            while t4 <= -pi:
-                t4 += TAU
-            if -lim4 <= t4 <= lim4:
-                d1 = t1 - c1
-                d1 = d1 - TAU if d1 > pi else d1 + TAU if d1 <= -pi else d1
-                d2 = t2 - c2
-                d2 = d2 - TAU if d2 > pi else d2 + TAU if d2 <= -pi else d2
-                dist = abs(d1) + abs(d2)
-                if dist < best:
-                    best = dist
-                    out.insert(0, (t1, t2, t4))
-                elif (t1, t2, t4) != out[0]:  # fully stretched/folded: one solution
-                    out.append((t1, t2, t4))
-    return out
+        if not -lim1 <= t1 <= lim1:
+            continue
+        t2 = sign * elbow
+        t4 = phi - t1 - t2  # within (-3pi, 3pi): one wrap brings it home
+        if t4 > pi:
+            t4 -= TAU
+        elif t4 <= -pi:
+            t4 += TAU
+        if not -lim4 <= t4 <= lim4:
+            continue
+        d1 = t1 - c1
+        d1 = d1 - TAU if d1 > pi else d1 + TAU if d1 <= -pi else d1
+        d2 = t2 - c2
+        d2 = d2 - TAU if d2 > pi else d2 + TAU if d2 <= -pi else d2
+        d = abs(d1) + abs(d2)
+        sol = (t1, t2, t4)
+        if every is not None and sol not in every:  # stretched or folded: one solution
+            every.append(sol)
+        if d < best_d:
+            best, best_d = sol, d
+    return best
 
 
 def _unreachable(geom: ScaraGeometry, pose: Pose, r: float) -> UnreachableError:
@@ -210,7 +214,9 @@ def inverse_all(geom: ScaraGeometry, pose: Pose) -> list[Joints]:
     Raises :class:`UnreachableError` when the target is outside the annulus
     |L1-L2| <= r <= L1+L2 or outside the z range.
     """
-    return [Joints(t1, t2, pose.z, t4) for t1, t2, t4 in _candidates(geom, pose)]
+    every: list[tuple[float, float, float]] = []
+    _solve(geom, pose, 0.0, 0.0, every)
+    return [Joints(t1, t2, pose.z, t4) for t1, t2, t4 in every]
 
 
 def joint_distance(a: Joints, b: Joints) -> float:
@@ -228,16 +234,15 @@ def inverse(geom: ScaraGeometry, pose: Pose, current: Joints | None = None) -> J
         c1 = c2 = 0.0
     else:
         c1, c2 = current[0], current[1]
-        if not (-math.pi < c1 <= math.pi and -math.pi < c2 <= math.pi):
+        if not (-pi < c1 <= pi and -pi < c2 <= pi):
             c1, c2 = normalize_angle(c1), normalize_angle(c2)
-    cands = _candidates(geom, pose, c1, c2)
-    if not cands:
+    best = _solve(geom, pose, c1, c2)
+    if best is None:
         raise UnreachableError(
             f"target ({pose.x:.4f}, {pose.y:.4f}) needs joints outside the limits "
             f"(|theta1| <= {geom.limit1}, |theta2| <= {geom.limit2} rad)"
         )
-    t1, t2, t4 = cands[0]
-    return _new_joints(Joints, (t1, t2, pose[2], t4))
+    return _new_joints(Joints, (best[0], best[1], pose[2], best[2]))
 
 
 def inverse_path(
@@ -267,7 +272,7 @@ def inverse_path(
         gamma = np.arccos(np.clip((geom.l1l1_minus_l2l2 + r2) / (2.0 * geom.l1 * r), -1.0, 1.0))
     beta = np.arctan2(y, x)
     elbow = math.pi - alpha
-    # The same operations, in the same order, as the scalar _candidates: so the
+    # The same operations, in the same order, as the scalar _solve: so the
     # results agree to the last bit, wrapping included.
     out = ~((phi > -math.pi) & (phi <= math.pi))
     if out.any():
@@ -275,7 +280,7 @@ def inverse_path(
         phi[out] = [normalize_angle(v) for v in phi[out]]
     t1 = np.stack([_wrap_array(beta - gamma), _wrap_array(beta + gamma)])  # (2, N)
     t2 = np.stack([elbow, -elbow])
-    t4 = _wrap_array(_wrap_array(phi - t1 - t2))
+    t4 = _wrap_array(phi - t1 - t2)
     valid = (np.abs(t1) <= geom.limit1) & (np.abs(t2) <= geom.limit2) & (np.abs(t4) <= geom.limit4)
     if not valid.any(axis=0).all():
         k = int(np.argmin(valid.any(axis=0)))
