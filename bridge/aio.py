@@ -18,8 +18,8 @@ from typing import Any
 
 import serial_asyncio
 
-from .base_core import ZERO_FRAME, BaseNodeCore, NodeEvent, log_event
-from .base_node import MAX_WAIT
+from .base_core import BaseNodeCore, NodeEvent, log_event
+from .base_node import MAX_WAIT, node_hardware
 from .capture import RX, CaptureWriter
 from .config import RobotConfig
 from .hardware import LifecycleState, LinkHardware
@@ -64,11 +64,7 @@ class AsyncBaseNode:
         self.config = config
         self.clock = clock
         self.capture = capture
-        self.hardware = hardware or LinkHardware(
-            config, reset_frame=ZERO_FRAME, safe_stop_frame=ZERO_FRAME
-        )
-        if capture is not None:
-            self.hardware.tap = capture.write
+        self.hardware = node_hardware(config, capture, hardware)
         self.on_odometry = on_odometry
         self.on_event = on_event
         self.core = BaseNodeCore.from_config(config, clock())

@@ -102,6 +102,17 @@ class _Session:
             self._pump.join(PUMP_JOIN)
 
 
+def node_hardware(
+    config: RobotConfig, capture: CaptureWriter | None, hardware: LinkHardware | None
+) -> LinkHardware:
+    """The base node's link lifecycle: zero velocity on activate and on the safe stop,
+    every byte to ``capture`` when one is given."""
+    hw = hardware or LinkHardware(config, reset_frame=ZERO_FRAME, safe_stop_frame=ZERO_FRAME)
+    if capture is not None:
+        hw.tap = capture.write
+    return hw
+
+
 class BaseNode:
     """The blocking runtime of the mobile-base node on a :class:`RobotConfig`.
 
@@ -132,11 +143,7 @@ class BaseNode:
         self.config = config
         self.clock = clock
         self.capture = capture
-        self.hardware = hardware or LinkHardware(
-            config, reset_frame=ZERO_FRAME, safe_stop_frame=ZERO_FRAME
-        )
-        if capture is not None:
-            self.hardware.tap = capture.write
+        self.hardware = node_hardware(config, capture, hardware)
         self.odometry_callbacks: list[Callable[[Odometry], Any]] = []
         self.event_callbacks: list[Callable[[NodeEvent], Any]] = []
         if on_odometry is not None:
