@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "action_group_table",
     "encode_action",
     "enum_label",
+    "frame_options",
     "print_action_group",
 ]
 
@@ -66,17 +68,27 @@ class ByteEnum(_ParamType):
         return number
 
 
+def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that describe one action frame: machine, type, sub, data, CRC preset."""
+    for option in reversed((
+        click.option("--machine", type=click.IntRange(0, 255), default=0, show_default=True,
+                     help="Machine code (device identifier)."),
+        click.option("--type", "itype", type=ByteEnum(InstructionType), required=True,
+                     help="Instruction type, e.g. write-pc or 0x06."),
+        click.option("--sub", type=ByteEnum(SubCommand), required=True,
+                     help="Sub-command, e.g. test-action-group or 0x32."),
+        click.option("--data", "data_hex", default="", metavar="HEX",
+                     help="Sub-command data as hex."),
+        click.option("--crc", default=DEFAULT_CRC, show_default=True, metavar="NAME",
+                     help=f"CRC-16 preset: {', '.join(preset_names())}."),
+    )):
+        fn = option(fn)
+    return fn
+
+
 # -- encode -------------------------------------------------------------------
 @click.command("action")
-@click.option("--machine", type=click.IntRange(0, 255), default=0, show_default=True,
-              help="Machine code (device identifier).")
-@click.option("--type", "itype", type=ByteEnum(InstructionType), required=True,
-              help="Instruction type, e.g. write-pc or 0x06.")
-@click.option("--sub", type=ByteEnum(SubCommand), required=True,
-              help="Sub-command, e.g. test-action-group or 0x32.")
-@click.option("--data", "data_hex", default="", metavar="HEX", help="Sub-command data as hex.")
-@click.option("--crc", default=DEFAULT_CRC, show_default=True, metavar="NAME",
-              help=f"CRC-16 preset: {', '.join(preset_names())}.")
+@frame_options
 @click.option("--sep", default=" ", show_default="' '", help="Byte separator ('' for none).")
 def encode_action(machine: int, itype: int, sub: int, data_hex: str, crc: str, sep: str) -> None:
     """Action frame (FE EF ... FD DF, user side <-> main controller)."""

@@ -16,11 +16,10 @@ import click
 
 from bridge.fish.link import ActionLink, Exchange
 from bridge.transports import IO_ERRORS
-from cli_verbs.action import ByteEnum, enum_label
+from cli_verbs.action import enum_label, frame_options
 from cli_verbs.common import fail, json_line
 from cli_verbs.link import BAUD, open_port
-from protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from protocols.crc import DEFAULT_CRC, preset_names
+from protocols.action_frame import ActionFrame, InstructionType
 from protocols.errors import ConfigError, FrameError
 from protocols.hextext import HexTextError, parse_hex, to_hex
 
@@ -50,15 +49,7 @@ def _print_result(fields: Any) -> None:
 
 
 @click.command("action")
-@click.option("--machine", type=click.IntRange(0, 255), default=0, show_default=True,
-              help="Machine code (device identifier).")
-@click.option("--type", "itype", type=ByteEnum(InstructionType), required=True,
-              help="Instruction type, e.g. write-pc or 0x06.")
-@click.option("--sub", type=ByteEnum(SubCommand), required=True,
-              help="Sub-command, e.g. test-action-group or 0x32.")
-@click.option("--data", "data_hex", default="", metavar="HEX", help="Sub-command data as hex.")
-@click.option("--crc", default=DEFAULT_CRC, show_default=True, metavar="NAME",
-              help=f"CRC-16 preset: {', '.join(preset_names())}.")
+@frame_options
 @click.option("--ack", is_flag=True,
               help="Wait for the answer; retransmit on timeout or a negative answer.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=0.2,
