@@ -28,9 +28,11 @@ class CmdFrame:
     @property
     def nonfinite(self) -> tuple[str, ...]:
         """Names of the fields that are NaN or infinite (empty when all finite)."""
-        # Plain attribute reads: dataclasses.astuple deep-copies, and this runs per frame.
+        isfinite = math.isfinite  # the all-finite case is the hot one: receivers ask per frame
+        if isfinite(self.vx) and isfinite(self.vy) and isfinite(self.wz):
+            return ()
         values = (self.vx, self.vy, self.wz)
-        return tuple(k for k, v in zip(FIELDS, values) if not math.isfinite(v))
+        return tuple(k for k, v in zip(FIELDS, values) if not isfinite(v))
 
 
 def _values(frame: CmdFrame) -> tuple[float, ...]:

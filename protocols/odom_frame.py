@@ -39,9 +39,13 @@ class OdomFrame:
     @property
     def nonfinite(self) -> tuple[str, ...]:
         """Names of the fields that are NaN or infinite (empty when all finite)."""
-        # Plain attribute reads: dataclasses.astuple deep-copies, and this runs per frame.
+        isfinite = math.isfinite  # the all-finite case is the hot one: receivers ask per frame
+        if isfinite(self.vx) and isfinite(self.vy) and isfinite(self.wz) and isfinite(
+            self.yaw_deg
+        ):
+            return ()
         values = (self.vx, self.vy, self.wz, self.yaw_deg)
-        return tuple(k for k, v in zip(FIELDS, values) if not math.isfinite(v))
+        return tuple(k for k, v in zip(FIELDS, values) if not isfinite(v))
 
 
 def _values(frame: OdomFrame) -> tuple[float, ...]:
