@@ -18,7 +18,7 @@ from typing import Any
 
 import serial_asyncio
 
-from .base_core import BaseNodeCore, NodeEvent, log_event
+from .base_core import SUBSCRIBER_BUDGET, BaseNodeCore, NodeEvent, log_event, paced
 from .base_node import MAX_WAIT, node_hardware
 from .capture import RX, CaptureWriter
 from .config import RobotConfig
@@ -69,6 +69,7 @@ class AsyncBaseNode:
         self.on_event = on_event
         self.core = BaseNodeCore.from_config(config, clock())
         self.open_attempts = 0
+        self.odometry_dropped = 0  # records a slow subscriber skipped (all were integrated)
         self._stopping = False
         self._stopped = asyncio.Event()  # wakes a reconnect back-off early
 
@@ -83,12 +84,17 @@ class AsyncBaseNode:
     def _on_data(self, data: bytes) -> None:
         if self.capture is not None:
             self.capture.write(RX, data)
-        for record in self.core.receive(data, self.clock()):
-            if self.on_odometry is not None:
-                try:
-                    self.on_odometry(record)
-                except Exception:  # a subscriber's bug must not stop odometry
-                    log.exception("odometry callback failed")
+        records = self.core.receive(data, self.clock())
+        if self.on_odometry is None:
+            return
+        # As BaseNode: a slow subscriber blocks the loop, so it gets the newest
+        # record once over budget, and the command schedule keeps its rate.
+        for record, skipped in paced(records, SUBSCRIBER_BUDGET, time.monotonic):
+            self.odometry_dropped += skipped
+            try:
+                self.on_odometry(record)
+            except Exception:  # a subscriber's bug must not stop odometry
+                log.exception("odometry callback failed")
 
     def _dispatch(self) -> None:
         for event in self.core.drain_events():

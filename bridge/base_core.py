@@ -18,7 +18,9 @@ The runtimes around it: :class:`bridge.base_node.BaseNode` (blocking) and
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from protocols import cmd_frame, odom_frame
 from protocols.cmd_frame import CmdFrame
@@ -212,6 +214,35 @@ class BaseNodeCore:
             "reconnects": self.reconnects,
             **self.receiver.stats.as_dict(),
         }
+
+
+#: Seconds the odometry subscribers may take over one read's records before the
+#: records between are skipped for the newest (counted in ``odometry_dropped``).
+SUBSCRIBER_BUDGET = 0.02
+
+R = TypeVar("R")
+
+
+def paced(records: Sequence[R], budget: float, clock: Callable[[], float]
+          ) -> Iterator[tuple[R, int]]:
+    """The records one read hands to the subscribers, in order while they keep
+    within ``budget`` seconds over them, then straight to the newest.
+
+    Yields ``(record, skipped)``: how many records were passed over just before
+    this one. A slow subscriber so builds no backlog, and always sees the
+    latest pose (every record carries the whole pose).
+    """
+    last = len(records) - 1
+    end = clock() + budget
+    i = skipped = 0
+    while i <= last:
+        yield records[i], skipped
+        if i == last:
+            return
+        if clock() > end:
+            skipped, i = last - i - 1, last
+        else:
+            i += 1
 
 
 def log_event(event: NodeEvent) -> None:

@@ -19,7 +19,14 @@ from typing import Any
 
 import serial
 
-from .base_core import ZERO_FRAME, BaseNodeCore, NodeEvent, log_event
+from .base_core import (
+    SUBSCRIBER_BUDGET,
+    ZERO_FRAME,
+    BaseNodeCore,
+    NodeEvent,
+    log_event,
+    paced,
+)
 from .capture import RX, CaptureWriter
 from .config import RobotConfig
 from .hardware import LinkHardware
@@ -39,9 +46,6 @@ PUMP_JOIN = 1.0
 PUMP_QUEUE = 256
 #: Seconds between health checks and event hand-outs when nothing else happens.
 HOUSEKEEPING = 0.1
-#: Seconds the odometry subscribers may take over one read's records before the
-#: records between are skipped for the newest (counted in ``odometry_dropped``).
-SUBSCRIBER_BUDGET = 0.02
 
 
 class _Session:
@@ -291,25 +295,18 @@ class BaseNode:
         with self._lock:
             records = self.core.receive(data, now)
         callbacks = self.odometry_callbacks
-        if not records or not callbacks:
+        if not callbacks:
             return
-        last = len(records) - 1
-        budget = time.monotonic() + SUBSCRIBER_BUDGET  # real time: the subscribers' cost
-        i = 0
-        while True:
+        # real time (not self.clock): the budget is the subscribers' own cost
+        for n, (record, skipped) in enumerate(paced(records, SUBSCRIBER_BUDGET, time.monotonic)):
+            if n:
+                self._send_due(session)  # a command due meanwhile goes out first
+            self.odometry_dropped += skipped
             for callback in callbacks:
                 try:
-                    callback(records[i])
+                    callback(record)
                 except Exception:  # a subscriber's bug must not stop odometry
                     log.exception("odometry callback failed")
-            if i == last:
-                return
-            self._send_due(session)
-            if time.monotonic() > budget:  # the subscribers fall behind: on to the newest
-                self.odometry_dropped += last - i - 1
-                i = last
-            else:
-                i += 1
 
     def _send_due(self, session: _Session) -> None:
         """Send the scheduled command if it is due (between slow subscriber calls)."""

@@ -200,3 +200,21 @@ def test_frames_among_noise_or_silence_are_not_garbage() -> None:
     burst = GarbageWatch(3.0, 0.0)
     burst.update(0, 200, 3, 0.5)  # a banner, then silence
     assert burst.update(0, 200, 3, 5.0) is None
+
+
+def test_paced_skips_to_the_newest_once_over_budget() -> None:
+    from bridge.base_core import paced
+
+    t = [0.0]
+
+    def clock() -> float:
+        return t[0]
+
+    got = []
+    for record, skipped in paced(list(range(10)), 0.5, clock):
+        got.append((record, skipped))
+        t[0] += 0.2  # each subscriber call takes 0.2 s
+    # 0, 1, 2 fit (0.6 s have passed after the third), then straight to 9: 6 skipped.
+    assert got == [(0, 0), (1, 0), (2, 0), (9, 6)]
+    assert list(paced([], 1.0, clock)) == []
+    assert list(paced(["a", "b"], 10.0, clock)) == [("a", 0), ("b", 0)]
