@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from construct import (
     Checksum,
@@ -34,6 +34,7 @@ from .errors import ChecksumError, FieldValueError, HeaderError, LengthError
 HEADER = b"\xaa\x55"
 
 T = TypeVar("T")
+W = TypeVar("W", bound=tuple[Any, ...])
 
 
 def sum8(data: bytes | bytearray | memoryview) -> int:
@@ -51,24 +52,38 @@ def build_schema(fields: Sequence[str]) -> Struct:
     )
 
 
-def fast_constructor(cls: type[T], names: Sequence[str]) -> Callable[..., T]:
+@overload
+def fast_constructor(cls: type[T], names: Sequence[str]) -> Callable[..., T]: ...
+
+
+@overload
+def fast_constructor(cls: type[T], names: Sequence[str], wrap: type[W]) -> Callable[..., W]: ...
+
+
+def fast_constructor(
+    cls: type[T], names: Sequence[str], wrap: type[W] | None = None
+) -> Callable[..., Any]:
     """A positional constructor for a frozen, slotted dataclass that skips ``__init__``.
 
     A frozen dataclass's ``__init__`` sets each field through
     ``object.__setattr__``; receivers build one object per frame, and storing
     through the slot descriptors directly costs half as much. The result is
     an ordinary instance (equal to, and indistinguishable from, ``cls(*args)``);
-    the tests check that.
+    the tests check that. With ``wrap`` (a named tuple ``(offset, frame)``),
+    the constructor takes the offset first and returns the wrapped pair: one
+    call per received frame instead of two.
     """
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_wrap": wrap,
+                           "_tuple_new": tuple.__new__}
     args = ", ".join(f"a{i}" for i in range(len(names)))
-    body = [f"def make({args}):", "    o = _new(_cls)"]
+    head = f"def make(offset, {args}):" if wrap is not None else f"def make({args}):"
+    body = [head, "    o = _new(_cls)"]
     for i, name in enumerate(names):
         env[f"_s{i}"] = getattr(cls, name).__set__  # the slot's member descriptor
         body.append(f"    _s{i}(o, a{i})")
-    body.append("    return o")
+    body.append("    return _tuple_new(_wrap, (offset, o))" if wrap is not None else "    return o")
     exec("\n".join(body), env)  # same technique as dataclasses' generated __init__
-    make: Callable[..., T] = env["make"]
+    make: Callable[..., Any] = env["make"]
     return make
 
 

@@ -19,12 +19,11 @@ construct schema byte for byte.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from itertools import repeat
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
-from .sum8 import HEADER, Sum8Codec
+from .sum8 import HEADER, Sum8Codec, fast_constructor
 
 T = TypeVar("T")
 
@@ -97,7 +96,9 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     """Vectorised scan with the same result as :func:`_scan_python`."""
     n = len(buf)
     a = np.frombuffer(buf, dtype=np.uint8)
-    hits = np.flatnonzero((a[:-1] == _AA) & (a[1:] == _55))
+    # AA first, over the whole buffer; then 55 only after those (a few per frame).
+    firsts = np.flatnonzero(a[:-1] == _AA)
+    hits = firsts[a[firsts + 1] == _55]
     ncomplete = int(np.searchsorted(hits, n - size, side="right"))
     complete = hits[:ncomplete]
     # One gather of every complete candidate's body and checksum byte: cheaper
@@ -119,7 +120,8 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     else:
         keep = n
     values = np.ascontiguousarray(body[ok, : 4 * nfields]).view("<f4")
-    nonfinite = int(len(acc) - np.count_nonzero(np.isfinite(values).all(axis=1)))
+    finite = np.isfinite(values)
+    nonfinite = 0 if finite.all() else int(len(acc) - np.count_nonzero(finite.all(axis=1)))
     return _Scan(acc, values, errors, keep, nonfinite)
 
 
@@ -139,6 +141,7 @@ class Sum8Receiver(Generic[T]):
 
     def __init__(self, codec: Sum8Codec[T]) -> None:
         self.codec = codec
+        self._make_received = fast_constructor(codec.cls, codec.fields, Received)
         self.stats = ReceiverStats()
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
@@ -157,12 +160,11 @@ class Sum8Receiver(Generic[T]):
         base = self._base
         buf, scan = self._resolve(bytes(data), len(self._buf) + len(data) >= self.vector_threshold)
         make = self.codec.make
-        new = tuple.__new__  # Received's own __new__ is a Python call; skip it
         if scan.values is not None:
-            # map/zip keep the per-frame loop in C but for the constructor itself.
+            # map keeps the per-frame loop in C but for one generated constructor.
             offsets = (np.asarray(scan.accepted) + base).tolist()
-            frames = map(make, *scan.values.T.tolist())
-            return list(map(new, repeat(Received), zip(offsets, frames)))
+            return list(map(self._make_received, offsets, *scan.values.T.tolist()))
+        new = tuple.__new__  # Received's own __new__ is a Python call; skip it
         unpack = self.codec.struct.unpack_from
         out = [new(Received, (base + p, make(*unpack(buf, p + 2)))) for p in scan.accepted]
         self.stats.nonfinite += sum(1 for r in out if r.frame.nonfinite)
@@ -220,11 +222,16 @@ class Sum8Receiver(Generic[T]):
         discarded = resyncs = overlapping = 0
         cur = cur0
         n = len(acc)
-        if n and acc[0] == cur0 and acc[-1] - acc[0] == size * (n - 1):
-            # Back-to-back frames from where the last one ended: the common case.
-            resyncs = 1 if gap else 0
+        step = np.diff(acc) if n > 1 else acc[:0]
+        first = int(acc[0]) if n else 0
+        if n and first >= cur0 and (n == 1 or int(step.min()) >= size):
+            # No frame overlaps another (the common case, noisy or not): each
+            # gap between frames is one resync, and every byte not in a frame
+            # up to the last frame's end was discarded.
+            resyncs = int(np.count_nonzero(step > size)) + (1 if gap or first > cur0 else 0)
             gap = False
             cur = int(acc[-1]) + size
+            discarded = cur - cur0 - size * n
         elif n:
             # cover[k]: end of the frames before frame k (the loop's ``cur``).
             ends = np.maximum.accumulate(acc + size)
