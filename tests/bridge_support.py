@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bridge.base_core import NodeEvent
+from bridge.odometry import Odometry
 from bridge.transports import PtyPair
 from protocols import cmd_frame
 from protocols.cmd_frame import CmdFrame
@@ -109,3 +111,37 @@ def spawn_verb(*args: str, **kwargs: Any) -> subprocess.Popen[bytes]:
         [*fwbridge_argv(), *args], env=cli_env(), cwd=ROOT, **kwargs
     )
     return proc
+
+
+class Recorder:
+    """Odometry records and events the node hands out, waitable; optionally a slow subscriber."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.records: list[Odometry] = []
+        self.events: list[NodeEvent] = []
+        self.cond = threading.Condition()
+
+    def odometry(self, rec: Odometry) -> None:
+        if self.delay:
+            time.sleep(self.delay)  # a subscriber doing slow work (I/O, a plot, a lock)
+        with self.cond:
+            self.records.append(rec)
+            self.cond.notify_all()
+
+    def event(self, ev: NodeEvent) -> None:
+        with self.cond:
+            self.events.append(ev)
+            self.cond.notify_all()
+
+    def wait(self, pred: Any, timeout: float = 5.0) -> bool:
+        with self.cond:
+            return bool(self.cond.wait_for(lambda: pred(self), timeout))
+
+    def kinds(self) -> list[str]:
+        with self.cond:
+            return [e.kind for e in self.events]
+
+    def count(self) -> int:
+        with self.cond:
+            return len(self.records)

@@ -12,15 +12,14 @@ from typing import Any
 import pytest
 
 from bridge.aio import AsyncBaseNode
-from bridge.base_node import ZERO_FRAME, BaseNode, NodeEvent
+from bridge.base_node import ZERO_FRAME, BaseNode
 from bridge.capture import CaptureWriter, read_capture
 from bridge.config import RobotConfig, parse_config
-from bridge.odometry import Odometry
 from bridge.transports import PtyPair
 from protocols import cmd_frame, odom_frame
 from protocols.cmd_frame import CmdFrame
 from protocols.odom_frame import OdomFrame
-from tests.bridge_support import FirmwarePeer
+from tests.bridge_support import FirmwarePeer, Recorder
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -28,33 +27,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:Depreca
 def config(url: str, **sections: dict[str, Any]) -> RobotConfig:
     data: dict[str, Any] = {"link": {"url": url}, **sections}
     return parse_config(data)
-
-
-class Collector:
-    """Odometry records and events, waitable."""
-
-    def __init__(self) -> None:
-        self.records: list[Odometry] = []
-        self.events: list[NodeEvent] = []
-        self.cond = threading.Condition()
-
-    def odometry(self, rec: Odometry) -> None:
-        with self.cond:
-            self.records.append(rec)
-            self.cond.notify_all()
-
-    def event(self, ev: NodeEvent) -> None:
-        with self.cond:
-            self.events.append(ev)
-            self.cond.notify_all()
-
-    def wait(self, pred: Any, timeout: float = 5.0) -> bool:
-        with self.cond:
-            return bool(self.cond.wait_for(lambda: pred(self), timeout))
-
-    def kinds(self) -> list[str]:
-        with self.cond:
-            return [e.kind for e in self.events]
 
 
 @pytest.fixture
@@ -100,7 +72,7 @@ def test_odometry_over_a_pty_integrates_to_the_closed_form(
 ) -> None:
     # The node's clock is the test's: each frame is stamped t0 + k*h exactly.
     now = [100.0]
-    got = Collector()
+    got = Recorder()
     v, w, h, n = 0.4, 0.9, 0.005, 200
     node = BaseNode(config(pair.path), on_odometry=got.odometry, on_event=None,
                     clock=lambda: now[0])
@@ -123,7 +95,7 @@ def test_odometry_over_a_pty_integrates_to_the_closed_form(
 def test_watchdog_sends_zero_when_requests_stop_and_says_so(
     pair: PtyPair, peer: FirmwarePeer
 ) -> None:
-    got = Collector()
+    got = Recorder()
     node = BaseNode(config(pair.path, watchdog={"cmd_timeout": 0.15}), on_event=got.event)
     with node:
         node.request(0.4, 0.0, 0.0)
@@ -144,7 +116,7 @@ def test_watchdog_sends_zero_when_requests_stop_and_says_so(
 def test_unplug_and_replug_recovers_with_a_zero_command_first(
     pair: PtyPair, peer: FirmwarePeer
 ) -> None:
-    got = Collector()
+    got = Recorder()
     cfg = config(pair.path, watchdog={"cmd_timeout": 30.0},
                  reconnect={"min_delay": 0.02, "max_delay": 0.1})
     node = BaseNode(cfg, on_odometry=got.odometry, on_event=got.event)
@@ -178,7 +150,7 @@ def test_use_sim_swaps_in_the_simulated_endpoint_and_nothing_else(
     base = config(pair.path, sim={"url": "simstub://", "handler_package": "tests.sim_stub"},
                   watchdog={"cmd_timeout": 30.0})
     for use_sim in (True, False):
-        got = Collector()
+        got = Recorder()
         node = BaseNode(base.with_sim(use_sim), on_odometry=got.odometry, on_event=None)
         with node:
             node.request(0.3, 0.0, 0.5)
@@ -190,7 +162,7 @@ def test_use_sim_swaps_in_the_simulated_endpoint_and_nothing_else(
 
 
 def test_node_captures_both_directions(pair: PtyPair, peer: FirmwarePeer, tmp_path: Path) -> None:
-    got = Collector()
+    got = Recorder()
     sent = b"".join(odom_frame.encode(OdomFrame(0.1 * k, 0, 0, k)) for k in range(10))
     with CaptureWriter(tmp_path / "node.pcapng", port=pair.path) as cap:
         node = BaseNode(config(pair.path), on_odometry=got.odometry, on_event=None, capture=cap)
@@ -213,7 +185,7 @@ ODOM_STREAM = b"".join(
 NOISY = b"\xaa\xaa" + ODOM_STREAM[:95] + b"\x55\xaa\x55\x00" + ODOM_STREAM[95:]
 
 
-def drive(pair: PtyPair, peer: FirmwarePeer, got: Collector, request: Any) -> None:
+def drive(pair: PtyPair, peer: FirmwarePeer, got: Recorder, request: Any) -> None:
     request(0.1, 0.2, 0.3)
     assert peer.wait_for(lambda a: len(moving([x.frame for x in a])) >= 3)
     for i in range(0, len(NOISY), 37):
@@ -221,8 +193,8 @@ def drive(pair: PtyPair, peer: FirmwarePeer, got: Collector, request: Any) -> No
     assert got.wait(lambda c: len(c.records) == 40)
 
 
-def run_blocking(pair: PtyPair, peer: FirmwarePeer) -> Collector:
-    got = Collector()
+def run_blocking(pair: PtyPair, peer: FirmwarePeer) -> Recorder:
+    got = Recorder()
     node = BaseNode(config(pair.path, watchdog={"cmd_timeout": 30.0}),
                     on_odometry=got.odometry, on_event=None)
     with node:
@@ -231,8 +203,8 @@ def run_blocking(pair: PtyPair, peer: FirmwarePeer) -> Collector:
     return got
 
 
-def run_asyncio(pair: PtyPair, peer: FirmwarePeer) -> Collector:
-    got = Collector()
+def run_asyncio(pair: PtyPair, peer: FirmwarePeer) -> Recorder:
+    got = Recorder()
     node = AsyncBaseNode(config(pair.path, watchdog={"cmd_timeout": 30.0}),
                          on_odometry=got.odometry, on_event=None)
     loop = asyncio.new_event_loop()
@@ -273,7 +245,7 @@ def test_asyncio_and_blocking_runtimes_give_the_same_frames(tmp_path: Path) -> N
 
 
 def test_asyncio_runtime_recovers_from_unplug_too(pair: PtyPair, peer: FirmwarePeer) -> None:
-    got = Collector()
+    got = Recorder()
     cfg = config(pair.path, watchdog={"cmd_timeout": 30.0},
                  reconnect={"min_delay": 0.02, "max_delay": 0.1})
     node = AsyncBaseNode(cfg, on_odometry=got.odometry, on_event=got.event)

@@ -21,14 +21,13 @@ from typing import Any
 
 import pytest
 
-from bridge.base_node import BaseNode, NodeEvent
+from bridge.base_node import BaseNode
 from bridge.config import RobotConfig, parse_config
-from bridge.odometry import Odometry
 from bridge.transports import PtyPair
 from protocols import cmd_frame, odom_frame
 from protocols.odom_frame import OdomFrame
 from protocols.sum8_receiver import Sum8Receiver
-from tests.bridge_support import FirmwarePeer
+from tests.bridge_support import FirmwarePeer, Recorder
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -59,40 +58,6 @@ def garbage_bytes(rng: random.Random, n: int) -> bytes:
     for i in range(0, n - 1, 40):
         out[i : i + 2] = b"\xaa\x55"
     return bytes(out)
-
-
-class Recorder:
-    """Odometry records and events the node hands out, waitable; optionally a slow subscriber."""
-
-    def __init__(self, delay: float = 0.0) -> None:
-        self.delay = delay
-        self.records: list[Odometry] = []
-        self.events: list[NodeEvent] = []
-        self.cond = threading.Condition()
-
-    def odometry(self, rec: Odometry) -> None:
-        if self.delay:
-            time.sleep(self.delay)  # a subscriber doing slow work (I/O, a plot, a lock)
-        with self.cond:
-            self.records.append(rec)
-            self.cond.notify_all()
-
-    def event(self, ev: NodeEvent) -> None:
-        with self.cond:
-            self.events.append(ev)
-            self.cond.notify_all()
-
-    def wait(self, pred: Any, timeout: float = 5.0) -> bool:
-        with self.cond:
-            return bool(self.cond.wait_for(lambda: pred(self), timeout))
-
-    def kinds(self) -> list[str]:
-        with self.cond:
-            return [e.kind for e in self.events]
-
-    def count(self) -> int:
-        with self.cond:
-            return len(self.records)
 
 
 class OdometryStream(threading.Thread):
