@@ -180,7 +180,10 @@ class ActuatorModule:
             return
         if got is None or got.direction is not Direction.COMMAND or got.module != self.module_id:
             return
-        s = got.struct
+        self._apply(got.struct)
+
+    def _apply(self, s: ActuatorStruct) -> None:
+        """Act on one command addressed to this module (subclasses change what it means)."""
         self.commands += 1
         self.last_command = s.command
         if s.command in (SubCommand.SET_SERVO_POSITION, SubCommand.REALTIME_SERVO_CONTROL):

@@ -21,13 +21,12 @@ import can
 
 from can_bus.ids import (
     Direction,
-    command_filter,
     drain,
     feedback_filter,
     from_message,
     to_message,
 )
-from can_bus.nodes import TxQueue
+from can_bus.nodes import ActuatorModule, TxQueue
 from protocols.action_frame import SubCommand
 from protocols.actuator import ActuatorStruct, fine_position, with_fine_position
 from protocols.errors import FrameError
@@ -78,50 +77,30 @@ def _coarse(spec: JointSpec, value: float) -> int:
     return int(max(-128, min(127, round(unit))))
 
 
-class JointModule:
-    """A simulated joint (or gripper) module: follows set-position commands, reports back."""
+class JointModule(ActuatorModule):
+    """A simulated joint (or gripper) module: follows set-position commands, reports back.
+
+    The CAN side (acceptance filter, feedback period, transmit queue) is the
+    actuator module's; the joint moves in SI units and speaks fine positions.
+    """
 
     def __init__(self, bus: can.BusABC, spec: JointSpec, position: float = 0.0, *,
                  feedback_period: float = 0.008) -> None:
-        self.bus, self.spec = bus, spec
+        super().__init__(bus, spec.module_id, feedback_period=feedback_period)
+        self.spec = spec
         self.position = self.target = position
-        self.feedback_period = feedback_period
-        self.tx = TxQueue()
-        self.commands = 0
-        self.bad_frames = 0
-        self._last: float | None = None
-        self._next_feedback = 0.0
-        bus.set_filters(command_filter(spec.module_id))  # the acceptance filter
 
-    def step(self, now: float) -> None:
-        if self._last is None:
-            self._last = self._next_feedback = now
-        for msg in drain(self.bus):
-            self._on_command(msg)
-        dt = now - self._last
-        self._last = now
-        if dt > 0:
-            err = self.target - self.position
-            move = err * (1.0 - math.exp(-dt / self.spec.tau))
-            limit = self.spec.vmax * dt
-            self.position += max(-limit, min(limit, move))
-        if now >= self._next_feedback:
-            self._next_feedback = max(self._next_feedback + self.feedback_period, now)
-            self.tx.put(to_message(self.feedback(), Direction.FEEDBACK, self.spec.module_id))
-        self.tx.pump(self.bus)
-
-    def _on_command(self, msg: can.Message) -> None:
-        try:
-            got = from_message(msg)
-        except FrameError:
-            self.bad_frames += 1
-            return
-        if got is None or got.direction is not Direction.COMMAND:
-            return
-        if got.struct.command == SubCommand.SET_SERVO_POSITION:
-            value = self.spec.from_counts(fine_position(got.struct))
+    def _apply(self, s: ActuatorStruct) -> None:
+        if s.command == SubCommand.SET_SERVO_POSITION:
+            value = self.spec.from_counts(fine_position(s))
             self.target = max(self.spec.lo, min(self.spec.hi, value))
             self.commands += 1
+
+    def _integrate(self, dt: float) -> None:
+        if dt > 0:
+            move = (self.target - self.position) * (1.0 - math.exp(-dt / self.spec.tau))
+            limit = self.spec.vmax * dt
+            self.position += max(-limit, min(limit, move))
 
     def feedback(self) -> ActuatorStruct:
         s = ActuatorStruct(angle=_coarse(self.spec, self.position), module_id=self.spec.module_id,
