@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_LENGTH = 1024
+#: Rejection reason -> the stats counter it adds to.
+_COUNTERS = {"truncated": "truncated", "length": "length_errors", "trailer": "trailer_errors"}
 _FD, _DF = 0xFD, 0xDF
 _PRIMARY = HEADER[0] << 8 | HEADER[1]
 
@@ -185,6 +187,13 @@ class ActionReceiver:
         return out
 
     # -- the scan -------------------------------------------------------------
+    def _rejected(self, buf: bytes, i: int, reason: str) -> None:
+        """Count a rejected ``FE EF`` candidate (and keep it, when asked to)."""
+        counter = _COUNTERS[reason]
+        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        if self.keep_rejects:
+            self._reject(buf, i, reason)
+
     def _reject(self, buf: bytes, i: int, reason: str) -> None:
         n = len(buf)
         if n - i < 4:  # machine code and type not received: nothing to attribute
@@ -241,17 +250,13 @@ class ActionReceiver:
                     keep, need = i, 7
                     break
                 if primary:
-                    st.truncated += 1
-                    if keep_rejects:
-                        self._reject(buf, i, "truncated")
+                    self._rejected(buf, i, "truncated")
                 pos = i + 1
                 continue
             length = buf[i + 4] | buf[i + 5] << 8
             if length > max_len:
                 if primary:
-                    st.length_errors += 1
-                    if keep_rejects:
-                        self._reject(buf, i, "length")
+                    self._rejected(buf, i, "length")
                 pos = i + 1
                 continue
             end = i + OVERHEAD + length
@@ -260,16 +265,12 @@ class ActionReceiver:
                     keep, need = i, end - i
                     break
                 if primary:
-                    st.truncated += 1
-                    if keep_rejects:
-                        self._reject(buf, i, "truncated")
+                    self._rejected(buf, i, "truncated")
                 pos = i + 1
                 continue
             if buf[end - 2] != _FD or buf[end - 1] != _DF:
                 if primary:
-                    st.trailer_errors += 1
-                    if keep_rejects:
-                        self._reject(buf, i, "trailer")
+                    self._rejected(buf, i, "trailer")
                 pos = i + 1
                 continue
             # a bytes slice: cheaper than a memoryview slice at these sizes
