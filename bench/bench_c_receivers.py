@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import shutil
 import struct
 import subprocess
@@ -42,28 +41,7 @@ BENCH_BIN = FIRMWARE / "build" / "fw_bench"
 
 def make_cmd_stream(n: int, garbage: float, seed: int = 1) -> tuple[bytes, list[int]]:
     """:func:`make_stream`'s recipe with 15-byte command frames."""
-    rnd = random.Random(seed)
-    parts: list[bytes] = []
-    offsets: list[int] = []
-    pos = 0
-    for _ in range(n):
-        frame = cmd_frame.encode(cmd_frame.CmdFrame(*(
-            struct.unpack("<f", struct.pack("<f", rnd.uniform(-3.0, 3.0)))[0] for _ in range(3)
-        )))
-        if rnd.random() < garbage:
-            if rnd.random() < 0.3:  # a truncated frame
-                noise = frame[: rnd.randrange(2, cmd_frame.SIZE)]
-            else:  # bytes rich in the header's values
-                noise = bytes(
-                    rnd.choice((0xAA, 0x55, 0xAA, rnd.randrange(256)))
-                    for _ in range(rnd.randrange(1, 30))
-                )
-            parts.append(noise)
-            pos += len(noise)
-        parts.append(frame)
-        offsets.append(pos)
-        pos += cmd_frame.SIZE
-    return b"".join(parts), offsets
+    return make_stream(n, garbage, seed, cmd_frame.CODEC)
 
 
 def build() -> Path:

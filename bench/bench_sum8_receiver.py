@@ -25,12 +25,14 @@ from construct import ConstructError
 from bench.baselines.seed_getonebyte import SeedGetOneByte
 from bench.common import best_of, machine, table
 from protocols import odom_frame
+from protocols.sum8 import Sum8Codec
 from protocols.sum8_receiver import Sum8Receiver, decode_columns
 
 CHUNK = 4096
 
 
-def make_stream(n: int, garbage: float, seed: int = 1) -> tuple[bytes, list[int]]:
+def make_stream(n: int, garbage: float, seed: int = 1,
+                codec: Sum8Codec[Any] = odom_frame.CODEC) -> tuple[bytes, list[int]]:
     """``n`` frames; before each, with probability ``garbage``, 1..29 noise bytes.
 
     Returns the stream and the offsets of the intact frames in it.
@@ -43,8 +45,8 @@ def make_stream(n: int, garbage: float, seed: int = 1) -> tuple[bytes, list[int]
         if rnd.random() < garbage:
             kind = rnd.random()
             if kind < 0.3:  # a truncated frame
-                frame = odom_frame.encode(_random_frame(rnd))
-                noise = frame[: rnd.randrange(2, odom_frame.SIZE)]
+                frame = codec.encode(_random_frame(rnd, codec))
+                noise = frame[: rnd.randrange(2, codec.size)]
             else:  # bytes rich in the header's values
                 noise = bytes(
                     rnd.choice((0xAA, 0x55, 0xAA, rnd.randrange(256)))
@@ -52,15 +54,18 @@ def make_stream(n: int, garbage: float, seed: int = 1) -> tuple[bytes, list[int]
                 )
             parts.append(noise)
             pos += len(noise)
-        parts.append(odom_frame.encode(_random_frame(rnd)))
+        parts.append(codec.encode(_random_frame(rnd, codec)))
         offsets.append(pos)
-        pos += odom_frame.SIZE
+        pos += codec.size
     return b"".join(parts), offsets
 
 
-def _random_frame(rnd: random.Random) -> odom_frame.OdomFrame:
-    vals = [rnd.uniform(-3.0, 3.0) for _ in range(3)] + [rnd.uniform(-180.0, 180.0)]
-    return odom_frame.OdomFrame(*(struct.unpack("<f", struct.pack("<f", v))[0] for v in vals))
+def _random_frame(rnd: random.Random, codec: Sum8Codec[Any]) -> Any:
+    """Velocities in +-3, a yaw (where the frame has one) in +-180 degrees, float32-exact."""
+    vals = [rnd.uniform(-3.0, 3.0) for _ in range(3)]
+    if "yaw_deg" in codec.fields:
+        vals.append(rnd.uniform(-180.0, 180.0))
+    return codec.make(*(struct.unpack("<f", struct.pack("<f", v))[0] for v in vals))
 
 
 def chunks(data: bytes) -> list[bytes]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .action_frame import (
@@ -42,6 +42,7 @@ from .action_frame import (
     SubCommand,
     _make,
 )
+from .counters import Counters
 from .crc import DEFAULT_CRC, crc_function
 from .errors import ConfigError
 
@@ -88,7 +89,7 @@ class Rejected(NamedTuple):
 
 
 @dataclass(slots=True)
-class ActionReceiverStats:
+class ActionReceiverStats(Counters):
     """Counters; every byte fed is in a frame, discarded, or still pending."""
 
     frames: int = 0
@@ -101,9 +102,6 @@ class ActionReceiverStats:
     crc_errors: int = 0
     truncated: int = 0
     relaxed_accepts: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class ActionReceiver:

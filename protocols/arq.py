@@ -14,11 +14,12 @@ values.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import IntEnum
 
 from .action_frame import ActionFrame, SubCommand, as_instruction_type, encode
 from .action_receiver import Rejected
+from .counters import Counters
 from .crc import DEFAULT_CRC, crc_function
 from .errors import ConfigError, FieldValueError, StateError
 
@@ -164,7 +165,7 @@ ArqEvent = Retransmit | Delivered | Failed
 
 
 @dataclass(slots=True)
-class SenderStats:
+class SenderStats(Counters):
     """``sent`` counts frames given to ``send()``; each one ends delivered or failed."""
 
     sent: int = 0
@@ -174,9 +175,6 @@ class SenderStats:
     timeouts: int = 0
     naks: int = 0
     ignored: int = 0  # frames fed that answer nothing outstanding (late or stray answers)
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class StopAndWaitSender:
@@ -287,14 +285,11 @@ class Answered:
 
 
 @dataclass(slots=True)
-class ResponderStats:
+class ResponderStats(Counters):
     answered: int = 0
     acks: int = 0
     naks: int = 0
     duplicates: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class Responder:

@@ -18,11 +18,12 @@ construct schema byte for byte.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
+from .counters import Counters
 from .sum8 import HEADER, Sum8Codec, fast_constructor
 
 T = TypeVar("T")
@@ -43,7 +44,7 @@ class Received(NamedTuple):
 
 
 @dataclass(slots=True)
-class ReceiverStats:
+class ReceiverStats(Counters):
     """Counters a receiver keeps; every byte fed is in a frame or discarded."""
 
     frames: int = 0
@@ -53,9 +54,6 @@ class ReceiverStats:
     resyncs: int = 0
     nonfinite: int = 0
     overlapping: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 @dataclass(slots=True)

@@ -22,13 +22,14 @@ targets, per-module health) and is stepped with it: ``step(now, sensors)``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
 from can_bus.nodes import MainController
 from protocols.action_frame import SubCommand
 from protocols.action_group import ActionGroup, ServoEntry, Step
+from protocols.counters import Counters
 
 from .behaviour import Decision, FreeBehaviour, RandomAction, Sensors
 from .payloads import FISH_SERVOS
@@ -77,16 +78,13 @@ BUOYANCY_TARGETS = {"dive": 0.8, "ascend": 0.2, "surface": 0.0}
 
 
 @dataclass
-class PlayerStats:
+class PlayerStats(Counters):
     groups_started: int = 0
     groups_done: int = 0
     steps_done: int = 0
     step_timeouts: int = 0
     unknown_servos: int = 0  # entries for IDs the fish does not have (skipped)
     preempted: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class GroupPlayer:

@@ -21,8 +21,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from protocols.counters import Counters
 
 from .clock import SimStopped
 from .faults import FaultInjector, FaultSpec
@@ -36,14 +38,11 @@ PACES = ("realtime", "fast")
 
 
 @dataclass
-class PortStats:
+class PortStats(Counters):
     bytes_in: int = 0  # host -> robot, accepted
     bytes_out: int = 0  # robot -> host, handed to the host
     packets_in: int = 0
     overruns: int = 0  # robot -> host bytes lost because the host did not read
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class HostPort:

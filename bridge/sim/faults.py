@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
+
+from protocols.counters import Counters
 
 __all__ = ["FaultInjector", "FaultSpec", "FaultStats"]
 
@@ -76,7 +78,7 @@ class FaultSpec:
 
 
 @dataclass
-class FaultStats:
+class FaultStats(Counters):
     """What an injector did to its stream."""
 
     bytes_in: int = 0
@@ -85,9 +87,6 @@ class FaultStats:
     corrupted: int = 0
     inserted: int = 0
     delayed: int = 0  # stall events
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class _Gaps:

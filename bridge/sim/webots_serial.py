@@ -34,8 +34,10 @@ ZumoHALWebots supervisors send on 1 and listen on 2).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from protocols.counters import Counters
 
 from .faults import FaultInjector
 
@@ -73,16 +75,13 @@ SUPERVISOR_LINK = LinkChannels("supervisorComTx", "supervisorComRx", tx_channel=
 
 
 @dataclass
-class EtherStats:
+class EtherStats(Counters):
     packets: int = 0
     bytes: int = 0
     delivered: int = 0  # packet copies placed in receivers
     refused_full: int = 0  # sends refused by a full emitter buffer
     dropped_disabled: int = 0  # packets reaching a disabled receiver
     dropped_overflow: int = 0  # packets a full receiver buffer could not take
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class Emitter:

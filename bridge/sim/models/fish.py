@@ -49,7 +49,7 @@ import json
 import math
 import os
 import weakref
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.fish.behaviour import Sensors
@@ -78,6 +78,7 @@ from protocols.action_frame import ActionFrame, SubCommand, encode
 from protocols.action_receiver import ActionReceiver
 from protocols.actuator import Fault
 from protocols.arq import REQUEST_TYPES, Responder, Status
+from protocols.counters import Counters
 from protocols.crc import DEFAULT_CRC
 from protocols.errors import FrameError
 
@@ -119,7 +120,7 @@ class FishParams:
 
 
 @dataclass
-class FishCounters:
+class FishCounters(Counters):
     frames: int = 0  # action frames decoded, any machine code
     other_machine: int = 0
     answers_refused: int = 0  # answers or results the emitter buffer refused
@@ -129,9 +130,6 @@ class FishCounters:
     duplicates_skipped: int = 0
     bad_payloads: int = 0
     status_sent: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 def _shutdown(buses: list[FwBridgeBus]) -> None:
