@@ -6,11 +6,15 @@ import contextlib
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bridge.base_core import NodeEvent
+from bridge.config import RobotConfig, parse_config
 from bridge.odometry import Odometry
 from bridge.transports import PtyPair
 from protocols import cmd_frame
@@ -145,3 +149,25 @@ class Recorder:
     def count(self) -> int:
         with self.cond:
             return len(self.records)
+
+
+def config(url: str, **sections: dict[str, Any]) -> RobotConfig:
+    """A robot config for ``url`` with the given sections (as parsed from TOML)."""
+    data: dict[str, Any] = {"link": {"url": url}, **sections}
+    return parse_config(data)
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[PtyPair]:
+    """A pty pair; its slave also answers at a stable symlink path (for replugs)."""
+    with PtyPair(tmp_path / "ttyBASE") as p:
+        yield p
+
+
+@pytest.fixture
+def peer(pair: PtyPair) -> Iterator[FirmwarePeer]:
+    """A thread playing the firmware on the pty's master side."""
+    p = FirmwarePeer(pair)
+    p.start()
+    yield p
+    p.stop()

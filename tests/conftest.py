@@ -7,6 +7,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
+# The pty fixtures of the bridge tests (``pair``, ``peer``), for every test module.
+from tests.bridge_support import pair, peer  # noqa: F401
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # "ci" keeps the suite to a few minutes on two cores; "long" is for hunting.

@@ -13,7 +13,7 @@ import subprocess
 import termios
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,18 +28,8 @@ from tests.bridge_support import FirmwarePeer, run_verb, spawn_verb
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
 
-@pytest.fixture
-def pair() -> Iterator[PtyPair]:
-    with PtyPair() as p:
-        yield p
 
 
-@pytest.fixture
-def peer(pair: PtyPair) -> Iterator[FirmwarePeer]:
-    p = FirmwarePeer(pair)
-    p.start()
-    yield p
-    p.stop()
 
 
 def one_error_line(proc: subprocess.CompletedProcess[bytes]) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,33 +13,19 @@ import pytest
 from bridge.aio import AsyncBaseNode
 from bridge.base_node import ZERO_FRAME, BaseNode
 from bridge.capture import CaptureWriter, read_capture
-from bridge.config import RobotConfig, parse_config
 from bridge.transports import PtyPair
 from protocols import cmd_frame, odom_frame
 from protocols.cmd_frame import CmdFrame
 from protocols.odom_frame import OdomFrame
-from tests.bridge_support import FirmwarePeer, Recorder
+from tests.bridge_support import FirmwarePeer, Recorder, config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
 
-def config(url: str, **sections: dict[str, Any]) -> RobotConfig:
-    data: dict[str, Any] = {"link": {"url": url}, **sections}
-    return parse_config(data)
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> Iterator[PtyPair]:
-    with PtyPair(tmp_path / "ttyBASE") as p:
-        yield p
 
 
-@pytest.fixture
-def peer(pair: PtyPair) -> Iterator[FirmwarePeer]:
-    p = FirmwarePeer(pair)
-    p.start()
-    yield p
-    p.stop()
 
 
 def moving(frames: list[CmdFrame]) -> list[CmdFrame]:

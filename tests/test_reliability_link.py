@@ -15,19 +15,16 @@ import random
 import select
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bridge.base_node import BaseNode
-from bridge.config import RobotConfig, parse_config
 from bridge.transports import PtyPair
 from protocols import cmd_frame, odom_frame
 from protocols.odom_frame import OdomFrame
 from protocols.sum8_receiver import Sum8Receiver
-from tests.bridge_support import FirmwarePeer, Recorder
+from tests.bridge_support import FirmwarePeer, Recorder, config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -36,9 +33,6 @@ ODOM_HZ = 200.0
 FRAME = odom_frame.SIZE
 
 
-def config(url: str, **sections: dict[str, Any]) -> RobotConfig:
-    data: dict[str, Any] = {"link": {"url": url}, **sections}
-    return parse_config(data)
 
 
 def speed(k: int) -> float:
@@ -186,18 +180,8 @@ class OdometryStream(threading.Thread):
         self.join(5.0)
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> Iterator[PtyPair]:
-    with PtyPair(tmp_path / "ttyBASE") as p:
-        yield p
 
 
-@pytest.fixture
-def peer(pair: PtyPair) -> Iterator[FirmwarePeer]:
-    p = FirmwarePeer(pair)
-    p.start()
-    yield p
-    p.stop()
 
 
 def poll(pred: Any, timeout: float = 5.0) -> bool:
