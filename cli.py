@@ -1,20 +1,74 @@
-"""``fwbridge``: the command line. Thin: parse, open, print; the work is below."""
+"""``fwbridge``: the command line. Thin: parse, open, print; the work is below.
+
+Every command is declared here, in one registry; a verb's module (one per
+verb family, in :mod:`fwbridge.cli_verbs`) is imported only when that verb
+runs, so ``fwbridge encode cmd`` does not pay for numpy, python-can or the arm.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
 
 import click
 
-from cli_verbs.arm import arm_group
-from cli_verbs.can import can_group
-from cli_verbs.codec import decode_cmd, encode_group
-from cli_verbs.fish import send_action_cmd
-from cli_verbs.serial import SERIAL_COMMANDS, send_group
-from cli_verbs.sim import demo_cmd, sim_cmd
+#: Top-level verbs: name -> (module in fwbridge.cli_verbs, attribute, one-line help).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "arm": ("arm", "arm_group", "The SCARA arm: inverse kinematics and pick and place over CAN."),
+    "bridge": ("bridge_run", "bridge_cmd", "Run the mobile-base node of a robot TOML file."),
+    "can": ("can", "can_group", "CAN: actuator structs on any bus, and the simulated bus."),
+    "decode": ("codec", "decode_cmd", "Decode the frames in a file or stdin (raw, hex or pcapng)."),
+    "demo": ("sim", "demo_cmd", "Drive a simulated base around a square through the bridge."),
+    "encode": ("codec", "encode_group", "Build one frame and print it as hex."),
+    "ports": ("serial", "ports_cmd", "List serial ports with their USB vendor:product ids."),
+    "record": ("serial", "record_cmd", "Capture the bytes arriving on a port to a pcapng file."),
+    "replay": ("serial", "replay_cmd", "Play one direction of a capture to a port, timed."),
+    "send": ("serial", "send_group", "Send frames to a port at a steady rate."),
+    "sim": ("sim", "sim_cmd", "Run a simulated robot's firmware on a new pty."),
+    "sniff": ("serial", "sniff_cmd", "Decode the frames arriving on a port, with live rates."),
+    "teleop": ("teleop", "teleop_cmd", "Drive the base on a port from the keyboard."),
+}
+
+#: Subcommands that live in another family's module: (group, name) -> (module, attribute).
+SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
+    ("encode", "action"): ("action", "encode_action"),
+    ("send", "action"): ("fish", "send_action_cmd"),
+    ("can", "sim"): ("can_sim", "sim_cmd"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def load_command(module: str, attribute: str) -> click.Command:
+    """Import one verb family's module and return its command."""
+    command: click.Command = getattr(importlib.import_module(f"fwbridge.cli_verbs.{module}"),
+                                     attribute)
+    return command
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands come from :data:`COMMANDS`, imported on use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        command = load_command(entry[0], entry[1])
+        if isinstance(command, click.Group):
+            for (group, name), (module, attribute) in SUBCOMMANDS.items():
+                if group == cmd_name and name not in command.commands:
+                    command.add_command(load_command(module, attribute), name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The help lists verbs from the registry: `fwbridge --help` imports none of them.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][2]) for name in sorted(COMMANDS)])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.version_option(package_name="fwbridge")
 @click.pass_context
@@ -23,22 +77,11 @@ def fwbridge(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-fwbridge.add_command(encode_group)
-fwbridge.add_command(decode_cmd)
-fwbridge.add_command(can_group)
-fwbridge.add_command(arm_group)
-fwbridge.add_command(sim_cmd)
-fwbridge.add_command(demo_cmd)
-for _verb in SERIAL_COMMANDS:
-    fwbridge.add_command(_verb)
-send_group.add_command(send_action_cmd)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: one ``error: …`` line instead of a traceback."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        rc = fwbridge.main(args=args, prog_name="fwbridge", standalone_mode=False)
+        rc: Any = fwbridge.main(args=args, prog_name="fwbridge", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         sys.exit(130)

@@ -30,9 +30,9 @@ from typing import Any
 
 from bench.baselines.patent_receiver import PatentReceiver
 from bench.common import best_of, machine, table
-from protocols import action_frame as af
-from protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from protocols.action_receiver import ActionReceiver, Received
+from fwbridge.protocols import action_frame as af
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
+from fwbridge.protocols.action_receiver import ActionReceiver, Received
 
 CHUNK = 4096
 GOAL = 3.0

@@ -26,9 +26,16 @@ import numpy as np
 
 from bench.baselines.seed_scara_ik import compute_scara_ik
 from bench.common import best_of, machine, table
-from bridge.arm.can_arm import run_pick_place
-from bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse, inverse_path
-from bridge.arm.pick_place import PickPlaceConfig
+from fwbridge.bridge.arm.can_arm import run_pick_place
+from fwbridge.bridge.arm.kinematics import (
+    Joints,
+    Pose,
+    ScaraGeometry,
+    forward,
+    inverse,
+    inverse_path,
+)
+from fwbridge.bridge.arm.pick_place import PickPlaceConfig
 
 GEOM = ScaraGeometry()
 

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import machine, table
-from bridge.base_node import BaseNode
-from bridge.config import parse_config
-from bridge.odometry import Odometry
-from bridge.transports import PtyPair
-from protocols import cmd_frame, odom_frame
+from fwbridge.bridge.base_node import BaseNode
+from fwbridge.bridge.config import parse_config
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.transports import PtyPair
+from fwbridge.protocols import cmd_frame, odom_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 CMD = cmd_frame.encode(cmd_frame.CmdFrame(0.2, 0.0, 0.1))

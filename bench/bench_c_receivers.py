@@ -32,7 +32,7 @@ from typing import Any
 
 from bench.bench_sum8_receiver import CHUNK, make_stream
 from bench.common import machine, table
-from protocols import cmd_frame
+from fwbridge.protocols import cmd_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRMWARE = ROOT / "firmware_ref"

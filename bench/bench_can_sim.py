@@ -28,9 +28,9 @@ from typing import Any
 import can
 
 from bench.common import best_of, machine, table
-from can_bus.bits import Frame
-from can_bus.interface import FwBridgeBus
-from can_bus.model import BusModel, Delivered
+from fwbridge.can_bus.bits import Frame
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.model import BusModel, Delivered
 
 BITRATE = 1_000_000
 NODES = 16

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.common import machine, table
-from protocols import cmd_frame, odom_frame
-from protocols.action_receiver import ActionReceiver
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.action_receiver import ActionReceiver
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 CHUNK = 1 << 16
 BLOCK = 1 << 24  # 16 MiB of random bytes, read at a shifting offset

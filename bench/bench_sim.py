@@ -35,14 +35,14 @@ from typing import Any
 import serial
 
 from bench.common import machine, table
-from bridge.sim import World
-from bridge.sim.endpoint import HostPort, SimEndpoint
-from bridge.sim.models.mecanum import MecanumBase
-from bridge.sim.pty_link import PtyLink
-from bridge.sim.webots_serial import ROBOT_LINK
-from bridge.transports import PtyPair
-from protocols import cmd_frame, odom_frame
-from protocols.cmd_frame import CmdFrame
+from fwbridge.bridge.sim import World
+from fwbridge.bridge.sim.endpoint import HostPort, SimEndpoint
+from fwbridge.bridge.sim.models.mecanum import MecanumBase
+from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
+from fwbridge.bridge.transports import PtyPair
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
 
 CMD = cmd_frame.encode(CmdFrame(0.3, 0.1, 0.5))
 

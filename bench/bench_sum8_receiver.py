@@ -24,9 +24,9 @@ from construct import ConstructError
 
 from bench.baselines.seed_getonebyte import SeedGetOneByte
 from bench.common import best_of, machine, table
-from protocols import odom_frame
-from protocols.sum8 import Sum8Codec
-from protocols.sum8_receiver import Sum8Receiver, decode_columns
+from fwbridge.protocols import odom_frame
+from fwbridge.protocols.sum8 import Sum8Codec
+from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
 
 CHUNK = 4096
 

@@ -40,15 +40,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.common import machine, table
-from bridge.base_node import BaseNode, NodeEvent
-from bridge.config import RobotConfig
-from bridge.odometry import Odometry
-from bridge.sim.endpoint import SimEndpoint
-from bridge.sim.faults import FaultSpec
-from bridge.sim.models.mecanum import MecanumBase
-from bridge.sim.pty_link import PtyLink
-from can_bus.interface import FwBridgeBus
-from can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner, Status
+from fwbridge.bridge.base_node import BaseNode, NodeEvent
+from fwbridge.bridge.config import RobotConfig
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.sim.endpoint import SimEndpoint
+from fwbridge.bridge.sim.faults import FaultSpec
+from fwbridge.bridge.sim.models.mecanum import MecanumBase
+from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner, Status
 
 MB = 1 << 20
 
@@ -146,7 +146,7 @@ class BaseRig:
 # -- the fish ----------------------------------------------------------------------------------
 def fish_available() -> str | None:
     """None when the fish can run here, else why not."""
-    for module in ("bridge.sim.models.fish", "bridge.fish.link"):
+    for module in ("fwbridge.bridge.sim.models.fish", "fwbridge.bridge.fish.link"):
         try:
             if importlib.util.find_spec(module) is None:
                 return f"{module} not found"
@@ -161,9 +161,9 @@ class FishRig:
     name = "fish"
 
     def __init__(self, faults: FaultSpec, seed: int, period: float = 0.25) -> None:
-        from bridge.fish.link import ActionLink
-        from bridge.sim.models.fish import FishParams, RobotFish
-        from bridge.transports import open_link
+        from fwbridge.bridge.fish.link import ActionLink
+        from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
+        from fwbridge.bridge.transports import open_link
 
         self.model = RobotFish(FishParams(seed=seed))
         self.endpoint = SimEndpoint(self.model, pace="realtime", faults=faults)
@@ -181,7 +181,7 @@ class FishRig:
         self._thread.start()
 
     def _run(self) -> None:
-        from protocols.action_frame import ActionFrame, InstructionType, SubCommand
+        from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 
         free = ActionFrame(0, InstructionType.CONTROL_PHONE, SubCommand.ENTER_FREE_MODE)
         queries = (SubCommand.QUERY_ROBOT_INFO, SubCommand.QUERY_CAN_ERROR_RATE,

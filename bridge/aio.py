@@ -18,13 +18,13 @@ from typing import Any
 
 import serial_asyncio
 
-from .base_core import SUBSCRIBER_BUDGET, BaseNodeCore, NodeEvent, log_event, paced
-from .base_node import MAX_WAIT, node_hardware
-from .capture import RX, CaptureWriter
-from .config import RobotConfig
-from .hardware import LifecycleState, LinkHardware
-from .odometry import Odometry
-from .transports import LinkError, LinkLost, check_pollable
+from fwbridge.bridge.base_core import SUBSCRIBER_BUDGET, BaseNodeCore, NodeEvent, log_event, paced
+from fwbridge.bridge.base_node import MAX_WAIT, node_hardware
+from fwbridge.bridge.capture import RX, CaptureWriter
+from fwbridge.bridge.config import RobotConfig
+from fwbridge.bridge.hardware import LifecycleState, LinkHardware
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.transports import LinkError, LinkLost, check_pollable
 
 __all__ = ["AsyncBaseNode"]
 

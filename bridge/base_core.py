@@ -22,14 +22,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from protocols import cmd_frame, odom_frame
-from protocols.cmd_frame import CmdFrame
-from protocols.sum8_receiver import Sum8Receiver
-
-from .config import RobotConfig
-from .hardware import Calibration
-from .health import GarbageWatch
-from .odometry import Odometry, OdometryIntegrator
+from fwbridge.bridge.config import RobotConfig
+from fwbridge.bridge.hardware import Calibration
+from fwbridge.bridge.health import GarbageWatch
+from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import serial
 
-from .base_core import (
+from fwbridge.bridge.base_core import (
     SUBSCRIBER_BUDGET,
     ZERO_FRAME,
     BaseNodeCore,
@@ -27,11 +27,11 @@ from .base_core import (
     log_event,
     paced,
 )
-from .capture import RX, CaptureWriter
-from .config import RobotConfig
-from .hardware import LinkHardware
-from .odometry import Odometry
-from .transports import IO_ERRORS, LinkError, LinkLost, poller_for, read_some
+from fwbridge.bridge.capture import RX, CaptureWriter
+from fwbridge.bridge.config import RobotConfig
+from fwbridge.bridge.hardware import LinkHardware
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.transports import IO_ERRORS, LinkError, LinkLost, poller_for, read_some
 
 __all__ = ["ZERO_FRAME", "BaseNode", "BaseNodeCore", "NodeEvent", "log_event"]
 

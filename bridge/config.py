@@ -13,7 +13,7 @@
 
     [sim]
     url = "sim://mecanum"          # a pyserial URL served by the simulated endpoints
-    handler_package = "bridge.sim" # the package holding protocol_<scheme>
+    handler_package = "fwbridge.bridge.sim" # the package holding protocol_<scheme>
 
     [control]
     rate_hz = 100                  # command frames per second

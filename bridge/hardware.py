@@ -31,8 +31,8 @@ from typing import Any
 
 import serial
 
-from .config import ConfigError, RobotConfig
-from .transports import IO_ERRORS, LinkError, LinkLost, open_link, writer_for
+from fwbridge.bridge.config import ConfigError, RobotConfig
+from fwbridge.bridge.transports import IO_ERRORS, LinkError, LinkLost, open_link, writer_for
 
 __all__ = [
     "Calibration",

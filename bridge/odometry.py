@@ -19,10 +19,9 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from protocols.odom_frame import OdomFrame
-from protocols.sum8 import fast_constructor
-
-from .hardware import Calibration
+from fwbridge.bridge.hardware import Calibration
+from fwbridge.protocols.odom_frame import OdomFrame
+from fwbridge.protocols.sum8 import fast_constructor
 
 __all__ = ["Odometry", "OdometryIntegrator", "quaternion_from_yaw"]
 

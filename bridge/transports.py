@@ -56,7 +56,7 @@ __all__ = [
 
 #: Schemes served by packages outside pyserial: scheme -> package holding
 #: ``protocol_<scheme>``. The simulated endpoints register ``sim`` here.
-URL_HANDLERS: dict[str, str] = {"sim": "bridge.sim"}
+URL_HANDLERS: dict[str, str] = {"sim": "fwbridge.bridge.sim"}
 
 #: The exceptions a link raises when its device goes away mid-session.
 IO_ERRORS = (serial.SerialException, OSError)

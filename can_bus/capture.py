@@ -20,10 +20,9 @@ from typing import Any
 import can
 from can.io.logger import MESSAGE_WRITERS
 
-from protocols.errors import FrameError
-
-from .ids import ActuatorMessage, from_message
-from .pcapng import PcapngWriter, read_pcap
+from fwbridge.can_bus.ids import ActuatorMessage, from_message
+from fwbridge.can_bus.pcapng import PcapngWriter, read_pcap
+from fwbridge.protocols.errors import FrameError
 
 __all__ = ["PCAP_SUFFIXES", "candump_line", "decode_actuators", "format_frame", "open_writer",
            "parse_frame", "read_messages", "writable_suffixes"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .bits import Frame, stuffed_length
-from .faults import RECOVERY_TAIL, Outcome
-from .modeltypes import ErrorFrame, ErrorState, Event, Node, StateChanged, _Entry
+from fwbridge.can_bus.bits import Frame, stuffed_length
+from fwbridge.can_bus.faults import RECOVERY_TAIL, Outcome
+from fwbridge.can_bus.modeltypes import ErrorFrame, ErrorState, Event, Node, StateChanged, _Entry
 
 __all__ = ["REC_MAX", "FaultConfinement"]
 

@@ -32,7 +32,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from .bits import Frame, arbitration_end, frame_bits, stuff
+from fwbridge.can_bus.bits import Frame, arbitration_end, frame_bits, stuff
 
 __all__ = ["Outcome", "Party", "first_misread", "receiver_detection", "resolve"]
 

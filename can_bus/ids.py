@@ -14,8 +14,8 @@ from typing import NamedTuple
 import can
 from can.typechecking import CanFilter
 
-from protocols import actuator
-from protocols.actuator import ActuatorStruct
+from fwbridge.protocols import actuator
+from fwbridge.protocols.actuator import ActuatorStruct
 
 __all__ = [
     "COMMAND_BASE",

@@ -47,8 +47,8 @@ import can
 from can import BusState, CanInitializationError, CanOperationError
 from can.typechecking import AutoDetectedConfig, CanFilters
 
-from .model import ErrorState, StateChanged
-from .simchannel import (
+from fwbridge.can_bus.model import ErrorState, StateChanged
+from fwbridge.can_bus.simchannel import (
     PACINGS,
     Rules,
     SimChannel,
@@ -345,7 +345,7 @@ class FwBridgeBus(can.BusABC):
         release_channel(ch)
 
     def _start_capture(self, path: str) -> None:
-        from .capture import open_writer  # only needed with capture=
+        from fwbridge.can_bus.capture import open_writer  # only needed with capture=
 
         writer = open_writer(path)
         ch = self._ch
@@ -363,7 +363,7 @@ class FwBridgeBus(can.BusABC):
         self._owned.append(stop)
 
     def _start_modules(self, count: int) -> None:
-        from .nodes import ActuatorModule, NodeRunner  # only needed with modules=
+        from fwbridge.can_bus.nodes import ActuatorModule, NodeRunner  # only needed with modules=
 
         buses = [FwBridgeBus(self.channel_name, name=f"module{k}") for k in range(1, count + 1)]
         modules = [ActuatorModule(bus, k) for k, bus in enumerate(buses, start=1)]

@@ -43,10 +43,10 @@ from __future__ import annotations
 import math
 import random
 
-from .bits import EOF_END, TAIL_BITS, Frame, arbitration_key, stuffed_length
-from .confinement import REC_MAX, SUSPEND_BITS, FaultConfinement, _Flight
-from .faults import FLAG_BITS, RECOVERY_TAIL, Outcome, Party, first_misread, resolve
-from .modeltypes import (
+from fwbridge.can_bus.bits import EOF_END, TAIL_BITS, Frame, arbitration_key, stuffed_length
+from fwbridge.can_bus.confinement import REC_MAX, SUSPEND_BITS, FaultConfinement, _Flight
+from fwbridge.can_bus.faults import FLAG_BITS, RECOVERY_TAIL, Outcome, Party, first_misread, resolve
+from fwbridge.can_bus.modeltypes import (
     Delivered,
     ErrorFrame,
     ErrorState,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
-from .bits import Frame
+from fwbridge.can_bus.bits import Frame
 
 __all__ = ["Delivered", "ErrorFrame", "ErrorState", "Event", "Node", "StateChanged", "TxBuffer"]
 

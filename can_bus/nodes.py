@@ -34,12 +34,8 @@ from typing import Any, Protocol
 
 import can
 
-from protocols.action_frame import SubCommand
-from protocols.actuator import ActuatorStruct, Fault
-from protocols.errors import FrameError
-
-from .bits import Frame, arbitration_key
-from .ids import (
+from fwbridge.can_bus.bits import Frame, arbitration_key
+from fwbridge.can_bus.ids import (
     Direction,
     command_filter,
     drain,
@@ -47,6 +43,9 @@ from .ids import (
     from_message,
     to_message,
 )
+from fwbridge.protocols.action_frame import SubCommand
+from fwbridge.protocols.actuator import ActuatorStruct, Fault
+from fwbridge.protocols.errors import FrameError
 
 __all__ = ["ActuatorModule", "Dynamics", "HealthEvent", "Kind", "MainController",
            "ModuleHealth", "NodeRunner", "Status", "TxQueue"]

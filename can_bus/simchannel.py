@@ -24,13 +24,13 @@ from typing import Any, Protocol
 
 import can
 
-from .bits import Frame
-from .model import BusModel, Delivered, ErrorFrame, ErrorState, Event, StateChanged
+from fwbridge.can_bus.bits import Frame
+from fwbridge.can_bus.model import BusModel, Delivered, ErrorFrame, ErrorState, Event, StateChanged
 
 __all__ = ["PACINGS", "Endpoint", "SimChannel", "channels", "get_channel", "open_channel",
            "release_channel"]
 
-log = logging.getLogger("can_bus.simchannel")
+log = logging.getLogger("fwbridge.can_bus.simchannel")
 PACINGS = ("realtime", "afap")
 PUMP_LIMIT = 20_000  # events per pump: an endless fault loop cannot hold a caller forever
 

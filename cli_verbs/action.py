@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from cli_verbs.common import Decoder, console, fail
-from protocols import action_group
-from protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
-from protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver, Received
-from protocols.crc import DEFAULT_CRC, preset_names
-from protocols.errors import ConfigError, FrameError
-from protocols.hextext import HexTextError, parse_hex, to_hex
+from fwbridge.cli_verbs.common import Decoder, console, fail
+from fwbridge.protocols import action_group
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
+from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver, Received
+from fwbridge.protocols.crc import DEFAULT_CRC, preset_names
+from fwbridge.protocols.errors import ConfigError, FrameError
+from fwbridge.protocols.hextext import HexTextError, parse_hex, to_hex
 
 __all__ = [
     "ByteEnum",

@@ -11,17 +11,24 @@ from typing import Any
 import click
 from rich.table import Table
 
-from bridge.arm.can_arm import (
+from fwbridge.bridge.arm.can_arm import (
     PickPlaceRun,
     arm_specs,
     drive_pick_place,
     run_modules,
     run_pick_place,
 )
-from bridge.arm.config import ArmConfigError, load_arm_config
-from bridge.arm.kinematics import Joints, Pose, ScaraGeometry, UnreachableError, forward, inverse
-from bridge.arm.pick_place import PickAndPlace, PickPlaceConfig
-from cli_verbs.common import console, fail, json_line
+from fwbridge.bridge.arm.config import ArmConfigError, load_arm_config
+from fwbridge.bridge.arm.kinematics import (
+    Joints,
+    Pose,
+    ScaraGeometry,
+    UnreachableError,
+    forward,
+    inverse,
+)
+from fwbridge.bridge.arm.pick_place import PickAndPlace, PickPlaceConfig
+from fwbridge.cli_verbs.common import console, fail, json_line
 
 XYZ = click.Tuple([float, float, float])
 
@@ -58,7 +65,7 @@ def ik_cmd(x: float, y: float, z: float, phi: float, config: str | None, as_json
         best = inverse(geom, pose)
     except UnreachableError as exc:
         fail(str(exc))
-    from bridge.arm.kinematics import inverse_all
+    from fwbridge.bridge.arm.kinematics import inverse_all
 
     sols = [best, *(j for j in inverse_all(geom, pose) if j != best)]
     for k, j in enumerate(sols):
@@ -172,15 +179,17 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
     import can
 
     geom = ScaraGeometry()
+    cfg: dict[str, Any]
     try:
-        cfg = can.util.load_config()
+        cfg = dict(can.util.load_config())
     except can.CanInterfaceNotImplementedError:
         cfg = {}  # nothing configured: the in-process simulator
     except (can.CanError, ValueError) as exc:
         fail(f"python-can configuration: {exc}")
     interface = cfg.get("interface") or "fwbridge"
     channel = cfg.get("channel") or "sim0"
-    kw = {"interface": interface, "channel": channel, "bitrate": cfg.get("bitrate") or 1_000_000}
+    kw: dict[str, Any] = {"interface": interface, "channel": channel,
+                          "bitrate": cfg.get("bitrate") or 1_000_000}
     try:
         modules, buses = run_modules(lambda: can.Bus(**kw), geom)
     except (can.CanError, OSError, ValueError, ImportError) as exc:

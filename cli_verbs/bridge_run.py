@@ -9,14 +9,14 @@ import time
 
 import click
 
-from bridge.base_node import BaseNode, NodeEvent
-from bridge.capture import CaptureWriter
-from bridge.config import ConfigError, load_config
-from bridge.hardware import LifecycleError
-from bridge.odometry import Odometry
-from bridge.transports import LinkError
-from cli_verbs.common import fail, json_line, print_counters
-from cli_verbs.link import DURATION, Deadline
+from fwbridge.bridge.base_node import BaseNode, NodeEvent
+from fwbridge.bridge.capture import CaptureWriter
+from fwbridge.bridge.config import ConfigError, load_config
+from fwbridge.bridge.hardware import LifecycleError
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.transports import LinkError
+from fwbridge.cli_verbs.common import fail, json_line, print_counters
+from fwbridge.cli_verbs.link import DURATION, Deadline
 
 
 def parse_request(line: str) -> tuple[float, float, float] | None:

@@ -22,8 +22,8 @@ import can
 import click
 from can.util import cast_from_string
 
-from can_bus.bits import Frame, frame_length
-from can_bus.capture import (
+from fwbridge.can_bus.bits import Frame, frame_length
+from fwbridge.can_bus.capture import (
     candump_line,
     decode_actuators,
     format_frame,
@@ -31,9 +31,9 @@ from can_bus.capture import (
     parse_frame,
     read_messages,
 )
-from can_bus.ids import ActuatorMessage, Direction, classify, from_message, to_message
-from can_bus.interface import FwBridgeBus
-from cli_verbs.can_common import (
+from fwbridge.can_bus.ids import ActuatorMessage, Direction, classify, from_message, to_message
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.cli_verbs.can_common import (
     COUNT,
     DURATION,
     BusOptions,
@@ -46,11 +46,10 @@ from cli_verbs.can_common import (
     parse_command,
     target,
 )
-from cli_verbs.can_sim import sim_cmd
-from cli_verbs.common import console, fail, json_line, print_counters
-from cli_verbs.link import Deadline, StatusLine, until_interrupted
-from protocols.actuator import ActuatorStruct, Fault
-from protocols.errors import FrameError
+from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
+from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
+from fwbridge.protocols.actuator import ActuatorStruct, Fault
+from fwbridge.protocols.errors import FrameError
 
 __all__ = ["can_group"]
 
@@ -452,5 +451,3 @@ def _report(label: str, bitrate: int, interval: float, frames: Counter[tuple[int
             console.print(f"  {r['id']:>8} {r['frames']:6d} frames {r['fps']:9.1f}/s "
                           f"{r['load']:6.2f} %{who}")
 
-
-can_group.add_command(sim_cmd)

@@ -8,10 +8,10 @@ from typing import Any
 import can
 import click
 
-from can_bus.ids import ActuatorMessage
-from can_bus.interface import FwBridgeBus
-from cli_verbs.common import CliError
-from protocols.action_frame import SubCommand, as_sub_command
+from fwbridge.can_bus.ids import ActuatorMessage
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.cli_verbs.common import CliError
+from fwbridge.protocols.action_frame import SubCommand, as_sub_command
 
 __all__ = ["COUNT", "DURATION", "BusOptions", "actuator_fields",
            "actuator_text", "bus_label", "lone_hint", "open_bus", "options", "parse_command",

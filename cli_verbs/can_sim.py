@@ -21,13 +21,13 @@ import can
 import click
 from rich.table import Table
 
-from can_bus.capture import open_writer
-from can_bus.interface import FwBridgeBus
-from can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
-from cli_verbs.can_common import open_bus, options, target
-from cli_verbs.common import console, fail, json_line
-from cli_verbs.link import StatusLine, until_interrupted
-from protocols.actuator import Fault
+from fwbridge.can_bus.capture import open_writer
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
+from fwbridge.cli_verbs.can_common import open_bus, options, target
+from fwbridge.cli_verbs.common import console, fail, json_line
+from fwbridge.cli_verbs.link import StatusLine, until_interrupted
+from fwbridge.protocols.actuator import Fault
 
 __all__ = ["sim_cmd"]
 

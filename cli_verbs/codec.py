@@ -9,13 +9,13 @@ from typing import Any, BinaryIO
 import click
 from rich.table import Table
 
-from bridge.capture import CaptureError, looks_like_pcapng, read_payloads
-from cli_verbs.action import action_decoder, encode_action
-from cli_verbs.common import CliError, Decoder, console, fail, json_line, print_counters
-from protocols import cmd_frame, odom_frame
-from protocols.errors import ConfigError, FrameError
-from protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_payloads
+from fwbridge.cli_verbs.action import action_decoder
+from fwbridge.cli_verbs.common import CliError, Decoder, console, fail, json_line, print_counters
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.errors import ConfigError, FrameError
+from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 READ_CHUNK = 1 << 16
 
@@ -25,8 +25,6 @@ READ_CHUNK = 1 << 16
 def encode_group() -> None:
     """Build one frame and print it as hex."""
 
-
-encode_group.add_command(encode_action)
 
 
 def _emit(frame_bytes: bytes, sep: str) -> None:
@@ -144,8 +142,8 @@ def _format_value(value: Any) -> str:
 
 def _action_extras(item: Any, as_json: bool) -> None:
     """Action groups (0x31/0x32) print as a table of steps under their frame."""
-    from cli_verbs.action import print_action_group
-    from protocols.action_frame import SubCommand
+    from fwbridge.cli_verbs.action import print_action_group
+    from fwbridge.protocols.action_frame import SubCommand
 
     frame = getattr(item, "frame", None)
     if not as_json and frame is not None and getattr(frame, "sub", None) in (
@@ -185,7 +183,7 @@ def decode_cmd(
     counters to stderr at the end.
     """
     if protocol == "actuator":  # a CAN capture, not a byte stream
-        from cli_verbs.can import decode_cmd as can_decode
+        from fwbridge.cli_verbs.can import decode_cmd as can_decode
 
         click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None)
         return

@@ -14,14 +14,14 @@ from typing import Any
 
 import click
 
-from bridge.fish.link import ActionLink, Exchange
-from bridge.transports import IO_ERRORS
-from cli_verbs.action import enum_label, frame_options
-from cli_verbs.common import fail, json_line
-from cli_verbs.link import BAUD, open_port
-from protocols.action_frame import ActionFrame, InstructionType
-from protocols.errors import ConfigError, FrameError
-from protocols.hextext import HexTextError, parse_hex, to_hex
+from fwbridge.bridge.fish.link import ActionLink, Exchange
+from fwbridge.bridge.transports import IO_ERRORS
+from fwbridge.cli_verbs.action import enum_label, frame_options
+from fwbridge.cli_verbs.common import fail, json_line
+from fwbridge.cli_verbs.link import BAUD, open_port
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType
+from fwbridge.protocols.errors import ConfigError, FrameError
+from fwbridge.protocols.hextext import HexTextError, parse_hex, to_hex
 
 __all__ = ["send_action_cmd"]
 

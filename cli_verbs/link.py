@@ -13,8 +13,8 @@ import serial
 from rich.live import Live
 from rich.text import Text
 
-from bridge.transports import LinkError, open_link
-from cli_verbs.common import console, err_console, fail
+from fwbridge.bridge.transports import LinkError, open_link
+from fwbridge.cli_verbs.common import console, err_console, fail
 
 BAUD = click.option(
     "-b", "--baud", type=click.IntRange(min=1), default=115200, show_default=True,

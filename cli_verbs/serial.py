@@ -1,8 +1,4 @@
-"""Verbs on real serial ports: ``ports``, ``send``, ``sniff``, ``record``, ``replay``.
-
-``teleop`` and ``bridge`` live in their own modules; :data:`SERIAL_COMMANDS`
-lists all of them for ``cli.py``.
-"""
+"""Verbs on real serial ports: ``ports``, ``send``, ``sniff``, ``record``, ``replay``."""
 
 from __future__ import annotations
 
@@ -14,12 +10,11 @@ import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from serial.tools import list_ports
 
-from bridge.capture import RX, TX, CaptureError, CaptureWriter, read_capture
-from bridge.health import GarbageWatch
-from bridge.transports import IO_ERRORS, read_some
-from cli_verbs.bridge_run import bridge_cmd
-from cli_verbs.codec import DECODERS
-from cli_verbs.common import (
+from fwbridge.bridge.capture import RX, TX, CaptureError, CaptureWriter, read_capture
+from fwbridge.bridge.health import GarbageWatch
+from fwbridge.bridge.transports import IO_ERRORS, read_some
+from fwbridge.cli_verbs.codec import DECODERS
+from fwbridge.cli_verbs.common import (
     Decoder,
     console,
     err_console,
@@ -27,7 +22,7 @@ from cli_verbs.common import (
     json_line,
     print_counters,
 )
-from cli_verbs.link import (
+from fwbridge.cli_verbs.link import (
     BAUD,
     DURATION,
     Deadline,
@@ -37,10 +32,9 @@ from cli_verbs.link import (
     until_interrupted,
     write_line,
 )
-from cli_verbs.teleop import teleop_cmd
-from protocols import cmd_frame, odom_frame
+from fwbridge.protocols import cmd_frame, odom_frame
 
-__all__ = ["SERIAL_COMMANDS"]
+__all__ = ["ports_cmd", "record_cmd", "replay_cmd", "send_group", "sniff_cmd"]
 
 SNIFF_PROTOCOLS = ("odom", "cmd", "action")
 
@@ -159,7 +153,7 @@ def decoder_for(protocol: str) -> Decoder:
         return DECODERS[protocol]
     if protocol == "action":
         try:
-            from cli_verbs.action import action_decoder
+            from fwbridge.cli_verbs.action import action_decoder
         except ImportError as exc:
             fail(f"action frames cannot be decoded here: {exc}")
         return action_decoder()
@@ -331,7 +325,3 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
         link.close()
     click.echo(f"replayed {sent} {direction} packets from {file} to {port}", err=True)
 
-
-SERIAL_COMMANDS: list[click.Command] = [
-    ports_cmd, send_group, sniff_cmd, record_cmd, replay_cmd, teleop_cmd, bridge_cmd,
-]

@@ -10,14 +10,14 @@ from typing import Any
 import click
 from rich.table import Table
 
-from bridge.odometry import Odometry
-from bridge.sim.drive import SquareDriver, SquareResult, run_square
-from bridge.sim.endpoint import PACES, SimEndpoint
-from bridge.sim.faults import FaultSpec
-from bridge.sim.models import MODELS
-from bridge.sim.pty_link import PtyLink
-from cli_verbs.common import console, fail, json_line, print_counters
-from cli_verbs.link import StatusLine
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.sim.drive import SquareDriver, SquareResult, run_square
+from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
+from fwbridge.bridge.sim.faults import FaultSpec
+from fwbridge.bridge.sim.models import MODELS
+from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
+from fwbridge.cli_verbs.link import StatusLine
 
 FAULTS = click.option(
     "--faults", default="", metavar="NAME=RATE,...",
@@ -99,7 +99,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
     fwbridge simulator), driven by ``fwbridge arm pick-place``.
     """
     if model == "scara":
-        from cli_verbs.arm import scara_sim
+        from fwbridge.cli_verbs.arm import scara_sim
 
         scara_sim(duration, as_json)
         return

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 
 import click
 
-from bridge.transports import IO_ERRORS
-from cli_verbs.common import fail
-from cli_verbs.link import BAUD, open_port
-from protocols import cmd_frame
-from protocols.cmd_frame import CmdFrame
+from fwbridge.bridge.transports import IO_ERRORS
+from fwbridge.cli_verbs.common import fail
+from fwbridge.cli_verbs.link import BAUD, open_port
+from fwbridge.protocols import cmd_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
 
 QUIT_BYTES = frozenset(b"q\x03\x04")  # q, Ctrl-C, Ctrl-D (raw mode delivers them as bytes)
 

@@ -14,8 +14,8 @@ import contextlib
 import sys
 
 #: Modules outside protocols/ that parse outside input (captures, config files).
-PARSERS = ("bridge.capture", "bridge.config", "bridge.arm.config", "can_bus.capture",
-           "can_bus.pcapng")
+PARSERS = ("fwbridge.bridge.capture", "fwbridge.bridge.config", "fwbridge.bridge.arm.config",
+           "fwbridge.can_bus.capture", "fwbridge.can_bus.pcapng")
 
 
 def _import_parsers() -> None:
@@ -23,9 +23,10 @@ def _import_parsers() -> None:
     import importlib
     import pkgutil
 
-    import protocols
+    import fwbridge.protocols
 
-    names = [i.name for i in pkgutil.iter_modules(protocols.__path__, prefix="protocols.")]
+    package = fwbridge.protocols
+    names = [i.name for i in pkgutil.iter_modules(package.__path__, prefix=f"{package.__name__}.")]
     for name in (*names, *PARSERS):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)

@@ -29,8 +29,8 @@ def _split(data: bytes) -> list[bytes]:
 
 
 def sum8_receiver(data: bytes) -> None:
-    from protocols import cmd_frame, odom_frame
-    from protocols.sum8_receiver import Sum8Receiver
+    from fwbridge.protocols import cmd_frame, odom_frame
+    from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
     for codec in (odom_frame.CODEC, cmd_frame.CODEC):
         rx = Sum8Receiver(codec)
@@ -49,8 +49,8 @@ def sum8_receiver(data: bytes) -> None:
 
 
 def sum8_decode(data: bytes) -> None:
-    from protocols import odom_frame
-    from protocols.errors import FrameError
+    from fwbridge.protocols import odom_frame
+    from fwbridge.protocols.errors import FrameError
 
     with contextlib.suppress(FrameError):
         odom_frame.decode(data)
@@ -59,7 +59,7 @@ def sum8_decode(data: bytes) -> None:
 
 
 def hex_parser(data: bytes) -> None:
-    from protocols.hextext import HexTextError, looks_like_hex, parse_hex
+    from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex
 
     text = data.decode("utf-8", errors="replace")
     try:
@@ -71,8 +71,8 @@ def hex_parser(data: bytes) -> None:
 
 
 def action_receiver(data: bytes) -> None:
-    from protocols import action_frame
-    from protocols.action_receiver import ActionReceiver
+    from fwbridge.protocols import action_frame
+    from fwbridge.protocols.action_receiver import ActionReceiver
 
     body = data[1:]
     for relaxed in (False, True):
@@ -90,8 +90,8 @@ def action_receiver(data: bytes) -> None:
 
 
 def action_decode(data: bytes) -> None:
-    from protocols import action_frame, action_group, actuator
-    from protocols.errors import FrameError
+    from fwbridge.protocols import action_frame, action_group, actuator
+    from fwbridge.protocols.errors import FrameError
 
     with contextlib.suppress(FrameError):
         action_frame.decode(data, relaxed=bool(data[:1] == b"\x00"))
@@ -111,7 +111,7 @@ def _scratch(data: bytes, suffix: str) -> Path:
 
 
 def serial_pcapng(data: bytes) -> None:
-    from bridge.capture import CaptureError, read_capture
+    from fwbridge.bridge.capture import CaptureError, read_capture
 
     with contextlib.suppress(CaptureError):
         for packet in read_capture(_scratch(data, ".pcapng")):
@@ -119,7 +119,7 @@ def serial_pcapng(data: bytes) -> None:
 
 
 def can_pcapng(data: bytes) -> None:
-    from can_bus.pcapng import parse
+    from fwbridge.can_bus.pcapng import parse
 
     with contextlib.suppress(ValueError):
         for msg in parse(data):
@@ -127,7 +127,7 @@ def can_pcapng(data: bytes) -> None:
 
 
 def candump(data: bytes) -> None:
-    from can_bus.capture import format_frame, parse_frame, read_messages
+    from fwbridge.can_bus.capture import format_frame, parse_frame, read_messages
 
     text = data.decode("utf-8", errors="replace")
     for line in text.splitlines()[:20]:
@@ -143,8 +143,8 @@ def candump(data: bytes) -> None:
 def config_loader(data: bytes) -> None:
     import tomllib
 
-    from bridge.arm.config import ArmConfigError, parse_arm
-    from bridge.config import ConfigError, parse_config
+    from fwbridge.bridge.arm.config import ArmConfigError, parse_arm
+    from fwbridge.bridge.config import ConfigError, parse_config
 
     try:
         table = tomllib.loads(data.decode("utf-8", errors="replace"))

@@ -44,9 +44,15 @@ from construct import (
     this,
 )
 
-from .crc import DEFAULT_CRC, crc_function
-from .errors import ChecksumError, FieldValueError, HeaderError, LengthError, TrailerError
-from .sum8 import fast_constructor
+from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
+from fwbridge.protocols.errors import (
+    ChecksumError,
+    FieldValueError,
+    HeaderError,
+    LengthError,
+    TrailerError,
+)
+from fwbridge.protocols.sum8 import fast_constructor
 
 __all__ = [
     "HEADER",

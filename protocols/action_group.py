@@ -41,8 +41,8 @@ from construct import (
     this,
 )
 
-from .action_frame import ActionFrame, SubCommand
-from .errors import FieldValueError, LengthError
+from fwbridge.protocols.action_frame import ActionFrame, SubCommand
+from fwbridge.protocols.errors import FieldValueError, LengthError
 
 __all__ = [
     "ACTION_GROUP_SUBS",

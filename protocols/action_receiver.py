@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .action_frame import (
+from fwbridge.protocols.action_frame import (
     _SUB_OF,
     _TYPE_OF,
     HEADER,
@@ -42,9 +42,9 @@ from .action_frame import (
     SubCommand,
     _make,
 )
-from .counters import Counters
-from .crc import DEFAULT_CRC, crc_function
-from .errors import ConfigError
+from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = [
     "DEFAULT_MAX_LENGTH",

@@ -25,8 +25,8 @@ from typing import Any
 
 from construct import ConstructError, Enum, FlagsEnum, Int8sl, Int8ul, Struct
 
-from .action_frame import SubCommand, as_sub_command
-from .errors import FieldValueError, LengthError
+from fwbridge.protocols.action_frame import SubCommand, as_sub_command
+from fwbridge.protocols.errors import FieldValueError, LengthError
 
 __all__ = ["SCHEMA", "SIZE", "ActuatorStruct", "Fault", "decode", "decode_with_schema", "encode",
            "encode_with_schema", "fine_position", "with_fine_position"]

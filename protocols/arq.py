@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from .action_frame import ActionFrame, SubCommand, as_instruction_type, encode
-from .action_receiver import Rejected
-from .counters import Counters
-from .crc import DEFAULT_CRC, crc_function
-from .errors import ConfigError, FieldValueError, StateError
+from fwbridge.protocols.action_frame import ActionFrame, SubCommand, as_instruction_type, encode
+from fwbridge.protocols.action_receiver import Rejected
+from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
+from fwbridge.protocols.errors import ConfigError, FieldValueError, StateError
 
 __all__ = [
     "ANSWER_OFFSET",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .sum8 import HEADER, Sum8Codec
+from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "FIELDS", "HEADER", "SCHEMA", "SIZE", "ZERO", "CmdFrame", "decode", "encode"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import crcmod
 import crcmod.predefined
 
-from .errors import ConfigError
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = [
     "DEFAULT_CRC",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .sum8 import HEADER, Sum8Codec
+from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "FIELDS", "HEADER", "SCHEMA", "SIZE", "OdomFrame", "decode", "encode"]
 

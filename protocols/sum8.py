@@ -29,7 +29,7 @@ from construct import (
     ChecksumError as ConstructChecksumError,
 )
 
-from .errors import ChecksumError, FieldValueError, HeaderError, LengthError
+from fwbridge.protocols.errors import ChecksumError, FieldValueError, HeaderError, LengthError
 
 HEADER = b"\xaa\x55"
 

@@ -23,8 +23,8 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
-from .counters import Counters
-from .sum8 import HEADER, Sum8Codec, fast_constructor
+from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.sum8 import HEADER, Sum8Codec, fast_constructor
 
 T = TypeVar("T")
 

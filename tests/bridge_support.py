@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from bridge.base_core import NodeEvent
-from bridge.config import RobotConfig, parse_config
-from bridge.odometry import Odometry
-from bridge.transports import PtyPair
-from protocols import cmd_frame
-from protocols.cmd_frame import CmdFrame
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.bridge.base_core import NodeEvent
+from fwbridge.bridge.config import RobotConfig, parse_config
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.transports import PtyPair
+from fwbridge.protocols import cmd_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.cli_helpers import ROOT, run_cli
 
 

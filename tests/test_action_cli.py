@@ -6,12 +6,11 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from cli_verbs.action import action_decoder, action_group_table, encode_action
-from protocols import action_frame as af
-from protocols.action_frame import ActionFrame
-from protocols.hextext import parse_hex
-
-from .conftest import FIXTURES
+from fwbridge.cli_verbs.action import action_decoder, action_group_table, encode_action
+from fwbridge.protocols import action_frame as af
+from fwbridge.protocols.action_frame import ActionFrame
+from fwbridge.protocols.hextext import parse_hex
+from tests.conftest import FIXTURES
 
 EXAMPLE = parse_hex((FIXTURES / "patent_example.hex").read_text())
 

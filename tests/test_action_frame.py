@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import action_frame as af
-from protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from protocols.crc import DEFAULT_CRC, crc16, crc_function, preset, preset_names
-from protocols.errors import (
+from fwbridge.protocols import action_frame as af
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
+from fwbridge.protocols.crc import DEFAULT_CRC, crc16, crc_function, preset, preset_names
+from fwbridge.protocols.errors import (
     ChecksumError,
     ConfigError,
     FieldValueError,
@@ -18,9 +18,8 @@ from protocols.errors import (
     LengthError,
     TrailerError,
 )
-from protocols.hextext import parse_hex
-
-from .conftest import FIXTURES
+from fwbridge.protocols.hextext import parse_hex
+from tests.conftest import FIXTURES
 
 EXAMPLE = parse_hex((FIXTURES / "patent_example.hex").read_text())
 

@@ -6,14 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import action_frame as af
-from protocols import action_group as ag
-from protocols.action_frame import ActionFrame
-from protocols.action_group import ActionGroup, ServoEntry, Step
-from protocols.errors import FieldValueError, FrameError, LengthError
-from protocols.hextext import parse_hex
-
-from .conftest import FIXTURES
+from fwbridge.protocols import action_frame as af
+from fwbridge.protocols import action_group as ag
+from fwbridge.protocols.action_frame import ActionFrame
+from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step
+from fwbridge.protocols.errors import FieldValueError, FrameError, LengthError
+from fwbridge.protocols.hextext import parse_hex
+from tests.conftest import FIXTURES
 
 EXAMPLE = af.decode(parse_hex((FIXTURES / "patent_example.hex").read_text()), relaxed=True)
 

@@ -10,14 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.baselines.patent_receiver import PatentReceiver
-from protocols import action_frame as af
-from protocols import action_group
-from protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from protocols.action_receiver import ActionReceiver, Received, Rejected
-from protocols.errors import ConfigError
-from protocols.hextext import parse_hex
-
-from .conftest import FIXTURES
+from fwbridge.protocols import action_frame as af
+from fwbridge.protocols import action_group
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
+from fwbridge.protocols.action_receiver import ActionReceiver, Received, Rejected
+from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.hextext import parse_hex
+from tests.conftest import FIXTURES
 
 EXAMPLE = parse_hex((FIXTURES / "patent_example.hex").read_text())
 SPECIAL = [b"\xfd\xdf", b"\xfe\xef", b"\xfe\xff", b"\xfe", b"\xfd"]

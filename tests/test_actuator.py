@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols import actuator
-from protocols.action_frame import SubCommand
-from protocols.actuator import ActuatorStruct, Fault
-from protocols.errors import FieldValueError, LengthError
+from fwbridge.protocols import actuator
+from fwbridge.protocols.action_frame import SubCommand
+from fwbridge.protocols.actuator import ActuatorStruct, Fault
+from fwbridge.protocols.errors import FieldValueError, LengthError
 
 structs = st.builds(
     ActuatorStruct,

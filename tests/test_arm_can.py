@@ -7,11 +7,11 @@ import math
 import can
 import pytest
 
-from bridge.arm.can_arm import ArmLink, JointModule, arm_specs, run_pick_place
-from bridge.arm.kinematics import Joints, Pose, ScaraGeometry
-from bridge.arm.pick_place import Phase, PickPlaceConfig
-from can_bus.ids import from_message
-from protocols.actuator import fine_position
+from fwbridge.bridge.arm.can_arm import ArmLink, JointModule, arm_specs, run_pick_place
+from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry
+from fwbridge.bridge.arm.pick_place import Phase, PickPlaceConfig
+from fwbridge.can_bus.ids import from_message
+from fwbridge.protocols.actuator import fine_position
 
 GEOM = ScaraGeometry()
 

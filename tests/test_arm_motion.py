@@ -8,9 +8,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
-from bridge.arm.motion import JointMove, Limits, LinearMove, Trapezoid
-from bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
+from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove, Trapezoid
+from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 
 GEOM = ScaraGeometry()
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from protocols import action_frame as af
-from protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from protocols.action_receiver import ActionReceiver, Rejected
-from protocols.arq import (
+from fwbridge.protocols import action_frame as af
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
+from fwbridge.protocols.action_receiver import ActionReceiver, Rejected
+from fwbridge.protocols.arq import (
     Delivered,
     Failed,
     Responder,
@@ -22,7 +22,7 @@ from protocols.arq import (
     make_answer,
     parse_answer,
 )
-from protocols.errors import ConfigError, FieldValueError, StateError
+from fwbridge.protocols.errors import ConfigError, FieldValueError, StateError
 
 REQ = ActionFrame(3, InstructionType.WRITE_PC, SubCommand.TEST_ACTION_GROUP, b"\x01\x02")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.capture import (
+from fwbridge.bridge.capture import (
     INBOUND,
     LINKTYPE_USER0,
     OUTBOUND,

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from bridge.capture import read_capture
-from bridge.transports import PtyPair
-from protocols import cmd_frame, odom_frame
-from protocols.cmd_frame import CmdFrame
-from protocols.odom_frame import OdomFrame
+from fwbridge.bridge.capture import read_capture
+from fwbridge.bridge.transports import PtyPair
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.odom_frame import OdomFrame
 from tests.bridge_support import FirmwarePeer, run_verb, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
@@ -300,7 +300,7 @@ def test_bridge_config_and_port_errors(tmp_path: Path) -> None:
 
 
 def test_sniff_action_frames_through_the_decoder_registry(pair: PtyPair) -> None:
-    from protocols import action_frame
+    from fwbridge.protocols import action_frame
 
     frame = action_frame.encode(action_frame.ActionFrame(3, 0x04, 0x21, b"\x01\x02\xfd\xdf"))
     stop = threading.Event()
@@ -337,9 +337,9 @@ def test_bridge_use_sim_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_read_pcapng_payloads_for_decode(tmp_path: Path) -> None:
-    from bridge.capture import CaptureWriter
-    from cli_verbs.codec import read_pcapng_payloads
-    from cli_verbs.common import CliError
+    from fwbridge.bridge.capture import CaptureWriter
+    from fwbridge.cli_verbs.codec import read_pcapng_payloads
+    from fwbridge.cli_verbs.common import CliError
 
     path = tmp_path / "c.pcapng"
     with CaptureWriter(path) as cap:

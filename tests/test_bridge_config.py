@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from bridge.base_node import ZERO_FRAME
-from bridge.config import ConfigError, load_config, parse_config
-from bridge.hardware import (
+from fwbridge.bridge.base_node import ZERO_FRAME
+from fwbridge.bridge.config import ConfigError, load_config, parse_config
+from fwbridge.bridge.hardware import (
     HardwareInterface,
     LifecycleError,
     LifecycleState,
     LinkHardware,
     load_calibration,
 )
-from bridge.transports import LinkNotFound, PtyPair
+from fwbridge.bridge.transports import LinkNotFound, PtyPair
 
 FULL = """
 use_sim = false
@@ -31,7 +31,7 @@ exclusive = false
 
 [sim]
 url = "sim://mecanum?seed=3"
-handler_package = "bridge.sim"
+handler_package = "fwbridge.bridge.sim"
 
 [control]
 rate_hz = 50
@@ -75,7 +75,7 @@ def test_defaults_match_the_design(tmp_path: Path) -> None:
 def test_use_sim_swaps_only_the_link_url(tmp_path: Path) -> None:
     real = load_config(write(tmp_path, FULL))
     sim = load_config(write(tmp_path, FULL.replace("use_sim = false", "use_sim = true"), "s.toml"))
-    assert sim.link_url == "sim://mecanum?seed=3" and sim.handler_package == "bridge.sim"
+    assert sim.link_url == "sim://mecanum?seed=3" and sim.handler_package == "fwbridge.bridge.sim"
     differing = {
         f.name for f in dataclasses.fields(real) if getattr(real, f.name) != getattr(sim, f.name)
     }

@@ -7,12 +7,12 @@ import random
 
 import pytest
 
-from bridge.base_node import ZERO_FRAME, BaseNodeCore
-from bridge.hardware import Calibration
-from bridge.health import GarbageWatch
-from bridge.odometry import OdometryIntegrator, quaternion_from_yaw
-from protocols import cmd_frame, odom_frame
-from protocols.odom_frame import OdomFrame
+from fwbridge.bridge.base_node import ZERO_FRAME, BaseNodeCore
+from fwbridge.bridge.hardware import Calibration
+from fwbridge.bridge.health import GarbageWatch
+from fwbridge.bridge.odometry import OdometryIntegrator, quaternion_from_yaw
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.odom_frame import OdomFrame
 
 
 def f32(x: float) -> float:
@@ -203,7 +203,7 @@ def test_frames_among_noise_or_silence_are_not_garbage() -> None:
 
 
 def test_paced_skips_to_the_newest_once_over_budget() -> None:
-    from bridge.base_core import paced
+    from fwbridge.bridge.base_core import paced
 
     t = [0.0]
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from bridge.aio import AsyncBaseNode
-from bridge.base_node import ZERO_FRAME, BaseNode
-from bridge.capture import CaptureWriter, read_capture
-from bridge.transports import PtyPair
-from protocols import cmd_frame, odom_frame
-from protocols.cmd_frame import CmdFrame
-from protocols.odom_frame import OdomFrame
+from fwbridge.bridge.aio import AsyncBaseNode
+from fwbridge.bridge.base_node import ZERO_FRAME, BaseNode
+from fwbridge.bridge.capture import CaptureWriter, read_capture
+from fwbridge.bridge.transports import PtyPair
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.odom_frame import OdomFrame
 from tests.bridge_support import FirmwarePeer, Recorder, config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")

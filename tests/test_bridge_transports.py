@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import serial
 
-from bridge.transports import (
+from fwbridge.bridge.transports import (
     LinkBusy,
     LinkError,
     LinkNotFound,
@@ -111,7 +111,7 @@ def test_permission_denied_on_a_real_device() -> None:
         if setpriv is None:
             pytest.skip("running as root and setpriv is not installed")
         code = (
-            "from bridge.transports import open_link, LinkError\n"
+            "from fwbridge.bridge.transports import open_link, LinkError\n"
             f"try:\n    open_link({pair.path!r})\n"
             "except LinkError as e:\n    print(type(e).__name__, e)\n"
         )
@@ -146,7 +146,7 @@ def test_unknown_and_unavailable_schemes_are_clear_errors() -> None:
 
 
 def test_a_registered_handler_package_serves_its_scheme() -> None:
-    from protocols import cmd_frame, odom_frame
+    from fwbridge.protocols import cmd_frame, odom_frame
 
     with open_link("simstub://", handler_package="tests.sim_stub") as link:
         link.write(cmd_frame.encode(cmd_frame.CmdFrame(0.5, 0.0, 0.0)))

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from can_bus.bits import (
+from fwbridge.can_bus.bits import (
     Frame,
     arbitration_key,
     crc15,

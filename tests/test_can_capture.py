@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from can_bus.capture import (
+from fwbridge.can_bus.capture import (
     candump_line,
     decode_actuators,
     format_frame,
@@ -21,12 +21,12 @@ from can_bus.capture import (
     parse_frame,
     read_messages,
 )
-from can_bus.ids import ActuatorMessage, Direction, to_message
-from can_bus.interface import FwBridgeBus
-from can_bus.nodes import ActuatorModule
-from can_bus.pcapng import LINKTYPE_CAN_SOCKETCAN, PcapngWriter, encode_packet
-from protocols.action_frame import SubCommand
-from protocols.actuator import ActuatorStruct, Fault
+from fwbridge.can_bus.ids import ActuatorMessage, Direction, to_message
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.nodes import ActuatorModule
+from fwbridge.can_bus.pcapng import LINKTYPE_CAN_SOCKETCAN, PcapngWriter, encode_packet
+from fwbridge.protocols.action_frame import SubCommand
+from fwbridge.protocols.actuator import ActuatorStruct, Fault
 
 
 def sample() -> list[can.Message]:

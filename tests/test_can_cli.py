@@ -14,11 +14,11 @@ import can
 import pytest
 from click.testing import CliRunner, Result
 
-from can_bus.capture import read_messages
-from can_bus.ids import Direction, to_message
-from cli_verbs.can import can_group
-from protocols.action_frame import SubCommand
-from protocols.actuator import ActuatorStruct
+from fwbridge.can_bus.capture import read_messages
+from fwbridge.can_bus.ids import Direction, to_message
+from fwbridge.cli import fwbridge
+from fwbridge.protocols.action_frame import SubCommand
+from fwbridge.protocols.actuator import ActuatorStruct
 from tests.test_can_nodes import _vcan_reason
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def chan() -> str:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(can_group, list(args), catch_exceptions=False)
+    return CliRunner().invoke(fwbridge, ["can", *args], catch_exceptions=False)
 
 
 def test_send_frame_is_on_the_bus(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_sim_runs_unchanged_on_virtual() -> None:
     assert r.exit_code == 2 and "simulated bus" in r.stderr
 
 
-WRAPPER = "import sys; from cli_verbs.can import can_group; can_group(prog_name='fwbridge can')"
+WRAPPER = "import sys; from fwbridge.cli import main; main(['can', *sys.argv[1:]])"
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import can
 
-from can_bus.ids import command_filter, drain
+from fwbridge.can_bus.ids import command_filter, drain
 
 
 def test_drain_reads_past_filtered_frames_on_the_virtual_bus() -> None:

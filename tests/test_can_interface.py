@@ -15,9 +15,9 @@ from pathlib import Path
 import can
 import pytest
 
-from can_bus.bits import EOF_END, Frame, frame_length, stuffed_length
-from can_bus.interface import FwBridgeBus
-from can_bus.simchannel import get_channel
+from fwbridge.can_bus.bits import EOF_END, Frame, frame_length, stuffed_length
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.simchannel import get_channel
 
 ROOT = Path(__file__).resolve().parents[1]
 _names = itertools.count()

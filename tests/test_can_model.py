@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from can_bus.bits import (
+from fwbridge.can_bus.bits import (
     EOF_END,
     TAIL_BITS,
     Frame,
@@ -18,7 +18,7 @@ from can_bus.bits import (
     stuffed_length,
     wire_bits,
 )
-from can_bus.model import BusModel, Delivered, ErrorFrame, ErrorState, Event, StateChanged
+from fwbridge.can_bus.model import BusModel, Delivered, ErrorFrame, ErrorState, Event, StateChanged
 
 
 def run_all(model: BusModel, limit: int = 100_000) -> list[Event]:

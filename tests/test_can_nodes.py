@@ -12,11 +12,11 @@ from collections.abc import Iterator, Sequence
 import can
 import pytest
 
-from can_bus.ids import Direction, from_message, to_message
-from can_bus.interface import FwBridgeBus
-from can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner, Status, TxQueue
-from protocols.action_frame import SubCommand
-from protocols.actuator import ActuatorStruct, Fault
+from fwbridge.can_bus.ids import Direction, from_message, to_message
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner, Status, TxQueue
+from fwbridge.protocols.action_frame import SubCommand
+from fwbridge.protocols.actuator import ActuatorStruct, Fault
 
 _names = itertools.count()
 TARGETS = {1: (30, 0), 2: (-40, 50), 3: (20, 100)}  # module: (angle, speed %)

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from protocols import cmd_frame, odom_frame
-
-from .cli_helpers import run_cli
-from .conftest import FIXTURES
+from fwbridge.protocols import cmd_frame, odom_frame
+from tests.cli_helpers import run_cli
+from tests.conftest import FIXTURES
 
 
 def test_encode_cmd_prints_frame_hex() -> None:

@@ -8,10 +8,9 @@ import subprocess
 
 import pytest
 
+from tests.conftest import FIXTURES
 from tests.fwref import FIRMWARE, Firmware
 from tests.fwref import firmware as firmware  # the session fixture
-
-from .conftest import FIXTURES
 
 FUZZ_TARGETS = ("sum8", "action", "arq", "actuator")
 FUZZ_SECONDS = os.environ.get("FWBRIDGE_C_FUZZ_SECONDS", "1.5")

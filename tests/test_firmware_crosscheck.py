@@ -15,12 +15,12 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols import action_frame, actuator, cmd_frame, odom_frame
-from protocols.action_frame import ActionFrame
-from protocols.action_receiver import ActionReceiver
-from protocols.arq import Delivered, Failed, Responder, Retransmit, StopAndWaitSender
-from protocols.crc import preset_names
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols import action_frame, actuator, cmd_frame, odom_frame
+from fwbridge.protocols.action_frame import ActionFrame
+from fwbridge.protocols.action_receiver import ActionReceiver
+from fwbridge.protocols.arq import Delivered, Failed, Responder, Retransmit, StopAndWaitSender
+from fwbridge.protocols.crc import preset_names
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.fwref import CAnswer, CFrame, CReject, Firmware
 from tests.fwref import firmware as firmware  # the session fixture
 

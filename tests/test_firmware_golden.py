@@ -7,14 +7,13 @@ import struct
 
 import pytest
 
-from protocols import action_frame, actuator, cmd_frame, odom_frame
-from protocols.action_receiver import ActionReceiver
-from protocols.crc import preset, preset_names
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols import action_frame, actuator, cmd_frame, odom_frame
+from fwbridge.protocols.action_receiver import ActionReceiver
+from fwbridge.protocols.crc import preset, preset_names
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from tests.conftest import FIXTURES
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
-
-from .conftest import FIXTURES
 
 SUM8 = json.loads((FIXTURES / "sum8_golden.json").read_text())
 ACTION = json.loads((FIXTURES / "action_golden.json").read_text())

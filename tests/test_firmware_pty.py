@@ -24,11 +24,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from protocols import action_frame, cmd_frame, odom_frame
-from protocols.action_frame import ActionFrame
-from protocols.action_receiver import ActionReceiver
-from protocols.arq import Delivered, Retransmit, Status, StopAndWaitSender, parse_answer
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols import action_frame, cmd_frame, odom_frame
+from fwbridge.protocols.action_frame import ActionFrame
+from fwbridge.protocols.action_receiver import ActionReceiver
+from fwbridge.protocols.arq import Delivered, Retransmit, Status, StopAndWaitSender, parse_answer
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
 

@@ -14,20 +14,20 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from bridge.fish.link import ActionLink
-from bridge.fish.payloads import CanErrorInfo, RobotInfo, decode_result
-from bridge.sim import webots_adapter
-from bridge.sim.endpoint import SimEndpoint
-from bridge.sim.models.fish import RobotFish
-from bridge.sim.pty_link import PtyLink
-from bridge.transports import open_link
-from can_bus.ids import Direction, from_message
-from can_bus.interface import FwBridgeBus
-from cli_verbs.fish import send_action_cmd
-from cli_verbs.serial import send_group
-from protocols import action_frame
-from protocols.action_frame import ActionFrame, SubCommand
-from protocols.action_receiver import ActionReceiver
+from fwbridge.bridge.fish.link import ActionLink
+from fwbridge.bridge.fish.payloads import CanErrorInfo, RobotInfo, decode_result
+from fwbridge.bridge.sim import webots_adapter
+from fwbridge.bridge.sim.endpoint import SimEndpoint
+from fwbridge.bridge.sim.models.fish import RobotFish
+from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.bridge.transports import open_link
+from fwbridge.can_bus.ids import Direction, from_message
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.cli_verbs.fish import send_action_cmd
+from fwbridge.cli_verbs.serial import send_group
+from fwbridge.protocols import action_frame
+from fwbridge.protocols.action_frame import ActionFrame, SubCommand
+from fwbridge.protocols.action_receiver import ActionReceiver
 from tests.cli_helpers import run_cli
 from tests.test_fish_sim import EXAMPLE, STEPS
 from tests.test_sim_webots_adapter import STANDIN, drain, world

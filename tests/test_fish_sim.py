@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import pytest
 import serial
 
-import bridge.sim  # noqa: F401  (registers sim://)
-from bridge.fish.body import Obstacle
-from bridge.fish.link import ActionLink
-from bridge.fish.payloads import (
+import fwbridge.bridge.sim  # noqa: F401  (registers sim://)
+from fwbridge.bridge.fish.body import Obstacle
+from fwbridge.bridge.fish.link import ActionLink
+from fwbridge.bridge.fish.payloads import (
     FISH_SERVOS,
     BuoyancyInfo,
     CanErrorInfo,
@@ -31,17 +31,17 @@ from bridge.fish.payloads import (
     encode_result,
     encode_servo_targets,
 )
-from bridge.sim.faults import FaultInjector, FaultSpec
-from bridge.sim.models.fish import RobotFish
-from bridge.sim.webots_serial import ROBOT_LINK
-from can_bus.ids import Direction, from_message
-from can_bus.interface import FwBridgeBus
-from protocols import action_frame, action_group
-from protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from protocols.actuator import Fault
-from protocols.arq import Status
-from protocols.errors import FrameError
-from protocols.hextext import parse_hex
+from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
+from fwbridge.bridge.sim.models.fish import RobotFish
+from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
+from fwbridge.can_bus.ids import Direction, from_message
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.protocols import action_frame, action_group
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
+from fwbridge.protocols.actuator import Fault
+from fwbridge.protocols.arq import Status
+from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.hextext import parse_hex
 from tests.conftest import FIXTURES
 
 # The patent's worked example decodes only relaxed (header FE FF, a CRC that
@@ -341,7 +341,7 @@ def test_stored_groups_and_idle(fish: Fish) -> None:
 
 
 def test_fish_is_in_the_registry() -> None:
-    from bridge.sim.models import MODELS, create_model
+    from fwbridge.bridge.sim.models import MODELS, create_model
 
     assert MODELS["fish"] is RobotFish
     model = create_model("fish")

@@ -13,8 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz.targets import TARGETS
-
-from .conftest import FIXTURES
+from tests.conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASHES = FIXTURES / "fuzz"

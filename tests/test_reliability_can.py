@@ -19,10 +19,10 @@ from typing import Any
 import can
 import pytest
 
-from can_bus.ids import FEEDBACK_BASE, drain
-from can_bus.interface import FwBridgeBus
-from can_bus.model import ErrorState, StateChanged
-from can_bus.nodes import ActuatorModule, Kind, MainController, Status
+from fwbridge.can_bus.ids import FEEDBACK_BASE, drain
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.model import ErrorState, StateChanged
+from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, Status
 
 _names = itertools.count()
 BITRATE = 500_000

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from bridge.base_node import BaseNode
-from bridge.transports import PtyPair
-from protocols import cmd_frame, odom_frame
-from protocols.odom_frame import OdomFrame
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.bridge.base_node import BaseNode
+from fwbridge.bridge.transports import PtyPair
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.odom_frame import OdomFrame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.bridge_support import FirmwarePeer, Recorder, config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")

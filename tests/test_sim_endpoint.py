@@ -23,23 +23,23 @@ from typing import Any
 import pytest
 import serial
 
-import bridge.sim  # noqa: F401  (registers sim://)
-from bridge.base_node import BaseNode
-from bridge.config import RobotConfig
-from bridge.odometry import Odometry
-from bridge.sim.endpoint import SimEndpoint
-from bridge.sim.faults import FaultSpec
-from bridge.sim.models.mecanum import MecanumBase
-from bridge.sim.models.zumo import Zumo
-from bridge.sim.pty_link import PtyLink
-from protocols import cmd_frame, odom_frame
-from protocols.cmd_frame import CmdFrame
-from protocols.odom_frame import OdomFrame
-from protocols.sum8_receiver import Sum8Receiver
+import fwbridge.bridge.sim  # noqa: F401  (registers sim://)
+from fwbridge.bridge.base_node import BaseNode
+from fwbridge.bridge.config import RobotConfig
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.sim.endpoint import SimEndpoint
+from fwbridge.bridge.sim.faults import FaultSpec
+from fwbridge.bridge.sim.models.mecanum import MecanumBase
+from fwbridge.bridge.sim.models.zumo import Zumo
+from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.odom_frame import OdomFrame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_SIM = (
-    "import sys; from cli_verbs.sim import sim_cmd; "
+    "import sys; from fwbridge.cli_verbs.sim import sim_cmd; "
     "sim_cmd.main(args=sys.argv[1:], prog_name='fwbridge sim')"
 )
 
@@ -268,8 +268,8 @@ def test_use_sim_config_opens_a_sim_url_in_a_fresh_process(tmp_path: Path) -> No
     )
     code = (
         "import sys\n"
-        "from bridge.config import load_config\n"
-        "from bridge.hardware import LinkHardware\n"
+        "from fwbridge.bridge.config import load_config\n"
+        "from fwbridge.bridge.hardware import LinkHardware\n"
         "hw = LinkHardware(load_config(sys.argv[1])); hw.configure()\n"
         "hw.link.write(b'\\xaa\\x55hello'); print(hw.link.read(7).hex()); hw.shutdown()\n"
     )

@@ -17,10 +17,10 @@ from types import ModuleType
 
 import pytest
 
-from bridge.sim import webots_adapter
-from protocols import cmd_frame, odom_frame
-from protocols.cmd_frame import CmdFrame
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.bridge.sim import webots_adapter
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 STANDIN = Path(__file__).parent / "webots_standin"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.sim.clock import SimClock
-from bridge.sim.faults import FaultInjector, FaultSpec
-from bridge.sim.webots_serial import (
+from fwbridge.bridge.sim.clock import SimClock
+from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
+from fwbridge.bridge.sim.webots_serial import (
     ROBOT_LINK,
     SUPERVISOR_LINK,
     Emitter,
@@ -14,7 +14,7 @@ from bridge.sim.webots_serial import (
     Receiver,
     WebotsSerialDrv,
 )
-from bridge.sim.world import World
+from fwbridge.bridge.sim.world import World
 
 
 class Owner:

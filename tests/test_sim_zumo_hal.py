@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from bridge.sim.models.zumo import Zumo, ZumoParams
-from bridge.sim.models.zumo_hal import FloorMap
-from bridge.sim.world import World
+from fwbridge.bridge.sim.models.zumo import Zumo, ZumoParams
+from fwbridge.bridge.sim.models.zumo_hal import FloorMap
+from fwbridge.bridge.sim.world import World
 
 
 def zumo(step_ms: int = 1, **params: object) -> tuple[World, Zumo]:

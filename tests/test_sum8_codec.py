@@ -10,11 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols import cmd_frame, odom_frame
-from protocols.errors import ChecksumError, FieldValueError, FrameError, HeaderError, LengthError
-from protocols.sum8 import sum8
-
-from .conftest import FIXTURES
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.errors import (
+    ChecksumError,
+    FieldValueError,
+    FrameError,
+    HeaderError,
+    LengthError,
+)
+from fwbridge.protocols.sum8 import sum8
+from tests.conftest import FIXTURES
 
 f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 any32 = st.floats(width=32)

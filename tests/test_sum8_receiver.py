@@ -12,10 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.baselines.seed_getonebyte import SeedGetOneByte
-from protocols import cmd_frame, odom_frame
-from protocols.sum8_receiver import Sum8Receiver, decode_columns
-
-from .conftest import FIXTURES
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
+from tests.conftest import FIXTURES
 
 finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 odom_frames = st.builds(odom_frame.OdomFrame, finite32, finite32, finite32, finite32)

@@ -26,9 +26,14 @@ byte): the fastest plain-Python form of a byte-wise receiver.
 
 from __future__ import annotations
 
-from protocols.action_frame import OVERHEAD, ActionFrame, as_instruction_type, as_sub_command
-from protocols.action_receiver import DEFAULT_MAX_LENGTH
-from protocols.crc import DEFAULT_CRC, crc_function
+from fwbridge.protocols.action_frame import (
+    OVERHEAD,
+    ActionFrame,
+    as_instruction_type,
+    as_sub_command,
+)
+from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH
+from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
 
 WAIT_HEADER_1, WAIT_HEADER_2, RECEIVING = 0, 1, 2
 

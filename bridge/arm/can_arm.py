@@ -19,20 +19,19 @@ from typing import Any
 
 import can
 
-from can_bus.ids import (
+from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
+from fwbridge.can_bus.ids import (
     Direction,
     drain,
     feedback_filter,
     from_message,
     to_message,
 )
-from can_bus.nodes import ActuatorModule, TxQueue
-from protocols.action_frame import SubCommand
-from protocols.actuator import ActuatorStruct, fine_position, with_fine_position
-from protocols.errors import FrameError
-
-from .kinematics import Joints, Pose, ScaraGeometry, forward, inverse
-from .pick_place import Phase, PickAndPlace, PickPlaceConfig
+from fwbridge.can_bus.nodes import ActuatorModule, TxQueue
+from fwbridge.protocols.action_frame import SubCommand
+from fwbridge.protocols.actuator import ActuatorStruct, fine_position, with_fine_position
+from fwbridge.protocols.errors import FrameError
 
 
 @dataclass(frozen=True, slots=True)

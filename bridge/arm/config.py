@@ -24,8 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .kinematics import ScaraGeometry
-from .pick_place import PickPlaceConfig
+from fwbridge.bridge.arm.kinematics import ScaraGeometry
+from fwbridge.bridge.arm.pick_place import PickPlaceConfig
 
 if sys.version_info >= (3, 11):
     import tomllib

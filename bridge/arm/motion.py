@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kinematics import Joints, Pose, ScaraGeometry, inverse, inverse_path, normalize_angle
+from fwbridge.bridge.arm.kinematics import (
+    Joints,
+    Pose,
+    ScaraGeometry,
+    inverse,
+    inverse_path,
+    normalize_angle,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ import enum
 import math
 from dataclasses import dataclass, field
 
-from .kinematics import Joints, Pose, ScaraGeometry, forward, inverse
-from .motion import JointMove, Limits, LinearMove
+from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove
 
 
 class Phase(enum.Enum):

@@ -26,13 +26,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from can_bus.nodes import MainController
-from protocols.action_frame import SubCommand
-from protocols.action_group import ActionGroup, ServoEntry, Step
-from protocols.counters import Counters
-
-from .behaviour import Decision, FreeBehaviour, RandomAction, Sensors
-from .payloads import FISH_SERVOS
+from fwbridge.bridge.fish.behaviour import Decision, FreeBehaviour, RandomAction, Sensors
+from fwbridge.bridge.fish.payloads import FISH_SERVOS
+from fwbridge.can_bus.nodes import MainController
+from fwbridge.protocols.action_frame import SubCommand
+from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step
+from fwbridge.protocols.counters import Counters
 
 __all__ = ["BUILTIN_ACTIONS", "BUOYANCY_TARGETS", "FishController", "GroupPlayer", "Mode",
            "Running"]

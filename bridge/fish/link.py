@@ -22,14 +22,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bridge.transports import poller_for, read_some
-from protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
-from protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
-from protocols.arq import Delivered, Failed, Retransmit, Status, StopAndWaitSender, parse_answer
-from protocols.crc import DEFAULT_CRC
-from protocols.errors import FrameError
-
-from .payloads import Result, decode_result, is_result_to
+from fwbridge.bridge.fish.payloads import Result, decode_result, is_result_to
+from fwbridge.bridge.transports import poller_for, read_some
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
+from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
+from fwbridge.protocols.arq import (
+    Delivered,
+    Failed,
+    Retransmit,
+    Status,
+    StopAndWaitSender,
+    parse_answer,
+)
+from fwbridge.protocols.crc import DEFAULT_CRC
+from fwbridge.protocols.errors import FrameError
 
 __all__ = ["ActionLink", "Exchange", "LinkFailed", "link_clock"]
 

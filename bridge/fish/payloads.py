@@ -45,10 +45,10 @@ from dataclasses import asdict, astuple, dataclass
 from enum import IntEnum
 from typing import Any, ClassVar
 
-from protocols.action_frame import ActionFrame, SubCommand
-from protocols.action_group import ServoEntry
-from protocols.arq import ANSWER_OFFSET, REQUEST_TYPES
-from protocols.errors import FieldValueError, LengthError
+from fwbridge.protocols.action_frame import ActionFrame, SubCommand
+from fwbridge.protocols.action_group import ServoEntry
+from fwbridge.protocols.arq import ANSWER_OFFSET, REQUEST_TYPES
+from fwbridge.protocols.errors import FieldValueError, LengthError
 
 __all__ = [
     "DECISION_SOURCES",

@@ -18,12 +18,19 @@ from __future__ import annotations
 
 import serial
 
-from .clock import SimClock, SimStopped
-from .endpoint import HostPort, Pacer, SimEndpoint
-from .faults import FaultInjector, FaultSpec
-from .models import MODELS, create_model
-from .webots_serial import ROBOT_LINK, SUPERVISOR_LINK, Emitter, Ether, Receiver, WebotsSerialDrv
-from .world import SimRobot, World
+from fwbridge.bridge.sim.clock import SimClock, SimStopped
+from fwbridge.bridge.sim.endpoint import HostPort, Pacer, SimEndpoint
+from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
+from fwbridge.bridge.sim.models import MODELS, create_model
+from fwbridge.bridge.sim.webots_serial import (
+    ROBOT_LINK,
+    SUPERVISOR_LINK,
+    Emitter,
+    Ether,
+    Receiver,
+    WebotsSerialDrv,
+)
+from fwbridge.bridge.sim.world import SimRobot, World
 
 __all__ = [
     "MODELS",

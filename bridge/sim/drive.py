@@ -17,14 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.base_node import BaseNode, NodeEvent
-from bridge.config import RobotConfig
-from bridge.odometry import Odometry
-
-from .endpoint import SimEndpoint
-from .faults import FaultSpec
-from .models.mecanum import MecanumBase, MecanumParams
-from .pty_link import PtyLink
+from fwbridge.bridge.base_node import BaseNode, NodeEvent
+from fwbridge.bridge.config import RobotConfig
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.sim.endpoint import SimEndpoint
+from fwbridge.bridge.sim.faults import FaultSpec
+from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
+from fwbridge.bridge.sim.pty_link import PtyLink
 
 __all__ = ["SquareDriver", "SquareResult", "run_square", "square_tolerance"]
 

@@ -24,13 +24,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.counters import Counters
-
-from .clock import SimStopped
-from .faults import FaultInjector, FaultSpec
-from .models import create_model
-from .webots_serial import ROBOT_LINK, SUPERVISOR_LINK, Emitter, LinkChannels, Receiver
-from .world import EMITTER_BUFFER, RECEIVER_BUFFER, RobotModel, World
+from fwbridge.bridge.sim.clock import SimStopped
+from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
+from fwbridge.bridge.sim.models import create_model
+from fwbridge.bridge.sim.webots_serial import (
+    ROBOT_LINK,
+    SUPERVISOR_LINK,
+    Emitter,
+    LinkChannels,
+    Receiver,
+)
+from fwbridge.bridge.sim.world import EMITTER_BUFFER, RECEIVER_BUFFER, RobotModel, World
+from fwbridge.protocols.counters import Counters
 
 __all__ = ["PACES", "HostPort", "Pacer", "SimEndpoint"]
 

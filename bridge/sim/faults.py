@@ -18,7 +18,7 @@ import math
 import random
 from dataclasses import dataclass, fields
 
-from protocols.counters import Counters
+from fwbridge.protocols.counters import Counters
 
 __all__ = ["FaultInjector", "FaultSpec", "FaultStats"]
 

@@ -35,9 +35,9 @@ from serial.serialutil import (
     to_bytes,
 )
 
-from .endpoint import PACES, SimEndpoint
-from .faults import FaultSpec
-from .models import MODELS
+from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
+from fwbridge.bridge.sim.faults import FaultSpec
+from fwbridge.bridge.sim.models import MODELS
 
 __all__ = ["Serial", "parse_url"]
 

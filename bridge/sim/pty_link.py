@@ -27,10 +27,9 @@ import select
 import threading
 from typing import Any
 
-from bridge.transports import PtyPair
-
-from .clock import SimStopped
-from .endpoint import HostPort, SimEndpoint
+from fwbridge.bridge.sim.clock import SimStopped
+from fwbridge.bridge.sim.endpoint import HostPort, SimEndpoint
+from fwbridge.bridge.transports import PtyPair
 
 __all__ = ["PtyLink"]
 

@@ -4,7 +4,7 @@ Inside a Webots installation (the ``controller`` module importable), a
 controller file of two lines runs the same model the emulation runs::
 
     # controllers/fwbridge_mecanum/fwbridge_mecanum.py
-    from bridge.sim.webots_adapter import main
+    from fwbridge.bridge.sim.webots_adapter import main
     main(["mecanum"])
 
 The robot node needs the serial devices of PROTOCOLS.md 5 (the adapter sets
@@ -28,9 +28,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .clock import SimClock
-from .models import MODELS, create_model
-from .world import RobotModel
+from fwbridge.bridge.sim.clock import SimClock
+from fwbridge.bridge.sim.models import MODELS, create_model
+from fwbridge.bridge.sim.world import RobotModel
 
 __all__ = ["WebotsBoard", "controller_available", "main", "run_controller"]
 

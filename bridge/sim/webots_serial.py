@@ -37,9 +37,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from protocols.counters import Counters
-
-from .faults import FaultInjector
+from fwbridge.bridge.sim.faults import FaultInjector
+from fwbridge.protocols.counters import Counters
 
 __all__ = [
     "CHANNEL_BROADCAST",

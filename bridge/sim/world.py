@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .clock import SimClock, SimStopped
-from .webots_serial import (
+from fwbridge.bridge.sim.clock import SimClock, SimStopped
+from fwbridge.bridge.sim.webots_serial import (
     ROBOT_LINK,
     SUPERVISOR_LINK,
     Emitter,

@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 from serial.serialutil import SerialException
 from serial.urlhandler.protocol_loop import Serial as LoopSerial
 
-from protocols import cmd_frame, odom_frame
-from protocols.odom_frame import OdomFrame
-from protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.odom_frame import OdomFrame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 
 class Serial(LoopSerial):  # type: ignore[misc]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .echo import Echo
-from .fish import FishParams, RobotFish
-from .mecanum import MecanumBase, MecanumParams
-from .zumo import Zumo, ZumoParams
+from fwbridge.bridge.sim.models.echo import Echo
+from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
+from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
+from fwbridge.bridge.sim.models.zumo import Zumo, ZumoParams
 
 __all__ = ["MODELS", "Echo", "FishParams", "MecanumBase", "MecanumParams", "RobotFish", "Zumo",
            "ZumoParams", "create_model"]

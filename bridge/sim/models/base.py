@@ -15,14 +15,13 @@ import json
 import math
 from typing import Any
 
-from protocols import cmd_frame, odom_frame
-from protocols.cmd_frame import CmdFrame
-from protocols.odom_frame import OdomFrame
-from protocols.sum8_receiver import Sum8Receiver
-
-from ..kinematics import wrap_deg
-from ..webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
-from ..world import Board, open_serial
+from fwbridge.bridge.sim.kinematics import wrap_deg
+from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
+from fwbridge.bridge.sim.world import Board, open_serial
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.odom_frame import OdomFrame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["FirmwareBase", "LinkCounters"]
 

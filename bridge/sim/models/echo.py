@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..webots_serial import ROBOT_LINK, WebotsSerialDrv
-from ..world import Board, open_serial
+from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, WebotsSerialDrv
+from fwbridge.bridge.sim.world import Board, open_serial
 
 __all__ = ["Echo"]
 

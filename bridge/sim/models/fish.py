@@ -52,10 +52,10 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.fish.behaviour import Sensors
-from bridge.fish.body import FishBody, FishBodyParams, Obstacle
-from bridge.fish.controller import FishController, Mode
-from bridge.fish.payloads import (
+from fwbridge.bridge.fish.behaviour import Sensors
+from fwbridge.bridge.fish.body import FishBody, FishBodyParams, Obstacle
+from fwbridge.bridge.fish.controller import FishController, Mode
+from fwbridge.bridge.fish.payloads import (
     FISH_SERVOS,
     BuoyancyInfo,
     CanErrorInfo,
@@ -70,20 +70,19 @@ from bridge.fish.payloads import (
     encode_result,
     result_frame,
 )
-from can_bus.interface import FwBridgeBus
-from can_bus.modeltypes import ErrorState
-from can_bus.nodes import ActuatorModule, Kind, MainController
-from protocols import action_group
-from protocols.action_frame import ActionFrame, SubCommand, encode
-from protocols.action_receiver import ActionReceiver
-from protocols.actuator import Fault
-from protocols.arq import REQUEST_TYPES, Responder, Status
-from protocols.counters import Counters
-from protocols.crc import DEFAULT_CRC
-from protocols.errors import FrameError
-
-from ..webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
-from ..world import Board, open_serial
+from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
+from fwbridge.bridge.sim.world import Board, open_serial
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.modeltypes import ErrorState
+from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController
+from fwbridge.protocols import action_group
+from fwbridge.protocols.action_frame import ActionFrame, SubCommand, encode
+from fwbridge.protocols.action_receiver import ActionReceiver
+from fwbridge.protocols.actuator import Fault
+from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
+from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.crc import DEFAULT_CRC
+from fwbridge.protocols.errors import FrameError
 
 __all__ = ["FishParams", "RobotFish"]
 

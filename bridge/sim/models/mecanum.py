@@ -21,11 +21,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.cmd_frame import CmdFrame
-from protocols.odom_frame import OdomFrame
-
-from ..kinematics import Encoder, Mecanum, MotorModel, wrap_deg
-from .base import FirmwareBase
+from fwbridge.bridge.sim.kinematics import Encoder, Mecanum, MotorModel, wrap_deg
+from fwbridge.bridge.sim.models.base import FirmwareBase
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.odom_frame import OdomFrame
 
 __all__ = ["MecanumBase", "MecanumParams"]
 

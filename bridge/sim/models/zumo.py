@@ -18,13 +18,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.cmd_frame import CmdFrame
-from protocols.odom_frame import OdomFrame
-
-from ..kinematics import DiffDrive, wrap_deg
-from ..world import Board
-from .base import FirmwareBase
-from .zumo_hal import (
+from fwbridge.bridge.sim.kinematics import DiffDrive, wrap_deg
+from fwbridge.bridge.sim.models.base import FirmwareBase
+from fwbridge.bridge.sim.models.zumo_hal import (
     MAX_SPEED,
     SPEED_SCALE,
     FloorMap,
@@ -34,6 +30,9 @@ from .zumo_hal import (
     ZumoMotors,
     ZumoReflectanceSensorArray,
 )
+from fwbridge.bridge.sim.world import Board
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.odom_frame import OdomFrame
 
 __all__ = ["Zumo", "ZumoParams"]
 

@@ -28,8 +28,8 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..clock import SimClock
-from ..kinematics import DiffDrive
+from fwbridge.bridge.sim.clock import SimClock
+from fwbridge.bridge.sim.kinematics import DiffDrive
 
 __all__ = [
     "FloorMap",

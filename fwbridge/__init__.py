@@ -1,0 +1,9 @@
+"""fwbridge: the host side of the serial and CAN links between a robot's computer
+and its microcontrollers.
+
+The client's folders install as subpackages of this one name:
+:mod:`fwbridge.protocols`, :mod:`fwbridge.bridge`, :mod:`fwbridge.can_bus` and
+the command line :mod:`fwbridge.cli`.
+"""
+
+from __future__ import annotations
