@@ -146,7 +146,7 @@ class BaseRig:
 # -- the fish ----------------------------------------------------------------------------------
 def fish_available() -> str | None:
     """None when the fish can run here, else why not."""
-    for module in ("fwbridge.bridge.sim.models.fish", "fwbridge.bridge.fish.link"):
+    for module in ("fwbridge.bridge.sim.models.fish", "fwbridge.bridge.action_link"):
         try:
             if importlib.util.find_spec(module) is None:
                 return f"{module} not found"
@@ -161,7 +161,7 @@ class FishRig:
     name = "fish"
 
     def __init__(self, faults: FaultSpec, seed: int, period: float = 0.25) -> None:
-        from fwbridge.bridge.fish.link import ActionLink
+        from fwbridge.bridge.action_link import ActionLink
         from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
         from fwbridge.bridge.transports import open_link
 

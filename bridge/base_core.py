@@ -22,8 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fwbridge.bridge.config import RobotConfig
-from fwbridge.bridge.hardware import Calibration
+from fwbridge.bridge.config import Calibration, RobotConfig
 from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
 from fwbridge.protocols import cmd_frame, odom_frame

@@ -35,11 +35,12 @@ leave a default in place.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +241,52 @@ def load_config(path: str | os.PathLike[str], *, use_sim: bool | None = None) ->
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
     cfg = parse_config(data, source=str(p), base=p.resolve().parent)
     return cfg if use_sim is None else cfg.with_sim(use_sim)
+
+
+# -- calibration ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Calibration:
+    """Corrections for a mobile base's odometry, from a JSON calibration file.
+
+    Scales multiply the firmware's velocities; ``yaw_offset_deg`` is added to
+    its yaw (an IMU mounted turned). Keys left out keep these defaults.
+    """
+
+    vx_scale: float = 1.0
+    vy_scale: float = 1.0
+    wz_scale: float = 1.0
+    yaw_offset_deg: float = 0.0
+
+    @property
+    def identity(self) -> bool:
+        return self == Calibration()
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """A :class:`Calibration` from a JSON object file; errors name the file and key."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"calibration file not found: {p} (fix the calibration path)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"calibration file {p}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"calibration file {p}: invalid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"calibration file {p}: expected a JSON object of numbers")
+    known = {f.name for f in fields(Calibration)}
+    values: dict[str, float] = {}
+    for key, value in data.items():
+        if key not in known:
+            raise ConfigError(
+                f"calibration file {p}: unknown key {key!r} (known: {', '.join(sorted(known))})"
+            )
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+        ):
+            raise ConfigError(f"calibration file {p}: {key}: must be a finite number")
+        values[key] = float(value)
+    return Calibration(**values)

@@ -21,17 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import json
-import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import serial
 
-from fwbridge.bridge.config import ConfigError, RobotConfig
+from fwbridge.bridge.config import Calibration, RobotConfig, load_calibration
 from fwbridge.bridge.transports import IO_ERRORS, LinkError, LinkLost, open_link, writer_for
 
 __all__ = [
@@ -143,55 +139,6 @@ class HardwareInterface:
 
     def on_cleanup(self) -> None:
         """Release resources."""
-
-
-# -- calibration ------------------------------------------------------------------
-@dataclass(frozen=True)
-class Calibration:
-    """Corrections for a mobile base's odometry, from a JSON calibration file.
-
-    Scales multiply the firmware's velocities; ``yaw_offset_deg`` is added to
-    its yaw (an IMU mounted turned). Keys left out keep these defaults.
-    """
-
-    vx_scale: float = 1.0
-    vy_scale: float = 1.0
-    wz_scale: float = 1.0
-    yaw_offset_deg: float = 0.0
-
-    @property
-    def identity(self) -> bool:
-        return self == Calibration()
-
-
-def load_calibration(path: str | Path) -> Calibration:
-    """A :class:`Calibration` from a JSON object file; errors name the file and key."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"calibration file not found: {p} (fix the calibration path)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"calibration file {p}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"calibration file {p}: invalid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"calibration file {p}: expected a JSON object of numbers")
-    known = {f.name for f in fields(Calibration)}
-    values: dict[str, float] = {}
-    for key, value in data.items():
-        if key not in known:
-            raise ConfigError(
-                f"calibration file {p}: unknown key {key!r} (known: {', '.join(sorted(known))})"
-            )
-        if (
-            not isinstance(value, (int, float))
-            or isinstance(value, bool)
-            or not math.isfinite(value)
-        ):
-            raise ConfigError(f"calibration file {p}: {key}: must be a finite number")
-        values[key] = float(value)
-    return Calibration(**values)
 
 
 # -- a link-backed hardware interface -----------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from fwbridge.bridge.fish.link import ActionLink, Exchange
+from fwbridge.bridge.action_link import ActionLink, Exchange
 from fwbridge.bridge.transports import IO_ERRORS
 from fwbridge.cli_verbs.action import enum_label, frame_options
 from fwbridge.cli_verbs.common import fail, json_line

@@ -11,12 +11,12 @@ import click
 from rich.table import Table
 
 from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.sim.drive import SquareDriver, SquareResult, run_square
 from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import MODELS
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
+from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
 
 FAULTS = click.option(

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from fwbridge.bridge.base_node import ZERO_FRAME, BaseNodeCore
-from fwbridge.bridge.hardware import Calibration
+from fwbridge.bridge.config import Calibration
 from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.odometry import OdometryIntegrator, quaternion_from_yaw
 from fwbridge.protocols import cmd_frame, odom_frame

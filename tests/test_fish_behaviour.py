@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fwbridge.bridge.fish.behaviour import FreeBehaviour, RandomAction, Sensors
+from fwbridge.bridge.sim.fish.behaviour import FreeBehaviour, RandomAction, Sensors
 
 ranges = st.floats(0.05, 10.0)
 

@@ -14,8 +14,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from fwbridge.bridge.fish.link import ActionLink
-from fwbridge.bridge.fish.payloads import CanErrorInfo, RobotInfo, decode_result
+from fwbridge.bridge.action_link import ActionLink
 from fwbridge.bridge.sim import webots_adapter
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.models.fish import RobotFish
@@ -28,6 +27,7 @@ from fwbridge.cli_verbs.serial import send_group
 from fwbridge.protocols import action_frame
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.action_receiver import ActionReceiver
+from fwbridge.protocols.fish_payloads import CanErrorInfo, RobotInfo, decode_result
 from tests.cli_helpers import run_cli
 from tests.test_fish_sim import EXAMPLE, STEPS
 from tests.test_sim_webots_adapter import STANDIN, drain, world

@@ -15,9 +15,19 @@ import pytest
 import serial
 
 import fwbridge.bridge.sim  # noqa: F401  (registers sim://)
-from fwbridge.bridge.fish.body import Obstacle
-from fwbridge.bridge.fish.link import ActionLink
-from fwbridge.bridge.fish.payloads import (
+from fwbridge.bridge.action_link import ActionLink
+from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
+from fwbridge.bridge.sim.fish.body import Obstacle
+from fwbridge.bridge.sim.models.fish import RobotFish
+from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
+from fwbridge.can_bus.ids import Direction, from_message
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.protocols import action_frame, action_group
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
+from fwbridge.protocols.actuator import Fault
+from fwbridge.protocols.arq import Status
+from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.fish_payloads import (
     FISH_SERVOS,
     BuoyancyInfo,
     CanErrorInfo,
@@ -31,16 +41,6 @@ from fwbridge.bridge.fish.payloads import (
     encode_result,
     encode_servo_targets,
 )
-from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
-from fwbridge.bridge.sim.models.fish import RobotFish
-from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
-from fwbridge.can_bus.ids import Direction, from_message
-from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.protocols import action_frame, action_group
-from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.actuator import Fault
-from fwbridge.protocols.arq import Status
-from fwbridge.protocols.errors import FrameError
 from fwbridge.protocols.hextext import parse_hex
 from tests.conftest import FIXTURES
 

@@ -22,7 +22,7 @@ executed:
  0x3A   idle: stop, every servo holds (CAN 0x3A), pump off
 ======  =====================================================================
 
-Result layouts: :mod:`bridge.fish.payloads`. Other sub-commands are answered
+Result layouts: :mod:`fwbridge.protocols.fish_payloads`. Other sub-commands are answered
 ``0x04`` (unknown); a malformed group or servo list ``0x02`` (length). Any
 request type (0x01..0x07) is accepted for any sub-command; the answer's type
 is T + 0x10. Frames for another machine code are counted, not answered. A
@@ -32,10 +32,10 @@ the group it started, a duplicate 0x31 is not stored twice; the other
 commands are idempotent.
 
 CAN: seven :class:`~can_bus.nodes.ActuatorModule` servos (IDs of
-:data:`~bridge.fish.payloads.FISH_SERVOS`) and the main controller
+:data:`~fwbridge.protocols.fish_payloads.FISH_SERVOS`) and the main controller
 (:class:`~can_bus.nodes.MainController`) on an ``fwbridge`` channel of its
 own, as-fast-as-possible pacing, advanced to the world's time every step.
-Body: :class:`~bridge.fish.body.FishBody` (pose, sonars, ballast tank).
+Body: :class:`~fwbridge.bridge.sim.fish.body.FishBody` (pose, sonars, ballast tank).
 Supervisor link: a JSON status line every 100 ms; JSON commands ``status``,
 ``obstacle`` (x, y, r), ``clear_obstacles``, ``can_fault`` (module,
 ``stuck_dominant``/``disconnected``/``bit_error_rate``; module 0 = the main
@@ -52,10 +52,23 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from fwbridge.bridge.fish.behaviour import Sensors
-from fwbridge.bridge.fish.body import FishBody, FishBodyParams, Obstacle
-from fwbridge.bridge.fish.controller import FishController, Mode
-from fwbridge.bridge.fish.payloads import (
+from fwbridge.bridge.sim.fish.behaviour import Sensors
+from fwbridge.bridge.sim.fish.body import FishBody, FishBodyParams, Obstacle
+from fwbridge.bridge.sim.fish.controller import FishController, Mode
+from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
+from fwbridge.bridge.sim.world import Board, open_serial
+from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.modeltypes import ErrorState
+from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController
+from fwbridge.protocols import action_group
+from fwbridge.protocols.action_frame import ActionFrame, SubCommand, encode
+from fwbridge.protocols.action_receiver import ActionReceiver
+from fwbridge.protocols.actuator import Fault
+from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
+from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.crc import DEFAULT_CRC
+from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.fish_payloads import (
     FISH_SERVOS,
     BuoyancyInfo,
     CanErrorInfo,
@@ -70,19 +83,6 @@ from fwbridge.bridge.fish.payloads import (
     encode_result,
     result_frame,
 )
-from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
-from fwbridge.bridge.sim.world import Board, open_serial
-from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.modeltypes import ErrorState
-from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController
-from fwbridge.protocols import action_group
-from fwbridge.protocols.action_frame import ActionFrame, SubCommand, encode
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.actuator import Fault
-from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
-from fwbridge.protocols.counters import Counters
-from fwbridge.protocols.crc import DEFAULT_CRC
-from fwbridge.protocols.errors import FrameError
 
 __all__ = ["FishParams", "RobotFish"]
 

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fwbridge.bridge.fish.payloads import Result, decode_result, is_result_to
 from fwbridge.bridge.transports import poller_for, read_some
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
 from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
@@ -36,6 +35,7 @@ from fwbridge.protocols.arq import (
 )
 from fwbridge.protocols.crc import DEFAULT_CRC
 from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.fish_payloads import Result, decode_result, is_result_to
 
 __all__ = ["ActionLink", "Exchange", "LinkFailed", "link_clock"]
 
@@ -75,7 +75,7 @@ class Exchange:
     other: list[ActionFrame] = field(default_factory=list)  # anything else that arrived
 
     def decoded(self) -> Result | None:
-        """The result's fields (:mod:`bridge.fish.payloads`); None without a result."""
+        """The result's fields (:mod:`fwbridge.protocols.fish_payloads`); None without a result."""
         if self.result is None:
             return None
         return decode_result(int(self.result.sub), self.result.data)

@@ -13,7 +13,7 @@ targets, per-module health) and is stepped with it: ``step(now, sensors)``.
 - **Idle** (0x3A): no group, no free mode; every servo holds where it is
   (0x3A on CAN), the ballast pump stops.
 - **Free mode** (0x39): every ``free_period`` the two sonars are read and
-  :class:`~bridge.fish.behaviour.FreeBehaviour` decides: a scene or an
+  :class:`~fwbridge.bridge.sim.fish.behaviour.FreeBehaviour` decides: a scene or an
   obstacle pre-empts the running free action at once; a random action is
   drawn only when none runs. A user action group runs first (free mode waits).
   Free actions are built-in groups (below) and the stored groups.
@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from fwbridge.bridge.fish.behaviour import Decision, FreeBehaviour, RandomAction, Sensors
-from fwbridge.bridge.fish.payloads import FISH_SERVOS
+from fwbridge.bridge.sim.fish.behaviour import Decision, FreeBehaviour, RandomAction, Sensors
 from fwbridge.can_bus.nodes import MainController
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.fish_payloads import FISH_SERVOS
 
 __all__ = ["BUILTIN_ACTIONS", "BUOYANCY_TARGETS", "FishController", "GroupPlayer", "Mode",
            "Running"]
@@ -56,7 +56,7 @@ def _group(*steps: tuple[tuple[int, int, int], ...]) -> ActionGroup:
 _SWIM = ((1, 80, 60), (2, 60, 50), (3, 30, 20))  # the worked example's first step
 _FINS = (4, 5, 6, 7)
 
-#: Free-mode actions (names of :class:`~bridge.fish.behaviour.FreeBehaviour`). Turning
+#: Free-mode actions (names of :class:`~fwbridge.bridge.sim.fish.behaviour.FreeBehaviour`). Turning
 #: right: head to the right and the left fins beat once, then both straighten;
 #: left: the mirror image.
 BUILTIN_ACTIONS: dict[str, ActionGroup] = {
