@@ -107,6 +107,9 @@ class Ros2Base:
         stamp = topics.wall_stamp(odom.stamp)
         s, d = self.settings, self.distro
         try:
+            if not self.odom_pub.is_declared:
+                self.odom_pub.unsent += 1  # no session yet: skip building the messages
+                return
             self.odom_pub.publish(topics.odometry_message(odom, stamp=stamp, distro=d))
             self.tf_pub.publish(topics.transform_message(odom, stamp=stamp, distro=d))
             self.published += 1
@@ -132,7 +135,8 @@ class Ros2Base:
     # -- diagnostics and the router ------------------------------------------------------
     def stats(self) -> dict[str, int]:
         sub = self.cmd_sub.stats()
-        return {"odometry_published": self.published, "publish_errors": self.publish_errors,
+        return {"odometry_published": self.published, "odometry_unsent": self.odom_pub.unsent,
+                "publish_errors": self.publish_errors,
                 "cmd_vel_received": sub["received"], "cmd_vel_malformed": sub["malformed"],
                 "cmd_vel_refused": sub["refused"]}
 

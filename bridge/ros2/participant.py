@@ -270,22 +270,28 @@ class RosPublisher:
         self._publisher = p.session.declare_publisher(self.key)
         self._token = p.session.liveliness().declare_token(self.token_key)
 
-    def publish(self, msg: Any) -> None:
+    @property
+    def is_declared(self) -> bool:
+        return self._publisher is not None
+
+    def publish(self, msg: Any) -> bool:
+        """Publish ``msg``; False (counted in ``unsent``) while the session is not open."""
         if self._publisher is None:
             self.unsent += 1
-            return
-        self.publish_cdr(topics.serialize(msg, self.msgtype, self.distro))
+            return False
+        return self.publish_cdr(topics.serialize(msg, self.msgtype, self.distro))
 
-    def publish_cdr(self, data: bytes) -> None:
+    def publish_cdr(self, data: bytes) -> bool:
         """Publish an already serialised message (with a fresh attachment)."""
         with self._lock:
             publisher = self._publisher
             if publisher is None:
                 self.unsent += 1
-                return
+                return False
             self.sequence += 1
             att = Attachment(self.sequence, time.time_ns(), self.gid).encode()
             publisher.put(data, attachment=att)
+        return True
 
     def close(self) -> None:
         with self._lock:
