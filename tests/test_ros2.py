@@ -259,3 +259,13 @@ def test_ros2_pub_refuses_bad_input() -> None:
     assert res.returncode == 2 and b"error: cmd_vel: linear.x is not finite" in res.stderr
     res = run_cli("ros2", "pub", "/x", "geometry_msgs/msg/Twist", "{linear: {w: 1}}")
     assert res.returncode == 2 and b"unknown field 'w'" in res.stderr
+
+
+@pytest.mark.slow
+def test_demo_drives_the_square_through_ros2() -> None:
+    res = run_cli("demo", "--ros2", "--side", "0.3", "--json", timeout=120)
+    assert res.returncode == 0, res.stderr
+    end = json.loads(res.stdout.splitlines()[-1])
+    assert end["completed"] and end["bridge"]["cmd_vel_received"] > 100
+    assert end["bridge"]["odom_received_by_driver"] > 100
+    assert end["truth_closing_m"] < end["tolerance_m"]
