@@ -269,3 +269,47 @@ def test_demo_drives_the_square_through_ros2() -> None:
     assert end["completed"] and end["bridge"]["cmd_vel_received"] > 100
     assert end["bridge"]["odom_received_by_driver"] > 100
     assert end["truth_closing_m"] < end["tolerance_m"]
+
+
+@pytest.mark.slow
+def test_arm_joint_states_and_module_health() -> None:
+    """joint_states from the simulated arm's feedback, and each CAN module's health, as a
+    subscriber on the same domain decodes them."""
+    import can
+
+    from fwbridge.bridge.arm.can_arm import ArmLink, arm_specs, run_modules
+    from fwbridge.bridge.arm.kinematics import ScaraGeometry
+    from fwbridge.bridge.ros2.arm import Ros2Arm, arm_link_health
+    from fwbridge.bridge.ros2.participant import Participant
+
+    geom = ScaraGeometry()
+    kw = {"interface": "fwbridge", "channel": f"ros2-arm-{time.monotonic_ns()}",
+          "pacing": "afap"}
+    host = can.Bus(**kw)
+    modules, buses = run_modules(lambda: can.Bus(**kw), geom)
+    link = ArmLink(host, arm_specs(geom))
+    got: dict[str, list[Any]] = {"joints": [], "diag": []}
+    with Participant(connect=(), mode="peer") as p:
+        watcher = p.node("watcher")
+        watcher.subscription("/joint_states", "sensor_msgs/msg/JointState", got["joints"].append)
+        watcher.subscription("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray",
+                             got["diag"].append)
+        arm = Ros2Arm(p)
+        try:
+            for step in range(50):
+                now = step * 0.01
+                host.advance_to(now)  # type: ignore[attr-defined]
+                for m in modules[:4]:  # the gripper module (5) stays silent
+                    m.step(now)
+                link.poll(now)
+            names = {s.module_id: s.name for s in arm_specs(geom)}
+            arm.publish_joints({names[k]: v for k, v in sorted(link.values.items())})
+            arm.publish_health(arm_link_health(link, 0.5))
+            assert _wait(lambda: got["joints"] and got["diag"], 5)
+        finally:
+            for b in (host, *buses):
+                b.shutdown()
+    js = got["joints"][0]
+    assert js.name == ["theta1", "theta2", "d3", "theta4"] and len(js.position) == 4
+    levels = {s.hardware_id: s.level for s in got["diag"][0].status}
+    assert levels == {"can:1": 0, "can:2": 0, "can:3": 0, "can:4": 0, "can:5": 3}
