@@ -345,9 +345,11 @@ def main() -> None:
     one, sixteen = rows[1]["core_pct"], rows[3]["core_pct"]
     scale = sixteen / one if one else float("inf")
     per = rows[3]["per_robot_pct"]
+    marginal = (sixteen - one) / 15
     print(f"\n16 robots / 1 robot = {scale:.1f}x (goal <= 18x: "
           f"{'met' if scale <= 18 else 'NOT met'}); {per:.2f} % of a core per robot at 16 "
-          f"(goal <= 1.5 %: {'met' if per <= 1.5 else 'NOT met'}); ROS 2 adds "
+          f"(goal <= 1.5 %: {'met' if per <= 1.5 else 'NOT met'}); each robot past the first "
+          f"adds {marginal:.2f} %; the session's fixed cost shows at 1 robot: ROS 2 adds "
           f"{rows[1]['core_pct'] - rows[0]['core_pct']:.2f} % of a core to one base node")
 
 

@@ -313,3 +313,24 @@ def test_arm_joint_states_and_module_health() -> None:
     assert js.name == ["theta1", "theta2", "d3", "theta4"] and len(js.position) == 4
     levels = {s.hardware_id: s.level for s in got["diag"][0].status}
     assert levels == {"can:1": 0, "can:2": 0, "can:3": 0, "can:4": 0, "can:5": 3}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_fleet_stops_cleanly_on_a_signal(sig: str) -> None:
+    import signal
+
+    from tests.cli_helpers import cli_env, fwbridge_argv
+
+    proc = subprocess.Popen([*fwbridge_argv(), "fleet", "2", "--connect",
+                             f"tcp/127.0.0.1:{_free_port()}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
+    assert proc.stderr is not None
+    line = proc.stderr.readline().decode()
+    assert "2 simulated bases" in line, line
+    time.sleep(0.5)
+    proc.send_signal(getattr(signal, sig))
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    text = err.decode()
+    assert "fleet /robot1: commands=" in text and "fleet /robot2: commands=" in text
