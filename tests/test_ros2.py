@@ -334,3 +334,47 @@ def test_fleet_stops_cleanly_on_a_signal(sig: str) -> None:
     assert proc.returncode == 0, err
     text = err.decode()
     assert "fleet /robot1: commands=" in text and "fleet /robot2: commands=" in text
+
+
+def test_humble_publishes_without_type_hash() -> None:
+    """distro = "humble": keys and tokens carry TypeHashNotSupported, samples still flow."""
+    from fwbridge.bridge.ros2.participant import Participant
+
+    got: list[Any] = []
+    with Participant(connect=(), mode="peer", distro="humble") as p:
+        node = p.node("humble_node", "/r")
+        node.subscription("chatter", "std_msgs/msg/String", got.append)
+        pub = node.publisher("chatter", "std_msgs/msg/String")
+        assert pub.key == GOLDEN["data_chatter_humble"].replace("0/chatter", "0/r/chatter")
+        assert pub.token_key.split("/")[11] == "TypeHashNotSupported"
+        assert _wait(lambda: (pub.publish(topics.message_from_dict(
+            "std_msgs/msg/String", {"data": "hi"}, "humble")), bool(got))[1], 5)
+    assert got[0].data == "hi"
+
+
+@pytest.mark.slow
+def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
+    """`fwbridge bridge robot.toml --ros2` with a router: cmd_vel from another process
+    drives it, the watchdog stops it when cmd_vel stops."""
+    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    router = _router(endpoint)
+    robot = tmp_path / "robot.toml"
+    robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
+                     f'namespace = "/robot7"\nconnect = ["{endpoint}"]\n')
+    try:
+        from tests.cli_helpers import cli_env, fwbridge_argv
+
+        proc = subprocess.Popen([*fwbridge_argv(), "bridge", str(robot), "--ros2", "--duration",
+                                 "6", "--every", "1000"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
+        time.sleep(2.0)
+        subprocess.run([*PEER, endpoint, "pub", "0/robot7/cmd_vel", "0.2", "0", "1.5"],
+                       check=True, timeout=30, capture_output=True)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        router.close()
+    text = err.decode()
+    assert proc.returncode == 0, text
+    assert "ROS 2 node /robot7/base_bridge" in text and "sending zero velocity" in text
+    counters = dict(kv.split("=") for kv in text.split("ros2: ")[1].split())
+    assert int(counters["cmd_vel_received"]) > 5 and int(counters["odometry_published"]) > 50
