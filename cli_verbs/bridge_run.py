@@ -16,7 +16,8 @@ from fwbridge.bridge.hardware import LifecycleError
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.transports import LinkError
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
-from fwbridge.cli_verbs.link import DURATION, Deadline
+from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
+from fwbridge.cli_verbs.stopping import silence_stdout
 
 
 def parse_request(line: str) -> tuple[float, float, float] | None:
@@ -73,6 +74,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     except ConfigError as exc:
         fail(str(exc))
     fatal: list[str] = []
+    reader_gone = threading.Event()  # stdout's reader went away (| head): stop the base
 
     def on_event(event: NodeEvent) -> None:
         click.echo(f"bridge: {event.message}", err=True)
@@ -80,8 +82,12 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
             fatal.append(event.message.replace("link.baud", f"link.baud in {config}"))
 
     def on_odometry(odom: Odometry) -> None:
-        if odom.seq % every == 0:
-            json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
+        if odom.seq % every == 0 and not reader_gone.is_set():
+            try:
+                json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
+            except BrokenPipeError:
+                silence_stdout()
+                reader_gone.set()
 
     capture = (
         CaptureWriter(record, port=cfg.link_url, description=f"{cfg.baud} baud")
@@ -100,12 +106,12 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         threading.Thread(target=_read_requests, args=(node,), daemon=True).start()
     deadline = Deadline(duration)
     try:
-        while node.running and not deadline.expired and not fatal:
-            time.sleep(deadline.left(0.1))
-    except KeyboardInterrupt:
-        click.echo("", err=True)
+        with until_interrupted():
+            while node.running and not deadline.expired and not fatal:
+                if reader_gone.wait(deadline.left(0.1)):
+                    break
     finally:
-        node.stop()
+        node.stop()  # the safe stop: zero velocity, whatever ended the run
         if capture is not None:
             capture.close()
     print_counters(node.stats(), "bridge")

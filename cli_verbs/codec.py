@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import click
-from rich.table import Table
 
 from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_payloads
 from fwbridge.cli_verbs.action import action_decoder
-from fwbridge.cli_verbs.common import CliError, Decoder, console, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import CliError, Decoder, fail, json_line, print_counters
+from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
@@ -134,12 +134,6 @@ def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[by
             first = stream.read(READ_CHUNK)
 
 
-def _format_value(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
 def _action_extras(item: Any, as_json: bool) -> None:
     """Action groups (0x31/0x32) print as a table of steps under their frame."""
     from fwbridge.cli_verbs.action import print_action_group
@@ -196,26 +190,25 @@ def decode_cmd(
         rx = dec.make(opts)
     except ConfigError as exc:
         fail(str(exc))
-    rows: list[tuple[int, dict[str, Any]]] = []
-    extras: list[Any] = []
+    chunks = read_input(source, fmt, direction)
+    first = next(chunks, b"")  # input errors come before any output
+    # Rows stream as they are decoded (bounded memory, never cut when piped).
+    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames")
 
     def take(items: list[Any]) -> None:
         for item in items:
             fields = dec.row(item)
-            if as_json:
+            if table is None:
                 json_line({"offset": item.offset, "protocol": protocol, **fields})
             else:
-                rows.append((item.offset, fields))
-                extras.append(item)
+                table.row(item.offset, fields)
+                if protocol == "action":
+                    _action_extras(item, as_json)
 
-    for chunk in read_input(source, fmt, direction):
+    take(rx.feed(first))
+    for chunk in chunks:
         take(rx.feed(chunk))
     take(rx.finish())
-    if not as_json:
-        table = Table("offset", *dec.columns, title=f"{protocol} frames", title_justify="left")
-        for offset, fields in rows:
-            table.add_row(str(offset), *(_format_value(fields.get(c, "")) for c in dec.columns))
-        console.print(table)
-        for item in extras:
-            _action_extras(item, as_json)
+    if table is not None:
+        table.flush()
     print_counters(rx.stats.as_dict())

@@ -13,7 +13,9 @@ import click
 from rich.console import Console
 
 #: Human output (tables, status lines) goes to stdout; counters and errors to stderr.
-console = Console(highlight=False)
+#: Piped, rich would fit tables to 80 columns and cut cells ("test-actio…"): a reader
+#: of a pipe gets them whole.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 100_000)
 err_console = Console(stderr=True, highlight=False)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from typing import Any
 
@@ -89,28 +90,37 @@ def send_group(ctx: click.Context, port: str) -> None:
     ctx.meta["send.port"] = port
 
 
-def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int) -> None:
+def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int,
+          on_stop: bytes = b"") -> None:
+    """``frame`` ``count`` times at ``rate``; ``on_stop`` once more if stopped before the
+    end (zero velocity after a stop signal: the robot must not keep the last command)."""
     link = open_port(port, baud)
     sent = 0
     period = 1.0 / rate
     next_at = time.monotonic()
-    with until_interrupted():
-        try:
-            while count == 0 or sent < count:
-                link.write(frame)
-                sent += 1
-                if count and sent >= count:
-                    break
-                next_at += period
-                time.sleep(max(0.0, next_at - time.monotonic()))
-            with contextlib.suppress(*IO_ERRORS):
-                link.flush()  # the last frame must leave before close drops the queue
-        except IO_ERRORS as exc:
-            fail(f"{port} went away after {sent} frames: {exc}")
-        finally:
-            with contextlib.suppress(*IO_ERRORS):
-                link.close()
-    click.echo(f"sent {sent} {kind} frame{'s' if sent != 1 else ''} to {port}", err=True)
+    stopped = False
+    try:
+        with until_interrupted() as stop:
+            try:
+                while count == 0 or sent < count:
+                    link.write(frame)
+                    sent += 1
+                    if count and sent >= count:
+                        break
+                    next_at += period
+                    time.sleep(max(0.0, next_at - time.monotonic()))
+            except IO_ERRORS as exc:
+                fail(f"{port} went away after {sent} frames: {exc}")
+        stopped = stop.early
+    finally:
+        with contextlib.suppress(*IO_ERRORS):
+            if on_stop and (stopped or sys.exc_info()[0] is not None):
+                link.write(on_stop)
+            link.flush()  # the last frame must leave before close drops the queue
+        with contextlib.suppress(*IO_ERRORS):
+            link.close()
+    then = ", then zero velocity" if on_stop and stopped else ""
+    click.echo(f"sent {sent} {kind} frame{'s' if sent != 1 else ''} to {port}{then}", err=True)
 
 
 @send_group.command("cmd")
@@ -126,7 +136,8 @@ def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rat
         frame = cmd_frame.encode(cmd_frame.CmdFrame(vx, vy, wz))
     except ValueError as exc:
         fail(str(exc))
-    _send(ctx.meta["send.port"], baud, frame, "cmd", rate, count)
+    _send(ctx.meta["send.port"], baud, frame, "cmd", rate, count,
+          on_stop=cmd_frame.encode(cmd_frame.ZERO))
 
 
 @send_group.command("odom")

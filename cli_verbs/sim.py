@@ -280,9 +280,10 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
 
     try:
         res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a stop signal: the run's own clean-up stopped the base
         stop.set()
-        fail("interrupted")
+        click.echo("\ndemo: stopped before the square was done", err=True)
+        return
     if live:
         console.print()
     if plot:

@@ -317,8 +317,10 @@ class SimEndpoint:
         self.stop_event.set()
         self.world.stop()
         self.link.cancel()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        thread = self._thread
+        # not alive: never started (a stop signal between creating and starting it) or done
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def status(self) -> dict[str, Any]:
         """A snapshot for status lines and tests (safe to call from another thread)."""
