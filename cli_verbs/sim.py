@@ -83,10 +83,13 @@ def _status_text(st: dict[str, Any]) -> str:
 @click.option("--wait-for-host", is_flag=True,
               help="Do not start the clock before the first byte from the host "
               "(with --pace fast: runs then repeat byte for byte).")
+@click.option("--watchdog", "watchdog_ms", type=click.IntRange(min=0), default=None,
+              metavar="MS", help="mecanum: stop the motors after MS ms without a command "
+              "(default 500; 0: never, as the seed firmware).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: str, speed: float,
             step_ms: int, baud: int, link_path: str | None, wait_for_host: bool,
-            as_json: bool) -> None:
+            watchdog_ms: int | None, as_json: bool) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
     The robot link speaks the seed-002 frames (velocity commands in,
@@ -106,7 +109,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
     spec = _faults(faults, seed)
     try:
         endpoint = SimEndpoint(model, pace=pace, speed=speed, step_ms=step_ms, faults=spec,
-                               baud=baud)
+                               baud=baud, watchdog_ms=watchdog_ms)
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
         fail(str(exc))
