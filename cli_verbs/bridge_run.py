@@ -14,6 +14,7 @@ from fwbridge.bridge.capture import CaptureWriter
 from fwbridge.bridge.config import ConfigError, load_config
 from fwbridge.bridge.hardware import LifecycleError
 from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.safe_output import OutputError, PendingFile
 from fwbridge.bridge.transports import LinkError
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
 from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
@@ -89,31 +90,45 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
                 silence_stdout()
                 reader_gone.set()
 
+    # The capture goes beside --record until the link works: a failed start leaves it as it was.
+    try:
+        pending = PendingFile(record) if record else None
+    except OutputError as exc:
+        fail(f"--record {exc}")
     capture = (
-        CaptureWriter(record, port=cfg.link_url, description=f"{cfg.baud} baud")
-        if record else None
+        CaptureWriter(pending.stream, port=cfg.link_url, description=f"{cfg.baud} baud")
+        if pending is not None else None
     )
     node = BaseNode(cfg, on_odometry=on_odometry, on_event=on_event, capture=capture)
     try:
         node.start()
     except (LinkError, ConfigError, LifecycleError) as exc:
-        if capture is not None:
+        if capture is not None and pending is not None:
             capture.close()
+            pending.discard()
         fail(str(exc))
-    source = "simulated endpoint" if cfg.use_sim else "port"
-    click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands", err=True)
-    if cmd_stdin:
-        threading.Thread(target=_read_requests, args=(node,), daemon=True).start()
+    except BaseException:
+        if pending is not None:
+            pending.discard()
+        raise
     deadline = Deadline(duration)
     try:
-        with until_interrupted():
+        with until_interrupted():  # any stop from here on reaches the safe stop below
+            if pending is not None:
+                pending.publish()
+            source = "simulated endpoint" if cfg.use_sim else "port"
+            click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands",
+                       err=True)
+            if cmd_stdin:
+                threading.Thread(target=_read_requests, args=(node,), daemon=True).start()
             while node.running and not deadline.expired and not fatal:
                 if reader_gone.wait(deadline.left(0.1)):
                     break
     finally:
         node.stop()  # the safe stop: zero velocity, whatever ended the run
-        if capture is not None:
+        if capture is not None and pending is not None:
             capture.close()
+            pending.close()
     print_counters(node.stats(), "bridge")
     if fatal:
         fail(fatal[0])

@@ -33,6 +33,16 @@ def fail(message: str) -> NoReturn:
     raise CliError(message)
 
 
+def writable(path: str, option: str = "") -> None:
+    """Check an output path before a run: one ``error:`` line if it cannot be written."""
+    from fwbridge.bridge.safe_output import OutputError, check_writable
+
+    try:
+        check_writable(path)
+    except OutputError as exc:
+        fail(f"{option} {exc}".strip())
+
+
 def _jsonable(value: Any) -> Any:
     # JSON has no NaN/inf: write them as strings so every line stays valid JSON.
     if isinstance(value, float) and not math.isfinite(value):

@@ -22,6 +22,7 @@ from fwbridge.cli_verbs.common import (
     fail,
     json_line,
     print_counters,
+    writable,
 )
 from fwbridge.cli_verbs.link import (
     BAUD,
@@ -200,6 +201,8 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
     """
     dec = decoder_for(protocol)
     rx = dec.make({})
+    if record:
+        writable(record, "--record")  # before the port: a bad path is one line, not a late error
     link = open_port(port, baud)
     capture = CaptureWriter(record, port=port, description=f"{baud} baud") if record else None
     deadline = Deadline(duration)
@@ -258,7 +261,8 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
 @BAUD
 def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
     """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay)."""
-    link = open_port(port, baud)
+    writable(file)
+    link = open_port(port, baud)  # FILE is created only once PORT is open
     deadline = Deadline(duration)
     rate = Rate()
     with CaptureWriter(file, port=port, description=f"{baud} baud") as cap:

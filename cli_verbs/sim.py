@@ -15,7 +15,7 @@ from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import MODELS
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
 
@@ -113,21 +113,21 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
         fail(str(exc))
-    ready = {
-        "event": "ready", "model": model, "port": link.path,
-        "supervisor_port": link.supervisor_path, "pace": pace, "step_ms": step_ms,
-        "faults": str(spec), "seed": seed,
-    }
-    if as_json:
-        json_line(ready)
-    else:
-        click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
-                   f"{pace}, step {step_ms} ms, faults: {spec}")
-        click.echo(f"open {link.path} with any serial program (no baud rate needed); "
-                   "Ctrl-C stops", err=True)
     stop = endpoint.stop_event
     interrupted = False
-    try:
+    try:  # from here every stop removes what was created (the ptys, the --link)
+        ready = {
+            "event": "ready", "model": model, "port": link.path,
+            "supervisor_port": link.supervisor_path, "pace": pace, "step_ms": step_ms,
+            "faults": str(spec), "seed": seed,
+        }
+        if as_json:
+            json_line(ready)
+        else:
+            click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
+                       f"{pace}, step {step_ms} ms, faults: {spec}")
+            click.echo(f"open {link.path} with any serial program (no baud rate needed); "
+                       "Ctrl-C stops", err=True)
         if wait_for_host:
             link.wait_for_host(stop)
         endpoint.start(None if duration is None else round(duration * 1000))
@@ -252,6 +252,12 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
     No hardware and no network; about 30 seconds.
     """
     spec = _faults(faults, seed)
+    if plot:  # checked now, not after the 30 s run
+        writable(plot, "--plot")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            fail("--plot needs matplotlib: pip install 'fwbridge[plot]'")
     driver = SquareDriver(side=side)
     stop = threading.Event()
     t0 = time.monotonic()
