@@ -8,7 +8,8 @@ from typing import Any, BinaryIO
 
 import click
 
-from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_payloads
+from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_capture, read_payloads
+from fwbridge.bridge.capture_reader import capture_kind
 from fwbridge.cli_verbs.action import action_decoder
 from fwbridge.cli_verbs.common import CliError, Decoder, fail, json_line, print_counters
 from fwbridge.cli_verbs.table_stream import RowWriter
@@ -96,11 +97,31 @@ def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[by
         raise CliError(str(exc)) from None
 
 
-def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[bytes]:
+#: The side of a two-direction capture that carries each frame family.
+CARRIER = {"odom": "rx", "cmd": "tx"}
+_SIDE = {"rx": "rx (firmware -> host)", "tx": "tx (host -> firmware)"}
+
+
+def _both_directions(path: str) -> bool:
+    """True when a pcapng capture holds packets of both directions (stops at the first pair)."""
+    seen: set[str] = set()
+    try:
+        for packet in read_capture(path):
+            seen.add(packet.direction)
+            if {"rx", "tx"} <= seen:
+                return True
+    except CaptureError:
+        pass  # reported with its offset by the decoding pass itself
+    return False
+
+
+def read_input(path: str, fmt: str, direction: str | None = None,
+               prefer: str | None = None) -> Iterator[bytes]:
     """Chunks of the input's bytes: raw binary, hex text or a pcapng serial capture.
 
     ``auto`` tells them apart by the first bytes; ``direction`` picks one side
-    (``rx``/``tx``) of a capture of both directions.
+    (``rx``/``tx``) of a capture of both directions, ``prefer`` the side taken
+    when none is given and the capture has both. A CAN capture is refused.
     """
     try:
         stream: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
@@ -112,12 +133,20 @@ def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[by
         fail(f"{path}: permission denied")
     with stream:
         first = stream.read(READ_CHUNK)
+        kind = capture_kind(first)
+        if kind is not None and "serial" not in kind and fmt in ("auto", "pcapng"):
+            hint = " (decode it with 'fwbridge can decode')" if "CAN" in kind else ""
+            fail(f"{path}: a {kind}, not a serial capture or byte stream{hint}")
         if fmt == "auto":
             fmt = ("pcapng" if looks_like_pcapng(first)
                    else "hex" if looks_like_hex(first) else "raw")
         if fmt == "pcapng":
             if path == "-":
                 fail("pcapng captures are read from a file, not from stdin")
+            if direction is None and prefer is not None and _both_directions(path):
+                direction = prefer
+                click.echo(f"decode: {path} holds both directions; decoding {_SIDE[prefer]}, "
+                           "the side these frames travel (--direction to choose)", err=True)
             yield from read_pcapng_payloads(path, direction)
             return
         if direction is not None:
@@ -158,7 +187,9 @@ def _action_extras(item: Any, as_json: bool) -> None:
     show_default=True, help="Input encoding.",
 )
 @click.option("--direction", type=click.Choice(["rx", "tx"]), default=None,
-              help="pcapng captures: decode one direction only (default: both, in order).")
+              help="pcapng captures: decode one direction only (default: the side the "
+                   "frames travel when the capture has both, rx for odom and tx for cmd; "
+                   "both, in order, for action frames).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--crc", default=None, metavar="NAME",
               help="Action frames: CRC-16 preset (default crc-ccitt-false).")
@@ -190,7 +221,7 @@ def decode_cmd(
         rx = dec.make(opts)
     except ConfigError as exc:
         fail(str(exc))
-    chunks = read_input(source, fmt, direction)
+    chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
     first = next(chunks, b"")  # input errors come before any output
     # Rows stream as they are decoded (bounded memory, never cut when piped).
     table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames")

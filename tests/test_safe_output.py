@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import pty
+import re
 import signal
 import subprocess
 from pathlib import Path
