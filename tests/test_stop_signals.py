@@ -256,3 +256,83 @@ def test_can_record_log_keeps_its_tail_on_sigterm(tmp_path: Path) -> None:
     n = int(err.split(b"recorded ")[1].split()[0])
     lines = out.read_text().splitlines()
     assert n > 0 and len(lines) == n and lines[-1].count("#") == 1
+
+
+def _stop_handlers_installed(pid: int) -> bool:
+    """The process has entered the CLI's entry point: it catches SIGTERM (bit 15)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    except OSError:
+        pass
+    return False
+
+
+def _capture_file(tmp_path: Path) -> Path:
+    from fwbridge.bridge.capture import CaptureWriter
+
+    path = tmp_path / "run.pcapng"
+    with CaptureWriter(path) as cap:
+        for k in range(50):
+            cap.write("rx", odom_frame.encode(OdomFrame(0.0, 0.0, 0.0, float(k))),
+                      ts_ns=k * 20_000_000)
+    return path
+
+
+def _can_log(tmp_path: Path) -> Path:
+    path = tmp_path / "bus.log"
+    path.write_text("".join(f"({1.0 + k / 50:.6f}) sim0 101#0000000000000000\n"
+                            for k in range(50)))
+    return path
+
+
+# (verb, what its output must show once it runs, what its summary says)
+EVERY_VERB = {
+    "sniff": (["sniff", "{port}", "-p", "odom"], b"", b"counters: frames="),
+    "record": (["record", "{port}", "{tmp}/rec.pcapng"], b"", b"recorded "),
+    "replay": (["replay", "{capture}", "{port}", "--loop"], b"", b"replayed "),
+    "can-sniff": (["can", "--bus-kwarg", "modules=2", "sniff"], b"module", b"counters: frames="),
+    "can-record": (["can", "--bus-kwarg", "modules=2", "record", "{tmp}/x.blf"], b"",
+                   b"recorded "),
+    "can-send": (["can", "--bus-kwarg", "modules=1", "send", "123#00", "--count", "100000",
+                  "--interval", "0.01"], b"", b"sent "),
+    "can-replay": (["can", "--bus-kwarg", "modules=1", "replay", "{canlog}", "--loop", "0"],
+                   b"", b"replayed "),
+    "can-busload": (["can", "--bus-kwarg", "modules=2", "busload", "--interval", "0.2"],
+                    b"frames", b""),
+    "can-sim": (["can", "sim", "2"], b"", b""),
+    "sim-scara": (["sim", "scara"], b"", b""),
+    "demo": (["demo"], b"side", b"demo: stopped before the square was done"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_VERB))
+def test_every_long_running_verb_stops_the_same_way_on_sigterm(
+        pair: PtyPair, tmp_path: Path, name: str) -> None:
+    args, running, summary = EVERY_VERB[name]
+    argv = [a.format(port=pair.path, tmp=tmp_path, capture=_capture_file(tmp_path),
+                     canlog=_can_log(tmp_path)) for a in args]
+    proc = spawn_verb(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        end = time.monotonic() + DEADLINE
+        while not _stop_handlers_installed(proc.pid):
+            assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+            time.sleep(0.01)
+        if running:  # its loop runs: the first output is there
+            out = b""
+            while running not in out:
+                assert select.select([proc.stdout], [], [], DEADLINE)[0], out
+                out += os.read(proc.stdout.fileno(), 65536)
+        else:
+            time.sleep(1.0)  # into its loop; nothing to observe from outside
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert b"Traceback" not in err, err
+    assert summary in err
