@@ -72,6 +72,26 @@ def encode_odom(
 
 
 # -- decode -----------------------------------------------------------------
+def _hex_blocks(path: str, first: bytes, stream: BinaryIO) -> Iterator[bytes]:
+    """The bytes of hex text, parsed a block of whole lines at a time."""
+    pending, line = first, 1
+    while True:
+        more = stream.read(READ_CHUNK)
+        cut = len(pending) if not more else pending.rfind(b"\n") + 1
+        if cut or not more:
+            text = pending[:cut].decode("ascii", errors="replace")
+            try:
+                yield parse_hex(text, line)
+            except HexTextError as exc:
+                raise CliError(f"{path}: {exc}") from None
+            line += len(text.splitlines())
+            pending = pending[cut:]
+        if not more:
+            return
+        pending += more
+
+
+
 def _sum8_row(item: Any) -> dict[str, Any]:
     frame = item.frame
     row = {name: getattr(frame, name) for name in frame.__slots__}
@@ -151,12 +171,8 @@ def read_input(path: str, fmt: str, direction: str | None = None,
             return
         if direction is not None:
             fail("--direction applies to pcapng captures only")
-        if fmt == "hex":
-            text = (first + stream.read()).decode("ascii", errors="replace")
-            try:
-                yield parse_hex(text)
-            except HexTextError as exc:
-                raise CliError(f"{path}: {exc}") from None
+        if fmt == "hex":  # a block of whole lines at a time: bounded memory on long files
+            yield from _hex_blocks(path, first, stream)
             return
         while first:
             yield first

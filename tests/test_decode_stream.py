@@ -53,3 +53,18 @@ def test_piped_table_is_not_cut(tmp_path: Path) -> None:
     out = res.stdout.decode()
     assert "query-can-error-rate" in out and "00112233445566778899aabbccddeeff" in out
     assert "…" not in out
+
+
+def test_long_hex_text_is_decoded_line_block_by_line_block(tmp_path: Path) -> None:
+    frames = [odom_frame.encode(OdomFrame(0.0, 0.0, 0.0, float(k % 360))) for k in range(6000)]
+    lines = [f"# odometry, {len(frames)} frames"] + [f.hex(" ") for f in frames]  # > 64 KiB
+    text = tmp_path / "odom.txt"
+    text.write_text("\n".join(lines) + "\n")
+    res = run_cli("decode", "-p", "odom", "--json", str(text))
+    assert res.returncode == 0, res.stderr
+    assert len(res.stdout.splitlines()) == 6000 and b"frames=6000 " in res.stderr
+    lines[4999] = lines[4999][:-1] + "g"  # a bad digit far past the first block
+    text.write_text("\n".join(lines) + "\n")
+    bad = run_cli("decode", "-p", "odom", "--json", str(text))
+    assert bad.returncode == 2
+    assert "line 5000: 'g' is not a hex digit" in bad.stderr.decode()
