@@ -6,8 +6,9 @@ verb) turns each of the three signals into :class:`Stopped`, a
 closed terminal take the path Ctrl-C always took: the verb's ``finally``
 blocks send zero velocity, restore the terminal, close captures whole and
 remove what the verb created, then it prints its summary. Only the first
-signal interrupts: later ones, while the verb cleans up, are noted and
-ignored, so a second Ctrl-C cannot cut a capture or a zero command short.
+signal interrupts, and only while the verb's main loop runs: later ones, or
+one that comes while the verb cleans up after its loop, only set the exit
+status, so a signal cannot cut a capture or a zero command short.
 
 Exit status (also in the README): 0 at a normal end (``--duration``,
 ``--count``, end of input) and when the reader of stdout goes away
@@ -51,7 +52,8 @@ class Stopped(KeyboardInterrupt):
         return signal.Signals(self.signum).name
 
 
-_received: list[int] = []  # the signals of this process, first one first
+_received: list[int] = []  # the first stop signal of this process, once it came
+_shielded = False  # the verb's main loop is over: signals only set the exit status
 
 
 def received() -> int | None:
@@ -66,9 +68,10 @@ def exit_code() -> int | None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    first = not _received
+    if _received:
+        return  # later signals must not interrupt the clean-up the first one started
     _received.append(signum)
-    if first:  # later signals must not interrupt the clean-up the first one started
+    if not _shielded:
         raise Stopped(signum)
 
 
@@ -76,9 +79,12 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 def stop_signals() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP raise :class:`Stopped` in this block; the previous
     handlers come back after it. Outside the main thread (tests): nothing changes."""
+    global _shielded
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _received.clear()  # a fresh run (the entry point may be called more than once)
+    _shielded = False
     previous = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS}
     try:
         yield
@@ -126,6 +132,7 @@ def stoppable() -> Iterator[Stop]:
     is then set by the entry point (:func:`exit_code`). A broken pipe that is
     not stdout's (a socket link) is re-raised.
     """
+    global _shielded
     stop = Stop()
     try:
         yield stop
@@ -138,3 +145,8 @@ def stoppable() -> Iterator[Stop]:
             raise
         stop.reason = "pipe"
         silence_stdout()
+    finally:
+        # The loop is over and the clean-up (zero velocity, closing captures) begins: a
+        # signal from now on is not raised, it only sets the exit status.
+        if threading.current_thread() is threading.main_thread():
+            _shielded = True

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from fwbridge.bridge.capture import read_capture
 from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
@@ -65,6 +66,32 @@ def test_bridge_stop_signal_sends_zero_velocity(pair: PtyPair, peer: FirmwarePee
     assert proc.returncode == 128 + sig, err
     assert b"bridge: commands=" in err and b"Traceback" not in err
     _stopped_at_zero(peer)
+
+
+def test_more_signals_while_stopping_do_not_cut_the_stop_short(
+        pair: PtyPair, peer: FirmwarePeer, tmp_path: Path) -> None:
+    capture = tmp_path / "run.pcapng"
+    proc = spawn_verb("bridge", str(_config(tmp_path, pair.path)), "--cmd-stdin", "--record",
+                      str(capture), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(b"0.3 0 0\n")
+        proc.stdin.flush()
+        _moving(peer)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            proc.send_signal(sig)  # an impatient user, or a service manager and a user
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the first signal handled decides (pending signals come lowest number first)
+    assert proc.returncode in (129, 130, 143), err
+    assert b"bridge: commands=" in err and b"Traceback" not in err
+    _stopped_at_zero(peer)
+    sent = [p.data for p in read_capture(capture) if p.direction == "tx"]
+    assert sent[-1] == cmd_frame.encode(cmd_frame.ZERO)  # the capture is whole, to the end
 
 
 def test_bridge_piped_to_head_stops_the_base_quietly(pair: PtyPair, peer: FirmwarePeer,
