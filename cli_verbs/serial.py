@@ -35,6 +35,7 @@ from fwbridge.cli_verbs.link import (
     write_line,
 )
 from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["ports_cmd", "record_cmd", "replay_cmd", "send_group", "sniff_cmd"]
 
@@ -317,9 +318,12 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
         transient=True,
     )
     task = progress.add_task("replay", total=None if loop else len(packets))
+    # Replaying velocity commands commands motion: a stop before the end sends zero velocity.
+    commands = _carries_commands(packets)
+    stopped = False
     t0 = time.monotonic()
     try:
-        with progress, until_interrupted():
+        with progress, until_interrupted() as stop:
             while True:
                 for off, packet in zip(offsets, packets):
                     delay = t0 + laps * lap + off - time.monotonic()
@@ -334,9 +338,26 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
                 laps += 1
                 if not loop:
                     break
-            with contextlib.suppress(*IO_ERRORS):
-                link.flush()
+        stopped = stop.early
     finally:
+        with contextlib.suppress(*IO_ERRORS):
+            if commands and (stopped or sys.exc_info()[0] is not None):
+                link.write(cmd_frame.encode(cmd_frame.ZERO))
+            link.flush()
         link.close()
-    click.echo(f"replayed {sent} {direction} packets from {file} to {port}", err=True)
+    then = ", then zero velocity" if commands and stopped else ""
+    click.echo(f"replayed {sent} {direction} packets from {file} to {port}{then}", err=True)
+
+
+def _carries_commands(packets: list[Any]) -> bool:
+    """True when the first 64 KiB of the packets hold velocity-command frames."""
+    rx = Sum8Receiver(cmd_frame.CODEC)
+    seen = 0
+    for packet in packets:
+        if rx.feed(packet.data):
+            return True
+        seen += len(packet.data)
+        if seen >= 1 << 16:
+            break
+    return False
 

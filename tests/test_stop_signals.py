@@ -136,6 +136,30 @@ def test_send_cmd_stopped_early_sends_zero(pair: PtyPair, peer: FirmwarePeer,
     _stopped_at_zero(peer)
 
 
+def test_replay_of_commands_stopped_early_sends_zero(pair: PtyPair, peer: FirmwarePeer,
+                                                    tmp_path: Path) -> None:
+    from fwbridge.bridge.capture import CaptureWriter
+
+    capture = tmp_path / "commands.pcapng"
+    go = cmd_frame.encode(cmd_frame.CmdFrame(0.3, 0.0, 0.0))
+    with CaptureWriter(capture) as cap:  # what `bridge --record` holds: commands sent (tx)
+        for k in range(100):
+            cap.write("tx", go, ts_ns=k * 20_000_000)
+    proc = spawn_verb("replay", str(capture), pair.path, "--direction", "tx", "--loop",
+                      stderr=subprocess.PIPE)
+    try:
+        _moving(peer)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert b"then zero velocity" in err
+    _stopped_at_zero(peer)
+
+
 def test_send_cmd_that_ends_at_its_count_sends_no_extra_frame(pair: PtyPair,
                                                                peer: FirmwarePeer) -> None:
     proc = spawn_verb("send", pair.path, "cmd", "--vx", "0.3", "--count", "3", "--rate", "100",
