@@ -7,11 +7,15 @@ runs, so ``fwbridge encode cmd`` does not pay for numpy, python-can or the arm.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+
+from fwbridge.cli_verbs import stopping
 
 #: Top-level verbs: name -> (module in fwbridge.cli_verbs, attribute, one-line help).
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -64,6 +68,13 @@ class LazyGroup(click.Group):
                     command.add_command(load_command(module, attribute), name)
         return command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        # click turns a broken pipe into a silent exit 1; main() decides instead.
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise stopping.PipeClosed(exc) from exc
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The help lists verbs from the registry: `fwbridge --help` imports none of them.
         with formatter.section("Commands"):
@@ -83,10 +94,10 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: one ``error: …`` line instead of a traceback."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        rc: Any = fwbridge.main(args=args, prog_name="fwbridge", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+        with stopping.stop_signals():  # SIGINT, SIGTERM, SIGHUP: one way to stop, every verb
+            rc: Any = fwbridge.main(args=args, prog_name="fwbridge", standalone_mode=False)
+    except click.exceptions.Abort:  # click's form of a KeyboardInterrupt it caught
+        _stopped()
     except click.UsageError as exc:
         verb = exc.ctx.command_path.partition(" ")[2] if exc.ctx else ""
         hint = f" (see 'fwbridge {verb} --help')".replace("  ", " ")
@@ -97,16 +108,30 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)  # the reader (head, less) went away: not an error
+        _stopped()
+    except (BrokenPipeError, stopping.PipeClosed) as exc:
+        if stopping.stdout_closed() or isinstance(exc, BrokenPipeError):
+            stopping.silence_stdout()  # the reader (head, less) went away: not an error
+            sys.exit(0)
+        if "--debug" in args:
+            raise
+        click.echo(f"error: {exc} (--debug shows the traceback)", err=True)
+        sys.exit(1)
     except Exception as exc:  # a bug or an unforeseen OS error: still one line
         if "--debug" in args:
             raise
         click.echo(f"error: {type(exc).__name__}: {exc} (--debug shows the traceback)", err=True)
         sys.exit(1)
-    sys.exit(rc if isinstance(rc, int) else 0)
+    code = stopping.exit_code()  # a verb that stopped on a signal ended normally: 128 + N
+    sys.exit(code if code is not None else rc if isinstance(rc, int) else 0)
+
+
+def _stopped() -> NoReturn:
+    """A stop signal ended the verb before it could print its summary."""
+    sig = stopping.received() or signal.SIGINT
+    with contextlib.suppress(OSError):
+        click.echo(f"stopped by {signal.Signals(sig).name}", err=True)
+    sys.exit(128 + sig)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import serial
 from bench.common import machine, table
 from fwbridge.bridge.sim import World
 from fwbridge.bridge.sim.endpoint import HostPort, SimEndpoint
-from fwbridge.bridge.sim.models.mecanum import MecanumBase
+from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
 from fwbridge.bridge.transports import PtyPair
@@ -51,7 +51,7 @@ CMD = cmd_frame.encode(CmdFrame(0.3, 0.1, 0.5))
 def rtf_world(seconds: float) -> tuple[float, dict[str, Any]]:
     """The world alone: mecanum firmware + body, one command, 1 ms steps."""
     world = World(1)
-    model = MecanumBase()
+    model = MecanumBase(MecanumParams(cmd_timeout_ms=0))  # one command drives the whole run
     world.add_robot(model)
     host = HostPort(world, "host", ROBOT_LINK)
     world.pre_step.append(host.pre_step)

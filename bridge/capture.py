@@ -14,7 +14,6 @@ files with tshark where it is installed.
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import time
 import warnings
@@ -24,8 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pcapng.blocks as pcapng_blocks
-from pcapng import FileScanner, FileWriter
-from pcapng.exceptions import PcapngException
+from pcapng import FileWriter
 from pcapng.utils import pack_timestamp_resolution
 
 # python-pcapng 2.1 warns about its own option table (``if_tsresol`` has no
@@ -154,58 +152,17 @@ class CaptureWriter:
         self.close()
 
 
-def _resolution_ns(iface: Any) -> tuple[int, int]:
-    """(multiplier, divisor) turning raw timestamp units into nanoseconds, exactly."""
-    raw = iface.options.get("if_tsresol") if "if_tsresol" in iface.options else None
-    if not raw:
-        return 1000, 1  # the pcapng default: microseconds
-    code = raw[0]
-    exp = code & 0x7F
-    if code & 0x80:  # a power of two
-        return 10**9, 2**exp
-    return (10 ** (9 - exp), 1) if exp <= 9 else (1, 10 ** (exp - 9))
-
-
 def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
-    """Every packet of a pcapng file, in file order.
+    """Every packet of a pcapng serial capture, in file order.
 
-    Enhanced and simple packet blocks are read; other blocks are skipped. A
-    file cut short after its last complete packet (a killed recorder) reads
-    up to that packet.
+    Enhanced and simple packet blocks are read; other blocks are skipped.
+    Every fault is a :class:`CaptureError` naming the offset (see
+    :mod:`bridge.capture_reader`); a file cut short (a killed recorder) gives
+    its whole packets, then ``CaptureTruncated``.
     """
-    p = Path(path)
-    try:
-        stream = open(p, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise CaptureError(f"{p}: no such capture file") from None
-    except IsADirectoryError:
-        raise CaptureError(f"{p}: is a directory, not a capture file") from None
-    except PermissionError:
-        raise CaptureError(f"{p}: permission denied") from None
-    with stream:
-        if not looks_like_pcapng(stream.read(4)):
-            raise CaptureError(f"{p}: not a pcapng file")
-        stream.seek(0)
-        scales: dict[int, tuple[int, int]] = {}
-        try:
-            for block in FileScanner(stream):
-                if isinstance(block, pcapng_blocks.EnhancedPacket):
-                    iface = block.interface
-                    key = id(iface)
-                    if key not in scales:
-                        scales[key] = _resolution_ns(iface)
-                    mul, div = scales[key]
-                    raw = (block.timestamp_high << 32) | block.timestamp_low
-                    flags = block.options.get("epb_flags") if "epb_flags" in block.options else None
-                    direction = _NAME.get(int(flags) & 3, "") if flags is not None else ""
-                    name = iface.options.get("if_name", "") if "if_name" in iface.options else ""
-                    yield Packet(raw * mul // div, direction, bytes(block.packet_data), name)
-                elif isinstance(block, pcapng_blocks.SimplePacket):
-                    yield Packet(0, "", bytes(block.packet_data))
-        except (PcapngException, struct.error, ValueError) as exc:
-            if "truncat" in type(exc).__name__.lower() or isinstance(exc, struct.error):
-                return  # cut short mid-block: keep what was complete
-            raise CaptureError(f"{p}: corrupt pcapng: {exc}") from None
+    from fwbridge.bridge.capture_reader import read_packets  # it builds on this module
+
+    return read_packets(path)
 
 
 def read_payloads(path: str | os.PathLike[str], direction: str | None = None) -> Iterator[bytes]:

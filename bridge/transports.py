@@ -45,6 +45,7 @@ __all__ = [
     "LinkURLError",
     "PtyPair",
     "available_ports",
+    "claim_pty_link",
     "open_async_streams",
     "open_link",
     "poller_for",
@@ -326,6 +327,35 @@ def check_pollable(link: serial.SerialBase) -> None:
         ) from None
 
 
+def _points_at(link: Path, target: str) -> bool:
+    try:
+        return bool(target) and os.readlink(link) == target
+    except OSError:
+        return False
+
+
+def claim_pty_link(link: Path) -> None:
+    """Refuse a ``link`` path that holds something other than a stale pty symlink.
+
+    Only a missing path, or a symlink to a ``/dev/pts/N`` that no longer
+    exists (left by a process that was killed), may be replaced: never a
+    user's file, and never a link to a pty that is in use, which may belong
+    to another simulation or, after its number was reused, to a terminal.
+    """
+    if not os.path.lexists(link):
+        return
+    if not link.is_symlink():
+        raise FileExistsError(f"{link} exists and is not a symlink: refusing to replace it "
+                              "(choose another path)")
+    target = os.readlink(link)
+    if not target.startswith("/dev/pts/"):
+        raise FileExistsError(f"{link} is a symlink to {target}, not to a pty: refusing to "
+                              "replace it (choose another path)")
+    if os.path.exists(target):
+        raise FileExistsError(f"{link} points at {target}, which is in use (another simulation?"
+                              "): refusing to take it over (remove the link if it is stale)")
+
+
 class PtyPair:
     """A pseudo-terminal pair: the master side plays the device, the slave is its port.
 
@@ -342,6 +372,8 @@ class PtyPair:
         self.master_fd = -1
         self._slave_fd = -1
         self.slave_name = ""
+        if self.link is not None:
+            claim_pty_link(self.link)
         self.plug()
 
     @property
@@ -365,15 +397,15 @@ class PtyPair:
         self.master_fd, self._slave_fd = master, slave
         self.slave_name = os.ttyname(slave)
         if self.link is not None:
-            tmp = self.link.with_name(self.link.name + ".new")
+            tmp = self.link.with_name(f".{self.link.name}.{os.getpid()}.new")
             tmp.unlink(missing_ok=True)
             tmp.symlink_to(self.slave_name)
             tmp.replace(self.link)  # atomic: an opener never sees a missing link mid-plug
 
     def unplug(self) -> None:
         """Close both sides: programs holding the port see it vanish."""
-        if self.link is not None:
-            self.link.unlink(missing_ok=True)
+        if self.link is not None and _points_at(self.link, self.slave_name):
+            self.link.unlink(missing_ok=True)  # ours only: not what replaced it since
         for fd in (self.master_fd, self._slave_fd):
             if fd >= 0:
                 os.close(fd)

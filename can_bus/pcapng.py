@@ -146,8 +146,9 @@ def read_pcap(path: str | Path) -> Iterator[can.Message]:
 def parse(data: bytes) -> Iterator[can.Message]:
     """CAN messages in the bytes of a pcapng or classic pcap file.
 
-    Packets of other link types are skipped; a truncated last block ends the
-    iteration; a malformed file raises ``ValueError`` naming the offset.
+    Packets of other link types are skipped (a file with no CAN packet among
+    them is refused, naming the link type found); a malformed or truncated
+    file raises ``ValueError`` naming the offset, after the messages before it.
     """
     if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
                     b"\xa1\xb2\x3c\x4d"):
@@ -162,7 +163,11 @@ def parse(data: bytes) -> Iterator[can.Message]:
 def _read_blocks(data: bytes) -> Iterator[can.Message]:
     pos, e = 0, "<"
     ifaces: list[tuple[int, int, str | None, float]] = []  # linktype, ticks/s, name, offset
-    while pos + 12 <= len(data):
+    can_packets, other = 0, set()
+    while pos < len(data):
+        if pos + 12 > len(data):
+            raise ValueError(f"offset {pos}: truncated: the file ends {len(data) - pos} bytes "
+                             "into a block")
         kind = struct.unpack_from("<I", data, pos)[0]
         if kind == _SHB:
             bom = data[pos + 8:pos + 12]
@@ -173,10 +178,13 @@ def _read_blocks(data: bytes) -> Iterator[can.Message]:
         elif pos == 0:
             raise ValueError("not a pcapng file (no section header block)")
         kind, total = struct.unpack_from(e + "II", data, pos)
-        if total < 12 or total % 4 or pos + total > len(data):
-            if pos + total > len(data):
-                return  # truncated capture: keep what is complete
+        if total < 12 or total % 4:
             raise ValueError(f"offset {pos}: bad block length {total}")
+        if pos + total > len(data):
+            raise ValueError(f"offset {pos}: truncated or corrupt: a {total}-byte block, but "
+                             f"the file ends {len(data) - pos} bytes into it")
+        if struct.unpack_from(e + "I", data, pos + total - 4)[0] != total:
+            raise ValueError(f"offset {pos}: block length {total} is not repeated at its end")
         body = data[pos + 8:pos + total - 4]
         if kind == _IDB:
             linktype = struct.unpack_from(e + "H", body)[0]
@@ -194,7 +202,10 @@ def _read_blocks(data: bytes) -> Iterator[can.Message]:
             if iface >= len(ifaces):
                 raise ValueError(f"offset {pos}: packet on undeclared interface {iface}")
             linktype, res, name, offset = ifaces[iface]
-            if linktype == LINKTYPE_CAN_SOCKETCAN:
+            if linktype != LINKTYPE_CAN_SOCKETCAN:
+                other.add(linktype)
+            else:
+                can_packets += 1
                 is_rx = True
                 opts_at = 20 + caplen + (-caplen % 4)
                 for code, val in _options(body[opts_at:], e):
@@ -203,6 +214,11 @@ def _read_blocks(data: bytes) -> Iterator[can.Message]:
                 ts = ((hi << 32) | lo) / res + offset  # int / int: correctly rounded
                 yield decode_packet(body[20:20 + caplen], ts, name, is_rx)
         pos += total
+    if other and not can_packets:
+        kinds = ", ".join("147 (a fwbridge serial capture)" if t == 147 else str(t)
+                          for t in sorted(other))
+        raise ValueError(f"no CAN frames: its packets are of link type {kinds}, not 227 "
+                         "(SocketCAN)")
 
 
 def _read_classic(data: bytes) -> Iterator[can.Message]:
@@ -213,10 +229,13 @@ def _read_classic(data: bytes) -> Iterator[can.Message]:
     frac = 10**9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 10**6
     linktype = struct.unpack_from(e + "I", data, 20)[0] & 0x0FFFFFFF
     pos = 24
-    while pos + 16 <= len(data):
+    while pos < len(data):
+        if pos + 16 > len(data):
+            raise ValueError(f"offset {pos}: truncated: the file ends inside a packet header")
         sec, sub, caplen, _ = struct.unpack_from(e + "IIII", data, pos)
         if pos + 16 + caplen > len(data):
-            return
+            raise ValueError(f"offset {pos}: truncated or corrupt: a {caplen}-byte packet, but "
+                             f"the file ends {len(data) - pos - 16} bytes into it")
         if linktype == LINKTYPE_CAN_SOCKETCAN:
             yield decode_packet(data[pos + 16:pos + 16 + caplen], sec + sub / frac)
         pos += 16 + caplen

@@ -15,9 +15,11 @@ from fwbridge.bridge.capture import CaptureWriter
 from fwbridge.bridge.config import ConfigError, load_config
 from fwbridge.bridge.hardware import LifecycleError
 from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.safe_output import OutputError, PendingFile
 from fwbridge.bridge.transports import LinkError
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
-from fwbridge.cli_verbs.link import DURATION, Deadline
+from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
+from fwbridge.cli_verbs.stopping import silence_stdout
 
 
 def parse_request(line: str) -> tuple[float, float, float] | None:
@@ -79,6 +81,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     except ConfigError as exc:
         fail(str(exc))
     fatal: list[str] = []
+    reader_gone = threading.Event()  # stdout's reader went away (| head): stop the base
 
     def on_event(event: NodeEvent) -> None:
         click.echo(f"bridge: {event.message}", err=True)
@@ -86,37 +89,57 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
             fatal.append(event.message.replace("link.baud", f"link.baud in {config}"))
 
     def on_odometry(odom: Odometry) -> None:
-        if odom.seq % every == 0:
-            json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
+        if odom.seq % every == 0 and not reader_gone.is_set():
+            try:
+                json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
+            except BrokenPipeError:
+                silence_stdout()
+                reader_gone.set()
 
+    # The capture goes beside --record until the link works: a failed start leaves it as it was.
+    try:
+        pending = PendingFile(record) if record else None
+    except OutputError as exc:
+        fail(f"--record {exc}")
     capture = (
-        CaptureWriter(record, port=cfg.link_url, description=f"{cfg.baud} baud")
-        if record else None
+        CaptureWriter(pending.stream, port=cfg.link_url, description=f"{cfg.baud} baud")
+        if pending is not None else None
     )
     node = BaseNode(cfg, on_odometry=on_odometry, on_event=on_event, capture=capture)
     try:
         node.start()
     except (LinkError, ConfigError, LifecycleError) as exc:
-        if capture is not None:
+        if capture is not None and pending is not None:
             capture.close()
+            pending.discard()
         fail(str(exc))
-    source = "simulated endpoint" if cfg.use_sim else "port"
-    click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands", err=True)
-    ros = _start_ros2(node, ros2_settings) if ros2_settings is not None else None
-    if cmd_stdin:
-        threading.Thread(target=_read_requests, args=(node,), daemon=True).start()
+    except BaseException:
+        if pending is not None:
+            pending.discard()
+        raise
+    ros: Any = None
     deadline = Deadline(duration)
     try:
-        while node.running and not deadline.expired and not fatal:
-            time.sleep(deadline.left(0.1))
-    except KeyboardInterrupt:
-        click.echo("", err=True)
+        with until_interrupted():  # any stop from here on reaches the safe stop below
+            if pending is not None:
+                pending.publish()
+            source = "simulated endpoint" if cfg.use_sim else "port"
+            click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands",
+                       err=True)
+            if ros2_settings is not None:
+                ros = _start_ros2(node, ros2_settings)
+            if cmd_stdin:
+                threading.Thread(target=_read_requests, args=(node,), daemon=True).start()
+            while node.running and not deadline.expired and not fatal:
+                if reader_gone.wait(deadline.left(0.1)):
+                    break
     finally:
         if ros is not None:
             ros.stop()
-        node.stop()
-        if capture is not None:
+        node.stop()  # the safe stop: zero velocity, whatever ended the run
+        if capture is not None and pending is not None:
             capture.close()
+            pending.close()
     print_counters(node.stats(), "bridge")
     if ros is not None:
         print_counters(ros.stats(), "ros2")

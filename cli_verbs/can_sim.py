@@ -25,7 +25,7 @@ from fwbridge.can_bus.capture import open_writer
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
 from fwbridge.cli_verbs.can_common import open_bus, options, target
-from fwbridge.cli_verbs.common import console, fail, json_line
+from fwbridge.cli_verbs.common import console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
 from fwbridge.protocols.actuator import Fault
 
@@ -95,6 +95,8 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
     for p in plan:
         if not 1 <= p.module <= count:
             fail(f"--fault: no module {p.module} (modules are 1..{count})")
+    if capture:
+        writable(capture, "--capture")
     extra: dict[str, Any] = {"pacing": pacing} if fw and pacing else {}
     buses: list[can.BusABC] = []
     writer = notifier = cap_bus = None

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import click
-from rich.table import Table
 
-from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_payloads
+from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_capture, read_payloads
+from fwbridge.bridge.capture_reader import capture_kind
 from fwbridge.cli_verbs.action import action_decoder
-from fwbridge.cli_verbs.common import CliError, Decoder, console, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import CliError, Decoder, fail, json_line, print_counters
+from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
@@ -71,6 +72,26 @@ def encode_odom(
 
 
 # -- decode -----------------------------------------------------------------
+def _hex_blocks(path: str, first: bytes, stream: BinaryIO) -> Iterator[bytes]:
+    """The bytes of hex text, parsed a block of whole lines at a time."""
+    pending, line = first, 1
+    while True:
+        more = stream.read(READ_CHUNK)
+        cut = len(pending) if not more else pending.rfind(b"\n") + 1
+        if cut or not more:
+            text = pending[:cut].decode("ascii", errors="replace")
+            try:
+                yield parse_hex(text, line)
+            except HexTextError as exc:
+                raise CliError(f"{path}: {exc}") from None
+            line += len(text.splitlines())
+            pending = pending[cut:]
+        if not more:
+            return
+        pending += more
+
+
+
 def _sum8_row(item: Any) -> dict[str, Any]:
     frame = item.frame
     row = {name: getattr(frame, name) for name in frame.__slots__}
@@ -96,11 +117,31 @@ def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[by
         raise CliError(str(exc)) from None
 
 
-def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[bytes]:
+#: The side of a two-direction capture that carries each frame family.
+CARRIER = {"odom": "rx", "cmd": "tx"}
+_SIDE = {"rx": "rx (firmware -> host)", "tx": "tx (host -> firmware)"}
+
+
+def _both_directions(path: str) -> bool:
+    """True when a pcapng capture holds packets of both directions (stops at the first pair)."""
+    seen: set[str] = set()
+    try:
+        for packet in read_capture(path):
+            seen.add(packet.direction)
+            if {"rx", "tx"} <= seen:
+                return True
+    except CaptureError:
+        pass  # reported with its offset by the decoding pass itself
+    return False
+
+
+def read_input(path: str, fmt: str, direction: str | None = None,
+               prefer: str | None = None) -> Iterator[bytes]:
     """Chunks of the input's bytes: raw binary, hex text or a pcapng serial capture.
 
     ``auto`` tells them apart by the first bytes; ``direction`` picks one side
-    (``rx``/``tx``) of a capture of both directions.
+    (``rx``/``tx``) of a capture of both directions, ``prefer`` the side taken
+    when none is given and the capture has both. A CAN capture is refused.
     """
     try:
         stream: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
@@ -112,32 +153,30 @@ def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[by
         fail(f"{path}: permission denied")
     with stream:
         first = stream.read(READ_CHUNK)
+        kind = capture_kind(first)
+        if kind is not None and "serial" not in kind and fmt in ("auto", "pcapng"):
+            hint = " (decode it with 'fwbridge can decode')" if "CAN" in kind else ""
+            fail(f"{path}: a {kind}, not a serial capture or byte stream{hint}")
         if fmt == "auto":
             fmt = ("pcapng" if looks_like_pcapng(first)
                    else "hex" if looks_like_hex(first) else "raw")
         if fmt == "pcapng":
             if path == "-":
                 fail("pcapng captures are read from a file, not from stdin")
+            if direction is None and prefer is not None and _both_directions(path):
+                direction = prefer
+                click.echo(f"decode: {path} holds both directions; decoding {_SIDE[prefer]}, "
+                           "the side these frames travel (--direction to choose)", err=True)
             yield from read_pcapng_payloads(path, direction)
             return
         if direction is not None:
             fail("--direction applies to pcapng captures only")
-        if fmt == "hex":
-            text = (first + stream.read()).decode("ascii", errors="replace")
-            try:
-                yield parse_hex(text)
-            except HexTextError as exc:
-                raise CliError(f"{path}: {exc}") from None
+        if fmt == "hex":  # a block of whole lines at a time: bounded memory on long files
+            yield from _hex_blocks(path, first, stream)
             return
         while first:
             yield first
             first = stream.read(READ_CHUNK)
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
 
 
 def _action_extras(item: Any, as_json: bool) -> None:
@@ -164,7 +203,9 @@ def _action_extras(item: Any, as_json: bool) -> None:
     show_default=True, help="Input encoding.",
 )
 @click.option("--direction", type=click.Choice(["rx", "tx"]), default=None,
-              help="pcapng captures: decode one direction only (default: both, in order).")
+              help="pcapng captures: decode one direction only (default: the side the "
+                   "frames travel when the capture has both, rx for odom and tx for cmd; "
+                   "both, in order, for action frames).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--crc", default=None, metavar="NAME",
               help="Action frames: CRC-16 preset (default crc-ccitt-false).")
@@ -196,26 +237,25 @@ def decode_cmd(
         rx = dec.make(opts)
     except ConfigError as exc:
         fail(str(exc))
-    rows: list[tuple[int, dict[str, Any]]] = []
-    extras: list[Any] = []
+    chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
+    first = next(chunks, b"")  # input errors come before any output
+    # Rows stream as they are decoded (bounded memory, never cut when piped).
+    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames")
 
     def take(items: list[Any]) -> None:
         for item in items:
             fields = dec.row(item)
-            if as_json:
+            if table is None:
                 json_line({"offset": item.offset, "protocol": protocol, **fields})
             else:
-                rows.append((item.offset, fields))
-                extras.append(item)
+                table.row(item.offset, fields)
+                if protocol == "action":
+                    _action_extras(item, as_json)
 
-    for chunk in read_input(source, fmt, direction):
+    take(rx.feed(first))
+    for chunk in chunks:
         take(rx.feed(chunk))
     take(rx.finish())
-    if not as_json:
-        table = Table("offset", *dec.columns, title=f"{protocol} frames", title_justify="left")
-        for offset, fields in rows:
-            table.add_row(str(offset), *(_format_value(fields.get(c, "")) for c in dec.columns))
-        console.print(table)
-        for item in extras:
-            _action_extras(item, as_json)
+    if table is not None:
+        table.flush()
     print_counters(rx.stats.as_dict())

@@ -13,7 +13,9 @@ import click
 from rich.console import Console
 
 #: Human output (tables, status lines) goes to stdout; counters and errors to stderr.
-console = Console(highlight=False)
+#: Piped, rich would fit tables to 80 columns and cut cells ("test-actio…"): a reader
+#: of a pipe gets them whole.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 100_000)
 err_console = Console(stderr=True, highlight=False)
 
 
@@ -29,6 +31,16 @@ class CliError(click.ClickException):
 def fail(message: str) -> NoReturn:
     """Stop the command with one ``error: …`` line."""
     raise CliError(message)
+
+
+def writable(path: str, option: str = "") -> None:
+    """Check an output path before a run: one ``error:`` line if it cannot be written."""
+    from fwbridge.bridge.safe_output import OutputError, check_writable
+
+    try:
+        check_writable(path)
+    except OutputError as exc:
+        fail(f"{option} {exc}".strip())
 
 
 def _jsonable(value: Any) -> Any:

@@ -6,18 +6,16 @@ see and talk to real ROS 2 nodes on a router, and to fwbridge's own.
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import click
 
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
+from fwbridge.cli_verbs.stopping import stoppable
 
 CONNECT = click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
                        help="Zenoh endpoint to connect to (repeatable; default: the robot "
@@ -70,20 +68,6 @@ def _participant(s: Any, wait: float = 3.0) -> Any:
         fail(f"no Zenoh router reachable at {', '.join(s.connect)} "
              f"(start one: ros2 run rmw_zenoh_cpp rmw_zenohd)")
     return p
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP end a long-running verb like Ctrl-C does (cleanly, in finally)."""
-    def handler(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
 
 
 @click.group("ros2")
@@ -177,7 +161,7 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
                 done.set()
 
     try:
-        with stop_on_signals():
+        with stoppable():
             try:
                 mt = msgtype or _find_type(p, topic, 3.0)
                 node = p.node(f"fwbridge_echo_{_pid()}")
@@ -222,7 +206,7 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
     p = _participant(s)
     sent = 0
     try:
-        with stop_on_signals():
+        with stoppable():
             pub = p.node(f"fwbridge_pub_{_pid()}").publisher(topic, msgtype)
             time.sleep(0.3)  # let the subscribers' routes reach us before the first sample
             period = 1.0 / (rate or 1.0)
@@ -306,7 +290,7 @@ def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
                   on_event=lambda ns, e: click.echo(f"fleet {ns}: {e.message}", err=True),
                   say=lambda text: click.echo(f"fleet: {text}", err=True))
     try:
-        with stop_on_signals():
+        with stoppable():
             try:
                 fleet.start()
                 click.echo(f"fleet: {count} simulated bases as ROS 2 nodes "
@@ -325,4 +309,4 @@ def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
     sys.stdout.flush()
 
 
-__all__ = ["fleet_cmd", "ros2_group", "stop_on_signals"]
+__all__ = ["fleet_cmd", "ros2_group"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from typing import Any
 
@@ -21,6 +22,7 @@ from fwbridge.cli_verbs.common import (
     fail,
     json_line,
     print_counters,
+    writable,
 )
 from fwbridge.cli_verbs.link import (
     BAUD,
@@ -33,6 +35,7 @@ from fwbridge.cli_verbs.link import (
     write_line,
 )
 from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["ports_cmd", "record_cmd", "replay_cmd", "send_group", "sniff_cmd"]
 
@@ -89,28 +92,37 @@ def send_group(ctx: click.Context, port: str) -> None:
     ctx.meta["send.port"] = port
 
 
-def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int) -> None:
+def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int,
+          on_stop: bytes = b"") -> None:
+    """``frame`` ``count`` times at ``rate``; ``on_stop`` once more if stopped before the
+    end (zero velocity after a stop signal: the robot must not keep the last command)."""
     link = open_port(port, baud)
     sent = 0
     period = 1.0 / rate
     next_at = time.monotonic()
-    with until_interrupted():
-        try:
-            while count == 0 or sent < count:
-                link.write(frame)
-                sent += 1
-                if count and sent >= count:
-                    break
-                next_at += period
-                time.sleep(max(0.0, next_at - time.monotonic()))
-            with contextlib.suppress(*IO_ERRORS):
-                link.flush()  # the last frame must leave before close drops the queue
-        except IO_ERRORS as exc:
-            fail(f"{port} went away after {sent} frames: {exc}")
-        finally:
-            with contextlib.suppress(*IO_ERRORS):
-                link.close()
-    click.echo(f"sent {sent} {kind} frame{'s' if sent != 1 else ''} to {port}", err=True)
+    stopped = False
+    try:
+        with until_interrupted() as stop:
+            try:
+                while count == 0 or sent < count:
+                    link.write(frame)
+                    sent += 1
+                    if count and sent >= count:
+                        break
+                    next_at += period
+                    time.sleep(max(0.0, next_at - time.monotonic()))
+            except IO_ERRORS as exc:
+                fail(f"{port} went away after {sent} frames: {exc}")
+        stopped = stop.early
+    finally:
+        with contextlib.suppress(*IO_ERRORS):
+            if on_stop and (stopped or sys.exc_info()[0] is not None):
+                link.write(on_stop)
+            link.flush()  # the last frame must leave before close drops the queue
+        with contextlib.suppress(*IO_ERRORS):
+            link.close()
+    then = ", then zero velocity" if on_stop and stopped else ""
+    click.echo(f"sent {sent} {kind} frame{'s' if sent != 1 else ''} to {port}{then}", err=True)
 
 
 @send_group.command("cmd")
@@ -126,7 +138,8 @@ def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rat
         frame = cmd_frame.encode(cmd_frame.CmdFrame(vx, vy, wz))
     except ValueError as exc:
         fail(str(exc))
-    _send(ctx.meta["send.port"], baud, frame, "cmd", rate, count)
+    _send(ctx.meta["send.port"], baud, frame, "cmd", rate, count,
+          on_stop=cmd_frame.encode(cmd_frame.ZERO))
 
 
 @send_group.command("odom")
@@ -189,6 +202,8 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
     """
     dec = decoder_for(protocol)
     rx = dec.make({})
+    if record:
+        writable(record, "--record")  # before the port: a bad path is one line, not a late error
     link = open_port(port, baud)
     capture = CaptureWriter(record, port=port, description=f"{baud} baud") if record else None
     deadline = Deadline(duration)
@@ -247,7 +262,8 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
 @BAUD
 def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
     """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay)."""
-    link = open_port(port, baud)
+    writable(file)
+    link = open_port(port, baud)  # FILE is created only once PORT is open
     deadline = Deadline(duration)
     rate = Rate()
     with CaptureWriter(file, port=port, description=f"{baud} baud") as cap:
@@ -302,9 +318,12 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
         transient=True,
     )
     task = progress.add_task("replay", total=None if loop else len(packets))
+    # Replaying velocity commands commands motion: a stop before the end sends zero velocity.
+    commands = _carries_commands(packets)
+    stopped = False
     t0 = time.monotonic()
     try:
-        with progress, until_interrupted():
+        with progress, until_interrupted() as stop:
             while True:
                 for off, packet in zip(offsets, packets):
                     delay = t0 + laps * lap + off - time.monotonic()
@@ -319,9 +338,26 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
                 laps += 1
                 if not loop:
                     break
-            with contextlib.suppress(*IO_ERRORS):
-                link.flush()
+        stopped = stop.early
     finally:
+        with contextlib.suppress(*IO_ERRORS):
+            if commands and (stopped or sys.exc_info()[0] is not None):
+                link.write(cmd_frame.encode(cmd_frame.ZERO))
+            link.flush()
         link.close()
-    click.echo(f"replayed {sent} {direction} packets from {file} to {port}", err=True)
+    then = ", then zero velocity" if commands and stopped else ""
+    click.echo(f"replayed {sent} {direction} packets from {file} to {port}{then}", err=True)
+
+
+def _carries_commands(packets: list[Any]) -> bool:
+    """True when the first 64 KiB of the packets hold velocity-command frames."""
+    rx = Sum8Receiver(cmd_frame.CODEC)
+    seen = 0
+    for packet in packets:
+        if rx.feed(packet.data):
+            return True
+        seen += len(packet.data)
+        if seen >= 1 << 16:
+            break
+    return False
 

@@ -15,7 +15,7 @@ from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import MODELS
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
 
@@ -83,10 +83,13 @@ def _status_text(st: dict[str, Any]) -> str:
 @click.option("--wait-for-host", is_flag=True,
               help="Do not start the clock before the first byte from the host "
               "(with --pace fast: runs then repeat byte for byte).")
+@click.option("--watchdog", "watchdog_ms", type=click.IntRange(min=0), default=None,
+              metavar="MS", help="mecanum: stop the motors after MS ms without a command "
+              "(default 500; 0: never, as the seed firmware).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: str, speed: float,
             step_ms: int, baud: int, link_path: str | None, wait_for_host: bool,
-            as_json: bool) -> None:
+            watchdog_ms: int | None, as_json: bool) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
     The robot link speaks the seed-002 frames (velocity commands in,
@@ -106,25 +109,25 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
     spec = _faults(faults, seed)
     try:
         endpoint = SimEndpoint(model, pace=pace, speed=speed, step_ms=step_ms, faults=spec,
-                               baud=baud)
+                               baud=baud, watchdog_ms=watchdog_ms)
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
         fail(str(exc))
-    ready = {
-        "event": "ready", "model": model, "port": link.path,
-        "supervisor_port": link.supervisor_path, "pace": pace, "step_ms": step_ms,
-        "faults": str(spec), "seed": seed,
-    }
-    if as_json:
-        json_line(ready)
-    else:
-        click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
-                   f"{pace}, step {step_ms} ms, faults: {spec}")
-        click.echo(f"open {link.path} with any serial program (no baud rate needed); "
-                   "Ctrl-C stops", err=True)
     stop = endpoint.stop_event
     interrupted = False
-    try:
+    try:  # from here every stop removes what was created (the ptys, the --link)
+        ready = {
+            "event": "ready", "model": model, "port": link.path,
+            "supervisor_port": link.supervisor_path, "pace": pace, "step_ms": step_ms,
+            "faults": str(spec), "seed": seed,
+        }
+        if as_json:
+            json_line(ready)
+        else:
+            click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
+                       f"{pace}, step {step_ms} ms, faults: {spec}")
+            click.echo(f"open {link.path} with any serial program (no baud rate needed); "
+                       "Ctrl-C stops", err=True)
         if wait_for_host:
             link.wait_for_host(stop)
         endpoint.start(None if duration is None else round(duration * 1000))
@@ -261,6 +264,12 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
     spec = _faults(faults, seed)
     if connect and not ros2:
         fail("--connect goes with --ros2")
+    if plot:  # checked now, not after the 30 s run
+        writable(plot, "--plot")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            fail("--plot needs matplotlib: pip install 'fwbridge[plot]'")
     driver = SquareDriver(side=side)
     stop = threading.Event()
     t0 = time.monotonic()
@@ -295,9 +304,10 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
             res = _square_ros2(driver, spec, on_tick, stop, connect)
         else:
             res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a stop signal: the run's own clean-up stopped the base
         stop.set()
-        fail("interrupted")
+        click.echo("\ndemo: stopped before the square was done", err=True)
+        return
     if live:
         console.print()
     if plot:

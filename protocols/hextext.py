@@ -17,10 +17,14 @@ class HexTextError(ValueError):
     """Text that is not valid hex: says where and what."""
 
 
-def parse_hex(text: str) -> bytes:
-    """Bytes from hex text; raises :class:`HexTextError` on bad input."""
+def parse_hex(text: str, first_line: int = 1) -> bytes:
+    """Bytes from hex text; raises :class:`HexTextError` on bad input.
+
+    Lines are independent, so a long text can be parsed a block of whole
+    lines at a time; ``first_line`` numbers the block's lines in errors.
+    """
     out = bytearray()
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), first_line):
         line = line.split("#", 1)[0]
         for token in _SEPARATORS.split(line):
             if not token:

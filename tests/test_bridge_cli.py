@@ -109,7 +109,7 @@ def test_sniff_decodes_live_frames_and_records_them(pair: PtyPair, tmp_path: Pat
         lines.append(json.loads(proc.stdout.readline()))
     proc.send_signal(signal.SIGINT)  # Ctrl-C ends a sniff normally, with its counters
     out, err = proc.communicate(timeout=10)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 130, err  # 128 + SIGINT, after the summary
     assert b"counters: frames=" in err
     assert out == b""
     yaws = [int(r["yaw_deg"]) for r in lines]  # type: ignore[call-overload]
@@ -191,7 +191,7 @@ def test_record_then_replay_reproduces_bytes_and_timing(tmp_path: Path) -> None:
         until(lambda: sum(len(p.data) for p in read_capture(capture)) >= 90)
         recorder.send_signal(signal.SIGINT)
         _, err = recorder.communicate(timeout=10)
-    assert recorder.returncode == 0 and b"recorded " in err
+    assert recorder.returncode == 130 and b"recorded " in err
     packets = [p for p in read_capture(capture) if p.data.strip(b"\x00")]
     assert b"".join(p.data for p in packets).lstrip(b"\x00") == b"".join(frames)
     rec_t = [p.ts_ns / 1e9 for p in packets if p.data.lstrip(b"\x00")[:2] == b"\xaa\x55"]

@@ -331,7 +331,7 @@ def test_fleet_stops_cleanly_on_a_signal(sig: str) -> None:
     time.sleep(0.5)
     proc.send_signal(getattr(signal, sig))
     _out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 128 + getattr(signal, sig), err  # the stop convention
     text = err.decode()
     assert "fleet /robot1: commands=" in text and "fleet /robot2: commands=" in text
 

@@ -29,7 +29,7 @@ from fwbridge.bridge.config import RobotConfig
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
-from fwbridge.bridge.sim.models.mecanum import MecanumBase
+from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.models.zumo import Zumo
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.protocols import cmd_frame, odom_frame
@@ -67,7 +67,7 @@ def read_frames(port: serial.Serial, count: int, limit_s: float = 20.0) -> list[
 
 
 def test_commanded_velocity_is_reached_within_the_settling_time() -> None:
-    model = MecanumBase()
+    model = MecanumBase(MecanumParams(cmd_timeout_ms=0))  # one command, kept (no watchdog)
     p = model.params
     cmd = CmdFrame(0.4, 0.2, 0.6)
     wheels = p.geometry.inverse(cmd.vx, cmd.vy, cmd.wz)
@@ -204,6 +204,8 @@ def test_same_seed_same_bytes_in_fast_mode() -> None:
             "--pace",
             "fast",
             "--wait-for-host",
+            "--watchdog",
+            "0",  # one command, kept for the whole run
             "--faults",
             faults,
             "--seed",

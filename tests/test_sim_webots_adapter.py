@@ -18,6 +18,7 @@ from types import ModuleType
 import pytest
 
 from fwbridge.bridge.sim import webots_adapter
+from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
@@ -81,7 +82,8 @@ def test_mecanum_runs_as_a_webots_controller(controller: ModuleType) -> None:
         status.extend(drain(sup.devices["rx"]))
 
     sim.on_step.append(peer)
-    model = webots_adapter.run_controller("mecanum")
+    # one command, kept for the whole run: the seed's firmware, without the watchdog
+    model = webots_adapter.run_controller(MecanumBase(MecanumParams(cmd_timeout_ms=0)))
     assert sim.time_ms >= 2000  # ran until the simulator ended the run (step() == -1)
     frames = [r.frame for r in Sum8Receiver(odom_frame.CODEC).feed(bytes(received))]
     # 50 Hz of simulated time on average, each frame on the first 8 ms step at or after it is due

@@ -245,9 +245,16 @@ class SimEndpoint:
         step_ms: int = 1,
         faults: FaultSpec | None = None,
         baud: int = -1,
+        watchdog_ms: int | None = None,
     ) -> None:
         self.world = World(step_ms)
         self.model = create_model(model) if isinstance(model, str) else model
+        if watchdog_ms is not None:  # None: the model's default
+            if not hasattr(self.model, "cmd_timeout_ms"):
+                raise ValueError(f"the {self.model.name} model has no command watchdog")
+            if watchdog_ms < 0:
+                raise ValueError(f"watchdog must be >= 0 ms (0: off), not {watchdog_ms}")
+            setattr(self.model, "cmd_timeout_ms", watchdog_ms)  # noqa: B010 - not in RobotModel
         self.robot = self.world.add_robot(self.model)
         self.link = HostPort(self.world, "host", ROBOT_LINK)
         self.supervisor = HostPort(self.world, "supervisor", SUPERVISOR_LINK)
@@ -317,8 +324,10 @@ class SimEndpoint:
         self.stop_event.set()
         self.world.stop()
         self.link.cancel()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        thread = self._thread
+        # not alive: never started (a stop signal between creating and starting it) or done
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def status(self) -> dict[str, Any]:
         """A snapshot for status lines and tests (safe to call from another thread)."""

@@ -8,7 +8,9 @@ port URL) talks to the simulated firmware.
 
 Options (query string): ``pace=realtime|fast``, ``speed=1.0`` (realtime
 only), ``step_ms=1``, ``seed=0``, ``baud=-1`` (emulated line rate; -1 none,
-as in Webots), faults as ``faults=drop=0.01,corrupt=0.01`` or one by one
+as in Webots), ``watchdog=MS`` (the mecanum firmware's command watchdog:
+motors stop after MS ms without a command; default 500, 0 off as in the
+seed), faults as ``faults=drop=0.01,corrupt=0.01`` or one by one
 (``drop=``, ``corrupt=``, ``insert=``, ``delay=``, ``delay_ms=``). The
 port's own ``baudrate`` is ignored: a simulated link has no baud rate.
 
@@ -42,9 +44,10 @@ from fwbridge.bridge.sim.models import MODELS
 __all__ = ["Serial", "parse_url"]
 
 _FAULT_KEYS = ("drop", "corrupt", "insert", "delay", "delay_ms")
-_OPTIONS = ("pace", "speed", "step_ms", "seed", "baud", "faults", *_FAULT_KEYS)
+_OPTIONS = ("pace", "speed", "step_ms", "seed", "baud", "watchdog", "faults", *_FAULT_KEYS)
 _FORM = (
-    "sim://MODEL[?pace=realtime|fast&speed=S&step_ms=N&seed=N&baud=N&faults=drop=P,corrupt=P,...]"
+    "sim://MODEL[?pace=realtime|fast&speed=S&step_ms=N&seed=N&baud=N&watchdog=MS"
+    "&faults=drop=P,corrupt=P,...]"
 )
 
 
@@ -75,6 +78,8 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
                 opts["step_ms"] = int(value)
             elif key == "baud":
                 opts["baud"] = int(value)
+            elif key == "watchdog":
+                opts["watchdog_ms"] = int(value)
             elif key == "seed":
                 seed = int(value)
             elif key == "faults":

@@ -147,4 +147,45 @@ size_t fw_sum8_rx_feed(fw_sum8_rx *rx, const uint8_t *data, size_t len,
  * frame as discarded); returns how many were held. */
 size_t fw_sum8_rx_finish(fw_sum8_rx *rx);
 
+/*
+ * Command watchdog: a base must stop when its host goes quiet (crashed,
+ * unplugged, killed). Feed it with every valid command; when it has expired,
+ * zero the motors. Ticks are any free-running millisecond counter
+ * (HAL_GetTick()); the arithmetic is wrap-safe. A timeout of 0 turns it off
+ * (the seed firmware's behaviour: the last command is kept for ever).
+ */
+#ifndef FW_CMD_TIMEOUT_MS
+#define FW_CMD_TIMEOUT_MS 500u /* default silence before the motors stop; -D to change */
+#endif
+
+typedef struct {
+    uint32_t timeout_ms; /* 0: off */
+    uint32_t last_tick;  /* tick of the last command */
+    uint8_t fed;         /* a command has arrived since the last expiry */
+} fw_watchdog;
+
+static inline void fw_watchdog_init(fw_watchdog *w, uint32_t timeout_ms)
+{
+    w->timeout_ms = timeout_ms;
+    w->last_tick = 0;
+    w->fed = 0;
+}
+
+/* A valid command arrived at ``tick``. */
+static inline void fw_watchdog_feed(fw_watchdog *w, uint32_t tick)
+{
+    w->last_tick = tick;
+    w->fed = 1;
+}
+
+/* 1 once, when the silence since the last command passes the timeout: stop the motors. */
+static inline int fw_watchdog_expired(fw_watchdog *w, uint32_t tick)
+{
+    if (w->timeout_ms == 0 || !w->fed || (uint32_t)(tick - w->last_tick) <= w->timeout_ms) {
+        return 0;
+    }
+    w->fed = 0;
+    return 1;
+}
+
 #endif /* FW_SUM8_H */
