@@ -541,6 +541,9 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
         if (desc.size or 0) > 8:
             raise chk.fail("can", None, None, f"a CAN payload has at most 8 bytes; the fields "
                            f"take {desc.size}")
+    if length is not None and length.max < desc.data_bias:
+        raise chk.fail("length", None, "max", f"{length.max} is less than the {desc.data_bias} "
+                       f"bytes the length counts besides {length.data!r}: no frame could be valid")
     if desc.max_size > 65535 + desc.overhead:
         raise chk.fail("length", None, "max", "frames are at most 64 KiB")
     return desc

@@ -20,7 +20,7 @@ import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import make_dataclass
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, NamedTuple, TypeVar, cast
 
 from construct import ConstructError
 
@@ -37,7 +37,14 @@ from fwbridge.protocols.errors import (
 from fwbridge.protocols.sum8 import HEADER as SUM8_HEADER
 from fwbridge.protocols.sum8 import Sum8Codec
 
-__all__ = ["FrameCodec", "Segment", "frame_class", "label_enum", "sum8_codec"]
+__all__ = ["FrameCodec", "Received", "Segment", "frame_class", "label_enum", "sum8_codec"]
+
+
+class Received(NamedTuple):
+    """A decoded frame and the stream offset of its first header byte."""
+
+    offset: int
+    frame: Any
 
 T = TypeVar("T")
 
@@ -179,10 +186,10 @@ class FrameCodec(Generic[T]):
                     env[f"_e{i}"] = {m.value: m for m in e}
                     expr = f"_e{i}.get(a{i}, a{i})"
             body.append(f"    _s{i}(o, {expr})")
-        if with_offset:
-            env["_pair"] = tuple.__new__
+        if with_offset:  # receivers: one call per frame builds the (offset, frame) pair
+            env["_pair"], env["_wrap"] = tuple.__new__, Received
             body.append("    return _pair(_wrap, (offset, o))")
-            head = f"def make(_wrap, offset, {', '.join(args)}):"
+            head = f"def make(offset, {', '.join(args)}):"
         else:
             body.append("    return o")
             head = f"def make({', '.join(args)}):"

@@ -29,7 +29,6 @@ from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
 from fwbridge.protocols.crc import crc_function
 from fwbridge.protocols.description import DescriptionError, load, loads
-from fwbridge.protocols.description_schema import build_schema
 from fwbridge.protocols.errors import ChecksumError, FieldValueError, LengthError
 from fwbridge.protocols.frame_codec import FrameCodec
 from fwbridge.protocols.sum8 import build_schema as sum8_schema
@@ -132,7 +131,8 @@ def test_user_frame_scaled_big_endian_crc16_modbus() -> None:
     assert codec.decode(raw).mode.name == "run"
     with pytest.raises(ChecksumError, match="imu frame: checksum"):
         codec.decode(raw[:-1] + bytes([raw[-1] ^ 1]))
-    with pytest.raises(FieldValueError, match=r"ax: 4000.0 is out of range -327.68..327.67 \(i16, scaled\)"):
+    with pytest.raises(FieldValueError,
+                       match=r"ax: 4000.0 is out of range -327.68..327.67 \(i16, scaled\)"):
         codec.encode(codec.from_mapping({"ax": 4.0 * 1000}))
 
 
