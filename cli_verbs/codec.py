@@ -12,6 +12,12 @@ from rich.table import Table
 from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_payloads
 from fwbridge.cli_verbs.action import action_decoder
 from fwbridge.cli_verbs.common import CliError, Decoder, console, fail, json_line, print_counters
+from fwbridge.cli_verbs.frames import (
+    EncodeGroup,
+    ProtocolParam,
+    description_decoder,
+    is_description,
+)
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
@@ -21,9 +27,13 @@ READ_CHUNK = 1 << 16
 
 
 # -- encode -----------------------------------------------------------------
-@click.group("encode")
+@click.group("encode", cls=EncodeGroup)
 def encode_group() -> None:
-    """Build one frame and print it as hex."""
+    """Build one frame and print it as hex.
+
+    Besides the frames below: ``fwbridge encode DESC.toml FIELD=VALUE…`` for
+    a frame described in a file (docs/FRAMES.md).
+    """
 
 
 
@@ -155,9 +165,9 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.command("decode")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @click.option(
-    "-p", "--protocol", type=click.Choice([*sorted(DECODERS), "actuator"]), required=True,
-    help="Frame family on this stream; 'actuator' reads a CAN capture (.log, .asc, .blf, "
-         ".pcapng) and decodes its actuator structs.",
+    "-p", "--protocol", type=ProtocolParam([*sorted(DECODERS), "actuator"]), required=True,
+    help="Frame family on this stream, or a description file (FILE.toml); 'actuator' reads "
+         "a CAN capture (.log, .asc, .blf, .pcapng) and decodes its actuator structs.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["auto", "raw", "hex", "pcapng"]), default="auto",
@@ -187,10 +197,17 @@ def decode_cmd(
 
         click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None)
         return
-    dec = DECODERS[protocol]
     opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
             if v not in (None, False)}
-    if opts and protocol != "action":
+    if is_description(protocol):
+        protocol, dec = description_decoder(protocol)
+        if set(opts) - {"max_length"}:
+            fail(f"--{next(iter(set(opts) - {'max_length'}))} applies to --protocol action only;"
+                 " a description names its own checksum")
+        opts = {**opts, "described": True}
+    else:
+        dec = DECODERS[protocol]
+    if opts and protocol != "action" and "described" not in opts:
         fail(f"--{next(iter(opts)).replace('_', '-')} applies to --protocol action only")
     try:
         rx = dec.make(opts)

@@ -90,7 +90,8 @@ class DescriptionError(ConfigError):
         self.line = line
         self.key = key
         self.reason = reason
-        super().__init__(f"{source}:{line}: {key}: {reason}")
+        where = f"{source}:{line}: {key}" if line else source  # line 0: the file itself
+        super().__init__(f"{where}: {reason}")
 
 
 @dataclass(frozen=True, slots=True)
