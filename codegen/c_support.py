@@ -1,0 +1,118 @@
+"""Pieces of the C generator: names, types, byte access, checksums."""
+
+from __future__ import annotations
+
+import crcmod
+
+from fwbridge.protocols.checksums import Algorithm
+from fwbridge.protocols.description import FieldSpec, FrameDescription
+
+__all__ = ["c_type", "checksum_c", "get_expr", "put_stmt", "upper"]
+
+_CTYPES = {"u8": "uint8_t", "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t",
+           "u32": "uint32_t", "i32": "int32_t", "u64": "uint64_t", "i64": "int64_t",
+           "f32": "float", "f64": "double"}
+_UTYPES = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
+
+
+def upper(name: str) -> str:
+    return name.upper()
+
+
+def c_type(f: FieldSpec) -> str:
+    return _CTYPES[f.type]
+
+
+def _uint_expr(p: str, size: int, order: str) -> str:
+    """The unsigned value of ``size`` bytes at ``p`` (C expression)."""
+    if size == 1:
+        return f"{p}[0]"
+    utype = _UTYPES[size]
+    parts = []
+    for i in range(size):
+        shift = 8 * i if order == "little" else 8 * (size - 1 - i)
+        parts.append(f"(({utype}){p}[{i}] << {shift})" if shift else f"({utype}){p}[{i}]")
+    return "(" + " | ".join(parts) + ")"
+
+
+def get_expr(f: FieldSpec, p: str) -> str:
+    """C expression reading field ``f`` (fixed size, not bytes) at pointer expression ``p``."""
+    size = f.info.size
+    u = _uint_expr(p, size, f.byte_order)
+    if f.type == "f32":
+        return f"fwg_f32_of({u})"
+    if f.type == "f64":
+        return f"fwg_f64_of({u})"
+    if f.info.kind == "int":
+        return f"({c_type(f)})fwg_s{8 * size}({u})" if size > 1 else f"(int8_t)fwg_s8({u})"
+    return f"({c_type(f)}){u}" if size > 1 else u
+
+
+def put_stmt(f: FieldSpec, p: str, value: str) -> str:
+    """C statements writing ``value`` (of the field's C type) at ``p``."""
+    size = f.info.size
+    utype = _UTYPES[size]
+    if f.type == "f32":
+        raw = f"fwg_bits_f32({value})"
+    elif f.type == "f64":
+        raw = f"fwg_bits_f64({value})"
+    else:
+        raw = f"({utype}){value}"
+    lines = [f"{{ const {utype} u_ = {raw};"]
+    for k in range(size):
+        i = k if f.byte_order == "little" else size - 1 - k
+        lines.append(f" {p}[{i}] = (uint8_t)((u_ >> {8 * k}) & 0xFFu);" if k else
+                     f" {p}[{i}] = (uint8_t)(u_ & 0xFFu);")
+    lines.append(" }")
+    return "".join(lines)
+
+
+def uint_get(p: str, size: int, order: str) -> str:
+    return _uint_expr(p, size, order)
+
+
+def checksum_c(algo: Algorithm, fn: str) -> str:
+    """A C function ``fn(const uint8_t *p, size_t n)`` computing ``algo``."""
+    if algo.kind == "sum8":
+        return (f"static uint32_t {fn}(const uint8_t *p, size_t n)\n{{\n"
+                "    uint32_t s = 0;\n    size_t i;\n"
+                "    for (i = 0; i < n; i++) {\n        s += p[i];\n    }\n"
+                "    return s & 0xFFu;\n}\n")
+    if algo.kind == "xor8":
+        return (f"static uint32_t {fn}(const uint8_t *p, size_t n)\n{{\n"
+                "    uint32_t s = 0;\n    size_t i;\n"
+                "    for (i = 0; i < n; i++) {\n        s ^= p[i];\n    }\n"
+                "    return s;\n}\n")
+    width = algo.width
+    rtype = "uint64_t" if width > 32 else "uint32_t"
+    suffix = "u" if width <= 32 else "ull"
+    mask = (1 << width) - 1
+    crc = crcmod.Crc(algo.poly | (1 << width), initCrc=algo.init, rev=algo.reverse,
+                     xorOut=algo.xor_out)
+    table = ", ".join(f"0x{v:x}{suffix}" for v in crc.table)
+    init = (algo.init ^ algo.xor_out) & mask
+    if algo.reverse:
+        step = "        r = (r >> 8) ^ t[(r ^ p[i]) & 0xFFu];\n"
+    elif width == 8:
+        step = "        r = t[(r ^ p[i]) & 0xFFu];\n"
+    else:
+        step = (f"        r = ((r << 8) ^ t[((r >> {width - 8}) ^ p[i]) & 0xFFu])"
+                f" & 0x{mask:x}{suffix};\n")
+    return (f"static {rtype} {fn}(const uint8_t *p, size_t n)\n{{\n"
+            f"    static const {rtype} t[256] = {{{table}}};\n"
+            f"    {rtype} r = 0x{init:x}{suffix};\n    size_t i;\n"
+            f"    for (i = 0; i < n; i++) {{\n{step}    }}\n"
+            f"    return r ^ 0x{algo.xor_out:x}{suffix};\n}}\n")
+
+
+def describe(desc: FrameDescription) -> str:
+    """A comment block naming the frame's layout."""
+    parts = [desc.header.hex(" ").upper()] if desc.header else []
+    for f in desc.fields:
+        size = f"[{f.size}]" if f.size else "[N]" if f.type == "bytes" else ""
+        parts.append(f"{f.name} {f.type}{size}")
+    if desc.checksum:
+        parts.append(f"{desc.checksum.name} {desc.checksum.algorithm}")
+    if desc.trailer:
+        parts.append(desc.trailer.hex(" ").upper())
+    return " | ".join(parts)
