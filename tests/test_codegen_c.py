@@ -89,3 +89,30 @@ def test_generated_c_receives_like_the_python_receiver(data: st.DataObject,
         frame = codec.encode(codec.make(*raw), allow_nonfinite=True)
         assert check(lib, desc.name, frame) == 0
         assert reencode(lib, desc.name, frame) == frame
+
+
+def test_committed_firmware_code_is_what_the_generator_writes() -> None:
+    from fwbridge.codegen.c import generate
+
+    files = generate(BUILTIN, "fw_frames_gen", "fwg_")
+    src = FIXTURES.parent.parent / "firmware_ref" / "src"
+    for name, text in files.items():
+        assert (src / name).read_text() == text, (
+            f"firmware_ref/src/{name} differs from the descriptions: run `fwbridge gen c odom cmd "
+            "action actuator -o firmware_ref/src --name fw_frames_gen --prefix fwg_`")
+
+
+def test_gen_c_cli_writes_files_that_compile(tmp_path: Path) -> None:
+    from tests.c_harness import CFLAGS, compiler
+    from tests.cli_helpers import run_cli
+
+    imu = str(FIXTURES / "frames" / "imu.toml")
+    proc = run_cli("gen", "c", imu, "action", "-o", str(tmp_path), "--name", "robot")
+    assert proc.returncode == 0, proc.stderr
+    import subprocess
+
+    res = subprocess.run([compiler(), *CFLAGS, "-c", str(tmp_path / "robot.c"), "-o",
+                          str(tmp_path / "robot.o")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    bad = run_cli("gen", "c", imu, imu, "-o", str(tmp_path))
+    assert bad.returncode == 2 and b"two descriptions name the frame 'imu'" in bad.stderr
