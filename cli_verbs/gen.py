@@ -115,6 +115,7 @@ PLUGIN_DIR = Path("~/.local/lib/wireshark/plugins")
 def wireshark_install_cmd(specs: tuple[str, ...], plugin_dir: str | None) -> None:
     """Put fwbridge.lua (the built-in frames and DESC...) in the user's plugin folder."""
     from fwbridge.codegen.wireshark import generate
+
     from fwbridge.protocols.builtin_frames import BUILTIN_NAMES
 
     names = [n for n in BUILTIN_NAMES if n != "actuator"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fwbridge.codegen.c_support import c_type, checksum_c, describe, get_expr, put_stmt, uint_get
-from fwbridge.protocols.description import FieldSpec, FrameDescription
+from fwbridge.protocols.description import FrameDescription
 
 __all__ = ["PRELUDE", "generate"]
 
@@ -160,7 +160,7 @@ def _rx_header(fr: _Frame) -> list[str]:
     out.append(f"#define {u}_NSTATS {len(stats)}u")
     out += [
         "",
-        f"/* Called for each accepted frame: its bytes (valid during the call) and the",
+        "/* Called for each accepted frame: its bytes (valid during the call) and the",
         " * stream offset of its first header byte. */",
         f"typedef void (*{p}_frame_fn)(void *ctx, const uint8_t *frame, size_t len, "
         "uint32_t offset);",
@@ -216,7 +216,7 @@ def _uint24(fr: _Frame, p: str) -> str:
 
 
 def _source(fr: _Frame) -> str:
-    d, p, u = fr.d, fr.p, fr.u
+    d, p = fr.d, fr.p
     out: list[str] = [f"/* ---- {d.name} ---- */"]
     if fr.h:
         out.append(f"static const uint8_t {p}_hdr[{fr.h}] = {{{_hex_list(d.header)}}};")
@@ -244,7 +244,7 @@ def _encode(fr: _Frame) -> list[str]:
     if fr.var:
         assert d.length is not None
         data = d.length.data
-        out += [f"    size_t n;", f"    uint8_t *q = out;",
+        out += ["    size_t n;", "    uint8_t *q = out;",
                 f"    if (v->{data}_len > {u}_MAX_DATA || cap < {u}_MIN_SIZE + v->{data}_len) {{",
                 "        return 0;", "    }", f"    n = {u}_MIN_SIZE + v->{data}_len;"]
     else:
@@ -317,7 +317,7 @@ def _check(fr: _Frame) -> list[str]:
     d, p, u = fr.d, fr.p, fr.u
     out = [f"int {p}_check(const uint8_t *frame, size_t len)", "{", "    int ok;"]
     if fr.var:
-        out += [f"    uint64_t value;",
+        out += ["    uint64_t value;",
                 f"    if (len < {u}_MIN_SIZE) {{", "        return -1;", "    }"]
     else:
         out += [f"    if (len != {u}_SIZE) {{", "        return -1;", "    }"]
@@ -561,7 +561,3 @@ def generate(descs: Sequence[FrameDescription], base: str, prefix: str = "") -> 
     for fr in frames:
         src.append(_source(fr))
     return {f"{base}.h": "\n".join(head), f"{base}.c": "\n".join(src)}
-
-
-def field_names(fields: Sequence[FieldSpec]) -> list[str]:
-    return [f.name for f in fields]

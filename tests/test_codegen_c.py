@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.description import FrameDescription, load
 from fwbridge.protocols.described import receiver_for
+from fwbridge.protocols.description import FrameDescription, load
 from fwbridge.protocols.frame_codec import FrameCodec
 from tests.c_harness import build, check, reencode, run_receiver
 from tests.conftest import FIXTURES
@@ -109,8 +110,6 @@ def test_gen_c_cli_writes_files_that_compile(tmp_path: Path) -> None:
     imu = str(FIXTURES / "frames" / "imu.toml")
     proc = run_cli("gen", "c", imu, "action", "-o", str(tmp_path), "--name", "robot")
     assert proc.returncode == 0, proc.stderr
-    import subprocess
-
     res = subprocess.run([compiler(), *CFLAGS, "-c", str(tmp_path / "robot.c"), "-o",
                           str(tmp_path / "robot.o")], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
