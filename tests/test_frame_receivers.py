@@ -125,15 +125,15 @@ def test_receiver_matches_the_schema_for_any_chunking(data: st.DataObject,
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=8))
     rx = receiver_for(codec)
     got = _feed(rx, stream, cuts)
-    assert got == want
+    assert repr(got) == repr(want)  # repr: NaN fields (in false accepts) compare unequal
     whole = receiver_for(codec)
-    assert _feed(whole, stream, []) == want
+    assert repr(_feed(whole, stream, [])) == repr(want)
     assert rx.stats.as_dict() == whole.stats.as_dict()
     assert rx.pending == 0 and rx.stats.bytes == len(stream)
     if isinstance(rx, FixedReceiver):  # the numpy scanner, forced on every chunk
         vec = FixedReceiver(codec)
         vec.vector_threshold = 1
-        assert _feed(vec, stream, cuts) == want
+        assert repr(_feed(vec, stream, cuts)) == repr(want)
         assert vec.stats.as_dict() == rx.stats.as_dict()
     if desc.length is None:
         # every header position is a candidate: no intact frame can be lost

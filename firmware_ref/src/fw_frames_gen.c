@@ -6,8 +6,18 @@ static const uint8_t fwg_odom_hdr[2] = {0xAAu, 0x55u};
 static uint32_t fwg_odom_ck(const uint8_t *p, size_t n)
 {
     uint32_t s = 0;
-    size_t i;
-    for (i = 0; i < n; i++) {
+    size_t i = 0;
+    while (i + 4u <= n) {
+        uint32_t acc = 0;
+        unsigned k;
+        for (k = 0; k < 64u && i + 4u <= n; k++, i += 4u) {
+            uint32_t w;
+            memcpy(&w, p + i, sizeof w);
+            acc += (w & 0x00FF00FFu) + ((w >> 8) & 0x00FF00FFu);
+        }
+        s += (acc & 0xFFFFu) + (acc >> 16);
+    }
+    for (; i < n; i++) {
         s += p[i];
     }
     return s & 0xFFu;
@@ -97,13 +107,11 @@ static size_t fwg_odom_next(const uint8_t *q, size_t n, size_t from)
     size_t j = from;
     while (j < n) {
         const uint8_t *hit = (const uint8_t *)memchr(q + j, 0xAA, n - j);
-        size_t k;
         if (hit == NULL) {
             return n;
         }
         j = (size_t)(hit - q);
-        k = n - j < 2u ? n - j : 2u;
-        if (memcmp(q + j, fwg_odom_hdr, k) == 0) {
+        if ((n - j <= 1u || q[j + 1u] == 0x55u)) {
             return j;
         }
         j++;
@@ -147,40 +155,53 @@ static int fwg_odom_judge(fwg_odom_rx *rx, const uint8_t *q, size_t avail, uint3
 /* Decide the held bytes as far as they allow. */
 static size_t fwg_odom_process(fwg_odom_rx *rx, int final, fwg_odom_frame_fn fn, void *ctx)
 {
-    size_t frames = 0;
-    for (;;) {
-        const size_t n = rx->len;
-        const uint32_t base = rx->stats.bytes - (uint32_t)n;
-        size_t j = fwg_odom_next(rx->buf, n, 0);
-        size_t adv = 1;
-        int r;
-        if (j == 0 && n >= 2u) {
-            r = fwg_odom_judge(rx, rx->buf, n, base, final, fn, ctx, &adv);
+    const size_t n = rx->len;
+    const uint32_t base0 = rx->stats.bytes - (uint32_t)n;
+    size_t frames = 0, s = 0; /* bytes before s are decided */
+    while (s < n) {
+        const uint8_t *q = rx->buf + s;
+        const size_t rem = n - s;
+        const uint32_t base = base0 + (uint32_t)s;
+        size_t j, adv = 1;
+        if (!(q[0] == 0xAAu && (rem - 0 <= 1u || q[0 + 1u] == 0x55u))) {
+            j = 1; /* bytes appended broke the header prefix held */
+        } else if (rem < 2u) {
+            if (!final) {
+                rx->need = 2u;
+                break;
+            }
+            j = rem;
+        } else {
+            const int r = fwg_odom_judge(rx, q, rem, base, final, fn, ctx, &adv);
             if (r == 2) {
-                return frames;
+                break;
             }
             frames += (size_t)r;
             j = adv;
-        } else if (j == 0) {
-            if (!final) {
-                rx->need = 2u;
-                return frames;
-            }
-            j = n;
         }
-        if (j == 0) {
-            return frames;
-        }
+        j = fwg_odom_next(q, rem, j);
         fwg_odom_drop(rx, base, j);
-        if (j < n) {
-            memmove(rx->buf, rx->buf + j, n - j);
-        }
-        rx->len = (uint32_t)(n - j);
-        if (rx->len == 0) {
-            rx->need = 2u;
-            return frames;
-        }
+        s += j;
     }
+    if (s != 0 && s < n) {
+        memmove(rx->buf, rx->buf + s, n - s); /* once per call: the rest is undecided */
+    }
+    rx->len = (uint32_t)(n - s);
+    if (rx->len == 0) {
+        rx->need = 2u;
+    }
+    return frames;
+}
+
+size_t fwg_odom_rx_push(fwg_odom_rx *rx, uint8_t b, fwg_odom_frame_fn fn, void *ctx)
+{
+    rx->buf[rx->len] = b;
+    rx->len++;
+    rx->stats.bytes++;
+    if (rx->len < rx->need) {
+        return 0;
+    }
+    return fwg_odom_process(rx, 0, fn, ctx);
 }
 
 size_t fwg_odom_rx_feed(fwg_odom_rx *rx, const uint8_t *data, size_t len, fwg_odom_frame_fn fn, void *ctx)
@@ -191,8 +212,7 @@ size_t fwg_odom_rx_feed(fwg_odom_rx *rx, const uint8_t *data, size_t len, fwg_od
             /* nothing held: find and judge candidates in place, no copy */
             const uint8_t *q = data + i;
             const size_t avail = len - i;
-            const size_t j = fwg_odom_next(q, avail, 0);
-            size_t adv = 1;
+            const size_t j = (q[0] == 0xAAu && (avail - 0 <= 1u || q[0 + 1u] == 0x55u)) ? 0 : fwg_odom_next(q, avail, 1);
             if (j != 0) {
                 fwg_odom_drop(rx, rx->stats.bytes, j);
                 rx->stats.bytes += (uint32_t)j;
@@ -200,12 +220,14 @@ size_t fwg_odom_rx_feed(fwg_odom_rx *rx, const uint8_t *data, size_t len, fwg_od
                 continue;
             }
             if (avail >= 2u) {
+                size_t adv = 1, k;
                 const int r = fwg_odom_judge(rx, q, avail, rx->stats.bytes, 0, fn, ctx, &adv);
                 if (r != 2) {
                     frames += (size_t)r;
-                    fwg_odom_drop(rx, rx->stats.bytes, adv);
-                    rx->stats.bytes += (uint32_t)adv;
-                    i += adv;
+                    k = fwg_odom_next(q, avail, adv); /* one search to the next candidate */
+                    fwg_odom_drop(rx, rx->stats.bytes, k);
+                    rx->stats.bytes += (uint32_t)k;
+                    i += k;
                     continue;
                 }
             } else {
@@ -249,8 +271,18 @@ static const uint8_t fwg_cmd_hdr[2] = {0xAAu, 0x55u};
 static uint32_t fwg_cmd_ck(const uint8_t *p, size_t n)
 {
     uint32_t s = 0;
-    size_t i;
-    for (i = 0; i < n; i++) {
+    size_t i = 0;
+    while (i + 4u <= n) {
+        uint32_t acc = 0;
+        unsigned k;
+        for (k = 0; k < 64u && i + 4u <= n; k++, i += 4u) {
+            uint32_t w;
+            memcpy(&w, p + i, sizeof w);
+            acc += (w & 0x00FF00FFu) + ((w >> 8) & 0x00FF00FFu);
+        }
+        s += (acc & 0xFFFFu) + (acc >> 16);
+    }
+    for (; i < n; i++) {
         s += p[i];
     }
     return s & 0xFFu;
@@ -336,13 +368,11 @@ static size_t fwg_cmd_next(const uint8_t *q, size_t n, size_t from)
     size_t j = from;
     while (j < n) {
         const uint8_t *hit = (const uint8_t *)memchr(q + j, 0xAA, n - j);
-        size_t k;
         if (hit == NULL) {
             return n;
         }
         j = (size_t)(hit - q);
-        k = n - j < 2u ? n - j : 2u;
-        if (memcmp(q + j, fwg_cmd_hdr, k) == 0) {
+        if ((n - j <= 1u || q[j + 1u] == 0x55u)) {
             return j;
         }
         j++;
@@ -386,40 +416,53 @@ static int fwg_cmd_judge(fwg_cmd_rx *rx, const uint8_t *q, size_t avail, uint32_
 /* Decide the held bytes as far as they allow. */
 static size_t fwg_cmd_process(fwg_cmd_rx *rx, int final, fwg_cmd_frame_fn fn, void *ctx)
 {
-    size_t frames = 0;
-    for (;;) {
-        const size_t n = rx->len;
-        const uint32_t base = rx->stats.bytes - (uint32_t)n;
-        size_t j = fwg_cmd_next(rx->buf, n, 0);
-        size_t adv = 1;
-        int r;
-        if (j == 0 && n >= 2u) {
-            r = fwg_cmd_judge(rx, rx->buf, n, base, final, fn, ctx, &adv);
+    const size_t n = rx->len;
+    const uint32_t base0 = rx->stats.bytes - (uint32_t)n;
+    size_t frames = 0, s = 0; /* bytes before s are decided */
+    while (s < n) {
+        const uint8_t *q = rx->buf + s;
+        const size_t rem = n - s;
+        const uint32_t base = base0 + (uint32_t)s;
+        size_t j, adv = 1;
+        if (!(q[0] == 0xAAu && (rem - 0 <= 1u || q[0 + 1u] == 0x55u))) {
+            j = 1; /* bytes appended broke the header prefix held */
+        } else if (rem < 2u) {
+            if (!final) {
+                rx->need = 2u;
+                break;
+            }
+            j = rem;
+        } else {
+            const int r = fwg_cmd_judge(rx, q, rem, base, final, fn, ctx, &adv);
             if (r == 2) {
-                return frames;
+                break;
             }
             frames += (size_t)r;
             j = adv;
-        } else if (j == 0) {
-            if (!final) {
-                rx->need = 2u;
-                return frames;
-            }
-            j = n;
         }
-        if (j == 0) {
-            return frames;
-        }
+        j = fwg_cmd_next(q, rem, j);
         fwg_cmd_drop(rx, base, j);
-        if (j < n) {
-            memmove(rx->buf, rx->buf + j, n - j);
-        }
-        rx->len = (uint32_t)(n - j);
-        if (rx->len == 0) {
-            rx->need = 2u;
-            return frames;
-        }
+        s += j;
     }
+    if (s != 0 && s < n) {
+        memmove(rx->buf, rx->buf + s, n - s); /* once per call: the rest is undecided */
+    }
+    rx->len = (uint32_t)(n - s);
+    if (rx->len == 0) {
+        rx->need = 2u;
+    }
+    return frames;
+}
+
+size_t fwg_cmd_rx_push(fwg_cmd_rx *rx, uint8_t b, fwg_cmd_frame_fn fn, void *ctx)
+{
+    rx->buf[rx->len] = b;
+    rx->len++;
+    rx->stats.bytes++;
+    if (rx->len < rx->need) {
+        return 0;
+    }
+    return fwg_cmd_process(rx, 0, fn, ctx);
 }
 
 size_t fwg_cmd_rx_feed(fwg_cmd_rx *rx, const uint8_t *data, size_t len, fwg_cmd_frame_fn fn, void *ctx)
@@ -430,8 +473,7 @@ size_t fwg_cmd_rx_feed(fwg_cmd_rx *rx, const uint8_t *data, size_t len, fwg_cmd_
             /* nothing held: find and judge candidates in place, no copy */
             const uint8_t *q = data + i;
             const size_t avail = len - i;
-            const size_t j = fwg_cmd_next(q, avail, 0);
-            size_t adv = 1;
+            const size_t j = (q[0] == 0xAAu && (avail - 0 <= 1u || q[0 + 1u] == 0x55u)) ? 0 : fwg_cmd_next(q, avail, 1);
             if (j != 0) {
                 fwg_cmd_drop(rx, rx->stats.bytes, j);
                 rx->stats.bytes += (uint32_t)j;
@@ -439,12 +481,14 @@ size_t fwg_cmd_rx_feed(fwg_cmd_rx *rx, const uint8_t *data, size_t len, fwg_cmd_
                 continue;
             }
             if (avail >= 2u) {
+                size_t adv = 1, k;
                 const int r = fwg_cmd_judge(rx, q, avail, rx->stats.bytes, 0, fn, ctx, &adv);
                 if (r != 2) {
                     frames += (size_t)r;
-                    fwg_cmd_drop(rx, rx->stats.bytes, adv);
-                    rx->stats.bytes += (uint32_t)adv;
-                    i += adv;
+                    k = fwg_cmd_next(q, avail, adv); /* one search to the next candidate */
+                    fwg_cmd_drop(rx, rx->stats.bytes, k);
+                    rx->stats.bytes += (uint32_t)k;
+                    i += k;
                     continue;
                 }
             } else {
@@ -599,13 +643,11 @@ static size_t fwg_action_next(const uint8_t *q, size_t n, size_t from)
     size_t j = from;
     while (j < n) {
         const uint8_t *hit = (const uint8_t *)memchr(q + j, 0xFE, n - j);
-        size_t k;
         if (hit == NULL) {
             return n;
         }
         j = (size_t)(hit - q);
-        k = n - j < 2u ? n - j : 2u;
-        if (memcmp(q + j, fwg_action_hdr, k) == 0) {
+        if ((n - j <= 1u || q[j + 1u] == 0xEFu)) {
             return j;
         }
         j++;
@@ -667,40 +709,53 @@ static int fwg_action_judge(fwg_action_rx *rx, const uint8_t *q, size_t avail, u
 /* Decide the held bytes as far as they allow. */
 static size_t fwg_action_process(fwg_action_rx *rx, int final, fwg_action_frame_fn fn, void *ctx)
 {
-    size_t frames = 0;
-    for (;;) {
-        const size_t n = rx->len;
-        const uint32_t base = rx->stats.bytes - (uint32_t)n;
-        size_t j = fwg_action_next(rx->buf, n, 0);
-        size_t adv = 1;
-        int r;
-        if (j == 0 && n >= 2u) {
-            r = fwg_action_judge(rx, rx->buf, n, base, final, fn, ctx, &adv);
+    const size_t n = rx->len;
+    const uint32_t base0 = rx->stats.bytes - (uint32_t)n;
+    size_t frames = 0, s = 0; /* bytes before s are decided */
+    while (s < n) {
+        const uint8_t *q = rx->buf + s;
+        const size_t rem = n - s;
+        const uint32_t base = base0 + (uint32_t)s;
+        size_t j, adv = 1;
+        if (!(q[0] == 0xFEu && (rem - 0 <= 1u || q[0 + 1u] == 0xEFu))) {
+            j = 1; /* bytes appended broke the header prefix held */
+        } else if (rem < 2u) {
+            if (!final) {
+                rx->need = 2u;
+                break;
+            }
+            j = rem;
+        } else {
+            const int r = fwg_action_judge(rx, q, rem, base, final, fn, ctx, &adv);
             if (r == 2) {
-                return frames;
+                break;
             }
             frames += (size_t)r;
             j = adv;
-        } else if (j == 0) {
-            if (!final) {
-                rx->need = 2u;
-                return frames;
-            }
-            j = n;
         }
-        if (j == 0) {
-            return frames;
-        }
+        j = fwg_action_next(q, rem, j);
         fwg_action_drop(rx, base, j);
-        if (j < n) {
-            memmove(rx->buf, rx->buf + j, n - j);
-        }
-        rx->len = (uint32_t)(n - j);
-        if (rx->len == 0) {
-            rx->need = 2u;
-            return frames;
-        }
+        s += j;
     }
+    if (s != 0 && s < n) {
+        memmove(rx->buf, rx->buf + s, n - s); /* once per call: the rest is undecided */
+    }
+    rx->len = (uint32_t)(n - s);
+    if (rx->len == 0) {
+        rx->need = 2u;
+    }
+    return frames;
+}
+
+size_t fwg_action_rx_push(fwg_action_rx *rx, uint8_t b, fwg_action_frame_fn fn, void *ctx)
+{
+    rx->buf[rx->len] = b;
+    rx->len++;
+    rx->stats.bytes++;
+    if (rx->len < rx->need) {
+        return 0;
+    }
+    return fwg_action_process(rx, 0, fn, ctx);
 }
 
 size_t fwg_action_rx_feed(fwg_action_rx *rx, const uint8_t *data, size_t len, fwg_action_frame_fn fn, void *ctx)
@@ -711,8 +766,7 @@ size_t fwg_action_rx_feed(fwg_action_rx *rx, const uint8_t *data, size_t len, fw
             /* nothing held: find and judge candidates in place, no copy */
             const uint8_t *q = data + i;
             const size_t avail = len - i;
-            const size_t j = fwg_action_next(q, avail, 0);
-            size_t adv = 1;
+            const size_t j = (q[0] == 0xFEu && (avail - 0 <= 1u || q[0 + 1u] == 0xEFu)) ? 0 : fwg_action_next(q, avail, 1);
             if (j != 0) {
                 fwg_action_drop(rx, rx->stats.bytes, j);
                 rx->stats.bytes += (uint32_t)j;
@@ -720,12 +774,14 @@ size_t fwg_action_rx_feed(fwg_action_rx *rx, const uint8_t *data, size_t len, fw
                 continue;
             }
             if (avail >= 2u) {
+                size_t adv = 1, k;
                 const int r = fwg_action_judge(rx, q, avail, rx->stats.bytes, 0, fn, ctx, &adv);
                 if (r != 2) {
                     frames += (size_t)r;
-                    fwg_action_drop(rx, rx->stats.bytes, adv);
-                    rx->stats.bytes += (uint32_t)adv;
-                    i += adv;
+                    k = fwg_action_next(q, avail, adv); /* one search to the next candidate */
+                    fwg_action_drop(rx, rx->stats.bytes, k);
+                    rx->stats.bytes += (uint32_t)k;
+                    i += k;
                     continue;
                 }
             } else {

@@ -101,7 +101,8 @@ size_t fwg_odom_rx_feed(fwg_odom_rx *rx, const uint8_t *data, size_t len, fwg_od
 /* End of stream: decide the held bytes (frames behind an incomplete candidate
  * are still found); returns the frames. */
 size_t fwg_odom_rx_finish(fwg_odom_rx *rx, fwg_odom_frame_fn fn, void *ctx);
-/* Feed one byte (a UART interrupt): the common case is one store. */
+/* Feed one byte (a UART interrupt): the common cases are one store. */
+size_t fwg_odom_rx_push(fwg_odom_rx *rx, uint8_t b, fwg_odom_frame_fn fn, void *ctx);
 static inline size_t fwg_odom_rx_byte(fwg_odom_rx *rx, uint8_t b, fwg_odom_frame_fn fn, void *ctx)
 {
     const uint32_t len = rx->len;
@@ -111,7 +112,15 @@ static inline size_t fwg_odom_rx_byte(fwg_odom_rx *rx, uint8_t b, fwg_odom_frame
         rx->stats.bytes++;
         return 0;
     }
-    return fwg_odom_rx_feed(rx, &b, 1, fn, ctx);
+    if (len == 0 && b != 0xAAu) { /* noise */
+        if (!fwg_pos_before(rx->stats.bytes, rx->covered)) {
+            rx->stats.discarded++;
+            rx->gap = 1;
+        }
+        rx->stats.bytes++;
+        return 0;
+    }
+    return fwg_odom_rx_push(rx, b, fn, ctx);
 }
 
 /* cmd: AA 55 | vx f32 | vy f32 | wz f32 | checksum sum8
@@ -178,7 +187,8 @@ size_t fwg_cmd_rx_feed(fwg_cmd_rx *rx, const uint8_t *data, size_t len, fwg_cmd_
 /* End of stream: decide the held bytes (frames behind an incomplete candidate
  * are still found); returns the frames. */
 size_t fwg_cmd_rx_finish(fwg_cmd_rx *rx, fwg_cmd_frame_fn fn, void *ctx);
-/* Feed one byte (a UART interrupt): the common case is one store. */
+/* Feed one byte (a UART interrupt): the common cases are one store. */
+size_t fwg_cmd_rx_push(fwg_cmd_rx *rx, uint8_t b, fwg_cmd_frame_fn fn, void *ctx);
 static inline size_t fwg_cmd_rx_byte(fwg_cmd_rx *rx, uint8_t b, fwg_cmd_frame_fn fn, void *ctx)
 {
     const uint32_t len = rx->len;
@@ -188,7 +198,15 @@ static inline size_t fwg_cmd_rx_byte(fwg_cmd_rx *rx, uint8_t b, fwg_cmd_frame_fn
         rx->stats.bytes++;
         return 0;
     }
-    return fwg_cmd_rx_feed(rx, &b, 1, fn, ctx);
+    if (len == 0 && b != 0xAAu) { /* noise */
+        if (!fwg_pos_before(rx->stats.bytes, rx->covered)) {
+            rx->stats.discarded++;
+            rx->gap = 1;
+        }
+        rx->stats.bytes++;
+        return 0;
+    }
+    return fwg_cmd_rx_push(rx, b, fn, ctx);
 }
 
 /* action: FE EF | machine u8 | type u8 | length u16 | sub u8 | data bytes[N] | crc crc-ccitt-false | FD DF
@@ -295,7 +313,8 @@ size_t fwg_action_rx_feed(fwg_action_rx *rx, const uint8_t *data, size_t len, fw
 /* End of stream: decide the held bytes (frames behind an incomplete candidate
  * are still found); returns the frames. */
 size_t fwg_action_rx_finish(fwg_action_rx *rx, fwg_action_frame_fn fn, void *ctx);
-/* Feed one byte (a UART interrupt): the common case is one store. */
+/* Feed one byte (a UART interrupt): the common cases are one store. */
+size_t fwg_action_rx_push(fwg_action_rx *rx, uint8_t b, fwg_action_frame_fn fn, void *ctx);
 static inline size_t fwg_action_rx_byte(fwg_action_rx *rx, uint8_t b, fwg_action_frame_fn fn, void *ctx)
 {
     const uint32_t len = rx->len;
@@ -305,7 +324,15 @@ static inline size_t fwg_action_rx_byte(fwg_action_rx *rx, uint8_t b, fwg_action
         rx->stats.bytes++;
         return 0;
     }
-    return fwg_action_rx_feed(rx, &b, 1, fn, ctx);
+    if (len == 0 && b != 0xFEu) { /* noise */
+        if (!fwg_pos_before(rx->stats.bytes, rx->covered)) {
+            rx->stats.discarded++;
+            rx->gap = 1;
+        }
+        rx->stats.bytes++;
+        return 0;
+    }
+    return fwg_action_rx_push(rx, b, fn, ctx);
 }
 
 /* actuator: angle i8 | speed u8 | current u8 | module_id u8 | command u8 | fault u8 | reserved_a u8 | reserved_b u8
