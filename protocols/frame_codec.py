@@ -19,7 +19,6 @@ import enum
 import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import make_dataclass
 from typing import Any, Generic, Literal, NamedTuple, TypeVar, cast
 
 from construct import ConstructError
@@ -76,12 +75,18 @@ def label_enum(desc: FrameDescription, f: FieldSpec) -> type[enum.IntEnum] | typ
 
 
 def frame_class(desc: FrameDescription, names: Sequence[str]) -> type:
-    """A frozen, slotted dataclass with one attribute per stored field."""
+    """An immutable named tuple with one attribute per stored field.
+
+    A tuple rather than a dataclass: receivers build one per frame, and a
+    tuple is built in one C call (whole columns of them without a Python call
+    per frame, see :class:`~fwbridge.protocols.frame_receiver.FixedReceiver`).
+    """
     cls_name = "".join(p.title() for p in desc.name.split("_")) + "Frame"
     types = {"bytes": bytes, "f32": float, "f64": float}
     spec = [(n, float if desc.field(n).scaled else types.get(desc.field(n).type, int))
             for n in names]
-    return make_dataclass(cls_name, spec, frozen=True, slots=True)
+    cls: type = NamedTuple(cls_name, spec)  # type: ignore[misc]
+    return cls
 
 
 def _order(f: FieldSpec) -> str | None:
@@ -159,24 +164,32 @@ class FrameCodec(Generic[T]):
         self.has_float = any(f.info.kind == "float" for f in self.stored)
         self.make = self._compile_make(with_offset=False)
         self.make_at = self._compile_make(with_offset=True)
+        #: ``make_at`` for values already scaled (receivers scale whole columns in numpy)
+        self.make_at_scaled = self._compile_make(with_offset=True, scaled=True)
 
     # -- the generated constructor ---------------------------------------------
-    def _compile_make(self, with_offset: bool) -> Callable[..., Any]:
+    def _compile_make(self, with_offset: bool, scaled: bool = False) -> Callable[..., Any]:
         """``make([offset,] *raw_wire_values)``: converts and builds in one call."""
         desc = self.desc
         env: dict[str, Any] = {"_new": object.__new__, "_cls": self.cls}
-        args, body = [], ["    o = _new(_cls)"]
+        as_tuple = issubclass(self.cls, tuple)
+        env["_tnew"] = tuple.__new__
+        args, body = [], [] if as_tuple else ["    o = _new(_cls)"]
+        exprs: list[str] = []
         lname = desc.length.field if desc.length else None
         for i, f in enumerate(desc.fields):
             args.append(f"a{i}")
             if f.name == lname:
                 continue
-            env[f"_s{i}"] = getattr(self.cls, f.name).__set__
+            if not as_tuple:
+                env[f"_s{i}"] = getattr(self.cls, f.name).__set__
             expr = f"a{i}"
-            if f.scaled:
+            if f.scaled and not scaled:
                 expr = f"a{i} * {f.scale if f.scale is not None else 1.0!r}"
                 if f.offset:
                     expr += f" + {f.offset!r}"
+            elif f.scaled:
+                pass
             elif f.name in self.enums:
                 e = self.enums[f.name]
                 if f.flags:
@@ -185,7 +198,12 @@ class FrameCodec(Generic[T]):
                 else:
                     env[f"_e{i}"] = {m.value: m for m in e}
                     expr = f"_e{i}.get(a{i}, a{i})"
-            body.append(f"    _s{i}(o, {expr})")
+            if as_tuple:
+                exprs.append(expr)
+            else:
+                body.append(f"    _s{i}(o, {expr})")
+        if as_tuple:
+            body.append(f"    o = _tnew(_cls, ({', '.join(exprs)},))")
         if with_offset:  # receivers: one call per frame builds the (offset, frame) pair
             env["_pair"], env["_wrap"] = tuple.__new__, Received
             body.append("    return _pair(_wrap, (offset, o))")

@@ -17,13 +17,15 @@ description). CRCs run crcmod's C function once per complete candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
+from functools import cache, partial, reduce
 from math import isfinite
 from operator import xor
 from typing import Any
 
+import crcmod
 import numpy as np
 
+from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.frame_codec import FrameCodec, Received
 
@@ -55,6 +57,95 @@ def numpy_dtype(codec: FrameCodec[Any]) -> np.dtype[Any]:
         kind = {"uint": "u", "int": "i", "float": "f"}[f.info.kind]
         parts.append((f.name, f"{order}{kind}{f.info.size}"))
     return np.dtype(parts)
+
+
+@cache
+def _crc_tables(algo: Algorithm) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The byte table, and a 16-bit table that takes two bytes a step (width >= 16)."""
+    crc = crcmod.Crc(algo.poly | (1 << algo.width), initCrc=algo.init, rev=algo.reverse,
+                     xorOut=algo.xor_out)
+    t1 = np.array(crc.table, dtype=np.uint64)
+    if algo.width < 16:
+        return t1, t1
+    w, eight, ff = algo.width, np.uint64(8), np.uint64(0xFF)
+    mask = np.uint64((1 << w) - 1)
+    r = np.arange(1 << 16, dtype=np.uint64)
+    if algo.reverse:  # two zero bytes through a register holding i in its low 16 bits
+        for _ in range(2):
+            r = (r >> eight) ^ t1[r & ff]
+    else:  # i in the top 16 bits of the register
+        r = (r << np.uint64(w - 16)) & mask
+        for _ in range(2):
+            r = ((r << eight) ^ t1[(r >> np.uint64(w - 8)) & ff]) & mask
+    return t1, r
+
+
+def crc_rows(algo: Algorithm, block: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The CRC of every row of ``block`` (uint8), table-driven, two bytes a numpy step."""
+    w = algo.width
+    t1, t2 = _crc_tables(algo)
+    mask = np.uint64((1 << w) - 1)
+    reg = np.full(len(block), (algo.init ^ algo.xor_out) & ((1 << w) - 1), dtype=np.uint64)
+    cols = block.astype(np.uint64)
+    eight, ff = np.uint64(8), np.uint64(0xFF)
+    n = cols.shape[1]
+    j = 0
+    if algo.reverse:
+        if w >= 16:
+            sixteen, ffff = np.uint64(16), np.uint64(0xFFFF)
+            for j in range(0, n - 1, 2):
+                x = reg ^ cols[:, j] ^ (cols[:, j + 1] << eight)
+                reg = (x >> sixteen) ^ t2[x & ffff]
+            j = n - n % 2
+        for k in range(j, n):
+            reg = (reg >> eight) ^ t1[(reg ^ cols[:, k]) & ff]
+    else:
+        top = np.uint64(w - 8)
+        if w >= 16:
+            top16, sixteen, ffff = np.uint64(w - 16), np.uint64(16), np.uint64(0xFFFF)
+            for j in range(0, n - 1, 2):
+                idx = ((reg >> top16) ^ (cols[:, j] << eight) ^ cols[:, j + 1]) & ffff
+                reg = ((reg << sixteen) ^ t2[idx]) & mask
+            j = n - n % 2
+        for k in range(j, n):
+            reg = ((reg << eight) ^ t1[((reg >> top) ^ cols[:, k]) & ff]) & mask
+    out: np.ndarray[Any, Any] = reg ^ np.uint64(algo.xor_out)
+    return out
+
+
+def _uint_rows(block: np.ndarray[Any, Any], order: str) -> np.ndarray[Any, Any]:
+    """The unsigned value of each row's bytes (the check field), as uint64."""
+    out = np.zeros(len(block), dtype=np.uint64)
+    n = block.shape[1]
+    for k in range(n):
+        shift = np.uint64(8 * (k if order == "little" else n - 1 - k))
+        out |= block[:, k].astype(np.uint64) << shift
+    return out
+
+
+def _groups(fields: Any, dtype: np.dtype[Any]) -> list[tuple[int, int, Any, Any, Any]]:
+    """Runs of fields decoded by one view: (byte start, count, dtype, scale, offset).
+
+    Consecutive fields of one numpy type and one scale become one 2-D view, one
+    conversion and one ``tolist()``; a bytes field is a run of its own (dtype None).
+    """
+    out: list[list[Any]] = []
+    pos = 0
+    for k, f in enumerate(fields):
+        if f.type == "bytes":
+            out.append([pos, f.size, None, None, None])
+            pos += f.size
+            continue
+        dt = np.dtype(dtype[k])
+        scale = (f.scale if f.scale is not None else 1.0) if f.scaled else None
+        key = (dt, scale, f.offset or 0.0)
+        last = out[-1] if out else None
+        if last is not None and last[2] is not None and (last[2], last[3], last[4]) == key:
+            last[1] += 1
+        else:
+            out.append([pos, 1, *key])
+        pos += dt.itemsize
+    return [(g[0], g[1], g[2], g[3], g[4]) for g in out]
 
 
 @dataclass(slots=True)
@@ -89,6 +180,26 @@ class FixedReceiver:
         self.check_func = codec.check_func
         self.check_order = codec.check_order
         self.dtype = numpy_dtype(codec)
+        kinds = {self.dtype[k] for k in range(len(self.dtype.names or ()))}
+        # One view and one tolist() when every field has the same numpy type (the odometry
+        # frame's four float32s); otherwise a column per field, scaled in numpy.
+        self._uniform = (np.dtype(next(iter(kinds))) if len(kinds) == 1 and not any(
+            f.scaled or f.type == "bytes" for f in d.fields) else None)
+        self._scales = [f.name for f in d.fields]
+        self._groups = _groups(d.fields, self.dtype)
+        self.algo = ck.algo if ck else None
+        self._cols = np.arange(self.span[0], d.size)
+        self._tuple_frames = issubclass(codec.cls, tuple)
+        self._new_frame = partial(tuple.__new__, codec.cls)
+        self._new_received = partial(tuple.__new__, Received)
+        self._label_columns: list[tuple[int, Any]] = []
+        for k, f in enumerate(d.fields):
+            if f.name in codec.enums:
+                e = codec.enums[f.name]
+                table = {m.value: m for m in e}
+                conv = e if f.flags else (lambda v, t=table: t.get(v, v))
+                self._label_columns.append((k, conv))
+        self._trailer_arr = np.frombuffer(d.trailer, np.uint8)
         self.float_fields = [f.name for f in d.fields if f.info.kind == "float"]
         self.bytes_fields = [f.name for f in d.fields if f.type == "bytes"]
         self._single = codec.prefix[0].struct if len(codec.prefix) == 1 else None
@@ -160,50 +271,73 @@ class FixedReceiver:
             hits = hits[a[hits + k] == header[k]]
         ncomplete = int(np.searchsorted(hits, n - size, side="right"))
         complete = hits[:ncomplete]
-        rows = a[complete[:, None] + np.arange(size)]
-        why = np.zeros(len(complete), dtype=np.uint8)
-        lo, hi = self.span
+        # One gather of every complete candidate, from the first byte the check covers.
+        g = self.span[0]
+        rows = a[complete[:, None] + self._cols]
+        lo, hi = self.span[0] - g, self.span[1] - g
         if self.trailer:
             tl = len(self.trailer)
-            bad_t = ~(rows[:, size - tl:] == np.frombuffer(self.trailer, np.uint8)).all(axis=1)
-            why[bad_t] = 2
+            bad_t = ~(rows[:, size - g - tl:] == self._trailer_arr).all(axis=1)
+        else:
+            bad_t = None
         if self.kind == "sum8":
-            bad = (rows[:, lo:hi].sum(axis=1, dtype=np.uint32) & 0xFF) != rows[:, hi]
-            why[bad & (why == 0)] = 1
+            bad_c = (rows[:, lo:hi].sum(axis=1, dtype=np.uint32) & 0xFF) != rows[:, hi]
         elif self.kind == "xor8":
-            bad = np.bitwise_xor.reduce(rows[:, lo:hi], axis=1) != rows[:, hi]
-            why[bad & (why == 0)] = 1
+            bad_c = np.bitwise_xor.reduce(rows[:, lo:hi], axis=1) != rows[:, hi]
         elif self.kind == "crc":
-            ok = self._ok
-            for k in np.flatnonzero(why == 0).tolist():
-                if ok(buf, int(complete[k])):
-                    why[k] = 1
-        good = why == 0
+            assert self.algo is not None
+            got = _uint_rows(rows[:, hi:hi + self.codec.check_size], self.check_order)
+            bad_c = crc_rows(self.algo, rows[:, lo:hi]) != got
+        else:
+            bad_c = np.zeros(len(complete), dtype=bool)
+        if bad_t is not None:
+            bad_c &= ~bad_t
+            good = ~(bad_c | bad_t)
+        else:
+            good = ~bad_c
         acc = complete[good]
         errs = [0, 0]
-        invalid = complete[~good]
-        if len(invalid):
+        if len(acc) != len(complete):
+            invalid = complete[~good]
             j = np.searchsorted(acc, invalid) - 1
             ends = np.where(j >= 0, acc[np.maximum(j, 0)] + size if len(acc) else 0, 0)
             outside = (invalid >= ends) & (invalid >= covered)
-            reason = why[~good][outside]
-            errs = [int(np.count_nonzero(reason == 1)), int(np.count_nonzero(reason == 2))]
+            errs[0] = int(np.count_nonzero(bad_c[~good] & outside))
+            if bad_t is not None:
+                errs[1] = int(np.count_nonzero(bad_t[~good] & outside))
         if ncomplete < len(hits):
             keep = int(hits[ncomplete])
         else:
             keep = self._hold(buf, max(0, n - hl + 1))
-        body = np.ascontiguousarray(rows[good, hl: hl + self.dtype.itemsize])
-        rec = body.view(self.dtype).reshape(-1)
+        body = np.ascontiguousarray(rows[good, hl - g: hl - g + self.dtype.itemsize])
         nonfinite = 0
-        if self.float_fields and len(rec):
-            fin = np.ones(len(rec), dtype=bool)
+        if self._uniform is not None:
+            values = body.view(self._uniform).reshape(len(acc), -1)
+            if self.float_fields and len(acc):
+                finite = np.isfinite(values)
+                if not finite.all():  # the all-finite case is the hot one
+                    nonfinite = int(len(acc) - np.count_nonzero(finite.all(axis=1)))
+            uniform = values.T.tolist() if len(acc) else [[] for _ in self._scales]
+            return _Scan(acc, uniform, errs[0], errs[1], keep, nonfinite)
+        nacc = len(acc)
+        if self.float_fields and nacc:
+            rec = body.view(self.dtype).reshape(-1)
+            fin = np.ones(nacc, dtype=bool)
             for name in self.float_fields:
                 fin &= np.isfinite(rec[name])
-            nonfinite = int(len(rec) - np.count_nonzero(fin))
-        columns = []
-        for name in self.dtype.names or ():
-            col = rec[name]
-            columns.append([bytes(r) for r in col] if name in self.bytes_fields else col.tolist())
+            nonfinite = int(nacc - np.count_nonzero(fin))
+        columns: list[list[Any]] = []
+        for start, count, dt, scale, offset in self._groups:
+            if dt is None:  # a bytes field
+                columns.append([bytes(r) for r in body[:, start:start + count]])
+                continue
+            block = body[:, start:start + count * dt.itemsize].view(dt).reshape(nacc, count)
+            if scale is not None:
+                # the same double operations as the per-frame constructor: raw * scale + offset
+                block = block.astype(np.float64) * scale
+                if offset:
+                    block = block + offset
+            columns.extend(block.T.tolist() if nacc else [[] for _ in range(count)])
         return _Scan(acc, columns, errs[0], errs[1], keep, nonfinite)
 
     # -- feeding ------------------------------------------------------------------
@@ -229,7 +363,13 @@ class FixedReceiver:
         if scan.columns is not None:
             st.nonfinite += scan.nonfinite
             offsets = (np.asarray(scan.accepted) + base).tolist()
-            return list(map(make, offsets, *scan.columns))
+            if self._tuple_frames:  # whole columns to tuples without a Python call per frame
+                cols = scan.columns
+                for k, conv in self._label_columns:
+                    cols[k] = list(map(conv, cols[k]))
+                frames = map(self._new_frame, zip(*cols))
+                return list(map(self._new_received, zip(offsets, frames)))
+            return list(map(self.codec.make_at_scaled, offsets, *scan.columns))
         single, hl = self._single, len(self.header)
         if single is not None:
             unpack = single.unpack_from
