@@ -23,6 +23,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from fwbridge.protocols.checksums import Algorithm, algorithm
+from fwbridge.protocols.description_can import (
+    CanMessage,
+    CanSignal,
+    check_can_signals,
+    parse_can,
+)
 from fwbridge.protocols.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -36,6 +42,7 @@ __all__ = [
     "SPANS",
     "TYPES",
     "CanMessage",
+    "CanSignal",
     "ChecksumSpec",
     "DescriptionError",
     "FieldSpec",
@@ -156,23 +163,6 @@ class ChecksumSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class CanMessage:
-    """A CAN message carrying the description: ``id + node`` for each node in ``nodes``."""
-
-    name: str
-    id: int
-    nodes: tuple[int, int] | None = None
-    extended: bool = False
-    sender: str = ""
-
-    def ids(self) -> list[tuple[int, int | None]]:
-        """(CAN ID, node or None) for every message this entry stands for."""
-        if self.nodes is None:
-            return [(self.id, None)]
-        return [(self.id + k, k) for k in range(self.nodes[0], self.nodes[1] + 1)]
-
-
-@dataclass(frozen=True, slots=True)
 class FrameDescription:
     """A frame family, as its description gives it (immutable)."""
 
@@ -184,6 +174,7 @@ class FrameDescription:
     length: LengthSpec | None = None
     checksum: ChecksumSpec | None = None
     can: tuple[CanMessage, ...] = ()
+    can_signals: tuple[CanSignal, ...] = ()
     doc: str = ""
     source: str = "<string>"
 
@@ -457,40 +448,6 @@ def _checksum(chk: _Checker, doc: Any, order: str, names: set[str]) -> ChecksumS
     return ChecksumSpec(canonical, span, border, name)
 
 
-def _can(chk: _Checker, doc: Any) -> tuple[CanMessage, ...]:
-    if not isinstance(doc, dict):
-        raise chk.fail("can", None, None, "expected a table")
-    chk.table(doc, "can", {"message"})
-    msgs = doc.get("message", [])
-    if not isinstance(msgs, list) or not msgs:
-        raise chk.fail("can", None, "message", "give at least one [[can.message]]")
-    out = []
-    for i, m in enumerate(msgs):
-        label = f"can.message[{i + 1}]"
-        if not isinstance(m, dict):
-            raise chk.fail("can.message", i, None, "expected a table", label)
-        chk.table(m, "can.message", {"name", "id", "nodes", "extended", "sender"}, i, label)
-        name = _name(chk, chk.get(m, "can.message", i, "name", str, ..., label), "can.message", i,
-                     "name", label)
-        ext = chk.get(m, "can.message", i, "extended", bool, False, label)
-        ident = chk.get(m, "can.message", i, "id", int, ..., label)
-        nodes = chk.get(m, "can.message", i, "nodes", list, None, label)
-        span = None
-        if nodes is not None:
-            if (len(nodes) != 2 or not all(isinstance(k, int) for k in nodes)
-                    or not 0 <= nodes[0] <= nodes[1] <= 255):
-                raise chk.fail("can.message", i, "nodes", "expected [first, last] in 0..255",
-                               label)
-            span = (nodes[0], nodes[1])
-        top = ident + (span[1] if span else 0)
-        if ident < 0 or top >= (1 << (29 if ext else 11)):
-            raise chk.fail("can.message", i, "id", f"0x{top:x} does not fit a "
-                           f"{'29' if ext else '11'}-bit identifier", label)
-        out.append(CanMessage(name, ident, span, ext,
-                              chk.get(m, "can.message", i, "sender", str, "", label)))
-    return tuple(out)
-
-
 def loads(text: str, source: str = "<string>") -> FrameDescription:
     """Parse and validate a description given as TOML text."""
     chk = _Checker(source, text)
@@ -510,7 +467,7 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     if order not in BYTE_ORDERS:
         raise chk.fail("frame", None, "byte_order", f"{order!r}: choose little or big")
     header, trailer = _hex(chk, frame, "header"), _hex(chk, frame, "trailer")
-    can = _can(chk, doc["can"]) if "can" in doc else ()
+    can, can_signals = (parse_can(chk, doc["can"]) if "can" in doc else ((), ()))
     if not can and not header:
         raise chk.fail("frame", None, "header", "required: the bytes every frame starts with "
                        "(only a CAN payload, with a [can] table, has none)")
@@ -531,7 +488,7 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     checksum = (_checksum(chk, doc["checksum"], order, {f.name for f in fields})
                 if "checksum" in doc else None)
     desc = FrameDescription(name, header, trailer, order, tuple(fields), length, checksum, can,
-                            frame.get("doc", ""), source)
+                            can_signals, frame.get("doc", ""), source)
     if can:
         bad = "header" if header else "trailer" if trailer else "length" if length else None
         if bad:
@@ -542,6 +499,7 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
         if (desc.size or 0) > 8:
             raise chk.fail("can", None, None, f"a CAN payload has at most 8 bytes; the fields "
                            f"take {desc.size}")
+        check_can_signals(chk, desc)
     if length is not None and length.max < desc.data_bias:
         raise chk.fail("length", None, "max", f"{length.max} is less than the {desc.data_bias} "
                        f"bytes the length counts besides {length.data!r}: no frame could be valid")
