@@ -369,7 +369,7 @@ def _receiver(fr: _Frame) -> list[str]:
         f"void {p}_rx_init({p}_rx *rx)", "{", "    memset(rx, 0, sizeof *rx);",
         f"    rx->need = {h}u;", "}", "",
         "/* n bytes from stream position at leave: those past the last frame were in none. */",
-        f"static void {p}_drop({p}_rx *rx, uint32_t at, size_t n)", "{",
+        f"static inline void {p}_drop({p}_rx *rx, uint32_t at, size_t n)", "{",
         "    const int32_t inside = (int32_t)(rx->covered - at);",
         "    size_t k;",
         "    if (inside <= 0) {", "        k = n;",
@@ -378,7 +378,7 @@ def _receiver(fr: _Frame) -> list[str]:
         "    if (k != 0) {", "        rx->stats.discarded += (uint32_t)k;",
         "        rx->gap = 1;", "    }", "}", "",
         "/* The first j >= from where a header (or, at the end, a prefix of it) starts. */",
-        f"static size_t {p}_next(const uint8_t *q, size_t n, size_t from)", "{",
+        f"static inline size_t {p}_next(const uint8_t *q, size_t n, size_t from)", "{",
         "    size_t j = from;",
         "    while (j < n) {",
         f"        const uint8_t *hit = (const uint8_t *)memchr(q + j, 0x{d.header[0]:02X}, "
@@ -508,7 +508,7 @@ def _judge(fr: _Frame) -> list[str]:
     out = [
         "/* The candidate at q (stream position pos, avail bytes there, its header whole):",
         " * 1 accepted (*adv: bytes to move on), 0 rejected (move on 1), 2 needs more. */",
-        f"static int {p}_judge({p}_rx *rx, const uint8_t *q, size_t avail, uint32_t pos, "
+        f"static inline int {p}_judge({p}_rx *rx, const uint8_t *q, size_t avail, uint32_t pos, "
         f"int final, {p}_frame_fn fn, void *ctx, size_t *adv)", "{",
         "    int ok;",
     ]

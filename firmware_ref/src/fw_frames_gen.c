@@ -84,7 +84,7 @@ void fwg_odom_rx_init(fwg_odom_rx *rx)
 }
 
 /* n bytes from stream position at leave: those past the last frame were in none. */
-static void fwg_odom_drop(fwg_odom_rx *rx, uint32_t at, size_t n)
+static inline void fwg_odom_drop(fwg_odom_rx *rx, uint32_t at, size_t n)
 {
     const int32_t inside = (int32_t)(rx->covered - at);
     size_t k;
@@ -102,7 +102,7 @@ static void fwg_odom_drop(fwg_odom_rx *rx, uint32_t at, size_t n)
 }
 
 /* The first j >= from where a header (or, at the end, a prefix of it) starts. */
-static size_t fwg_odom_next(const uint8_t *q, size_t n, size_t from)
+static inline size_t fwg_odom_next(const uint8_t *q, size_t n, size_t from)
 {
     size_t j = from;
     while (j < n) {
@@ -121,7 +121,7 @@ static size_t fwg_odom_next(const uint8_t *q, size_t n, size_t from)
 
 /* The candidate at q (stream position pos, avail bytes there, its header whole):
  * 1 accepted (*adv: bytes to move on), 0 rejected (move on 1), 2 needs more. */
-static int fwg_odom_judge(fwg_odom_rx *rx, const uint8_t *q, size_t avail, uint32_t pos, int final, fwg_odom_frame_fn fn, void *ctx, size_t *adv)
+static inline int fwg_odom_judge(fwg_odom_rx *rx, const uint8_t *q, size_t avail, uint32_t pos, int final, fwg_odom_frame_fn fn, void *ctx, size_t *adv)
 {
     int ok;
     (void)final;
@@ -345,7 +345,7 @@ void fwg_cmd_rx_init(fwg_cmd_rx *rx)
 }
 
 /* n bytes from stream position at leave: those past the last frame were in none. */
-static void fwg_cmd_drop(fwg_cmd_rx *rx, uint32_t at, size_t n)
+static inline void fwg_cmd_drop(fwg_cmd_rx *rx, uint32_t at, size_t n)
 {
     const int32_t inside = (int32_t)(rx->covered - at);
     size_t k;
@@ -363,7 +363,7 @@ static void fwg_cmd_drop(fwg_cmd_rx *rx, uint32_t at, size_t n)
 }
 
 /* The first j >= from where a header (or, at the end, a prefix of it) starts. */
-static size_t fwg_cmd_next(const uint8_t *q, size_t n, size_t from)
+static inline size_t fwg_cmd_next(const uint8_t *q, size_t n, size_t from)
 {
     size_t j = from;
     while (j < n) {
@@ -382,7 +382,7 @@ static size_t fwg_cmd_next(const uint8_t *q, size_t n, size_t from)
 
 /* The candidate at q (stream position pos, avail bytes there, its header whole):
  * 1 accepted (*adv: bytes to move on), 0 rejected (move on 1), 2 needs more. */
-static int fwg_cmd_judge(fwg_cmd_rx *rx, const uint8_t *q, size_t avail, uint32_t pos, int final, fwg_cmd_frame_fn fn, void *ctx, size_t *adv)
+static inline int fwg_cmd_judge(fwg_cmd_rx *rx, const uint8_t *q, size_t avail, uint32_t pos, int final, fwg_cmd_frame_fn fn, void *ctx, size_t *adv)
 {
     int ok;
     (void)final;
@@ -620,7 +620,7 @@ void fwg_action_rx_init(fwg_action_rx *rx)
 }
 
 /* n bytes from stream position at leave: those past the last frame were in none. */
-static void fwg_action_drop(fwg_action_rx *rx, uint32_t at, size_t n)
+static inline void fwg_action_drop(fwg_action_rx *rx, uint32_t at, size_t n)
 {
     const int32_t inside = (int32_t)(rx->covered - at);
     size_t k;
@@ -638,7 +638,7 @@ static void fwg_action_drop(fwg_action_rx *rx, uint32_t at, size_t n)
 }
 
 /* The first j >= from where a header (or, at the end, a prefix of it) starts. */
-static size_t fwg_action_next(const uint8_t *q, size_t n, size_t from)
+static inline size_t fwg_action_next(const uint8_t *q, size_t n, size_t from)
 {
     size_t j = from;
     while (j < n) {
@@ -657,7 +657,7 @@ static size_t fwg_action_next(const uint8_t *q, size_t n, size_t from)
 
 /* The candidate at q (stream position pos, avail bytes there, its header whole):
  * 1 accepted (*adv: bytes to move on), 0 rejected (move on 1), 2 needs more. */
-static int fwg_action_judge(fwg_action_rx *rx, const uint8_t *q, size_t avail, uint32_t pos, int final, fwg_action_frame_fn fn, void *ctx, size_t *adv)
+static inline int fwg_action_judge(fwg_action_rx *rx, const uint8_t *q, size_t avail, uint32_t pos, int final, fwg_action_frame_fn fn, void *ctx, size_t *adv)
 {
     int ok;
     uint64_t value;
