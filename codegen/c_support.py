@@ -7,7 +7,8 @@ import crcmod
 from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.description import FieldSpec, FrameDescription
 
-__all__ = ["c_type", "checksum_c", "get_expr", "put_stmt", "upper"]
+__all__ = ["Frame", "c_type", "check_expr", "checksum_c", "get_expr", "hex_list", "len_get",
+           "put_stmt", "uint24", "upper"]
 
 _CTYPES = {"u8": "uint8_t", "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t",
            "u32": "uint32_t", "i32": "int32_t", "u64": "uint64_t", "i64": "int64_t",
@@ -122,3 +123,49 @@ def describe(desc: FrameDescription) -> str:
     if desc.trailer:
         parts.append(desc.trailer.hex(" ").upper())
     return " | ".join(parts)
+
+
+class Frame:
+    """Names and numbers of one description, for the templates."""
+
+    def __init__(self, desc: FrameDescription, prefix: str) -> None:
+        self.d = desc
+        self.p = f"{prefix}{desc.name}"
+        self.u = self.p.upper()
+        ck = desc.checksum
+        self.ck = ck
+        self.csize = ck.size if ck else 0
+        self.h = len(desc.header)
+        self.t = len(desc.trailer)
+        self.var = desc.length is not None
+        self.max = desc.max_size
+        self.stored = [f for f in desc.fields if not (desc.length and f.name == desc.length.field)]
+
+
+def hex_list(data: bytes) -> str:
+    return ", ".join(f"0x{b:02X}u" for b in data)
+
+
+def check_expr(fr: Frame, ptr: str, end: str) -> list[str]:
+    """Statements setting ``ok`` to the checksum verdict of the frame at ``ptr``."""
+    if fr.ck is None:
+        return ["    ok = 1;"]
+    start = "0u" if fr.ck.span == "all" else f"{fr.h}u"
+    got = uint_get(f"({ptr} + {end} - {fr.t + fr.csize}u)", fr.csize, fr.ck.byte_order) \
+        if fr.csize in (1, 2, 4, 8) else uint24(fr, f"({ptr} + {end} - {fr.t + fr.csize}u)")
+    return [f"    ok = (uint64_t){fr.p}_ck({ptr} + {start}, {end} - {fr.t + fr.csize}u - {start}) "
+            f"== (uint64_t){got};"]
+
+
+def uint24(fr: Frame, p: str) -> str:
+    order = fr.ck.byte_order if fr.ck else "little"
+    idx = [0, 1, 2] if order == "little" else [2, 1, 0]
+    return (f"((uint32_t){p}[{idx[0]}] | ((uint32_t){p}[{idx[1]}] << 8) | "
+            f"((uint32_t){p}[{idx[2]}] << 16))")
+
+
+def len_get(fr: Frame, ptr: str) -> str:
+    d = fr.d
+    assert d.length is not None
+    f = d.field(d.length.field)
+    return uint_get(f"({ptr} + {d.offset_of(f.name)}u)", f.info.size, f.byte_order)
