@@ -85,6 +85,13 @@ SPANS = ("payload", "after-header", "all")
 #: Names a field cannot take: the schema's own parts and the CLI's row keys.
 RESERVED = frozenset({"header", "body", "trailer", "offset", "protocol", "frame", "defects"})
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,47}\Z")
+#: Names the generated C and Lua could not use as identifiers.
+_KEYWORDS = (
+    "auto break case char const continue default do double else enum extern float for goto if "
+    "inline int long register restrict return short signed sizeof static struct switch typedef "
+    "union unsigned void volatile while and elseif end false function in local nil not or "
+    "repeat then true until")
+FOREIGN_KEYWORDS = frozenset(_KEYWORDS.split())
 MAX_BYTES_SIZE = 4096
 MAX_HEADER = 8
 
@@ -328,6 +335,9 @@ def _name(chk: _Checker, value: str, table: str, index: int | None, key: str,
     if not _NAME.match(value) or keyword.iskeyword(value):
         raise chk.fail(table, index, key, f"{value!r} is not a name: lower-case letters, digits "
                        "and _, starting with a letter, at most 48", label)
+    if value in FOREIGN_KEYWORDS:
+        raise chk.fail(table, index, key, f"{value!r} is a keyword of the generated C or Lua "
+                       "code; choose another name", label)
     return value
 
 

@@ -221,6 +221,8 @@ type = "u8"
     (BASE.replace('name = "imu"', 'name = "IMU frame"'), "imu.toml:2: frame.name: 'IMU frame' "
      "is not a name"),
     (BASE + "[[field]\n", "imu.toml:12: toml: not valid TOML"),
+    (BASE.replace('name = "n"', 'name = "end"'), "imu.toml:10: field[2].name: 'end' is a keyword "
+     "of the generated C or Lua code"),
     (BASE + '[can]\n[[can.message]]\nname = "m"\nid = 0x100\n',
      "frame.header: a CAN payload has no header"),
     (BASE.replace('header = "5A A5"\n', "") + '[can]\n[[can.message]]\nname = "m"\nid = 0x800\n',
