@@ -156,33 +156,33 @@ def _field_decls(d: FrameDescription) -> list[str]:
         abbr = f"fwbridge.{n}.{f.name}"
         label = f.name + (f" ({f.unit})" if f.unit else "")
         if f.scaled:
-            out.append(f'  {f.name} = ProtoField.double("{abbr}", {_lua_str(label)}),')
-            out.append(f'  {f.name}_raw = ProtoField.{_PF[f.type]}("{abbr}.raw", '
+            out.append(f'  ["{f.name}"] = ProtoField.double("{abbr}", {_lua_str(label)}),')
+            out.append(f'  ["{f.name}.raw"] = ProtoField.{_PF[f.type]}("{abbr}.raw", '
                        f'{_lua_str(f.name + " raw")}, base.DEC),')
         elif f.enum:
             table = "{" + ", ".join(f"[{v}]={_lua_str(lb)}" for v, lb in f.enum) + "}"
-            out.append(f'  {f.name} = ProtoField.{_PF[f.type]}("{abbr}", {_lua_str(label)}, '
+            out.append(f'  ["{f.name}"] = ProtoField.{_PF[f.type]}("{abbr}", {_lua_str(label)}, '
                        f"base.DEC, {table}),")
         elif f.flags:
-            out.append(f'  {f.name} = ProtoField.{_PF[f.type]}("{abbr}", {_lua_str(label)}, '
+            out.append(f'  ["{f.name}"] = ProtoField.{_PF[f.type]}("{abbr}", {_lua_str(label)}, '
                        "base.HEX),")
             for bit, lb in f.flags:
-                out.append(f'  {f.name}_{lb.lower()} = ProtoField.bool("{abbr}.{lb.lower()}", '
+                out.append(f'  ["{f.name}.{lb.lower()}"] = ProtoField.bool("{abbr}.{lb.lower()}", '
                            f'{_lua_str(lb)}, {8 * f.info.size}, nil, {bit}),')
         elif f.type == "bytes":
-            out.append(f'  {f.name} = ProtoField.bytes("{abbr}", {_lua_str(label)}),')
+            out.append(f'  ["{f.name}"] = ProtoField.bytes("{abbr}", {_lua_str(label)}),')
         elif f.info.kind == "float":
-            out.append(f'  {f.name} = ProtoField.{_PF[f.type]}("{abbr}", {_lua_str(label)}),')
+            out.append(f'  ["{f.name}"] = ProtoField.{_PF[f.type]}("{abbr}", {_lua_str(label)}),')
         else:
-            out.append(f'  {f.name} = ProtoField.{_PF[f.type]}("{abbr}", {_lua_str(label)}, '
+            out.append(f'  ["{f.name}"] = ProtoField.{_PF[f.type]}("{abbr}", {_lua_str(label)}, '
                        "base.DEC),")
     ck = d.checksum
     if ck is not None:
         size = ck.size
         kind = {1: "uint8", 2: "uint16", 3: "uint24", 4: "uint32", 8: "uint64"}[size]
-        out.append(f'  {ck.name} = ProtoField.{kind}("fwbridge.{n}.{ck.name}", '
+        out.append(f'  ["{ck.name}"] = ProtoField.{kind}("fwbridge.{n}.{ck.name}", '
                    f'{_lua_str(ck.name + " (" + ck.algorithm + ")")}, base.HEX),')
-        out.append(f'  {ck.name}_status = ProtoField.string("fwbridge.{n}.{ck.name}.status", '
+        out.append(f'  ["{ck.name}.status"] = ProtoField.string("fwbridge.{n}.{ck.name}.status", '
                    f'{_lua_str(ck.name + " status")}),')
     return out
 
@@ -279,18 +279,18 @@ def _frame_lua(d: FrameDescription) -> str:
                 raw += ":tonumber()"
             lines.append(f"  do local raw = {raw}")
             lines.append(f"    local value = raw * {scale!r} + {off!r}")
-            lines.append(f"    local it = sub:add({v}.{f.name}, tvb(pos, {w}), value)")
+            lines.append(f"    local it = sub:add({v}['{f.name}'], tvb(pos, {w}), value)")
             if f.unit:
                 lines.append(f"    it:append_text({_lua_str(' ' + f.unit)})")
-            lines.append(f"    it:{add}({v}.{f.name}_raw, tvb(pos, {w}))")
+            lines.append(f"    it:{add}({v}['{f.name}.raw'], tvb(pos, {w}))")
             lines.append(f'    parts[#parts + 1] = "{f.name}=" .. string.format("%g", value)')
             lines.append("  end")
         elif f.type == "bytes":
-            lines.append(f"  if {w} > 0 then sub:add({v}.{f.name}, tvb(pos, {w})) end")
+            lines.append(f"  if {w} > 0 then sub:add({v}['{f.name}'], tvb(pos, {w})) end")
         else:
-            lines.append(f"  do local it = sub:{add}({v}.{f.name}, tvb(pos, {w}))")
+            lines.append(f"  do local it = sub:{add}({v}['{f.name}'], tvb(pos, {w}))")
             for _bit, lb in f.flags:
-                lines.append(f"    it:{add}({v}.{f.name}_{lb.lower()}, tvb(pos, {w}))")
+                lines.append(f"    it:{add}({v}['{f.name}.{lb.lower()}'], tvb(pos, {w}))")
             if f.unit:
                 lines.append(f"    it:append_text({_lua_str(' ' + f.unit)})")
             if f.info.size <= 4 and f.info.kind != "float":
@@ -301,13 +301,13 @@ def _frame_lua(d: FrameDescription) -> str:
     if ck is not None:
         add = "add_le" if ck.byte_order == "little" else "add"
         lines.append(f"  local want, got = check_{n}(tvb, off, size)")
-        lines.append(f"  local cit = sub:{add}({v}.{ck.name}, tvb(pos, {csize}))")
+        lines.append(f"  local cit = sub:{add}({v}['{ck.name}'], tvb(pos, {csize}))")
         lines.append("  if want == nil then")
-        lines.append(f'    sub:add({v}.{ck.name}_status, tvb(pos, {csize}), "unverified")')
+        lines.append(f"    sub:add({v}['{ck.name}.status'], tvb(pos, {csize}), 'unverified')")
         lines.append("  elseif want == got then")
-        lines.append(f'    sub:add({v}.{ck.name}_status, tvb(pos, {csize}), "good")')
+        lines.append(f"    sub:add({v}['{ck.name}.status'], tvb(pos, {csize}), 'good')")
         lines.append("  else")
-        lines.append(f'    sub:add({v}.{ck.name}_status, tvb(pos, {csize}), "bad")')
+        lines.append(f"    sub:add({v}['{ck.name}.status'], tvb(pos, {csize}), 'bad')")
         lines.append(f'    cit:add_proto_expert_info(X_{n}, string.format("bad {ck.name}: computed '
                      f'0x%X, frame says 0x%X", want, got))')
         lines.append("  end")
