@@ -91,17 +91,22 @@ def checksum_c(algo: Algorithm, fn: str) -> str:
                 "    for (i = 0; i < n; i++) {\n        s ^= p[i];\n    }\n"
                 "    return s;\n}\n")
     width = algo.width
-    rtype = "uint64_t" if width > 32 else "uint32_t"
+    # The register in the narrowest type that holds it: a uint16_t table of a CRC-16 is
+    # half the cache of a uint32_t one, and the width's own wrap-around replaces a mask.
+    rtype = {8: "uint8_t", 16: "uint16_t"}.get(width, "uint64_t" if width > 32 else "uint32_t")
     suffix = "u" if width <= 32 else "ull"
     mask = (1 << width) - 1
     crc = crcmod.Crc(algo.poly | (1 << width), initCrc=algo.init, rev=algo.reverse,
                      xorOut=algo.xor_out)
     table = ", ".join(f"0x{v:x}{suffix}" for v in crc.table)
     init = (algo.init ^ algo.xor_out) & mask
+    exact = width in (8, 16, 32, 64)
     if algo.reverse:
-        step = "        r = (r >> 8) ^ t[(r ^ p[i]) & 0xFFu];\n"
+        step = f"        r = ({rtype})((r >> 8) ^ t[(r ^ p[i]) & 0xFFu]);\n"
     elif width == 8:
         step = "        r = t[(r ^ p[i]) & 0xFFu];\n"
+    elif exact:
+        step = f"        r = ({rtype})((r << 8) ^ t[((r >> {width - 8}) ^ p[i]) & 0xFFu]);\n"
     else:
         step = (f"        r = ((r << 8) ^ t[((r >> {width - 8}) ^ p[i]) & 0xFFu])"
                 f" & 0x{mask:x}{suffix};\n")
@@ -109,7 +114,7 @@ def checksum_c(algo: Algorithm, fn: str) -> str:
             f"    static const {rtype} t[256] = {{{table}}};\n"
             f"    {rtype} r = 0x{init:x}{suffix};\n    size_t i;\n"
             f"    for (i = 0; i < n; i++) {{\n{step}    }}\n"
-            f"    return r ^ 0x{algo.xor_out:x}{suffix};\n}}\n")
+            f"    return ({rtype})(r ^ 0x{algo.xor_out:x}{suffix});\n}}\n")
 
 
 def describe(desc: FrameDescription) -> str:
