@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("sim", "demo_cmd", "Drive a simulated base around a square through the bridge."),
     "encode": ("codec", "encode_group", "Build one frame and print it as hex."),
     "fleet": ("ros2", "fleet_cmd", "N simulated bases as ROS 2 nodes /robotK, one Zenoh network."),
+    "frames": ("frames", "frames_cmd", "List the built-in and given frame descriptions."),
+    "gen": ("gen", "gen_group", "Generate C, a Wireshark dissector or a DBC from descriptions."),
     "ports": ("serial", "ports_cmd", "List serial ports with their USB vendor:product ids."),
     "record": ("serial", "record_cmd", "Capture the bytes arriving on a port to a pcapng file."),
     "replay": ("serial", "replay_cmd", "Play one direction of a capture to a port, timed."),
@@ -34,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sim": ("sim", "sim_cmd", "Run a simulated robot's firmware on a new pty."),
     "sniff": ("serial", "sniff_cmd", "Decode the frames arriving on a port, with live rates."),
     "teleop": ("teleop", "teleop_cmd", "Drive the base on a port from the keyboard."),
+    "wireshark": ("gen", "wireshark_group", "Install the Wireshark dissector of the captures."),
 }
 
 #: Subcommands that live in another family's module: (group, name) -> (module, attribute).

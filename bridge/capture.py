@@ -31,8 +31,10 @@ from pcapng.utils import pack_timestamp_resolution
 warnings.filterwarnings("ignore", "Field type should not be", DeprecationWarning, "pcapng")
 
 __all__ = [
+    "FRAMES_INTERFACE",
     "INBOUND",
     "LINKTYPE_USER0",
+    "LINKTYPE_USER1",
     "OUTBOUND",
     "RX",
     "TX",
@@ -45,6 +47,10 @@ __all__ = [
 ]
 
 LINKTYPE_USER0 = 147
+#: The frames a receiver accepted, one per packet, on a second interface beside
+#: the raw reads: Wireshark dissects those whole even when the reads split them.
+LINKTYPE_USER1 = 148
+FRAMES_INTERFACE = "fwbridge-frames"
 INBOUND = 1  # EPB flags direction: received by the host (device -> host)
 OUTBOUND = 2  # sent by the host (host -> device)
 RX, TX = "rx", "tx"
@@ -67,6 +73,7 @@ class Packet:
     direction: str
     data: bytes
     interface: str = ""
+    link_type: int = LINKTYPE_USER0  # LINKTYPE_USER1: an accepted frame, not a read
 
 
 def looks_like_pcapng(head: bytes) -> bool:
@@ -88,6 +95,7 @@ class CaptureWriter:
         port: str = "serial",
         description: str = "",
         clock_ns: Callable[[], int] = time.time_ns,
+        frames: str | None = None,
     ) -> None:
         if isinstance(target, (str, os.PathLike)):
             self.path: Path | None = Path(target)
@@ -108,12 +116,25 @@ class CaptureWriter:
             snaplen=SNAPLEN,
             options=opts,
         )
+        if frames is not None:  # interface 1: whole frames, named by their family
+            shb.new_member(
+                pcapng_blocks.InterfaceDescription, link_type=LINKTYPE_USER1, snaplen=SNAPLEN,
+                options={"if_name": FRAMES_INTERFACE,
+                         "if_description": f"fwbridge frames: {frames}",
+                         "if_tsresol": pack_timestamp_resolution(10, 9)},
+            )
+        self.frames = 0
         self._shb = shb
         self._writer: Any = FileWriter(self._stream, shb)
         self._stream.flush()
 
-    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
-        """Record ``data`` read (``"rx"``) or written (``"tx"``) at ``ts_ns`` (default: now)."""
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None,
+              interface: int = 0) -> None:
+        """Record ``data`` read (``"rx"``) or written (``"tx"``) at ``ts_ns`` (default: now).
+
+        ``interface=1`` (a writer made with ``frames=``): ``data`` is one whole frame a
+        receiver accepted, not a read; see :meth:`write_frame`.
+        """
         if not data:
             return
         flag = _FLAG[direction]
@@ -125,16 +146,24 @@ class CaptureWriter:
                 chunk = bytes(data[start : start + SNAPLEN])
                 epb = self._shb.new_member(
                     pcapng_blocks.EnhancedPacket,
-                    interface_id=0,
+                    interface_id=interface,
                     timestamp_high=ts >> 32,
                     timestamp_low=ts & 0xFFFFFFFF,
                     packet_data=chunk,
                     options={"epb_flags": flag},
                 )
                 self._writer.write_block(epb)
-                self.packets += 1
-                self.bytes += len(chunk)
+                if interface:
+                    self.frames += 1
+                else:
+                    self.packets += 1
+                    self.bytes += len(chunk)
             self._stream.flush()
+
+    def write_frame(self, direction: str, frame: bytes, ts_ns: int | None = None) -> None:
+        """Record one whole accepted frame on the frames interface (``frames=`` given)."""
+        if len(self._shb.interfaces) > 1:
+            self.write(direction, frame, ts_ns, interface=1)
 
     def close(self) -> None:
         with self._lock:
@@ -170,5 +199,7 @@ def read_payloads(path: str | os.PathLike[str], direction: str | None = None) ->
     if direction not in (None, RX, TX):
         raise ValueError(f"direction must be 'rx', 'tx' or None, not {direction!r}")
     for packet in read_capture(path):
+        if packet.link_type == LINKTYPE_USER1:
+            continue  # accepted frames, copies of bytes the reads already hold
         if direction is None or packet.direction == direction:
             yield packet.data

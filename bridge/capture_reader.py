@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from fwbridge.bridge.capture import (
     LINKTYPE_USER0,
+    LINKTYPE_USER1,
     PCAPNG_MAGIC,
     CaptureError,
     Packet,
@@ -165,7 +166,7 @@ def read_packets(path: str | os.PathLike[str]) -> Iterator[Packet]:
                     raise CaptureError(f"{p}: corrupt pcapng: offset {pos}: a packet on interface "
                                        f"{iface}, but the file declares {len(ifaces)}")
                 linktype, mul, div, name = ifaces[iface]
-                if linktype != LINKTYPE_USER0:
+                if linktype not in (LINKTYPE_USER0, LINKTYPE_USER1):
                     raise CaptureError(f"{p}: a {_linktype_kind(linktype)}, not a serial "
                                        "capture" + (" (decode it with 'fwbridge can decode')"
                                                     if linktype == LINKTYPE_CAN_SOCKETCAN
@@ -177,7 +178,7 @@ def read_packets(path: str | os.PathLike[str]) -> Iterator[Packet]:
                 direction = (_NAMES.get(struct.unpack(e + "I", flags)[0] & 3, "")
                              if len(flags) == 4 else "")
                 ts = ((hi << 32) | lo) * mul // div
-                yield Packet(ts, direction, bytes(body[20:20 + caplen]), name)
+                yield Packet(ts, direction, bytes(body[20:20 + caplen]), name, linktype)
             elif kind == _SPB and len(body) >= 4:
                 orig = struct.unpack_from(e + "I", body)[0]
                 yield Packet(0, "", bytes(body[4:4 + orig]))

@@ -12,6 +12,12 @@ from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_captur
 from fwbridge.bridge.capture_reader import capture_kind
 from fwbridge.cli_verbs.action import action_decoder
 from fwbridge.cli_verbs.common import CliError, Decoder, fail, json_line, print_counters
+from fwbridge.cli_verbs.frames import (
+    EncodeGroup,
+    ProtocolParam,
+    description_decoder,
+    is_description,
+)
 from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
@@ -22,9 +28,13 @@ READ_CHUNK = 1 << 16
 
 
 # -- encode -----------------------------------------------------------------
-@click.group("encode")
+@click.group("encode", cls=EncodeGroup)
 def encode_group() -> None:
-    """Build one frame and print it as hex."""
+    """Build one frame and print it as hex.
+
+    Besides the frames below: ``fwbridge encode DESC.toml FIELD=VALUE…`` for
+    a frame described in a file (docs/FRAMES.md).
+    """
 
 
 
@@ -194,9 +204,9 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.command("decode")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @click.option(
-    "-p", "--protocol", type=click.Choice([*sorted(DECODERS), "actuator"]), required=True,
-    help="Frame family on this stream; 'actuator' reads a CAN capture (.log, .asc, .blf, "
-         ".pcapng) and decodes its actuator structs.",
+    "-p", "--protocol", type=ProtocolParam([*sorted(DECODERS), "actuator"]), required=True,
+    help="Frame family on this stream, or a description file (FILE.toml); 'actuator' reads "
+         "a CAN capture (.log, .asc, .blf, .pcapng) and decodes its actuator structs.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["auto", "raw", "hex", "pcapng"]), default="auto",
@@ -228,10 +238,17 @@ def decode_cmd(
 
         click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None)
         return
-    dec = DECODERS[protocol]
     opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
             if v not in (None, False)}
-    if opts and protocol != "action":
+    if is_description(protocol):
+        protocol, dec = description_decoder(protocol)
+        if set(opts) - {"max_length"}:
+            fail(f"--{next(iter(set(opts) - {'max_length'}))} applies to --protocol action only;"
+                 " a description names its own checksum")
+        opts = {**opts, "described": True}
+    else:
+        dec = DECODERS[protocol]
+    if opts and protocol != "action" and "described" not in opts:
         fail(f"--{next(iter(opts)).replace('_', '-')} applies to --protocol action only")
     try:
         rx = dec.make(opts)

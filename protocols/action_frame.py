@@ -29,22 +29,11 @@ from enum import IntEnum
 from functools import cache
 from typing import Any
 
-from construct import (
-    Bytes,
-    Checksum,
-    Const,
-    ConstructError,
-    Enum,
-    Int8ul,
-    Int16ul,
-    RawCopy,
-    Rebuild,
-    Struct,
-    len_,
-    this,
-)
+from construct import ConstructError, Struct
 
+from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
+from fwbridge.protocols.description_schema import build_schema
 from fwbridge.protocols.errors import (
     ChecksumError,
     FieldValueError,
@@ -55,6 +44,7 @@ from fwbridge.protocols.errors import (
 from fwbridge.protocols.sum8 import fast_constructor
 
 __all__ = [
+    "DESCRIPTION",
     "HEADER",
     "MAX_LENGTH",
     "OVERHEAD",
@@ -75,8 +65,9 @@ __all__ = [
 ]
 
 NAME = "action"
-HEADER = b"\xfe\xef"
-TRAILER = b"\xfd\xdf"
+DESCRIPTION = builtin("action")  # protocols/frames/action.toml
+HEADER = DESCRIPTION.header  # FE EF
+TRAILER = DESCRIPTION.trailer  # FD DF
 #: Header, machine, type, length, sub-command, CRC and trailer: 11 + N bytes a frame.
 OVERHEAD = 11
 #: The largest N the 16-bit length field can carry.
@@ -199,20 +190,9 @@ def schema(crc: str = DEFAULT_CRC, relaxed: bool = False) -> Struct:
     ``relaxed``: any two header bytes and no CRC check (the CRC field is read
     as a plain uint16), for the patent's worked example and similar captures.
     """
-    func = crc_function(crc)
-    body = Struct(
-        "machine" / Int8ul,
-        "type" / Enum(Int8ul, InstructionType),
-        "length" / Rebuild(Int16ul, len_(this.data)),
-        "sub" / Enum(Int8ul, SubCommand),
-        "data" / Bytes(this.length),
-    )
-    return Struct(
-        "header" / (Bytes(2) if relaxed else Const(HEADER)),
-        "body" / RawCopy(body),
-        "crc" / (Int16ul if relaxed else Checksum(Int16ul, func, this.body.data)),
-        "trailer" / Const(TRAILER),
-    )
+    crc_function(crc)  # the frame's CRC field has two bytes: CRC-16 presets only
+    # Built from protocols/frames/action.toml, the same description as user frames.
+    return build_schema(DESCRIPTION, algorithm_name=crc, relaxed=relaxed)
 
 
 SCHEMA = schema()

@@ -21,29 +21,18 @@
 #define FW_SUM8_H
 
 #include "fw_common.h"
+/* Wire layouts, encoders and decoders generated from the descriptions in protocols/frames/
+ * (`fwbridge gen c odom cmd action actuator --name fw_frames_gen --prefix fwg_`). */
+#include "fw_frames_gen.h"
 
 #define FW_SUM8_H0 0xAAu
 #define FW_SUM8_H1 0x55u
-#define FW_ODOM_SIZE 19u
-#define FW_CMD_SIZE 15u
+#define FW_ODOM_SIZE FWG_ODOM_SIZE
+#define FW_CMD_SIZE FWG_CMD_SIZE
 
-/* Wire layouts (uint8_t members only: no padding). */
-typedef struct {
-    uint8_t header[2];
-    uint8_t vx[4];
-    uint8_t vy[4];
-    uint8_t wz[4];
-    uint8_t yaw_deg[4];
-    uint8_t checksum;
-} fw_odom_wire;
-
-typedef struct {
-    uint8_t header[2];
-    uint8_t vx[4];
-    uint8_t vy[4];
-    uint8_t wz[4];
-    uint8_t checksum;
-} fw_cmd_wire;
+/* Wire layouts (uint8_t members only: no padding), from the descriptions. */
+typedef fwg_odom_wire fw_odom_wire;
+typedef fwg_cmd_wire fw_cmd_wire;
 
 FW_STATIC_ASSERT(sizeof(fw_odom_wire) == FW_ODOM_SIZE, odom_wire_size);
 FW_STATIC_ASSERT(sizeof(fw_cmd_wire) == FW_CMD_SIZE, cmd_wire_size);
