@@ -34,7 +34,7 @@ from fwbridge.protocols.arq import (
     parse_answer,
 )
 from fwbridge.protocols.crc import DEFAULT_CRC
-from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.errors import FrameError, LinkError
 from fwbridge.protocols.fish_payloads import Result, decode_result, is_result_to
 
 __all__ = ["ActionLink", "Exchange", "LinkFailed", "link_clock"]
@@ -57,7 +57,7 @@ class SerialLike(Protocol):
     def in_waiting(self) -> int: ...
 
 
-class LinkFailed(Exception):
+class LinkFailed(LinkError):
     """A query got no delivered answer or no well-formed result."""
 
 

@@ -27,6 +27,7 @@ from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event"]
@@ -65,7 +66,7 @@ class BaseNodeCore:
         now: float = 0.0,
     ) -> None:
         if not rate_hz > 0:
-            raise ValueError(f"rate_hz must be positive, got {rate_hz!r}")
+            raise ConfigError(f"rate_hz must be positive, got {rate_hz!r}")
         self.period = 1.0 / rate_hz
         self.cmd_timeout = cmd_timeout
         self.watchdog = watchdog
@@ -104,7 +105,7 @@ class BaseNodeCore:
         """The latest velocity request (m/s, m/s, rad/s); it stays until replaced or stale."""
         req = CmdFrame(float(vx), float(vy), float(wz))
         if req.nonfinite:
-            raise ValueError(f"velocity request is not finite: {', '.join(req.nonfinite)}")
+            raise ConfigError(f"velocity request is not finite: {', '.join(req.nonfinite)}")
         self._request, self._request_at = req, now
         if self._tripped:
             self._tripped = False

@@ -28,6 +28,8 @@ from pcapng import FileScanner, FileWriter
 from pcapng.exceptions import PcapngException
 from pcapng.utils import pack_timestamp_resolution
 
+from fwbridge.protocols.errors import CaptureError, ConfigError
+
 # python-pcapng 2.1 warns about its own option table (``if_tsresol`` has no
 # declared type) on every block it handles; nothing a caller can act on.
 warnings.filterwarnings("ignore", "Field type should not be", DeprecationWarning, "pcapng")
@@ -55,10 +57,6 @@ _NAME = {INBOUND: RX, OUTBOUND: TX}
 #: First bytes of every pcapng file: the Section Header Block type.
 PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 SNAPLEN = 65535
-
-
-class CaptureError(ValueError):
-    """A capture file that cannot be read: names the file and the problem."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +209,7 @@ def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
 def read_payloads(path: str | os.PathLike[str], direction: str | None = None) -> Iterator[bytes]:
     """The bytes of a capture's packets, optionally one direction (``"rx"``/``"tx"``)."""
     if direction not in (None, RX, TX):
-        raise ValueError(f"direction must be 'rx', 'tx' or None, not {direction!r}")
+        raise ConfigError(f"direction must be 'rx', 'tx' or None, not {direction!r}")
     for packet in read_capture(path):
         if direction is None or packet.direction == direction:
             yield packet.data

@@ -35,6 +35,8 @@ import serial
 import serial_asyncio
 from serial.tools import list_ports
 
+from fwbridge.protocols.errors import LinkError, StateError
+
 __all__ = [
     "URL_HANDLERS",
     "LinkBusy",
@@ -62,10 +64,6 @@ URL_HANDLERS: dict[str, str] = {"sim": "fwbridge.bridge.sim"}
 IO_ERRORS = (serial.SerialException, OSError)
 
 READ_MAX = 4096
-
-
-class LinkError(Exception):
-    """A link could not be opened or went away; the message says what to do."""
 
 
 class LinkNotFound(LinkError):
@@ -356,7 +354,7 @@ class PtyPair:
     def plug(self) -> None:
         """Create a fresh pair (and point the symlink at it)."""
         if self.plugged:
-            raise RuntimeError("pty pair is already plugged in")
+            raise StateError("pty pair is already plugged in")
         import pty  # POSIX only: imported here so the module still loads on Windows
         import tty
 

@@ -55,6 +55,7 @@ from fwbridge.can_bus.modeltypes import (
     StateChanged,
     TxBuffer,
 )
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["BusModel", "Delivered", "ErrorFrame", "ErrorState", "Event", "Node", "StateChanged",
            "TxBuffer"]
@@ -71,7 +72,7 @@ class BusModel(FaultConfinement):
     def __init__(self, bitrate: int = 500_000, *, seed: int = 0,
                  dominant_timeout: float = 1e-3) -> None:
         if bitrate <= 0:
-            raise ValueError(f"bit rate must be positive, got {bitrate}")
+            raise ConfigError(f"bit rate must be positive, got {bitrate}")
         self.bitrate = int(bitrate)
         self.seed = seed
         self.dominant_timeout = max(1, math.ceil(dominant_timeout * self.bitrate))
@@ -134,7 +135,7 @@ class BusModel(FaultConfinement):
         """Queue ``frame`` at the model's current time; a node sends its lowest ID first."""
         n = self._nodes[nid]
         if n.listen_only:
-            raise ValueError(f"{n.name} is listen-only and cannot transmit")
+            raise ConfigError(f"{n.name} is listen-only and cannot transmit")
         if not n.tx:
             n.ready = self.now
         n.tx.push((frame, arbitration_key(frame)))
@@ -163,7 +164,7 @@ class BusModel(FaultConfinement):
         n = self._nodes[nid]
         if bit_error_rate is not None:
             if not 0.0 <= bit_error_rate <= 1.0:
-                raise ValueError(f"bit error rate {bit_error_rate} not in 0..1")
+                raise ConfigError(f"bit error rate {bit_error_rate} not in 0..1")
             n.bit_error_rate = bit_error_rate
         if seed is not None:
             n.rng = random.Random(seed)

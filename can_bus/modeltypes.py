@@ -10,6 +10,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from fwbridge.can_bus.bits import Frame
+from fwbridge.protocols.errors import StateError
 
 __all__ = ["Delivered", "ErrorFrame", "ErrorState", "Event", "Node", "StateChanged", "TxBuffer"]
 
@@ -105,7 +106,7 @@ class TxBuffer:
     def head(self) -> _Entry:
         first = self.first
         if first is None:
-            raise IndexError("empty transmit buffer")
+            raise StateError("empty transmit buffer")
         return first
 
     def clear(self) -> None:

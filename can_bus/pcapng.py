@@ -26,6 +26,8 @@ import can
 from can.io.generic import BinaryIOMessageReader, BinaryIOMessageWriter
 from can.typechecking import StringPathLike
 
+from fwbridge.protocols.errors import CaptureError
+
 __all__ = ["LINKTYPE_CAN_SOCKETCAN", "PcapngReader", "PcapngWriter", "decode_packet",
            "encode_packet", "parse", "read_pcap"]
 
@@ -49,7 +51,7 @@ def encode_packet(msg: can.Message) -> bytes:
         can_id = CAN_ERR_FLAG | (msg.arbitration_id & CAN_EFF_MASK)
     data = b"" if msg.is_remote_frame else bytes(msg.data or b"")
     if len(data) > 8:
-        raise ValueError("CAN FD frames do not fit link type 227's classic layout")
+        raise CaptureError("CAN FD frames do not fit link type 227's classic layout")
     return _FRAME.pack(can_id, msg.dlc if msg.is_remote_frame else len(data), 0, 0, 0,
                        data.ljust(8, b"\0"))
 
@@ -58,7 +60,7 @@ def decode_packet(packet: bytes, timestamp: float = 0.0, channel: Any = None,
                   is_rx: bool = True) -> can.Message:
     """A python-can message from a SocketCAN frame (8..16 bytes)."""
     if len(packet) < 8:
-        raise ValueError(f"SocketCAN frame too short: {len(packet)} bytes")
+        raise CaptureError(f"SocketCAN frame too short: {len(packet)} bytes")
     can_id, length = struct.unpack_from(">IB", packet)
     rtr, err = bool(can_id & CAN_RTR_FLAG), bool(can_id & CAN_ERR_FLAG)
     ext = bool(can_id & CAN_EFF_FLAG)
@@ -156,7 +158,7 @@ def parse(data: bytes) -> Iterator[can.Message]:
     try:
         yield from _read_blocks(data)
     except struct.error as exc:  # a block shorter than its fixed fields
-        raise ValueError(f"malformed pcapng block: {exc}") from None
+        raise CaptureError(f"malformed pcapng block: {exc}") from None
 
 
 def _read_blocks(data: bytes) -> Iterator[can.Message]:
@@ -168,15 +170,15 @@ def _read_blocks(data: bytes) -> Iterator[can.Message]:
             bom = data[pos + 8:pos + 12]
             e = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else ""
             if not e:
-                raise ValueError(f"offset {pos}: bad byte-order magic {bom.hex()}")
+                raise CaptureError(f"offset {pos}: bad byte-order magic {bom.hex()}")
             ifaces = []
         elif pos == 0:
-            raise ValueError("not a pcapng file (no section header block)")
+            raise CaptureError("not a pcapng file (no section header block)")
         kind, total = struct.unpack_from(e + "II", data, pos)
         if total < 12 or total % 4 or pos + total > len(data):
             if pos + total > len(data):
                 return  # truncated capture: keep what is complete
-            raise ValueError(f"offset {pos}: bad block length {total}")
+            raise CaptureError(f"offset {pos}: bad block length {total}")
         body = data[pos + 8:pos + total - 4]
         if kind == _IDB:
             linktype = struct.unpack_from(e + "H", body)[0]
@@ -192,7 +194,7 @@ def _read_blocks(data: bytes) -> Iterator[can.Message]:
         elif kind == _EPB:
             iface, hi, lo, caplen, _ = struct.unpack_from(e + "IIIII", body)
             if iface >= len(ifaces):
-                raise ValueError(f"offset {pos}: packet on undeclared interface {iface}")
+                raise CaptureError(f"offset {pos}: packet on undeclared interface {iface}")
             linktype, res, name, offset = ifaces[iface]
             if linktype == LINKTYPE_CAN_SOCKETCAN:
                 is_rx = True
@@ -207,7 +209,7 @@ def _read_blocks(data: bytes) -> Iterator[can.Message]:
 
 def _read_classic(data: bytes) -> Iterator[can.Message]:
     if len(data) < 24:
-        raise ValueError(f"classic pcap: {len(data)}-byte file, shorter than its 24-byte header")
+        raise CaptureError(f"classic pcap: {len(data)}-byte file, shorter than its 24-byte header")
     magic = data[:4]
     e = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
     frac = 10**9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 10**6

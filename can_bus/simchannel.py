@@ -26,8 +26,10 @@ import can
 
 from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.model import BusModel, Delivered, ErrorFrame, ErrorState, Event, StateChanged
+from fwbridge.protocols.errors import CanError, ConfigError
 
-__all__ = ["PACINGS", "Endpoint", "SimChannel", "channels", "get_channel", "open_channel",
+__all__ = ["PACINGS", "Endpoint", "SimBusError", "SimBusInitError", "SimChannel", "channels",
+           "get_channel", "open_channel",
            "release_channel"]
 
 log = logging.getLogger("fwbridge.can_bus.simchannel")
@@ -43,6 +45,14 @@ _CRTL = {ErrorState.PASSIVE: 0x30, ErrorState.ACTIVE: 0x40}  # RX/TX passive, ba
 
 
 Rules = list[tuple[int, int, bool | None]]  # (can_id & mask, mask, extended or None)
+
+
+class SimBusInitError(CanError, can.CanInitializationError):
+    """The simulated bus cannot open with these keywords (python-can's and fwbridge's error)."""
+
+
+class SimBusError(CanError, can.CanOperationError):
+    """The simulated bus refuses an operation (python-can's and fwbridge's error)."""
 
 
 def compile_filters(filters: Any) -> Rules | None:
@@ -80,7 +90,7 @@ class SimChannel:
     def __init__(self, name: str, bitrate: int, pacing: str, *, epoch: float | None = None,
                  seed: int = 0, dominant_timeout: float = 1e-3) -> None:
         if pacing not in PACINGS:
-            raise ValueError(f"pacing must be one of {', '.join(PACINGS)}, not {pacing!r}")
+            raise ConfigError(f"pacing must be one of {', '.join(PACINGS)}, not {pacing!r}")
         self.name = name
         self.pacing = pacing
         self.afap = pacing == "afap"
@@ -152,7 +162,7 @@ class SimChannel:
     def advance_to(self, t: float) -> None:
         """Afap: run the bus up to bus time ``t`` seconds (idle time included)."""
         if not self.afap:
-            raise can.CanOperationError(f"{self.name} runs in real time; only afap buses advance")
+            raise SimBusError(f"{self.name} runs in real time; only afap buses advance")
         self.dispatch(self.model.run_until(self.model.bits(t)))
 
     def _drive(self) -> None:
@@ -277,11 +287,11 @@ def open_channel(name: str, *, bitrate: int | None, pacing: str | None, **option
             _channels[name] = ch
         else:
             if bitrate is not None and bitrate != ch.bitrate:
-                raise can.CanInitializationError(
+                raise SimBusInitError(
                     f"channel {name} runs at {ch.bitrate} bit/s, not {bitrate}: a node at another"
                     " bit rate would only see errors")
             if pacing is not None and pacing != ch.pacing:
-                raise can.CanInitializationError(
+                raise SimBusInitError(
                     f"channel {name} is paced {ch.pacing}, not {pacing}")
         ch.users += 1
         return ch
@@ -317,11 +327,11 @@ def make_frame(msg: can.Message) -> Frame:
             and 0 <= can_id <= (0x1FFFFFFF if msg.is_extended_id else 0x7FF)):
         return Frame(can_id, msg.is_extended_id, False, msg.dlc, bytes(data))  # the usual case
     if msg.is_error_frame:
-        raise can.CanOperationError("error frames are not transmitted: the bus makes them")
+        raise SimBusError("error frames are not transmitted: the bus makes them")
     if msg.is_fd:
-        raise can.CanOperationError("CAN FD frames are not supported: classic CAN only")
+        raise SimBusError("CAN FD frames are not supported: classic CAN only")
     try:
         return Frame.make(msg.arbitration_id, bytes(msg.data or b""), extended=msg.is_extended_id,
                           remote=msg.is_remote_frame, dlc=msg.dlc)
     except ValueError as exc:
-        raise can.CanOperationError(str(exc)) from None
+        raise SimBusError(str(exc)) from None

@@ -12,12 +12,14 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
+from fwbridge.protocols.errors import Error
+
 #: Human output (tables, status lines) goes to stdout; counters and errors to stderr.
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 
-class CliError(click.ClickException):
+class CliError(Error, click.ClickException):
     """An error the user can fix: printed as one ``error: …`` line, exit 2."""
 
     exit_code = 2

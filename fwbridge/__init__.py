@@ -7,3 +7,27 @@ the command line :mod:`fwbridge.cli`.
 """
 
 from __future__ import annotations
+
+from fwbridge.protocols.errors import (
+    ArmError,
+    CanError,
+    CaptureError,
+    ConfigError,
+    Error,
+    FrameError,
+    LifecycleError,
+    LinkError,
+    StateError,
+)
+
+__all__ = [
+    "ArmError",
+    "CanError",
+    "CaptureError",
+    "ConfigError",
+    "Error",
+    "FrameError",
+    "LifecycleError",
+    "LinkError",
+    "StateError",
+]

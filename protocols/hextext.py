@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 
+from fwbridge.protocols.errors import Error
+
 _SEPARATORS = re.compile(r"[\s,:;\-]+")
 _HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 
 
-class HexTextError(ValueError):
+class HexTextError(Error, ValueError):
     """Text that is not valid hex: says where and what."""
 
 

@@ -36,6 +36,7 @@ from fwbridge.bridge.sim.webots_serial import (
 )
 from fwbridge.bridge.sim.world import EMITTER_BUFFER, RECEIVER_BUFFER, RobotModel, World
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.errors import ConfigError, StateError
 
 __all__ = ["PACES", "HostPort", "Pacer", "SimEndpoint"]
 
@@ -187,9 +188,9 @@ class Pacer:
         max_lag: float = 0.25,
     ) -> None:
         if pace not in PACES:
-            raise ValueError(f"unknown pace {pace!r} (use one of {', '.join(PACES)})")
+            raise ConfigError(f"unknown pace {pace!r} (use one of {', '.join(PACES)})")
         if not speed > 0:
-            raise ValueError(f"speed must be positive, got {speed!r}")
+            raise ConfigError(f"speed must be positive, got {speed!r}")
         self.pace = pace
         self.speed = speed
         self.stop = stop or threading.Event()
@@ -297,7 +298,7 @@ class SimEndpoint:
     def start(self, duration_ms: int | None = None) -> None:
         """Run in a daemon thread (the realtime mode of ``sim://`` and the CLI)."""
         if self._thread is not None:
-            raise RuntimeError("endpoint already running")
+            raise StateError("endpoint already running")
 
         def target() -> None:
             try:

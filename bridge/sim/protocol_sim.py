@@ -38,6 +38,7 @@ from serial.serialutil import (
 from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import MODELS
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["Serial", "parse_url"]
 
@@ -67,7 +68,7 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
             value = values[-1]
             if key == "pace":
                 if value not in PACES:
-                    raise ValueError(f"pace must be one of {', '.join(PACES)}")
+                    raise ConfigError(f"pace must be one of {', '.join(PACES)}")
                 opts["pace"] = value
             elif key == "speed":
                 opts["speed"] = float(value)
@@ -82,7 +83,7 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
             elif key in _FAULT_KEYS:
                 faults.append(f"{key}={value}")
             else:
-                raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
+                raise ConfigError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
         spec = FaultSpec.parse(",".join(faults), seed=seed)
     except ValueError as exc:
         raise SerialException(f"sim://: {exc}; form: {_FORM}") from None
