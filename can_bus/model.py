@@ -47,18 +47,26 @@ from fwbridge.can_bus.bits import EOF_END, TAIL_BITS, Frame, arbitration_key, st
 from fwbridge.can_bus.confinement import REC_MAX, SUSPEND_BITS, FaultConfinement, _Flight
 from fwbridge.can_bus.faults import FLAG_BITS, RECOVERY_TAIL, Outcome, Party, first_misread, resolve
 from fwbridge.can_bus.modeltypes import (
-    Delivered,
     ErrorFrame,
     ErrorState,
     Event,
+    FrameDelivered,
     Node,
     StateChanged,
     TxBuffer,
 )
 from fwbridge.protocols.errors import ConfigError
 
-__all__ = ["BusModel", "Delivered", "ErrorFrame", "ErrorState", "Event", "Node", "StateChanged",
-           "TxBuffer"]
+__all__ = [
+    "BusModel",
+    "ErrorFrame",
+    "ErrorState",
+    "Event",
+    "FrameDelivered",
+    "Node",
+    "StateChanged",
+    "TxBuffer",
+]
 
 _FAR = 1 << 62  # "no horizon" for run_until_idle
 RECOVERY_OCCURRENCES = 128
@@ -388,7 +396,7 @@ class BusModel(FaultConfinement):
                 n.suspend_until = f.free_at + SUSPEND_BITS
             if self._rec_nonzero:
                 self._received(set(self._others[n.id]), t)
-            self._events.append(Delivered(t, f.start, f.frame, (n.id,), self._others[n.id]))
+            self._events.append(FrameDelivered(t, f.start, f.frame, (n.id,), self._others[n.id]))
         else:
             self._apply(f, out, t)
         if self._dirty:
@@ -433,7 +441,8 @@ class BusModel(FaultConfinement):
                              if i not in by_id and i not in out.rejected)
             self._received(set(accepted), t)
             if out.ok_tx or accepted:
-                self._events.append(Delivered(t, f.start, out.frame, tuple(out.ok_tx), accepted))
+                self._events.append(
+                    FrameDelivered(t, f.start, out.frame, tuple(out.ok_tx), accepted))
         if out.error is not None:
             self.error_frames += 1
             self._events.append(ErrorFrame(t, f.start, out.frame, out.error, out.detector, txs,

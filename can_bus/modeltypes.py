@@ -12,7 +12,8 @@ from typing import NamedTuple
 from fwbridge.can_bus.bits import Frame
 from fwbridge.protocols.errors import StateError
 
-__all__ = ["Delivered", "ErrorFrame", "ErrorState", "Event", "Node", "StateChanged", "TxBuffer"]
+__all__ = ["ErrorFrame", "ErrorState", "Event", "FrameDelivered", "Node", "StateChanged",
+           "TxBuffer"]
 
 
 class ErrorState(IntEnum):
@@ -23,7 +24,7 @@ class ErrorState(IntEnum):
     BUS_OFF = 2
 
 
-class Delivered(NamedTuple):
+class FrameDelivered(NamedTuple):
     """A frame transmitted without error; ``time`` is the end of its EOF (bit time)."""
 
     time: int
@@ -57,7 +58,7 @@ class StateChanged(NamedTuple):
     rec: int
 
 
-Event = Delivered | ErrorFrame | StateChanged
+Event = FrameDelivered | ErrorFrame | StateChanged
 _Entry = tuple[Frame, int]  # frame, arbitration key
 
 

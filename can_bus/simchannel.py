@@ -25,7 +25,14 @@ from typing import Any, Protocol
 import can
 
 from fwbridge.can_bus.bits import Frame
-from fwbridge.can_bus.model import BusModel, Delivered, ErrorFrame, ErrorState, Event, StateChanged
+from fwbridge.can_bus.model import (
+    BusModel,
+    ErrorFrame,
+    ErrorState,
+    Event,
+    FrameDelivered,
+    StateChanged,
+)
 from fwbridge.protocols.errors import CanError, ConfigError
 
 __all__ = ["PACINGS", "Endpoint", "SimBusError", "SimBusInitError", "SimChannel", "channels",
@@ -195,7 +202,7 @@ class SimChannel:
         eps = self.endpoints
         epoch, rate, name = self.epoch, self.model.bitrate, self.name
         for ev in events:
-            if type(ev) is Delivered:
+            if type(ev) is FrameDelivered:
                 frame = ev.frame
                 can_id, ext, rtr, dlc, data = frame
                 ts = epoch + ev.time / rate

@@ -12,7 +12,7 @@ from rich.table import Table
 from fwbridge.cli_verbs.common import Decoder, console, fail
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
-from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver, Received
+from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceived, ActionReceiver
 from fwbridge.protocols.crc import DEFAULT_CRC, preset_names
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, parse_hex, to_hex
@@ -117,7 +117,7 @@ def _make_receiver(opts: dict[str, Any]) -> ActionReceiver:
         fail(str(exc))
 
 
-def _row(item: Received) -> dict[str, Any]:
+def _row(item: ActionReceived) -> dict[str, Any]:
     frame = item.frame
     row: dict[str, Any] = {
         "machine": frame.machine,

@@ -32,7 +32,7 @@ _AA = HEADER[0]
 _55 = HEADER[1]
 
 
-class Received(NamedTuple):
+class Sum8Received(NamedTuple):
     """A decoded frame and the stream offset of its first header byte.
 
     A named tuple rather than a dataclass: receivers make one per frame, and
@@ -124,7 +124,7 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
 
 
 class Sum8Receiver(Generic[T]):
-    """Byte stream in, :class:`Received` frames out, for one sum-8 frame family.
+    """Byte stream in, :class:`Sum8Received` frames out, for one sum-8 frame family.
 
     Every header position is a candidate, including those inside a frame
     just accepted: so a false header in noise whose checksum happens to
@@ -139,7 +139,7 @@ class Sum8Receiver(Generic[T]):
 
     def __init__(self, codec: Sum8Codec[T]) -> None:
         self.codec = codec
-        self._make_received = fast_constructor(codec.cls, codec.fields, Received)
+        self._make_received = fast_constructor(codec.cls, codec.fields, Sum8Received)
         self.stats = ReceiverStats()
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
@@ -151,7 +151,7 @@ class Sum8Receiver(Generic[T]):
         """Bytes held back for the next call (always less than one frame)."""
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Sum8Received]:
         """Take the next chunk of the stream; return the frames it completes."""
         if not data:
             return []
@@ -162,9 +162,9 @@ class Sum8Receiver(Generic[T]):
             # map keeps the per-frame loop in C but for one generated constructor.
             offsets = (np.asarray(scan.accepted) + base).tolist()
             return list(map(self._make_received, offsets, *scan.values.T.tolist()))
-        new = tuple.__new__  # Received's own __new__ is a Python call; skip it
+        new = tuple.__new__  # Sum8Received's own __new__ is a Python call; skip it
         unpack = self.codec.struct.unpack_from
-        out = [new(Received, (base + p, make(*unpack(buf, p + 2)))) for p in scan.accepted]
+        out = [new(Sum8Received, (base + p, make(*unpack(buf, p + 2)))) for p in scan.accepted]
         self.stats.nonfinite += sum(1 for r in out if r.frame.nonfinite)
         return out
 
@@ -258,7 +258,7 @@ class Sum8Receiver(Generic[T]):
         st.resyncs += resyncs
         st.overlapping += overlapping
 
-    def finish(self) -> list[Received]:
+    def finish(self) -> list[Sum8Received]:
         """End of stream: count the held-back tail as discarded.
 
         Returns the frames only the end of the stream could decide: always
