@@ -143,10 +143,13 @@ class FwBridgeBus(can.BusABC):
     def _apply_filters(self, filters: CanFilters | None) -> None:
         self.rx_rules = compile_filters(filters)
 
-    def _put(self, msg: can.Message) -> None:
+    # -- the channel's Endpoint protocol ------------------------------------------
+    def deliver(self, msg: can.Message) -> None:
+        """Queue a frame the channel delivers to this node (called under the channel lock)."""
         self._rx.append(msg)
 
-    def _state_changed(self, event: StateChanged) -> None:
+    def state_changed(self, event: StateChanged) -> None:
+        """The channel reports a change of this node's error state."""
         pass  # state is read from the model when asked
 
     def _recv_internal(self, timeout: float | None) -> tuple[can.Message | None, bool]:
@@ -391,8 +394,8 @@ class _Tap:
         self.writer = writer
         self.node_id = -1
 
-    def _put(self, msg: can.Message) -> None:
+    def deliver(self, msg: can.Message) -> None:
         self.writer.on_message_received(msg)
 
-    def _state_changed(self, event: StateChanged) -> None:
+    def state_changed(self, event: StateChanged) -> None:
         pass

@@ -44,7 +44,7 @@ import math
 import random
 
 from fwbridge.can_bus.bits import EOF_END, TAIL_BITS, Frame, arbitration_key, stuffed_length
-from fwbridge.can_bus.confinement import REC_MAX, SUSPEND_BITS, FaultConfinement, _Flight
+from fwbridge.can_bus.confinement import REC_MAX, SUSPEND_BITS, FaultConfinement, Flight
 from fwbridge.can_bus.faults import FLAG_BITS, RECOVERY_TAIL, Outcome, Party, first_misread, resolve
 from fwbridge.can_bus.modeltypes import (
     ErrorFrame,
@@ -92,7 +92,7 @@ class BusModel(FaultConfinement):
         self._run_start = 0
         self._nodes: dict[int, Node] = {}
         self._next_id = 1
-        self._flight: _Flight | None = None
+        self._flight: Flight | None = None
         self._events: list[Event] = []
         self._pending: dict[int, Node] = {}
         self._listeners: list[Node] = []
@@ -353,7 +353,7 @@ class BusModel(FaultConfinement):
                         draws[n.id] = k
             if not draws:
                 win.tx.pop()
-                self._flight = _Flight(s + s_len + EOF_END, s + s_len + TAIL_BITS,
+                self._flight = Flight(s + s_len + EOF_END, s + s_len + TAIL_BITS,
                                        s + s_len + 2, s, frame, (win,), (first,), None)
                 if not win.tx:
                     del self._pending[win.id]
@@ -375,9 +375,9 @@ class BusModel(FaultConfinement):
         else:
             done = s + out.position + 1 + FLAG_BITS
             free, tail = done + RECOVERY_TAIL, done
-        self._flight = _Flight(done, free, tail, s, out.frame, tuple(contenders), entries, out)
+        self._flight = Flight(done, free, tail, s, out.frame, tuple(contenders), entries, out)
 
-    def _complete(self, f: _Flight) -> None:
+    def _complete(self, f: Flight) -> None:
         t = f.done_at
         self._free_at, self._run_start = f.free_at, f.tail_start
         self.busy_bits += f.free_at - f.start
@@ -402,7 +402,7 @@ class BusModel(FaultConfinement):
         if self._dirty:
             self._refresh()
 
-    def _apply(self, f: _Flight, out: Outcome, t: int) -> None:
+    def _apply(self, f: Flight, out: Outcome, t: int) -> None:
         nodes = self._nodes
         by_id = {n.id: (n, e) for n, e in zip(f.tx, f.entries)}
         for nid, inc in out.tec.items():

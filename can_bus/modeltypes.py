@@ -13,7 +13,7 @@ from fwbridge.can_bus.bits import Frame
 from fwbridge.protocols.errors import StateError
 
 __all__ = ["ErrorFrame", "ErrorState", "Event", "FrameDelivered", "Node", "StateChanged",
-           "TxBuffer"]
+           "TxBuffer", "TxEntry"]
 
 
 class ErrorState(IntEnum):
@@ -59,7 +59,7 @@ class StateChanged(NamedTuple):
 
 
 Event = FrameDelivered | ErrorFrame | StateChanged
-_Entry = tuple[Frame, int]  # frame, arbitration key
+TxEntry = tuple[Frame, int]  # frame, arbitration key
 
 
 class TxBuffer:
@@ -71,15 +71,15 @@ class TxBuffer:
 
     def __init__(self, fifo: bool = False) -> None:
         self.fifo = fifo
-        self.first: _Entry | None = None
-        self._queues: dict[int, deque[_Entry]] = {}
+        self.first: TxEntry | None = None
+        self._queues: dict[int, deque[TxEntry]] = {}
         self._keys: list[int] = []
         self._n = 0
 
     def __len__(self) -> int:
         return self._n
 
-    def push(self, entry: _Entry, front: bool = False) -> None:
+    def push(self, entry: TxEntry, front: bool = False) -> None:
         """Queue a frame; ``front``: a frame that failed is first in line again."""
         slot = 0 if self.fifo else entry[1]
         q = self._queues.get(slot)
@@ -93,7 +93,7 @@ class TxBuffer:
         self._n += 1
         self.first = self._queues[self._keys[0]][0]
 
-    def pop(self) -> _Entry:
+    def pop(self) -> TxEntry:
         slot = self._keys[0]
         q = self._queues[slot]
         entry = q.popleft()
@@ -104,7 +104,7 @@ class TxBuffer:
         self.first = self._queues[self._keys[0]][0] if self._n else None
         return entry
 
-    def head(self) -> _Entry:
+    def head(self) -> TxEntry:
         first = self.first
         if first is None:
             raise StateError("empty transmit buffer")

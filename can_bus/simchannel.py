@@ -85,9 +85,9 @@ class Endpoint(Protocol):
     receive_error_frames: bool
     rx_rules: Rules | None  # acceptance filter applied at delivery, as hardware would
 
-    def _put(self, msg: can.Message) -> None: ...
+    def deliver(self, msg: can.Message) -> None: ...
 
-    def _state_changed(self, event: StateChanged) -> None: ...
+    def state_changed(self, event: StateChanged) -> None: ...
 
 
 class SimChannel:
@@ -210,14 +210,14 @@ class SimChannel:
                     ep = eps.get(rid)
                     if ep is not None and (ep.rx_rules is None
                                            or matches(ep.rx_rules, can_id, ext)):
-                        ep._put(can.Message(timestamp=ts, arbitration_id=can_id,
+                        ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id,
                                             is_extended_id=ext, is_remote_frame=rtr, dlc=dlc,
                                             data=data, channel=name))
                 for tid in ev.transmitters:
                     ep = eps.get(tid)
                     if ep is not None and ep.receive_own_messages and (
                             ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
-                        ep._put(can.Message(timestamp=ts, arbitration_id=can_id,
+                        ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id,
                                             is_extended_id=ext, is_remote_frame=rtr, dlc=dlc,
                                             data=data, channel=name, is_rx=False))
             elif type(ev) is ErrorFrame:
@@ -225,9 +225,9 @@ class SimChannel:
             elif type(ev) is StateChanged:
                 ep = eps.get(ev.node)
                 if ep is not None:
-                    ep._state_changed(ev)
+                    ep.state_changed(ev)
                     if ep.receive_error_frames:
-                        ep._put(self._state_message(ev))
+                        ep.deliver(self._state_message(ev))
         self.rx_cond.notify_all()
 
     def _error_frame(self, ev: ErrorFrame) -> None:
@@ -248,7 +248,7 @@ class SimChannel:
             data[3] = 0x08 if ev.kind == "crc" else 0  # CAN_ERR_PROT_LOC_CRC_SEQ
             tec, rec = counters.get(nid, (node.tec, node.rec))
             data[6], data[7] = min(tec, 255), min(rec, 255)
-            ep._put(can.Message(timestamp=ts, arbitration_id=can_id, is_error_frame=True,
+            ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id, is_error_frame=True,
                                 is_extended_id=False, dlc=8, data=data, channel=self.name))
 
     def _state_message(self, ev: StateChanged) -> can.Message:

@@ -32,15 +32,15 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from fwbridge.protocols.action_frame import (
-    _SUB_OF,
-    _TYPE_OF,
     HEADER,
     OVERHEAD,
     RELAXED_HEADERS,
+    SUB_OF,
+    TYPE_OF,
     ActionFrame,
     InstructionType,
     SubCommand,
-    _make,
+    make_unchecked,
 )
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
@@ -196,8 +196,8 @@ class ActionReceiver:
         n = len(buf)
         if n - i < 4:  # machine code and type not received: nothing to attribute
             return
-        sub = _SUB_OF[buf[i + 6]] if n - i > 6 else None
-        self.rejects.append(Rejected(self._base + i, reason, buf[i + 2], _TYPE_OF[buf[i + 3]], sub))
+        sub = SUB_OF[buf[i + 6]] if n - i > 6 else None
+        self.rejects.append(Rejected(self._base + i, reason, buf[i + 2], TYPE_OF[buf[i + 3]], sub))
 
     def _scan(self, buf: bytes, final: bool) -> list[ActionReceived]:
         """Resolve ``buf`` (held bytes + new chunk) as far as its bytes allow."""
@@ -215,8 +215,8 @@ class ActionReceiver:
         find = buf.find
         startswith = buf.startswith
         keep_rejects = self.keep_rejects
-        make = _make
-        type_of, sub_of = _TYPE_OF, _SUB_OF
+        make = make_unchecked
+        type_of, sub_of = TYPE_OF, SUB_OF
         cur = 0  # bytes before cur are accounted for (in a frame or discarded)
         gap = self._gap
         pos = 0

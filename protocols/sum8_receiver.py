@@ -156,7 +156,7 @@ class Sum8Receiver(Generic[T]):
         if not data:
             return []
         base = self._base
-        buf, scan = self._resolve(bytes(data), len(self._buf) + len(data) >= self.vector_threshold)
+        buf, scan = self.resolve(bytes(data), len(self._buf) + len(data) >= self.vector_threshold)
         make = self.codec.make
         if scan.values is not None:
             # map keeps the per-frame loop in C but for one generated constructor.
@@ -168,7 +168,7 @@ class Sum8Receiver(Generic[T]):
         self.stats.nonfinite += sum(1 for r in out if r.frame.nonfinite)
         return out
 
-    def _resolve(self, data: bytes, vector: bool) -> tuple[bytes, _Scan]:
+    def resolve(self, data: bytes, vector: bool) -> tuple[bytes, _Scan]:
         """Scan held-back bytes + ``data``; update counters and the held-back tail."""
         stats = self.stats
         stats.bytes += len(data)
@@ -294,7 +294,7 @@ def decode_columns(codec: Sum8Codec[Any], data: bytes | bytearray | memoryview) 
     whole buffer and calling ``finish()``; made for offline analysis.
     """
     rx: Sum8Receiver[Any] = Sum8Receiver(codec)
-    _, scan = rx._resolve(bytes(data), vector=True)
+    _, scan = rx.resolve(bytes(data), vector=True)
     rx.finish()
     offsets = np.asarray(scan.accepted, dtype=np.int64)
     values = scan.values
