@@ -33,6 +33,7 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_arm", "SCARA IK and the pick-and-place control loop"),
     ("fault_suite", "fault injection: recovery, false accepts, resync distance"),
     ("bench_resources", "a gigabyte of random bytes: memory and time per MB"),
+    ("bench_cli_startup", "CLI start-up vs a bare `import click`"),
 ]
 
 

@@ -17,7 +17,6 @@ The runtimes around it: :class:`bridge.base_node.BaseNode` (blocking) and
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -32,7 +31,6 @@ from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event"]
 
-log = logging.getLogger("fwbridge.bridge")
 
 ZERO_FRAME = cmd_frame.encode(cmd_frame.ZERO)
 
@@ -246,5 +244,7 @@ def paced(records: Sequence[R], budget: float, clock: Callable[[], float]
 
 def log_event(event: NodeEvent) -> None:
     """The default event handler: the ``fwbridge.bridge`` logger."""
+    import logging  # here, not at the top: logging starts threading, the core has none
+
     level = logging.INFO if event.kind in ("resumed", "link-restored") else logging.WARNING
-    log.log(level, "%s", event.message)
+    logging.getLogger("fwbridge.bridge").log(level, "%s", event.message)
