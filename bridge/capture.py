@@ -6,33 +6,30 @@ under DLT_USER), nanosecond timestamps (``if_tsresol`` = 9) and each packet's
 direction in the EPB flags (bits 0-1: 1 inbound = received from the device,
 2 outbound = sent to it). A packet is one read or one write on the link.
 
-Written and read with python-pcapng, which handles this layout exactly
-(custom link type, ``epb_flags``, ``if_tsresol``); the tests check the
-files with tshark where it is installed.
+Written and read through :mod:`fwbridge.protocols.pcapng`, the blocks the
+CAN captures use too; the tests check the files with tshark.
 """
 
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
-
-import pcapng.blocks as pcapng_blocks
-from pcapng import FileScanner, FileWriter
-from pcapng.exceptions import PcapngException
-from pcapng.utils import pack_timestamp_resolution
+from typing import IO
 
 from fwbridge.protocols.errors import CaptureError, ConfigError
-
-# python-pcapng 2.1 warns about its own option table (``if_tsresol`` has no
-# declared type) on every block it handles; nothing a caller can act on.
-warnings.filterwarnings("ignore", "Field type should not be", DeprecationWarning, "pcapng")
+from fwbridge.protocols.pcapng import (
+    INBOUND,
+    MAGIC,
+    OUTBOUND,
+    enhanced_packet,
+    interface_description,
+    iter_packets,
+    section_header,
+)
 
 __all__ = [
     "INBOUND",
@@ -49,13 +46,11 @@ __all__ = [
 ]
 
 LINKTYPE_USER0 = 147
-INBOUND = 1  # EPB flags direction: received by the host (device -> host)
-OUTBOUND = 2  # sent by the host (host -> device)
 RX, TX = "rx", "tx"
 _FLAG = {RX: INBOUND, TX: OUTBOUND}
 _NAME = {INBOUND: RX, OUTBOUND: TX}
 #: First bytes of every pcapng file: the Section Header Block type.
-PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+PCAPNG_MAGIC = MAGIC
 SNAPLEN = 65535
 
 
@@ -98,18 +93,9 @@ class CaptureWriter:
         self._lock = threading.Lock()
         self.packets = 0
         self.bytes = 0
-        shb = pcapng_blocks.SectionHeader(options={"shb_userappl": "fwbridge"})
-        opts: dict[str, Any] = {"if_name": port, "if_tsresol": pack_timestamp_resolution(10, 9)}
-        if description:
-            opts["if_description"] = description
-        shb.new_member(
-            pcapng_blocks.InterfaceDescription,
-            link_type=LINKTYPE_USER0,
-            snaplen=SNAPLEN,
-            options=opts,
-        )
-        self._shb = shb
-        self._writer: Any = FileWriter(self._stream, shb)
+        self._open = True
+        self._stream.write(section_header()
+                           + interface_description(LINKTYPE_USER0, SNAPLEN, port, description))
         self._stream.flush()
 
     def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
@@ -119,28 +105,20 @@ class CaptureWriter:
         flag = _FLAG[direction]
         ts = self._clock_ns() if ts_ns is None else ts_ns
         with self._lock:
-            if self._writer is None:
+            if not self._open:
                 return  # closed while another thread was still reading: drop, don't crash
             for start in range(0, len(data), SNAPLEN):
                 chunk = bytes(data[start : start + SNAPLEN])
-                epb = self._shb.new_member(
-                    pcapng_blocks.EnhancedPacket,
-                    interface_id=0,
-                    timestamp_high=ts >> 32,
-                    timestamp_low=ts & 0xFFFFFFFF,
-                    packet_data=chunk,
-                    options={"epb_flags": flag},
-                )
-                self._writer.write_block(epb)
+                self._stream.write(enhanced_packet(0, ts, chunk, flag))
                 self.packets += 1
                 self.bytes += len(chunk)
             self._stream.flush()
 
     def close(self) -> None:
         with self._lock:
-            if self._writer is None:
+            if not self._open:
                 return
-            self._writer = None
+            self._open = False
             self._stream.flush()
             if self.path is not None:
                 self._stream.close()
@@ -150,18 +128,6 @@ class CaptureWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _resolution_ns(iface: Any) -> tuple[int, int]:
-    """(multiplier, divisor) turning raw timestamp units into nanoseconds, exactly."""
-    raw = iface.options.get("if_tsresol") if "if_tsresol" in iface.options else None
-    if not raw:
-        return 1000, 1  # the pcapng default: microseconds
-    code = raw[0]
-    exp = code & 0x7F
-    if code & 0x80:  # a power of two
-        return 10**9, 2**exp
-    return (10 ** (9 - exp), 1) if exp <= 9 else (1, 10 ** (exp - 9))
 
 
 def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
@@ -184,25 +150,11 @@ def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
         if not looks_like_pcapng(stream.read(4)):
             raise CaptureError(f"{p}: not a pcapng file")
         stream.seek(0)
-        scales: dict[int, tuple[int, int]] = {}
         try:
-            for block in FileScanner(stream):
-                if isinstance(block, pcapng_blocks.EnhancedPacket):
-                    iface = block.interface
-                    key = id(iface)
-                    if key not in scales:
-                        scales[key] = _resolution_ns(iface)
-                    mul, div = scales[key]
-                    raw = (block.timestamp_high << 32) | block.timestamp_low
-                    flags = block.options.get("epb_flags") if "epb_flags" in block.options else None
-                    direction = _NAME.get(int(flags) & 3, "") if flags is not None else ""
-                    name = iface.options.get("if_name", "") if "if_name" in iface.options else ""
-                    yield Packet(raw * mul // div, direction, bytes(block.packet_data), name)
-                elif isinstance(block, pcapng_blocks.SimplePacket):
-                    yield Packet(0, "", bytes(block.packet_data))
-        except (PcapngException, struct.error, ValueError) as exc:
-            if "truncat" in type(exc).__name__.lower() or isinstance(exc, struct.error):
-                return  # cut short mid-block: keep what was complete
+            for pkt in iter_packets(stream.read):
+                direction = _NAME.get(pkt.flags & 3, "") if pkt.flags is not None else ""
+                yield Packet(pkt.ts_ns, direction, pkt.data, pkt.name)
+        except CaptureError as exc:
             raise CaptureError(f"{p}: corrupt pcapng: {exc}") from None
 
 

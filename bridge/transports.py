@@ -3,8 +3,11 @@
 A link is a pyserial object: a device path (``/dev/ttyUSB0``, ``COM3``) or a
 pyserial URL (``socket://host:port``, ``loop://``, ``rfc2217://host:port``,
 or a scheme registered with :func:`register_url_handler`, such as
-``sim://MODEL?opts``). Transports only move bytes; the receivers of
-``protocols`` turn them into frames.
+``sim://MODEL?opts``). Nothing is registered with pyserial at import:
+:func:`register_url_handlers` does it, and every opener here calls it
+(call it yourself before ``serial.serial_for_url("sim://…")``).
+Transports only move bytes; the receivers of ``protocols`` turn them into
+frames.
 
 URL handlers follow pyserial's ``protocol_handler_packages`` mechanism: the
 package ``P`` registered for scheme ``s`` provides ``P.protocol_s`` with a
@@ -52,6 +55,7 @@ __all__ = [
     "poller_for",
     "read_some",
     "register_url_handler",
+    "register_url_handlers",
     "url_scheme",
     "writer_for",
 ]
@@ -93,8 +97,23 @@ def url_scheme(url: str) -> str | None:
 
 
 def register_url_handler(scheme: str, package: str) -> None:
-    """Serve ``scheme://`` URLs with ``package.protocol_<scheme>``."""
+    """Serve ``scheme://`` URLs with ``package.protocol_<scheme>`` (from the next open on)."""
     URL_HANDLERS[scheme.lower()] = package
+
+
+def register_url_handlers() -> None:
+    """Make ``serial.serial_for_url`` serve every scheme of :data:`URL_HANDLERS`.
+
+    The one place fwbridge touches pyserial's ``protocol_handler_packages``;
+    idempotent. :func:`open_link` and :func:`open_async_streams` call it.
+    """
+    for package in URL_HANDLERS.values():
+        _install(package)
+
+
+def _install(package: str) -> None:
+    if package not in serial.protocol_handler_packages:
+        serial.protocol_handler_packages.append(package)
 
 
 def _builtin_scheme(scheme: str) -> bool:
@@ -125,8 +144,8 @@ def _ensure_handler(scheme: str, package: str | None) -> None:
                 f"'{scheme}://' URLs are served by {module}, which is not available here"
             ) from None
         raise
-    if package not in serial.protocol_handler_packages:
-        serial.protocol_handler_packages.append(package)
+    register_url_handlers()
+    _install(package)  # a package given for this one call (a config's handler_package)
 
 
 def _builtin_handlers() -> list[Path]:

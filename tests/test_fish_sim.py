@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import pytest
 import serial
 
-import fwbridge.bridge.sim  # noqa: F401  (registers sim://)
 from fwbridge.bridge.action_link import ActionLink
 from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
 from fwbridge.bridge.sim.fish.body import Obstacle
 from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
+from fwbridge.bridge.transports import register_url_handlers
 from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group
@@ -43,6 +43,8 @@ from fwbridge.protocols.fish_payloads import (
 )
 from fwbridge.protocols.hextext import parse_hex
 from tests.conftest import FIXTURES
+
+register_url_handlers()  # serial.serial_for_url("sim://…") below
 
 # The patent's worked example decodes only relaxed (header FE FF, a CRC that
 # matches nothing): its content, re-encoded in a valid frame, is what we send.

@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 import serial
 
-import fwbridge.bridge.sim  # noqa: F401  (registers sim://)
 from fwbridge.bridge.base_node import BaseNode
 from fwbridge.bridge.config import RobotConfig
 from fwbridge.bridge.odometry import Odometry
@@ -32,6 +31,7 @@ from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase
 from fwbridge.bridge.sim.models.zumo import Zumo
 from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.bridge.transports import register_url_handlers
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
@@ -42,6 +42,8 @@ RUN_SIM = (
     "import sys; from fwbridge.cli_verbs.sim import sim_cmd; "
     "sim_cmd.main(args=sys.argv[1:], prog_name='fwbridge sim')"
 )
+
+register_url_handlers()  # serial.serial_for_url("sim://…") below
 
 
 @contextlib.contextmanager

@@ -1,8 +1,10 @@
 """Simulated firmware endpoints on an emulation of Webots' serial devices.
 
-``import bridge.sim`` registers the ``sim://MODEL?options`` URL with pyserial
-(``serial.protocol_handler_packages``), so any code that opens ports with
-``serial.serial_for_url`` can open a simulated robot. The pieces:
+``sim://MODEL?options`` opens a simulated robot as a serial port: through
+:func:`fwbridge.bridge.transports.open_link`, or with
+``serial.serial_for_url`` once
+:func:`fwbridge.bridge.transports.register_url_handlers` has run (importing
+this package registers nothing). The pieces:
 
 - :mod:`.clock`: step-driven simulated time (``SimTime``);
 - :mod:`.webots_serial`: Emitter/Receiver emulation, ``WebotsSerialDrv``;
@@ -15,8 +17,6 @@
 """
 
 from __future__ import annotations
-
-import serial
 
 from fwbridge.bridge.sim.clock import SimClock, SimStopped
 from fwbridge.bridge.sim.endpoint import HostPort, Pacer, SimEndpoint
@@ -50,16 +50,4 @@ __all__ = [
     "WebotsSerialDrv",
     "World",
     "create_model",
-    "register",
 ]
-
-HANDLER_PACKAGE = __name__  # pyserial imports f"{HANDLER_PACKAGE}.protocol_sim"
-
-
-def register() -> None:
-    """Make ``serial.serial_for_url`` serve ``sim://`` (idempotent; done on import)."""
-    if HANDLER_PACKAGE not in serial.protocol_handler_packages:
-        serial.protocol_handler_packages.append(HANDLER_PACKAGE)
-
-
-register()

@@ -1,8 +1,8 @@
 """pyserial URL handler for ``sim://MODEL?options``: a simulated endpoint as a serial port.
 
-Registered by ``import bridge.sim`` (which appends ``bridge.sim`` to
-``serial.protocol_handler_packages``), and by
-:func:`bridge.transports.open_link` on its own for ``sim://``. Then
+Registered with pyserial by
+:func:`fwbridge.bridge.transports.register_url_handlers` (which
+:func:`~fwbridge.bridge.transports.open_link` calls). Then
 ``serial.serial_for_url("sim://mecanum")`` (or any program that takes a
 port URL) talks to the simulated firmware.
 
