@@ -8,7 +8,7 @@ or a negative answer, and returns an :class:`Exchange` saying whether the
 frame was delivered, after how many attempts, and the query result if one
 was asked for. It never raises on a lost frame: failure is a value.
 
-Time: the link's clock. On a ``sim://`` port in ``fast`` pacing that is the
+Time: the link's clock. On a ``sim://`` port in ``afap`` pacing that is the
 simulation's clock (simulated time advances only inside the port's calls),
 so timeouts count simulated seconds and a run is deterministic; otherwise
 the wall clock (``time.monotonic``).
@@ -84,7 +84,7 @@ class Exchange:
 def link_clock(port: Any) -> Callable[[], float]:
     """The clock timeouts on ``port`` are counted in (see the module docstring)."""
     endpoint = getattr(port, "endpoint", None)
-    if endpoint is not None and getattr(endpoint, "pace", None) == "fast":
+    if endpoint is not None and getattr(endpoint, "pacing", None) == "afap":
         clock = endpoint.world.clock
         return lambda: float(clock.seconds)
     return time.monotonic

@@ -33,14 +33,14 @@ from fwbridge.can_bus.model import (
     FrameDelivered,
     StateChanged,
 )
-from fwbridge.protocols.errors import CanError, ConfigError
+from fwbridge.protocols.errors import CanError
+from fwbridge.protocols.pacing import PACINGS, parse_pacing
 
 __all__ = ["PACINGS", "Endpoint", "SimBusError", "SimBusInitError", "SimChannel", "channels",
            "get_channel", "open_channel",
            "release_channel"]
 
 log = logging.getLogger("fwbridge.can_bus.simchannel")
-PACINGS = ("realtime", "afap")
 PUMP_LIMIT = 20_000  # events per pump: an endless fault loop cannot hold a caller forever
 
 # SocketCAN error-frame layout (linux/can/error.h), so candump-style tools read ours.
@@ -96,8 +96,7 @@ class SimChannel:
 
     def __init__(self, name: str, bitrate: int, pacing: str, *, epoch: float | None = None,
                  seed: int = 0, dominant_timeout: float = 1e-3) -> None:
-        if pacing not in PACINGS:
-            raise ConfigError(f"pacing must be one of {', '.join(PACINGS)}, not {pacing!r}")
+        pacing = parse_pacing(pacing)
         self.name = name
         self.pacing = pacing
         self.afap = pacing == "afap"

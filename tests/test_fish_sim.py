@@ -1,6 +1,6 @@
 """The simulated robot fish end to end: host -> action frame -> answer -> CAN servo commands.
 
-The fish runs behind ``sim://fish?pace=fast`` (the world steps only inside the
+The fish runs behind ``sim://fish?pacing=afap`` (the world steps only inside the
 port's calls, or when a test steps it), so everything below is a function of
 its inputs: no wall-clock timing, no threads. What goes on the fish's CAN bus
 is watched by a spy node on its channel, as a bus analyser would.
@@ -53,7 +53,7 @@ _PATENT = action_frame.decode(parse_hex((FIXTURES / "patent_example.hex").read_t
 EXAMPLE = ActionFrame(_PATENT.machine, _PATENT.type, _PATENT.sub, _PATENT.data)
 STEPS = [[(e.servo_id, e.speed, e.angle) for e in st.servos]
          for st in action_group.from_frame(EXAMPLE).steps]
-SIM_URL = "sim://fish?pace=fast"
+SIM_URL = "sim://fish?pacing=afap"
 
 
 class Fish:

@@ -6,14 +6,15 @@ Registered with pyserial by
 ``serial.serial_for_url("sim://mecanum")`` (or any program that takes a
 port URL) talks to the simulated firmware.
 
-Options (query string): ``pace=realtime|fast``, ``speed=1.0`` (realtime
+Options (query string): ``pacing=realtime|afap`` (``pace=fast``, the old
+spelling, is read with a warning), ``speed=1.0`` (realtime
 only), ``step_ms=1``, ``seed=0``, ``baud=-1`` (emulated line rate; -1 none,
 as in Webots), faults as ``faults=drop=0.01,corrupt=0.01`` or one by one
 (``drop=``, ``corrupt=``, ``insert=``, ``delay=``, ``delay_ms=``). The
 port's own ``baudrate`` is ignored: a simulated link has no baud rate.
 
 In ``realtime`` pacing the world runs in a thread and ``timeout`` is wall
-time. In ``fast`` pacing there is no thread: simulated time advances only
+time. In ``afap`` pacing there is no thread: simulated time advances only
 inside this object's calls, so a run is a deterministic function of them.
 ``read`` steps the world until it has the bytes or ``timeout`` seconds of
 *simulated* time have passed (``timeout=None``: until it has them);
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
+import warnings
 from typing import Any
 
 from serial.serialutil import (
@@ -35,17 +37,18 @@ from serial.serialutil import (
     to_bytes,
 )
 
-from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
+from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import MODELS
 from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.pacing import AFAP, REALTIME, parse_pacing
 
 __all__ = ["Serial", "parse_url"]
 
 _FAULT_KEYS = ("drop", "corrupt", "insert", "delay", "delay_ms")
-_OPTIONS = ("pace", "speed", "step_ms", "seed", "baud", "faults", *_FAULT_KEYS)
+_OPTIONS = ("pacing", "speed", "step_ms", "seed", "baud", "faults", *_FAULT_KEYS)
 _FORM = (
-    "sim://MODEL[?pace=realtime|fast&speed=S&step_ms=N&seed=N&baud=N&faults=drop=P,corrupt=P,...]"
+    "sim://MODEL[?pacing=realtime|afap&speed=S&step_ms=N&seed=N&baud=N&faults=drop=P,corrupt=P,...]"
 )
 
 
@@ -66,10 +69,11 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
         for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
             key = key.lower()
             value = values[-1]
-            if key == "pace":
-                if value not in PACES:
-                    raise ConfigError(f"pace must be one of {', '.join(PACES)}")
-                opts["pace"] = value
+            if key in ("pacing", "pace"):
+                if key == "pace":
+                    warnings.warn("sim://...?pace= is deprecated; use pacing=realtime|afap",
+                                  FutureWarning, stacklevel=2)
+                opts["pacing"] = parse_pacing(value, "pacing")
             elif key == "speed":
                 opts["speed"] = float(value)
             elif key == "step_ms":
@@ -111,7 +115,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         except ValueError as exc:
             raise SerialException(f"sim://: {exc}") from None
         self.endpoint = ep
-        if ep.pace == "realtime":
+        if ep.pacing == REALTIME:
             ep.start()
         self.is_open = True
 
@@ -131,12 +135,12 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
 
     @property
     def _fast(self) -> bool:
-        return self._ep().pace == "fast"
+        return self._ep().pacing == AFAP
 
     @property
     def in_waiting(self) -> int:
         ep = self._ep()
-        if ep.pace == "fast" and not ep.link.in_waiting:
+        if ep.pacing == AFAP and not ep.link.in_waiting:
             ep.world.step()
         return ep.link.in_waiting
 
@@ -150,7 +154,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         out = bytearray()
         if size <= 0:
             return b""
-        if ep.pace == "fast":
+        if ep.pacing == AFAP:
             world = ep.world
             end = None if self._timeout is None else world.clock.millis() + self._timeout * 1000.0
             while True:
@@ -184,7 +188,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
             view = view[n:]
             if not view:
                 break
-            if ep.pace == "fast":
+            if ep.pacing == AFAP:
                 if ep.world.step() == -1:
                     break
             elif deadline is not None and time.monotonic() >= deadline:
@@ -197,7 +201,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         if not self.is_open or self.endpoint is None:
             return  # io's close() flushes after we are closed
         ep = self.endpoint
-        if ep.pace == "fast":
+        if ep.pacing == AFAP:
             while ep.link.pending_in and ep.world.step() != -1:
                 pass
         else:
