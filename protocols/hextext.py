@@ -11,6 +11,8 @@ import re
 
 from fwbridge.protocols.errors import Error
 
+__all__ = ["HexTextError", "looks_like_hex", "parse_hex", "to_hex"]
+
 _SEPARATORS = re.compile(r"[\s,:;\-]+")
 _HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 

@@ -26,6 +26,8 @@ import numpy as np
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec, fast_constructor
 
+__all__ = ["Columns", "ReceiverStats", "Sum8Received", "Sum8Receiver", "decode_columns"]
+
 T = TypeVar("T")
 
 _AA = HEADER[0]

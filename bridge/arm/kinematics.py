@@ -23,6 +23,21 @@ import numpy as np
 
 from fwbridge.protocols.errors import ArmError, ConfigError
 
+__all__ = [
+    "TAU",
+    "ArmConfigError",
+    "Joints",
+    "Pose",
+    "ScaraGeometry",
+    "UnreachableError",
+    "forward",
+    "inverse",
+    "inverse_all",
+    "inverse_path",
+    "joint_distance",
+    "normalize_angle",
+]
+
 TAU = 2.0 * math.pi
 
 

@@ -28,6 +28,8 @@ from fwbridge.bridge.arm.kinematics import (
 from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove
 from fwbridge.protocols.errors import ArmError
 
+__all__ = ["Phase", "PickAndPlace", "PickPlaceConfig", "Reached", "SafeZViolation", "Setpoint"]
+
 
 class Phase(enum.Enum):
     RESET_LIFT = "reset-lift"

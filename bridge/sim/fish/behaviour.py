@@ -22,6 +22,16 @@ from dataclasses import dataclass, field
 
 from fwbridge.protocols.errors import ConfigError
 
+__all__ = [
+    "DEFAULT_ACTIONS",
+    "Decision",
+    "FreeBehaviour",
+    "RandomAction",
+    "SceneMode",
+    "Sensors",
+    "default_scenes",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Sensors:
