@@ -28,9 +28,7 @@ from fwbridge.protocols import action_frame
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.action_receiver import ActionReceiver
 from fwbridge.protocols.fish_payloads import CanErrorInfo, RobotInfo, decode_result
-from tests.cli_helpers import run_cli
-from tests.test_fish_sim import EXAMPLE, STEPS
-from tests.test_sim_webots_adapter import STANDIN, drain, world
+from tests.helpers import EXAMPLE, STANDIN, STEPS, drain, run_cli, world
 
 URL = "sim://fish?pacing=afap"
 

@@ -41,18 +41,11 @@ from fwbridge.protocols.fish_payloads import (
     encode_result,
     encode_servo_targets,
 )
-from fwbridge.protocols.hextext import parse_hex
-from tests.conftest import FIXTURES
+from tests.helpers import EXAMPLE, STEPS
 
 register_url_handlers()  # serial.serial_for_url("sim://…") below
 
-# The patent's worked example decodes only relaxed (header FE FF, a CRC that
-# matches nothing): its content, re-encoded in a valid frame, is what we send.
-_PATENT = action_frame.decode(parse_hex((FIXTURES / "patent_example.hex").read_text()),
-                              relaxed=True)
-EXAMPLE = ActionFrame(_PATENT.machine, _PATENT.type, _PATENT.sub, _PATENT.data)
-STEPS = [[(e.servo_id, e.speed, e.angle) for e in st.servos]
-         for st in action_group.from_frame(EXAMPLE).steps]
+
 SIM_URL = "sim://fish?pacing=afap"
 
 

@@ -53,3 +53,16 @@ def test_package_roots_are_cheap() -> None:
 def test_a_control_that_can_fail() -> None:
     # The probe does see an I/O import when there is one.
     assert "serial" in imported_after("import fwbridge.bridge.transports")
+
+
+def test_no_test_module_imports_another() -> None:
+    # Shared test parts live in tests/helpers.py; test modules do not import each other.
+    import ast
+    from pathlib import Path
+
+    offenders = []
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.test_"):
+                offenders.append(f"{path.name}: from {node.module} import …")
+    assert offenders == []

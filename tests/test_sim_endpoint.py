@@ -36,7 +36,7 @@ from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
-from tests.cli_helpers import run_cli
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_SIM = (
