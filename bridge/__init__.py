@@ -87,6 +87,9 @@ if TYPE_CHECKING:
         LinkURLError as LinkURLError,
     )
     from fwbridge.bridge.transports import (
+        PortError as PortError,
+    )
+    from fwbridge.bridge.transports import (
         PtyPair as PtyPair,
     )
     from fwbridge.bridge.transports import (
@@ -127,6 +130,7 @@ __all__ = [
     "Odometry",
     "OdometryIntegrator",
     "Packet",
+    "PortError",
     "PtyPair",
     "RobotConfig",
     "available_ports",
@@ -163,6 +167,7 @@ _EXPORTS = {
     "LinkNotFound": "fwbridge.bridge.transports",
     "LinkPermissionDenied": "fwbridge.bridge.transports",
     "LinkURLError": "fwbridge.bridge.transports",
+    "PortError": "fwbridge.bridge.transports",
     "PtyPair": "fwbridge.bridge.transports",
     "available_ports": "fwbridge.bridge.transports",
     "open_async_streams": "fwbridge.bridge.transports",

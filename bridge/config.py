@@ -154,7 +154,7 @@ def _protocol(key: str, value: Any) -> str:
     return str(value)
 
 
-class _Bad(Exception):
+class _Bad(ConfigError):  # a key and a reason; parse_config adds the file
     def __init__(self, key: str, reason: str) -> None:
         super().__init__(f"{key}: {reason}")
 

@@ -48,6 +48,7 @@ __all__ = [
     "LinkNotFound",
     "LinkPermissionDenied",
     "LinkURLError",
+    "PortError",
     "PtyPair",
     "available_ports",
     "open_async_streams",
@@ -68,6 +69,10 @@ URL_HANDLERS: dict[str, str] = {"sim": "fwbridge.bridge.sim"}
 IO_ERRORS = (serial.SerialException, OSError)
 
 READ_MAX = 4096
+
+
+class PortError(LinkError, serial.SerialException):  # type: ignore[misc]  # pyserial ships no hints
+    """A port failed as pyserial reports it (a ``SerialException``), raised by fwbridge."""
 
 
 class LinkNotFound(LinkError):
@@ -275,9 +280,9 @@ def poller_for(link: serial.SerialBase, limit: int = READ_MAX) -> Callable[[floa
         except BlockingIOError:
             return b""  # the port is non-blocking: a spurious wake-up
         except OSError as exc:
-            raise serial.SerialException(f"read failed: {exc}") from exc
+            raise PortError(f"read failed: {exc}") from exc
         if not data:  # what a disconnected tty does
-            raise serial.SerialException(
+            raise PortError(
                 "device reports readiness to read but returned no data (device disconnected?)"
             )
         return data
@@ -304,7 +309,7 @@ def writer_for(link: serial.SerialBase) -> Callable[[bytes], object]:
         except BlockingIOError:
             done = 0
         except OSError as exc:
-            raise serial.SerialException(f"write failed: {exc}") from exc
+            raise PortError(f"write failed: {exc}") from exc
         if done < len(data):
             link.write(data[done:])
 

@@ -24,8 +24,8 @@ from fwbridge.can_bus.ids import ActuatorMessage, from_message
 from fwbridge.can_bus.pcapng import PcapngWriter, read_pcap
 from fwbridge.protocols.errors import CaptureError, FrameError
 
-__all__ = ["PCAP_SUFFIXES", "candump_line", "decode_actuators", "format_frame", "open_writer",
-           "parse_frame", "read_messages", "writable_suffixes"]
+__all__ = ["PCAP_SUFFIXES", "CaptureNotFound", "candump_line", "decode_actuators",
+           "format_frame", "open_writer", "parse_frame", "read_messages", "writable_suffixes"]
 
 PCAP_SUFFIXES = (".pcapng", ".pcap")
 
@@ -48,11 +48,15 @@ def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
     return can.Logger(p, **kwargs)
 
 
+class CaptureNotFound(CaptureError, FileNotFoundError):
+    """No capture file at that path (a ``FileNotFoundError`` too, for callers that catch it)."""
+
+
 def read_messages(path: str | Path) -> Iterator[can.Message]:
     """Every message in a capture file, in file order."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such file")
+        raise CaptureNotFound(f"{p}: no such file")
     if p.suffix.lower() in PCAP_SUFFIXES:
         yield from read_pcap(p)
         return

@@ -32,7 +32,6 @@ from typing import Any
 from serial.serialutil import (
     PortNotOpenError,
     SerialBase,
-    SerialException,
     SerialTimeoutException,
     to_bytes,
 )
@@ -40,6 +39,7 @@ from serial.serialutil import (
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import MODELS
+from fwbridge.bridge.transports import PortError
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.pacing import AFAP, REALTIME, parse_pacing
 
@@ -56,10 +56,10 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
     """``sim://MODEL?opts`` -> (model, keyword arguments of :class:`SimEndpoint`)."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme.lower() != "sim":
-        raise SerialException(f"expected a URL of the form {_FORM}, got {url!r}")
+        raise PortError(f"expected a URL of the form {_FORM}, got {url!r}")
     model = (parts.netloc or parts.path.lstrip("/")).lower()
     if model not in MODELS:
-        raise SerialException(
+        raise PortError(
             f"sim://: unknown model {model!r} (known: {', '.join(sorted(MODELS))})"
         )
     opts: dict[str, Any] = {}
@@ -90,7 +90,7 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
                 raise ConfigError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
         spec = FaultSpec.parse(",".join(faults), seed=seed)
     except ValueError as exc:
-        raise SerialException(f"sim://: {exc}; form: {_FORM}") from None
+        raise PortError(f"sim://: {exc}; form: {_FORM}") from None
     if spec.enabled:
         opts["faults"] = spec
     return model, opts
@@ -106,14 +106,14 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
 
     def open(self) -> None:
         if self.is_open:
-            raise SerialException("Port is already open.")
+            raise PortError("Port is already open.")
         if self._port is None:
-            raise SerialException("Port must be configured before it can be used.")
+            raise PortError("Port must be configured before it can be used.")
         model, opts = parse_url(self.portstr or "")
         try:
             ep = SimEndpoint(model, **opts)
         except ValueError as exc:
-            raise SerialException(f"sim://: {exc}") from None
+            raise PortError(f"sim://: {exc}") from None
         self.endpoint = ep
         if ep.pacing == REALTIME:
             ep.start()
@@ -241,6 +241,6 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         return True
 
     def fileno(self) -> int:
-        raise SerialException(
+        raise PortError(
             "sim:// has no file descriptor; use a pty endpoint (fwbridge sim) for asyncio"
         )
