@@ -51,6 +51,7 @@ __all__ = [
     "PortError",
     "PtyPair",
     "available_ports",
+    "classify_open_error",
     "open_async_streams",
     "open_link",
     "poller_for",
@@ -173,7 +174,7 @@ def available_ports() -> list[str]:
     return out
 
 
-def _classify(url: str, exc: BaseException) -> LinkError:
+def classify_open_error(url: str, exc: BaseException) -> LinkError:
     """Turn pyserial's open error into a LinkError that names the fix."""
     code = getattr(exc, "errno", None)
     text = str(exc)
@@ -230,7 +231,7 @@ def open_link(
     except ValueError as exc:
         raise LinkError(f"cannot open {url}: {exc}") from None
     except (serial.SerialException, OSError) as exc:
-        raise _classify(url, exc) from None
+        raise classify_open_error(url, exc) from None
 
 
 def read_some(link: serial.SerialBase, limit: int = READ_MAX) -> bytes:

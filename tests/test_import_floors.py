@@ -66,3 +66,19 @@ def test_no_test_module_imports_another() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.test_"):
                 offenders.append(f"{path.name}: from {node.module} import …")
     assert offenders == []
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    offenders = []
+    for folder in ("protocols", "bridge", "can_bus", "cli_verbs", "bench", "fuzz", "tests"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                        ("fwbridge", "tests", "bench", "fuzz")):
+                    offenders += [f"{path.relative_to(root)}: {node.module}.{a.name}"
+                                  for a in node.names if a.name.startswith("_")]
+    assert offenders == []
