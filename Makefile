@@ -35,4 +35,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.report --plots
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

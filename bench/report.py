@@ -36,6 +36,7 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_resources", "a gigabyte of random bytes: memory and time per MB"),
     ("bench_ros2", "ROS 2 over Zenoh: odometry latency, fleet CPU scaling"),
     ("bench_decode_table", "decode on 50 MB of odometry: streaming table vs --json"),
+    ("bench_cli_startup", "CLI start-up vs a bare `import click`"),
 ]
 
 

@@ -6,9 +6,8 @@ under DLT_USER), nanosecond timestamps (``if_tsresol`` = 9) and each packet's
 direction in the EPB flags (bits 0-1: 1 inbound = received from the device,
 2 outbound = sent to it). A packet is one read or one write on the link.
 
-Written and read with python-pcapng, which handles this layout exactly
-(custom link type, ``epb_flags``, ``if_tsresol``); the tests check the
-files with tshark where it is installed.
+Written and read through :mod:`fwbridge.protocols.pcapng`, the blocks the
+CAN captures use too; the tests check the files with tshark.
 """
 
 from __future__ import annotations
@@ -16,19 +15,20 @@ from __future__ import annotations
 import os
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-import pcapng.blocks as pcapng_blocks
-from pcapng import FileWriter
-from pcapng.utils import pack_timestamp_resolution
-
-# python-pcapng 2.1 warns about its own option table (``if_tsresol`` has no
-# declared type) on every block it handles; nothing a caller can act on.
-warnings.filterwarnings("ignore", "Field type should not be", DeprecationWarning, "pcapng")
+from fwbridge.protocols.errors import CaptureError, ConfigError
+from fwbridge.protocols.pcapng import (
+    INBOUND,
+    MAGIC,
+    OUTBOUND,
+    enhanced_packet,
+    interface_description,
+    section_header,
+)
 
 __all__ = [
     "FRAMES_INTERFACE",
@@ -51,18 +51,12 @@ LINKTYPE_USER0 = 147
 #: the raw reads: Wireshark dissects those whole even when the reads split them.
 LINKTYPE_USER1 = 148
 FRAMES_INTERFACE = "fwbridge-frames"
-INBOUND = 1  # EPB flags direction: received by the host (device -> host)
-OUTBOUND = 2  # sent by the host (host -> device)
 RX, TX = "rx", "tx"
 _FLAG = {RX: INBOUND, TX: OUTBOUND}
 _NAME = {INBOUND: RX, OUTBOUND: TX}
 #: First bytes of every pcapng file: the Section Header Block type.
-PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+PCAPNG_MAGIC = MAGIC
 SNAPLEN = 65535
-
-
-class CaptureError(ValueError):
-    """A capture file that cannot be read: names the file and the problem."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,26 +100,14 @@ class CaptureWriter:
         self._lock = threading.Lock()
         self.packets = 0
         self.bytes = 0
-        shb = pcapng_blocks.SectionHeader(options={"shb_userappl": "fwbridge"})
-        opts: dict[str, Any] = {"if_name": port, "if_tsresol": pack_timestamp_resolution(10, 9)}
-        if description:
-            opts["if_description"] = description
-        shb.new_member(
-            pcapng_blocks.InterfaceDescription,
-            link_type=LINKTYPE_USER0,
-            snaplen=SNAPLEN,
-            options=opts,
-        )
+        self._open = True
+        self._stream.write(section_header()
+                           + interface_description(LINKTYPE_USER0, SNAPLEN, port, description))
+        self._frames_iface = frames is not None
         if frames is not None:  # interface 1: whole frames, named by their family
-            shb.new_member(
-                pcapng_blocks.InterfaceDescription, link_type=LINKTYPE_USER1, snaplen=SNAPLEN,
-                options={"if_name": FRAMES_INTERFACE,
-                         "if_description": f"fwbridge frames: {frames}",
-                         "if_tsresol": pack_timestamp_resolution(10, 9)},
-            )
+            self._stream.write(interface_description(LINKTYPE_USER1, SNAPLEN, FRAMES_INTERFACE,
+                                                     f"fwbridge frames: {frames}"))
         self.frames = 0
-        self._shb = shb
-        self._writer: Any = FileWriter(self._stream, shb)
         self._stream.flush()
 
     def write(self, direction: str, data: bytes, ts_ns: int | None = None,
@@ -140,19 +122,11 @@ class CaptureWriter:
         flag = _FLAG[direction]
         ts = self._clock_ns() if ts_ns is None else ts_ns
         with self._lock:
-            if self._writer is None:
+            if not self._open:
                 return  # closed while another thread was still reading: drop, don't crash
             for start in range(0, len(data), SNAPLEN):
                 chunk = bytes(data[start : start + SNAPLEN])
-                epb = self._shb.new_member(
-                    pcapng_blocks.EnhancedPacket,
-                    interface_id=interface,
-                    timestamp_high=ts >> 32,
-                    timestamp_low=ts & 0xFFFFFFFF,
-                    packet_data=chunk,
-                    options={"epb_flags": flag},
-                )
-                self._writer.write_block(epb)
+                self._stream.write(enhanced_packet(interface, ts, chunk, flag))
                 if interface:
                     self.frames += 1
                 else:
@@ -162,14 +136,14 @@ class CaptureWriter:
 
     def write_frame(self, direction: str, frame: bytes, ts_ns: int | None = None) -> None:
         """Record one whole accepted frame on the frames interface (``frames=`` given)."""
-        if len(self._shb.interfaces) > 1:
+        if self._frames_iface:
             self.write(direction, frame, ts_ns, interface=1)
 
     def close(self) -> None:
         with self._lock:
-            if self._writer is None:
+            if not self._open:
                 return
-            self._writer = None
+            self._open = False
             self._stream.flush()
             if self.path is not None:
                 self._stream.close()
@@ -197,7 +171,7 @@ def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
 def read_payloads(path: str | os.PathLike[str], direction: str | None = None) -> Iterator[bytes]:
     """The bytes of a capture's packets, optionally one direction (``"rx"``/``"tx"``)."""
     if direction not in (None, RX, TX):
-        raise ValueError(f"direction must be 'rx', 'tx' or None, not {direction!r}")
+        raise ConfigError(f"direction must be 'rx', 'tx' or None, not {direction!r}")
     for packet in read_capture(path):
         if packet.link_type == LINKTYPE_USER1:
             continue  # accepted frames, copies of bytes the reads already hold

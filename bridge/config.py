@@ -44,6 +44,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from fwbridge.protocols.errors import ConfigError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -53,10 +55,6 @@ __all__ = ["PROTOCOLS", "ConfigError", "RobotConfig", "load_config", "parse_conf
 
 #: Link protocols a node can run: name -> what flows each way.
 PROTOCOLS = {"odom-cmd": "odometry frames in, velocity-command frames out (seed 002)"}
-
-
-class ConfigError(ValueError):
-    """A config file that cannot be used: names the file and the key."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +154,7 @@ def _protocol(key: str, value: Any) -> str:
     return str(value)
 
 
-class _Bad(Exception):
+class _Bad(ConfigError):  # a key and a reason; parse_config adds the file
     def __init__(self, key: str, reason: str) -> None:
         super().__init__(f"{key}: {reason}")
 

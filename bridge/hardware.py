@@ -29,6 +29,7 @@ import serial
 
 from fwbridge.bridge.config import Calibration, RobotConfig, load_calibration
 from fwbridge.bridge.transports import IO_ERRORS, LinkError, LinkLost, open_link, writer_for
+from fwbridge.protocols.errors import LifecycleError
 
 __all__ = [
     "Calibration",
@@ -45,10 +46,6 @@ class LifecycleState(enum.Enum):
     INACTIVE = "inactive"
     ACTIVE = "active"
     FINALIZED = "finalized"
-
-
-class LifecycleError(RuntimeError):
-    """A transition that is not allowed from the current state."""
 
 
 _S = LifecycleState

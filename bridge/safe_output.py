@@ -15,10 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+from fwbridge.protocols.errors import CaptureError
+
 __all__ = ["OutputError", "PendingFile", "check_writable"]
 
 
-class OutputError(ValueError):
+class OutputError(CaptureError):
     """An output path that cannot be written; the message names it and why."""
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fwbridge.bridge.odometry import Odometry
+from fwbridge.protocols.errors import Error
 
 __all__ = [
     "DISTROS",
@@ -91,7 +92,7 @@ MAX_LINEAR = 10.0
 MAX_ANGULAR = 20.0
 
 
-class MessageError(ValueError):
+class MessageError(Error, ValueError):
     """A ROS 2 message that cannot be used: names the type, the field and the value."""
 
 

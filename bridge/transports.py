@@ -3,8 +3,11 @@
 A link is a pyserial object: a device path (``/dev/ttyUSB0``, ``COM3``) or a
 pyserial URL (``socket://host:port``, ``loop://``, ``rfc2217://host:port``,
 or a scheme registered with :func:`register_url_handler`, such as
-``sim://MODEL?opts``). Transports only move bytes; the receivers of
-``protocols`` turn them into frames.
+``sim://MODEL?opts``). Nothing is registered with pyserial at import:
+:func:`register_url_handlers` does it, and every opener here calls it
+(call it yourself before ``serial.serial_for_url("sim://…")``).
+Transports only move bytes; the receivers of ``protocols`` turn them into
+frames.
 
 URL handlers follow pyserial's ``protocol_handler_packages`` mechanism: the
 package ``P`` registered for scheme ``s`` provides ``P.protocol_s`` with a
@@ -35,22 +38,28 @@ import serial
 import serial_asyncio
 from serial.tools import list_ports
 
+from fwbridge.protocols.errors import LinkError, StateError
+
 __all__ = [
     "URL_HANDLERS",
     "LinkBusy",
     "LinkError",
     "LinkLost",
     "LinkNotFound",
+    "LinkPathTaken",
     "LinkPermissionDenied",
     "LinkURLError",
+    "PortError",
     "PtyPair",
     "available_ports",
     "claim_pty_link",
+    "classify_open_error",
     "open_async_streams",
     "open_link",
     "poller_for",
     "read_some",
     "register_url_handler",
+    "register_url_handlers",
     "url_scheme",
     "writer_for",
 ]
@@ -65,8 +74,12 @@ IO_ERRORS = (serial.SerialException, OSError)
 READ_MAX = 4096
 
 
-class LinkError(Exception):
-    """A link could not be opened or went away; the message says what to do."""
+class PortError(LinkError, serial.SerialException):  # type: ignore[misc]  # pyserial ships no hints
+    """A port failed as pyserial reports it (a ``SerialException``), raised by fwbridge."""
+
+
+class LinkPathTaken(LinkError, FileExistsError):
+    """A ``--link`` path that is the user's, or another program's: never replaced."""
 
 
 class LinkNotFound(LinkError):
@@ -96,8 +109,23 @@ def url_scheme(url: str) -> str | None:
 
 
 def register_url_handler(scheme: str, package: str) -> None:
-    """Serve ``scheme://`` URLs with ``package.protocol_<scheme>``."""
+    """Serve ``scheme://`` URLs with ``package.protocol_<scheme>`` (from the next open on)."""
     URL_HANDLERS[scheme.lower()] = package
+
+
+def register_url_handlers() -> None:
+    """Make ``serial.serial_for_url`` serve every scheme of :data:`URL_HANDLERS`.
+
+    The one place fwbridge touches pyserial's ``protocol_handler_packages``;
+    idempotent. :func:`open_link` and :func:`open_async_streams` call it.
+    """
+    for package in URL_HANDLERS.values():
+        _install(package)
+
+
+def _install(package: str) -> None:
+    if package not in serial.protocol_handler_packages:
+        serial.protocol_handler_packages.append(package)
 
 
 def _builtin_scheme(scheme: str) -> bool:
@@ -128,8 +156,8 @@ def _ensure_handler(scheme: str, package: str | None) -> None:
                 f"'{scheme}://' URLs are served by {module}, which is not available here"
             ) from None
         raise
-    if package not in serial.protocol_handler_packages:
-        serial.protocol_handler_packages.append(package)
+    register_url_handlers()
+    _install(package)  # a package given for this one call (a config's handler_package)
 
 
 def _builtin_handlers() -> list[Path]:
@@ -152,7 +180,7 @@ def available_ports() -> list[str]:
     return out
 
 
-def _classify(url: str, exc: BaseException) -> LinkError:
+def classify_open_error(url: str, exc: BaseException) -> LinkError:
     """Turn pyserial's open error into a LinkError that names the fix."""
     code = getattr(exc, "errno", None)
     text = str(exc)
@@ -209,7 +237,7 @@ def open_link(
     except ValueError as exc:
         raise LinkError(f"cannot open {url}: {exc}") from None
     except (serial.SerialException, OSError) as exc:
-        raise _classify(url, exc) from None
+        raise classify_open_error(url, exc) from None
 
 
 def read_some(link: serial.SerialBase, limit: int = READ_MAX) -> bytes:
@@ -259,9 +287,9 @@ def poller_for(link: serial.SerialBase, limit: int = READ_MAX) -> Callable[[floa
         except BlockingIOError:
             return b""  # the port is non-blocking: a spurious wake-up
         except OSError as exc:
-            raise serial.SerialException(f"read failed: {exc}") from exc
+            raise PortError(f"read failed: {exc}") from exc
         if not data:  # what a disconnected tty does
-            raise serial.SerialException(
+            raise PortError(
                 "device reports readiness to read but returned no data (device disconnected?)"
             )
         return data
@@ -288,7 +316,7 @@ def writer_for(link: serial.SerialBase) -> Callable[[bytes], object]:
         except BlockingIOError:
             done = 0
         except OSError as exc:
-            raise serial.SerialException(f"write failed: {exc}") from exc
+            raise PortError(f"write failed: {exc}") from exc
         if done < len(data):
             link.write(data[done:])
 
@@ -345,14 +373,14 @@ def claim_pty_link(link: Path) -> None:
     if not os.path.lexists(link):
         return
     if not link.is_symlink():
-        raise FileExistsError(f"{link} exists and is not a symlink: refusing to replace it "
+        raise LinkPathTaken(f"{link} exists and is not a symlink: refusing to replace it "
                               "(choose another path)")
     target = os.readlink(link)
     if not target.startswith("/dev/pts/"):
-        raise FileExistsError(f"{link} is a symlink to {target}, not to a pty: refusing to "
+        raise LinkPathTaken(f"{link} is a symlink to {target}, not to a pty: refusing to "
                               "replace it (choose another path)")
     if os.path.exists(target):
-        raise FileExistsError(f"{link} points at {target}, which is in use (another simulation?"
+        raise LinkPathTaken(f"{link} points at {target}, which is in use (another simulation?"
                               "): refusing to take it over (remove the link if it is stale)")
 
 
@@ -388,7 +416,7 @@ class PtyPair:
     def plug(self) -> None:
         """Create a fresh pair (and point the symlink at it)."""
         if self.plugged:
-            raise RuntimeError("pty pair is already plugged in")
+            raise StateError("pty pair is already plugged in")
         import pty  # POSIX only: imported here so the module still loads on Windows
         import tty
 

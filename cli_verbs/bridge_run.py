@@ -30,12 +30,12 @@ def parse_request(line: str) -> tuple[float, float, float] | None:
     if text.startswith("{"):
         obj = json.loads(text)
         if not isinstance(obj, dict):
-            raise ValueError("expected a JSON object")
+            raise ConfigError("expected a JSON object")
         vals = [obj.get(k, 0.0) for k in ("vx", "vy", "wz")]
     else:
         vals = text.replace(",", " ").split()
         if len(vals) != 3:
-            raise ValueError("expected three numbers: vx vy wz")
+            raise ConfigError("expected three numbers: vx vy wz")
     out = tuple(float(v) for v in vals)
     return out[0], out[1], out[2]
 

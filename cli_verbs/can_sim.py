@@ -28,6 +28,7 @@ from fwbridge.cli_verbs.can_common import open_bus, options, target
 from fwbridge.cli_verbs.common import console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
 from fwbridge.protocols.actuator import Fault
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["sim_cmd"]
 
@@ -53,10 +54,10 @@ def parse_fault(text: str) -> Injection:
     kinds = ["stuck", "disconnected", "ber=RATE", "clear", *SENSOR_FAULTS]
     if m is None or (m["what"] not in ("stuck", "disconnected", "ber", "clear")
                      and m["what"] not in SENSOR_FAULTS):
-        raise ValueError(f"--fault {text!r}: expected K:KIND[@T] with KIND one of "
+        raise ConfigError(f"--fault {text!r}: expected K:KIND[@T] with KIND one of "
                          + ", ".join(kinds))
     if m["what"] == "ber" and m["value"] is None:
-        raise ValueError(f"--fault {text!r}: ber needs a rate, e.g. 3:ber=1e-3@0.5")
+        raise ConfigError(f"--fault {text!r}: ber needs a rate, e.g. 3:ber=1e-3@0.5")
     return Injection(int(m["k"]), m["what"], float(m["value"] or 0), float(m["t"] or 0))
 
 

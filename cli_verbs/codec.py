@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
-from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_capture, read_payloads
-from fwbridge.bridge.capture_reader import capture_kind
 from fwbridge.cli_verbs.action import action_decoder
 from fwbridge.cli_verbs.common import CliError, Decoder, fail, json_line, print_counters
 from fwbridge.cli_verbs.frames import (
@@ -22,7 +20,12 @@ from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+# Receivers (numpy), captures (python-pcapng) and rich's tables load in the
+# decode path: `fwbridge encode` imports this module and must start fast.
+if TYPE_CHECKING:
+    from fwbridge.protocols.sum8 import Sum8Codec
+    from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 READ_CHUNK = 1 << 16
 
@@ -110,17 +113,25 @@ def _sum8_row(item: Any) -> dict[str, Any]:
     return row
 
 
+def _sum8_receiver(codec: Sum8Codec[Any]) -> Sum8Receiver[Any]:
+    from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+    return Sum8Receiver(codec)
+
+
 DECODERS: dict[str, Decoder] = {
     "odom": Decoder(
-        ("vx", "vy", "wz", "yaw_deg"), lambda opts: Sum8Receiver(odom_frame.CODEC), _sum8_row
+        ("vx", "vy", "wz", "yaw_deg"), lambda opts: _sum8_receiver(odom_frame.CODEC), _sum8_row
     ),
-    "cmd": Decoder(("vx", "vy", "wz"), lambda opts: Sum8Receiver(cmd_frame.CODEC), _sum8_row),
+    "cmd": Decoder(("vx", "vy", "wz"), lambda opts: _sum8_receiver(cmd_frame.CODEC), _sum8_row),
     "action": action_decoder(),
 }
 
 
 def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[bytes]:
     """The packet bytes of a pcapng serial capture (one direction: ``"rx"``/``"tx"``)."""
+    from fwbridge.bridge.capture import CaptureError, read_payloads
+
     try:
         yield from read_payloads(path, direction)
     except CaptureError as exc:
@@ -134,6 +145,8 @@ _SIDE = {"rx": "rx (firmware -> host)", "tx": "tx (host -> firmware)"}
 
 def _both_directions(path: str) -> bool:
     """True when a pcapng capture holds packets of both directions (stops at the first pair)."""
+    from fwbridge.bridge.capture import CaptureError, read_capture
+
     seen: set[str] = set()
     try:
         for packet in read_capture(path):
@@ -161,6 +174,8 @@ def read_input(path: str, fmt: str, direction: str | None = None,
         fail(f"{path}: is a directory, not a capture file")
     except PermissionError:
         fail(f"{path}: permission denied")
+    from fwbridge.bridge.capture_reader import capture_kind
+
     with stream:
         first = stream.read(READ_CHUNK)
         kind = capture_kind(first)
@@ -168,6 +183,8 @@ def read_input(path: str, fmt: str, direction: str | None = None,
             hint = " (decode it with 'fwbridge can decode')" if "CAN" in kind else ""
             fail(f"{path}: a {kind}, not a serial capture or byte stream{hint}")
         if fmt == "auto":
+            from fwbridge.bridge.capture import looks_like_pcapng
+
             fmt = ("pcapng" if looks_like_pcapng(first)
                    else "hex" if looks_like_hex(first) else "raw")
         if fmt == "pcapng":

@@ -5,19 +5,22 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from typing import Any
 
 import click
 from rich.table import Table
 
 from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
+from fwbridge.bridge.sim.endpoint import PACINGS, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import MODELS
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
+from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.pacing import parse_pacing
 
 FAULTS = click.option(
     "--faults", default="", metavar="NAME=RATE,...",
@@ -63,15 +66,29 @@ def _status_text(st: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
+def _old_pace(value: str) -> str:
+    """``--pace`` (realtime|fast): still read, with a deprecation line on stderr."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # said once, below, as one line
+            pacing = parse_pacing(value, "--pace")
+    except ConfigError as exc:
+        fail(str(exc))
+    click.echo(f"warning: --pace is deprecated; use --pacing {pacing}", err=True)
+    return pacing
+
+
 @click.command("sim")
 @click.argument("model", type=click.Choice([*sorted(MODELS), "scara"], case_sensitive=False))
 @FAULTS
 @SEED
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="S", help="Stop after S seconds of simulated time (default: Ctrl-C).")
-@click.option("--pace", type=click.Choice(PACES), default="realtime", show_default=True,
-              help="realtime: simulated time follows the clock; fast: as fast as the "
+@click.option("--pacing", type=click.Choice(PACINGS), default="realtime", show_default=True,
+              help="realtime: simulated time follows the clock; afap: as fast as the "
               "reader allows (deterministic).")
+@click.option("--pace", "old_pace", default=None, hidden=True,
+              help="Old spelling of --pacing (fast = afap).")
 @click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0,
               show_default=True, help="realtime: simulated seconds per wall-clock second.")
 @click.option("--step-ms", type=click.IntRange(1, 100), default=1, show_default=True,
@@ -82,14 +99,14 @@ def _status_text(st: dict[str, Any]) -> str:
               metavar="PATH", help="Also make PATH a symlink to the port.")
 @click.option("--wait-for-host", is_flag=True,
               help="Do not start the clock before the first byte from the host "
-              "(with --pace fast: runs then repeat byte for byte).")
+              "(with --pacing afap: runs then repeat byte for byte).")
 @click.option("--watchdog", "watchdog_ms", type=click.IntRange(min=0), default=None,
               metavar="MS", help="mecanum: stop the motors after MS ms without a command "
               "(default 500; 0: never, as the seed firmware).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
-def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: str, speed: float,
-            step_ms: int, baud: int, link_path: str | None, wait_for_host: bool,
-            watchdog_ms: int | None, as_json: bool) -> None:
+def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: str,
+            old_pace: str | None, speed: float, step_ms: int, baud: int, link_path: str | None,
+            wait_for_host: bool, watchdog_ms: int | None, as_json: bool) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
     The robot link speaks the seed-002 frames (velocity commands in,
@@ -106,9 +123,11 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
 
         scara_sim(duration, as_json)
         return
+    if old_pace is not None:
+        pacing = _old_pace(old_pace)
     spec = _faults(faults, seed)
     try:
-        endpoint = SimEndpoint(model, pace=pace, speed=speed, step_ms=step_ms, faults=spec,
+        endpoint = SimEndpoint(model, pacing=pacing, speed=speed, step_ms=step_ms, faults=spec,
                                baud=baud, watchdog_ms=watchdog_ms)
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
@@ -118,14 +137,14 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
     try:  # from here every stop removes what was created (the ptys, the --link)
         ready = {
             "event": "ready", "model": model, "port": link.path,
-            "supervisor_port": link.supervisor_path, "pace": pace, "step_ms": step_ms,
+            "supervisor_port": link.supervisor_path, "pacing": pacing, "step_ms": step_ms,
             "faults": str(spec), "seed": seed,
         }
         if as_json:
             json_line(ready)
         else:
             click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
-                       f"{pace}, step {step_ms} ms, faults: {spec}")
+                       f"{pacing}, step {step_ms} ms, faults: {spec}")
             click.echo(f"open {link.path} with any serial program (no baud rate needed); "
                        "Ctrl-C stops", err=True)
         if wait_for_host:

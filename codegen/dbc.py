@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fwbridge.protocols.description import FrameDescription
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["generate"]
 
@@ -95,11 +96,11 @@ def generate(descs: Sequence[FrameDescription]) -> str:
     """The DBC text for the CAN payload descriptions among ``descs``."""
     can = [d for d in descs if d.can]
     if not can:
-        raise ValueError("no CAN payload among the descriptions: give one with a [can] table "
+        raise ConfigError("no CAN payload among the descriptions: give one with a [can] table "
                          "(e.g. actuator)")
     too_big = [d.name for d in can if (d.size or 99) > 8]
     if too_big:
-        raise ValueError(f"{too_big[0]}: a CAN payload has at most 8 bytes")
+        raise ConfigError(f"{too_big[0]}: a CAN payload has at most 8 bytes")
     nodes = sorted({m.sender for d in can for m in d.can if m.sender})
     lines = ['VERSION ""', "", "NS_ :", *(f"\t{ns}" for ns in _NS), "", "BS_:", "",
              f"BU_: {' '.join(nodes)}".rstrip(), ""]

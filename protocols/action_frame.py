@@ -50,7 +50,9 @@ __all__ = [
     "OVERHEAD",
     "RELAXED_HEADERS",
     "SCHEMA",
+    "SUB_OF",
     "TRAILER",
+    "TYPE_OF",
     "ActionFrame",
     "InstructionType",
     "SubCommand",
@@ -61,6 +63,7 @@ __all__ = [
     "decode_with_schema",
     "encode",
     "encode_with_schema",
+    "make_unchecked",
     "schema",
 ]
 
@@ -131,22 +134,22 @@ class SubCommand(IntEnum):
 
 # Byte -> enum member or the plain int: one index per decoded frame instead
 # of a try/except around the enum call.
-_TYPE_OF: tuple[InstructionType | int, ...] = tuple(
+TYPE_OF: tuple[InstructionType | int, ...] = tuple(
     InstructionType(v) if v in InstructionType._value2member_map_ else v for v in range(256)
 )
-_SUB_OF: tuple[SubCommand | int, ...] = tuple(
+SUB_OF: tuple[SubCommand | int, ...] = tuple(
     SubCommand(v) if v in SubCommand._value2member_map_ else v for v in range(256)
 )
 
 
 def as_instruction_type(value: int) -> InstructionType | int:
     """The :class:`InstructionType` member for ``value``, or ``value`` when unknown."""
-    return _TYPE_OF[value] if 0 <= value <= 0xFF else value
+    return TYPE_OF[value] if 0 <= value <= 0xFF else value
 
 
 def as_sub_command(value: int) -> SubCommand | int:
     """The :class:`SubCommand` member for ``value``, or ``value`` when unknown."""
-    return _SUB_OF[value] if 0 <= value <= 0xFF else value
+    return SUB_OF[value] if 0 <= value <= 0xFF else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +181,8 @@ class ActionFrame:
         return len(self.data)
 
 
-_make = fast_constructor(ActionFrame, ("machine", "type", "sub", "data"))
+#: ActionFrame from already checked fields, without the dataclass __init__ (receivers' hot path).
+make_unchecked = fast_constructor(ActionFrame, ("machine", "type", "sub", "data"))
 _HEAD = struct.Struct("<2sBBHB")  # header, machine, type, length, sub-command
 
 
@@ -278,7 +282,7 @@ def decode(
     """
     raw = bytes(data)
     check(raw, crc=crc, relaxed=relaxed)
-    return _make(raw[2], _TYPE_OF[raw[3]], _SUB_OF[raw[6]], raw[7:-4])
+    return make_unchecked(raw[2], TYPE_OF[raw[3]], SUB_OF[raw[6]], raw[7:-4])
 
 
 def decode_with_schema(

@@ -8,22 +8,25 @@ code as the built-ins.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from fwbridge.protocols.description import DescriptionError, FrameDescription, load, loads
+from fwbridge.protocols.errors import UnknownName
 
 __all__ = ["BUILTIN_NAMES", "builtin", "builtin_text", "resolve"]
 
 BUILTIN_NAMES = ("odom", "cmd", "action", "actuator")
+FRAMES_DIR = Path(__file__).resolve().parent / "frames"
 
 
 def builtin_text(name: str) -> str:
     """The TOML text of the built-in description ``name``."""
     if name not in BUILTIN_NAMES:
-        raise KeyError(name)
-    ref = resources.files("fwbridge.protocols").joinpath("frames").joinpath(f"{name}.toml")
-    return ref.read_text(encoding="utf-8")
+        raise UnknownName(f"no built-in description {name!r}")
+    # Beside this module in the wheel and in the tree (package data). Not through
+    # importlib.resources: its readers import zipfile and so threading, which the
+    # protocol floor must not pull in.
+    return (FRAMES_DIR / f"{name}.toml").read_text(encoding="utf-8")
 
 
 @cache

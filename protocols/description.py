@@ -29,7 +29,7 @@ from fwbridge.protocols.description_can import (
     check_can_signals,
     parse_can,
 )
-from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.errors import ConfigError, UnknownName
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -193,7 +193,7 @@ class FrameDescription:
         for f in self.fields:
             if f.name == name:
                 return f
-        raise KeyError(name)
+        raise UnknownName(name)
 
     @property
     def fixed_payload(self) -> int:
@@ -244,9 +244,9 @@ class FrameDescription:
             if f.name == name:
                 return pos
             if f.width is None:
-                raise ValueError(f"{name} follows the variable field")
+                raise ConfigError(f"{name} follows the variable field")
             pos += f.width
-        raise KeyError(name)
+        raise UnknownName(name)
 
 
 # -- locating keys in the text ---------------------------------------------------

@@ -28,6 +28,7 @@ from fwbridge.protocols.description import FieldSpec, FrameDescription
 from fwbridge.protocols.description_schema import build_schema
 from fwbridge.protocols.errors import (
     ChecksumError,
+    ConfigError,
     FieldValueError,
     HeaderError,
     LengthError,
@@ -60,7 +61,7 @@ def sum8_codec(desc: FrameDescription, cls: type[T],
     if (desc.header != SUM8_HEADER or desc.trailer or desc.length or ck is None
             or ck.algorithm != "sum8" or ck.span != "payload"
             or any(f.type != "f32" or f.byte_order != "little" or f.scaled for f in desc.fields)):
-        raise ValueError(f"{desc.source}: not an AA 55 / float32 LE / sum-8 frame")
+        raise ConfigError(f"{desc.source}: not an AA 55 / float32 LE / sum-8 frame")
     codec = Sum8Codec(desc.name, desc.field_names, cls, values)
     codec.schema = build_schema(desc)
     return codec

@@ -27,6 +27,7 @@ import numpy as np
 
 from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec, Received
 
 __all__ = ["FixedReceiver", "FixedReceiverStats", "numpy_dtype"]
@@ -178,7 +179,7 @@ class FixedReceiver:
     def __init__(self, codec: FrameCodec[Any]) -> None:
         d = codec.desc
         if d.size is None or not d.header:
-            raise ValueError(f"{d.name}: a fixed-size frame with a header is needed")
+            raise ConfigError(f"{d.name}: a fixed-size frame with a header is needed")
         self.codec = codec
         self.stats = FixedReceiverStats()
         self.header = d.header
@@ -323,7 +324,8 @@ class FixedReceiver:
         body = np.ascontiguousarray(rows[good, hl - g: hl - g + self.dtype.itemsize])
         nonfinite = 0
         if self._uniform is not None:
-            values = body.view(self._uniform).reshape(len(acc), -1)
+            per_row = self.dtype.itemsize // np.dtype(self._uniform).itemsize
+            values = body.view(self._uniform).reshape(len(acc), per_row)  # -1 fails on 0 rows
             if self.float_fields and len(acc):
                 finite = np.isfinite(values)
                 if not finite.all():  # the all-finite case is the hot one

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import re
 
+from fwbridge.protocols.errors import Error
+
+__all__ = ["HexTextError", "looks_like_hex", "parse_hex", "to_hex"]
+
 _SEPARATORS = re.compile(r"[\s,:;\-]+")
 _HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 
 
-class HexTextError(ValueError):
+class HexTextError(Error, ValueError):
     """Text that is not valid hex: says where and what."""
 
 

@@ -22,6 +22,7 @@ from operator import xor
 from typing import Any
 
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec, Received
 
 __all__ = ["LengthReceiver", "LengthReceiverStats"]
@@ -50,7 +51,7 @@ class LengthReceiver:
     def __init__(self, codec: FrameCodec[Any], max_length: int | None = None) -> None:
         d = codec.desc
         if d.length is None or not d.header:
-            raise ValueError(f"{d.name}: a length-directed frame with a header is needed")
+            raise ConfigError(f"{d.name}: a length-directed frame with a header is needed")
         self.codec = codec
         self.stats = LengthReceiverStats()
         self.max_length = d.length.max if max_length is None else min(max_length, d.length.max)

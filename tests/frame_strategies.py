@@ -102,3 +102,48 @@ def frame_from_raw(codec: FrameCodec[Any], raw: list[Any]) -> Any:
 
 def f32(v: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", v))[0])
+
+
+def frame_bytes(codec: FrameCodec[Any], raw: list[Any]) -> tuple[bytes, Any]:
+    frame = codec.make(*raw)
+    return codec.encode(frame, allow_nonfinite=True), frame
+
+
+def feed(rx: Any, data: bytes, cuts: list[int]) -> list[tuple[int, Any]]:
+    """What a receiver gives for ``data`` fed in pieces cut at ``cuts``, then finished."""
+    got = []
+    prev = 0
+    for cut in [*sorted(cuts), len(data)]:
+        got += rx.feed(data[prev:cut])
+        prev = max(prev, cut)
+    got += rx.finish()
+    return [(r.offset, r.frame) for r in got]
+
+
+@st.composite
+def streams(draw: st.DrawFn, codec: FrameCodec[Any]) -> tuple[bytes, list[int], list[Any]]:
+    """Frames with noise between them: random bytes, header bytes, truncated frames."""
+    d = codec.desc
+    parts: list[bytes] = []
+    offsets: list[int] = []
+    frames: list[Any] = []
+    pos = 0
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.integers(0, 3))
+        noise = b""
+        if kind == 1:
+            noise = draw(st.binary(max_size=12))
+        elif kind == 2:
+            noise = draw(st.lists(st.sampled_from([*d.header, *d.trailer, 0]), max_size=10)
+                         .map(bytes))
+        elif kind == 3:
+            raw, _ = frame_bytes(codec, draw(raw_values(codec)))
+            noise = raw[: draw(st.integers(1, len(raw) - 1))] if len(raw) > 1 else b""
+        parts.append(noise)
+        pos += len(noise)
+        raw, _ = frame_bytes(codec, draw(raw_values(codec)))
+        parts.append(raw)
+        offsets.append(pos)
+        frames.append(codec.decode(raw))
+        pos += len(raw)
+    return b"".join(parts), offsets, frames

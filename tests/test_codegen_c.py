@@ -17,8 +17,7 @@ from fwbridge.protocols.description import FrameDescription, load
 from fwbridge.protocols.frame_codec import FrameCodec
 from tests.c_harness import build, check, reencode, run_receiver
 from tests.conftest import FIXTURES
-from tests.frame_strategies import descriptions, raw_values
-from tests.test_frame_receivers import _feed, streams
+from tests.frame_strategies import descriptions, feed, raw_values, streams
 
 USER = [load(FIXTURES / "frames" / "imu.toml"), load(FIXTURES / "frames" / "log.toml")]
 BUILTIN = [builtin(n) for n in ("odom", "cmd", "action", "actuator")]
@@ -59,7 +58,7 @@ def test_golden_vectors_check_and_reencode_in_c(tmp_path: Path) -> None:
 def _compare(lib: Any, desc: FrameDescription, stream: bytes, cuts: list[int]) -> None:
     codec: FrameCodec[Any] = FrameCodec(desc)
     rx = receiver_for(codec)
-    want = _feed(rx, stream, cuts)
+    want = feed(rx, stream, cuts)
     nstats = len(rx.stats.as_dict())
     for bytewise in (False, True):
         got, stats = run_receiver(lib, desc.name, nstats, stream, cuts, bytewise)

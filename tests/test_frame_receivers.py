@@ -20,12 +20,7 @@ from fwbridge.protocols.frame_receiver import FixedReceiver
 from fwbridge.protocols.length_receiver import LengthReceiver
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.conftest import FIXTURES
-from tests.frame_strategies import descriptions, raw_values
-
-
-def _frame_bytes(codec: FrameCodec[Any], raw: list[Any]) -> tuple[bytes, Any]:
-    frame = codec.make(*raw)
-    return codec.encode(frame, allow_nonfinite=True), frame
+from tests.frame_strategies import descriptions, feed, frame_bytes, raw_values, streams
 
 
 def reference(codec: FrameCodec[Any], buf: bytes) -> list[tuple[int, Any]]:
@@ -62,52 +57,13 @@ def reference(codec: FrameCodec[Any], buf: bytes) -> list[tuple[int, Any]]:
             pos = i + size  # length-directed receivers skip an accepted frame whole
 
 
-def _feed(rx: Any, data: bytes, cuts: list[int]) -> list[tuple[int, Any]]:
-    got = []
-    prev = 0
-    for cut in [*sorted(cuts), len(data)]:
-        got += rx.feed(data[prev:cut])
-        prev = max(prev, cut)
-    got += rx.finish()
-    return [(r.offset, r.frame) for r in got]
-
-
-@st.composite
-def streams(draw: st.DrawFn, codec: FrameCodec[Any]) -> tuple[bytes, list[int], list[Any]]:
-    """Frames with noise between them: random bytes, header bytes, truncated frames."""
-    d = codec.desc
-    parts: list[bytes] = []
-    offsets: list[int] = []
-    frames: list[Any] = []
-    pos = 0
-    for _ in range(draw(st.integers(0, 6))):
-        kind = draw(st.integers(0, 3))
-        noise = b""
-        if kind == 1:
-            noise = draw(st.binary(max_size=12))
-        elif kind == 2:
-            noise = draw(st.lists(st.sampled_from([*d.header, *d.trailer, 0]), max_size=10)
-                         .map(bytes))
-        elif kind == 3:
-            raw, _ = _frame_bytes(codec, draw(raw_values(codec)))
-            noise = raw[: draw(st.integers(1, len(raw) - 1))] if len(raw) > 1 else b""
-        parts.append(noise)
-        pos += len(noise)
-        raw, _ = _frame_bytes(codec, draw(raw_values(codec)))
-        parts.append(raw)
-        offsets.append(pos)
-        frames.append(codec.decode(raw))
-        pos += len(raw)
-    return b"".join(parts), offsets, frames
-
-
 @settings(max_examples=60)
 @given(st.data(), descriptions())
 def test_encode_decode_round_trip_for_random_descriptions(data: st.DataObject,
                                                           desc: FrameDescription) -> None:
     codec: FrameCodec[Any] = FrameCodec(desc)
     raw = data.draw(raw_values(codec))
-    wire, frame = _frame_bytes(codec, raw)
+    wire, frame = frame_bytes(codec, raw)
     assert codec.encode_with_schema(frame, allow_nonfinite=True) == wire
     back = codec.decode(wire)
     assert back == codec.decode_with_schema(wire)
@@ -124,16 +80,16 @@ def test_receiver_matches_the_schema_for_any_chunking(data: st.DataObject,
     want = reference(codec, stream)
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=8))
     rx = receiver_for(codec)
-    got = _feed(rx, stream, cuts)
+    got = feed(rx, stream, cuts)
     assert repr(got) == repr(want)  # repr: NaN fields (in false accepts) compare unequal
     whole = receiver_for(codec)
-    assert repr(_feed(whole, stream, [])) == repr(want)
+    assert repr(feed(whole, stream, [])) == repr(want)
     assert rx.stats.as_dict() == whole.stats.as_dict()
     assert rx.pending == 0 and rx.stats.bytes == len(stream)
     if isinstance(rx, FixedReceiver):  # the numpy scanner, forced on every chunk
         vec = FixedReceiver(codec)
         vec.vector_threshold = 1
-        assert repr(_feed(vec, stream, cuts)) == repr(want)
+        assert repr(feed(vec, stream, cuts)) == repr(want)
         assert vec.stats.as_dict() == rx.stats.as_dict()
     if desc.length is None:
         # every header position is a candidate: no intact frame can be lost
@@ -151,7 +107,7 @@ def test_length_directed_receiver_finds_every_frame_with_a_strong_check(
         return
     stream, offsets, frames = data.draw(streams(codec))
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=8))
-    got = dict(_feed(receiver_for(codec), stream, cuts))
+    got = dict(feed(receiver_for(codec), stream, cuts))
     for off, frame in zip(offsets, frames):
         assert got.get(off) == frame
 
@@ -163,7 +119,7 @@ def test_fixed_receiver_agrees_with_the_odometry_receiver_on_the_noisy_capture()
     for _ in range(6):
         cuts = sorted(rnd.randrange(len(data)) for _ in range(rnd.randrange(1, 200)))
         a, b = FixedReceiver(codec), Sum8Receiver(odom_frame.CODEC)
-        got_a, got_b = _feed(a, data, cuts), _feed(b, data, cuts)
+        got_a, got_b = feed(a, data, cuts), feed(b, data, cuts)
         assert [o for o, _ in got_a] == [o for o, _ in got_b]
         assert [tuple(vars_of(f)) for _, f in got_a] == [tuple(vars_of(f)) for _, f in got_b]
         stats = a.stats.as_dict()
@@ -190,7 +146,7 @@ def test_length_receiver_agrees_with_the_action_receiver() -> None:
         cuts = list(range(chunk, len(stream), chunk))
         a = LengthReceiver(FrameCodec(builtin("action")))
         b = ActionReceiver(alt_headers=())
-        got_a, got_b = _feed(a, stream, cuts), _feed(b, stream, cuts)
+        got_a, got_b = feed(a, stream, cuts), feed(b, stream, cuts)
         assert [o for o, _ in got_a] == [o for o, _ in got_b]
         assert [(f.machine, int(f.type), int(f.sub), f.data) for _, f in got_a] == [
             (f.machine, int(f.type), int(f.sub), f.data) for _, f in got_b]
@@ -224,3 +180,17 @@ def test_fast_path_equals_schema_on_the_user_frames() -> None:
             wire = codec.encode(frame)
             assert wire == codec.encode_with_schema(frame)
             assert codec.decode(wire) == codec.decode_with_schema(wire)
+
+
+def test_a_chunk_with_candidates_but_no_accepted_frame() -> None:
+    """A whole candidate that fails its trailer leaves no accepted row: the batch scanner
+    must take zero rows (it once failed to reshape them)."""
+    from fwbridge.protocols.description import loads
+    from fwbridge.protocols.frame_codec import FrameCodec
+
+    desc = loads('[frame]\nname = "rnd"\nheader = "00 01"\ntrailer = "00"\n'
+                 'byte_order = "little"\n\n[[field]]\nname = "f0"\ntype = "u64"\n', "rnd.toml")
+    rx = receiver_for(FrameCodec(desc))
+    stream = b"\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00" + b"\x00\x01" + bytes(8) + b"\x07"
+    got = [*rx.feed(stream[:1]), *rx.feed(stream[1:]), *rx.finish()]
+    assert [(r.offset, r.frame.f0) for r in got] == [(1, 0)]

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fwbridge.bridge.arm.kinematics import ScaraGeometry
+from fwbridge.bridge.arm.kinematics import ArmConfigError, ScaraGeometry
 from fwbridge.bridge.arm.pick_place import PickPlaceConfig
 
 if sys.version_info >= (3, 11):
@@ -33,12 +33,11 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 
-class ArmConfigError(ValueError):
-    """An ``[arm]`` table that cannot be used: names the file and the key."""
-
-
 _GEOMETRY = ("l1", "l2", "limit1", "limit2", "z_min", "z_max")
 _TASK = ("safe_z", "tolerance")
+
+
+__all__ = ["ArmConfigError", "load_arm_config", "parse_arm"]
 
 
 def parse_arm(table: dict[str, Any], source: str = "<config>"

@@ -21,10 +21,31 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from fwbridge.protocols.errors import ArmError, ConfigError
+
+__all__ = [
+    "TAU",
+    "ArmConfigError",
+    "Joints",
+    "Pose",
+    "ScaraGeometry",
+    "UnreachableError",
+    "forward",
+    "inverse",
+    "inverse_all",
+    "inverse_path",
+    "joint_distance",
+    "normalize_angle",
+]
+
 TAU = 2.0 * math.pi
 
 
-class UnreachableError(ValueError):
+class ArmConfigError(ArmError, ConfigError):
+    """Arm geometry or an ``[arm]`` table that cannot be used: names the key."""
+
+
+class UnreachableError(ArmError, ValueError):
     """The target cannot be reached; says why (workspace, limits, z range)."""
 
 
@@ -92,9 +113,9 @@ class ScaraGeometry:
 
     def __post_init__(self) -> None:
         if not (self.l1 > 0 and self.l2 > 0):
-            raise ValueError(f"link lengths must be positive, got l1={self.l1}, l2={self.l2}")
+            raise ArmConfigError(f"link lengths must be positive, got l1={self.l1}, l2={self.l2}")
         if self.z_min > self.z_max:
-            raise ValueError(f"z_min {self.z_min} is above z_max {self.z_max}")
+            raise ArmConfigError(f"z_min {self.z_min} is above z_max {self.z_max}")
         derived = {
             "r_min": abs(self.l1 - self.l2),
             "r_max": self.l1 + self.l2,

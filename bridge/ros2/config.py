@@ -94,7 +94,7 @@ def _endpoints(key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-class _Bad(Exception):
+class _Bad(ConfigError):
     def __init__(self, key: str, reason: str) -> None:
         super().__init__(f"ros2.{key}: {reason}")
 

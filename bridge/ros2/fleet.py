@@ -19,6 +19,7 @@ from fwbridge.bridge.config import RobotConfig
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["Fleet"]
 
@@ -35,7 +36,7 @@ class Fleet:
                  on_event: Callable[[str, NodeEvent], Any] | None = None,
                  say: Callable[[str], Any] | None = None) -> None:
         if count < 1:
-            raise ValueError("a fleet has at least one robot")
+            raise ConfigError("a fleet has at least one robot")
         self.count, self.settings, self.rate_hz = count, settings, rate_hz
         self.namespaces = [f"{prefix}{k}" for k in range(first, first + count)]
         self.on_event, self.say = on_event, say

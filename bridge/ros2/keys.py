@@ -30,6 +30,7 @@ import struct
 from dataclasses import dataclass
 
 from fwbridge.bridge.topics import MessageError, Qos, dds_type_name, ros_type_name
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = [
     "ADMIN_SPACE",
@@ -95,12 +96,12 @@ def liveliness_key(domain: int, zid: str, node_id: int, entity_id: int, kind: st
                    type_hash: str | None = None, qos: Qos | None = None) -> str:
     """The liveliness token of a node (``NN``) or of one of its topics (``MP``, ``MS``)."""
     if kind not in KINDS:
-        raise ValueError(f"unknown entity kind {kind!r}")
+        raise ConfigError(f"unknown entity kind {kind!r}")
     parts = [ADMIN_SPACE, str(domain), zid, str(node_id), str(entity_id), kind,
              mangle(enclave), mangle(namespace), mangle(node_name)]
     if kind != "NN":
         if topic is None or msgtype is None or type_hash is None:
-            raise ValueError("a publisher or subscription token needs topic, type and hash")
+            raise ConfigError("a publisher or subscription token needs topic, type and hash")
         parts += [mangle(topic), dds_type_name(msgtype), type_hash, qos_key(qos or Qos())]
     return "/".join(parts)
 
@@ -127,7 +128,7 @@ class Attachment:
 
     def encode(self) -> bytes:
         if len(self.source_gid) != 16:
-            raise ValueError("source_gid must be 16 bytes")
+            raise ConfigError("source_gid must be 16 bytes")
         return _ATTACHMENT.pack(self.sequence_number, self.source_timestamp, 16, self.source_gid)
 
     @classmethod

@@ -9,6 +9,7 @@ from fwbridge.bridge.sim.models.echo import Echo
 from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.models.zumo import Zumo, ZumoParams
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["MODELS", "Echo", "FishParams", "MecanumBase", "MecanumParams", "RobotFish", "Zumo",
            "ZumoParams", "create_model"]
@@ -27,7 +28,7 @@ def create_model(name: str) -> Any:
     try:
         factory = MODELS[name.lower()]
     except KeyError:
-        raise ValueError(
+        raise ConfigError(
             f"unknown robot model {name!r} (known: {', '.join(sorted(MODELS))})"
         ) from None
     return factory()
