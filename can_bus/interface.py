@@ -347,8 +347,10 @@ class FwBridgeBus(can.BusABC):
     def _start_capture(self, path: str) -> None:
         from fwbridge.can_bus.capture import open_writer  # only needed with capture=
 
-        writer = open_writer(path)
         ch = self._ch
+        # an MCAP capture also keeps the bus load, a share of the bit rate
+        extra = {"bitrate": ch.model.bitrate} if path.lower().endswith(".mcap") else {}
+        writer = open_writer(path, **extra)
         tap = _Tap(writer)
         with ch.lock:
             tap.node_id = ch.model.add_node(f"capture:{path}")
@@ -394,3 +396,9 @@ class _Tap:
 
     def _state_changed(self, event: StateChanged) -> None:
         pass
+
+    def observe_state(self, node: str, event: StateChanged, timestamp: float) -> None:
+        """Any node's fault-confinement change; writers that keep them (MCAP) get it."""
+        record = getattr(self.writer, "on_state_changed", None)
+        if record is not None:
+            record(node, event.old.name, event.new.name, event.tec, event.rec, timestamp)

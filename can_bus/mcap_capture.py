@@ -1,0 +1,203 @@
+"""CAN traffic in MCAP (and live views): frames, bus load per ID, error-state changes.
+
+Channels (documented in docs/MCAP.md):
+
+- ``from_can_bus`` / ``to_can_bus``: every frame received / sent, as ROS 2
+  ``can_msgs/msg/Frame`` in CDR (the message and topic names of ros2_socketcan),
+  ``header.frame_id`` the channel name. Nothing the bus carried is lost:
+  ID, flags, DLC and the 8 data bytes, time to the nanosecond.
+- ``/fwbridge/can/load`` (JSON): once per second of bus time, the load
+  (exact frame bits, stuffing included, as ``fwbridge can busload``) and
+  frames/s per ID.
+- ``/fwbridge/can/state`` (JSON): a node's fault-confinement state change
+  (error-active / error-passive / bus-off, TEC, REC), where the bus reports it.
+
+:class:`McapCanWriter` is a python-can ``MessageWriter`` for ``.mcap``, so
+``open_writer``, ``can.Logger`` and the simulator's capture tap write MCAP;
+:func:`read_mcap_messages` reads the frames back as ``can.Message``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import can
+from can.io.generic import MessageWriter
+
+from fwbridge.can_bus.bits import Frame, frame_length
+from fwbridge.can_bus.mcap_io import ChannelSpec, McapSink, Streams, read_mcap
+
+__all__ = ["FRAME_SCHEMA", "FRAME_TYPE", "LOAD", "RX_TOPIC", "STATE", "TX_TOPIC", "CanRecorder",
+           "McapCanWriter", "decode_frame", "encode_frame", "read_mcap_messages"]
+
+FRAME_TYPE = "can_msgs/msg/Frame"
+RX_TOPIC, TX_TOPIC = "from_can_bus", "to_can_bus"
+_SEP = "=" * 80
+#: The ros2msg schema of a CAN frame with its dependencies, as rosbag2 and Foxglove expect.
+FRAME_SCHEMA = (
+    "std_msgs/Header header\nuint32 id\nbool is_rtr\nbool is_extended\nbool is_error\n"
+    "uint8 dlc\nuint8[8] data\n"
+    f"{_SEP}\nMSG: std_msgs/Header\nbuiltin_interfaces/Time stamp\nstring frame_id\n"
+    f"{_SEP}\nMSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n"
+)
+FRAMES = {
+    True: ChannelSpec(RX_TOPIC, FRAME_TYPE, "ros2msg", FRAME_SCHEMA, "cdr"),
+    False: ChannelSpec(TX_TOPIC, FRAME_TYPE, "ros2msg", FRAME_SCHEMA, "cdr"),
+}
+LOAD = ChannelSpec("/fwbridge/can/load", "fwbridge.CanLoad", "jsonschema", json.dumps({
+    "type": "object", "title": "CAN bus load over one window",
+    "properties": {
+        "window_s": {"type": "number"}, "bitrate": {"type": ["integer", "null"]},
+        "frames": {"type": "integer"}, "bits": {"type": "integer"},
+        "load": {"type": ["number", "null"], "description": "% of the bit rate"},
+        "ids": {"type": "object", "description": "per ID (key 'id_201'): frames, fps, load",
+                "additionalProperties": {"type": "object"}},
+    }}), "json")
+STATE = ChannelSpec("/fwbridge/can/state", "fwbridge.CanState", "jsonschema", json.dumps({
+    "type": "object", "title": "A node's fault-confinement state changed",
+    "properties": {"node": {"type": "string"}, "old": {"type": "string"},
+                   "new": {"type": "string"}, "tec": {"type": "integer"},
+                   "rec": {"type": "integer"}}}), "json")
+
+_HEAD = b"\x00\x01\x00\x00"  # CDR, little endian
+_STAMP = struct.Struct("<iI")
+_BODY = struct.Struct("<IBBBB8s")
+_BODY_IN = struct.Struct("<I???B8s")
+
+
+def _frame_id_bytes(frame_id: str) -> bytes:
+    raw = frame_id.encode() + b"\0"
+    out = struct.pack("<I", len(raw)) + raw
+    return out + b"\0" * (-(8 + len(out)) % 4)  # the uint32 id aligns to 4
+
+
+def encode_frame(msg: can.Message, frame_id: str = "", _cache: dict[str, bytes] = {}) -> bytes:  # noqa: B006
+    """``msg`` as a CDR ``can_msgs/msg/Frame`` (checked byte for byte against rosbags)."""
+    tail = _cache.get(frame_id)
+    if tail is None:
+        tail = _cache[frame_id] = _frame_id_bytes(frame_id)
+    ns = round(msg.timestamp * 1e9)
+    data = b"" if msg.is_remote_frame else bytes(msg.data)
+    return b"".join((_HEAD, _STAMP.pack(ns // 1_000_000_000, ns % 1_000_000_000), tail,
+                     _BODY.pack(msg.arbitration_id, msg.is_remote_frame, msg.is_extended_id,
+                                msg.is_error_frame, msg.dlc, data)))
+
+
+def decode_frame(data: bytes, is_rx: bool = True) -> can.Message:
+    """A python-can message from a CDR ``can_msgs/msg/Frame``."""
+    if len(data) < 16 or data[:2] != b"\x00\x01":
+        raise ValueError(f"not a little-endian CDR can_msgs/msg/Frame: {data[:16].hex(' ')}")
+    try:
+        sec, nsec = _STAMP.unpack_from(data, 4)
+        (n,) = struct.unpack_from("<I", data, 12)
+        name = data[16:16 + n - 1].decode(errors="replace")
+        off = 4 + 12 + n
+        off += -(off - 4) % 4
+        can_id, rtr, ext, err, dlc, payload = _BODY_IN.unpack_from(data, off)
+    except struct.error:
+        raise ValueError(f"can_msgs/msg/Frame cut short: {bytes(data).hex(' ')}") from None
+    return can.Message(timestamp=sec + nsec / 1e9, arbitration_id=can_id, is_extended_id=ext,
+                       is_remote_frame=rtr, is_error_frame=err, dlc=dlc,
+                       data=b"" if rtr else payload[:min(dlc, 8)], channel=name or None,
+                       is_rx=is_rx)
+
+
+class CanRecorder:
+    """Turns CAN frames (and state changes) into the channels of a :class:`Streams`."""
+
+    def __init__(self, streams: Streams, *, channel: str = "can0", bitrate: int | None = None,
+                 window: float = 1.0) -> None:
+        self.streams = streams
+        self.channel_name = channel
+        self.bitrate = bitrate
+        self.window = window
+        self._ch = {rx: streams.channel(spec) for rx, spec in FRAMES.items()}
+        self._load = streams.channel(LOAD)
+        self._state = streams.channel(STATE)
+        self._end: float | None = None
+        self._frames: Counter[tuple[int, bool]] = Counter()
+        self._bits: Counter[tuple[int, bool]] = Counter()
+        self.frames = 0
+
+    def on_message(self, msg: can.Message) -> None:
+        name = str(msg.channel) if msg.channel is not None else self.channel_name
+        ts = msg.timestamp
+        self.streams.log(self._ch[msg.is_rx], encode_frame(msg, name), round(ts * 1e9))
+        self.frames += 1
+        if msg.is_error_frame:
+            return
+        if self._end is None:
+            self._end = ts + self.window
+        while ts >= self._end:
+            self._emit()
+        key = (msg.arbitration_id, msg.is_extended_id)
+        self._frames[key] += 1
+        self._bits[key] += frame_length(Frame(
+            msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame, msg.dlc,
+            b"" if msg.is_remote_frame else bytes(msg.data)))
+
+    def on_state(self, node: str, old: str, new: str, tec: int, rec: int, ts: float) -> None:
+        body = {"node": node, "old": old, "new": new, "tec": tec, "rec": rec}
+        self.streams.log(self._state, json.dumps(body).encode(), round(ts * 1e9))
+
+    def _emit(self) -> None:
+        assert self._end is not None
+        window, rate = self.window, self.bitrate
+        total = sum(self._bits.values())
+        ids = {}
+        for (i, ext), n in sorted(self._frames.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            bits = self._bits[(i, ext)]
+            ids[f"id_{i:08X}" if ext else f"id_{i:03X}"] = {
+                "frames": n, "fps": n / window, "bits": bits,
+                "load": None if not rate else 100.0 * bits / (rate * window)}
+        body = {"window_s": window, "bitrate": rate, "frames": sum(self._frames.values()),
+                "bits": total, "load": None if not rate else 100.0 * total / (rate * window),
+                "ids": ids}
+        self.streams.log(self._load, json.dumps(body).encode(), round(self._end * 1e9))
+        self._frames.clear()
+        self._bits.clear()
+        self._end += window
+
+    def finish(self) -> None:
+        """The last (partial) load window."""
+        if self._frames and self._end is not None:
+            self._emit()
+
+
+class McapCanWriter(MessageWriter):
+    """python-can writer for ``.mcap``: frames, load per ID and state changes (see module)."""
+
+    def __init__(self, file: str | os.PathLike[str], bitrate: int | None = None,
+                 channel: str = "can0", compression: str = "zstd", **kwargs: Any) -> None:
+        self.file = file
+        self.sink = McapSink(file, compression=compression,
+                             metadata={"source": "fwbridge CAN capture"})
+        self.streams = Streams([self.sink])
+        self.recorder = CanRecorder(self.streams, channel=channel, bitrate=bitrate)
+
+    def on_message_received(self, msg: can.Message) -> None:
+        self.recorder.on_message(msg)
+
+    def on_state_changed(self, node: str, old: str, new: str, tec: int, rec: int,
+                         ts: float) -> None:
+        self.recorder.on_state(node, old, new, tec, rec, ts)
+
+    def file_size(self) -> int:
+        return os.path.getsize(self.file)
+
+    def stop(self) -> None:
+        """Finalise the file (idempotent)."""
+        if not self.streams._closed:
+            self.recorder.finish()
+        self.streams.close()
+
+
+def read_mcap_messages(path: str | os.PathLike[str]) -> Iterator[can.Message]:
+    """The CAN frames of an MCAP file (both directions), in time order."""
+    for rec in read_mcap(path, (RX_TOPIC, TX_TOPIC)):
+        yield decode_frame(rec.data, is_rx=rec.topic == RX_TOPIC)

@@ -1,0 +1,308 @@
+"""MCAP files and live Foxglove views: one set of channels, any number of sinks.
+
+A recording names its channels once (:class:`ChannelSpec`: topic, schema,
+encodings) and writes messages to a :class:`Streams`, which hands them to
+every sink: :class:`McapSink` (a chunked, indexed, compressed MCAP file) and
+:class:`~fwbridge.bridge.live.FoxgloveSink` (the Foxglove WebSocket server).
+So a file and a live view carry the same topics, schemas and bytes.
+
+An MCAP file is finalised (summary, indexes) by :meth:`McapSink.close`,
+which every recording verb calls from a ``finally`` (idempotent, so a signal
+handler may call it too). Between closes a chunk is written out at least
+every ``flush_interval`` seconds of message time, so a file cut by a crash
+(SIGKILL, power loss) reads up to its last whole chunk: :func:`read_mcap`
+falls back from the index to reading the records in order.
+
+The ``mcap`` package (the ``mcap`` extra) is imported only when a file is
+opened.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+__all__ = [
+    "MCAP_MAGIC",
+    "ChannelSpec",
+    "McapError",
+    "McapRecord",
+    "McapSink",
+    "Sink",
+    "Streams",
+    "is_mcap",
+    "looks_like_mcap",
+    "read_mcap",
+]
+
+#: First bytes of every MCAP file.
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+#: Chunk size before compression: small enough that a crash loses little.
+CHUNK_SIZE = 256 * 1024
+#: A chunk is closed at least this often (seconds of message time).
+FLUSH_INTERVAL = 1.0
+#: The extra that brings the MCAP writer and reader.
+INSTALL_HINT = "MCAP files need the mcap package: pip install 'fwbridge[mcap]'"
+
+
+class McapError(ValueError):
+    """An MCAP file that cannot be written or read: names the file and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSpec:
+    """One channel: topic, schema (name, encoding, text) and message encoding."""
+
+    topic: str
+    schema_name: str
+    schema_encoding: str  # "ros2msg", "jsonschema"
+    schema: str
+    message_encoding: str  # "cdr", "json"
+
+
+@dataclass(frozen=True, slots=True)
+class McapRecord:
+    """One message read back: its channel's topic and schema name, time and bytes."""
+
+    topic: str
+    schema_name: str
+    log_time_ns: int
+    data: bytes
+
+
+class Sink(Protocol):
+    """Where messages go: a file or a live server."""
+
+    def add_channel(self, spec: ChannelSpec) -> Any: ...
+
+    def log(self, handle: Any, data: bytes, log_time_ns: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def looks_like_mcap(head: bytes) -> bool:
+    """True when ``head`` (the first bytes of a file) starts an MCAP file."""
+    return head[:8] == MCAP_MAGIC
+
+
+def is_mcap(path: str | os.PathLike[str]) -> bool:
+    """True for a ``.mcap`` name, or an existing file that starts with the MCAP magic."""
+    p = Path(path)
+    if p.suffix.lower() == ".mcap":
+        return True
+    try:
+        with open(p, "rb") as f:
+            return looks_like_mcap(f.read(8))
+    except OSError:
+        return False
+
+
+def _import_mcap() -> Any:
+    try:
+        import mcap.writer
+    except ImportError:
+        raise McapError(INSTALL_HINT) from None
+    return mcap.writer
+
+
+class McapSink:
+    """A new MCAP file: chunked, indexed (message, chunk, statistics) and compressed.
+
+    Thread-safe; :meth:`close` is idempotent and finalises the file. Channels
+    are registered on first use. ``compression`` is ``"zstd"``, ``"lz4"`` or
+    ``"none"``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        compression: str = "zstd",
+        chunk_size: int = CHUNK_SIZE,
+        flush_interval: float = FLUSH_INTERVAL,
+        profile: str = "ros2",
+        metadata: dict[str, str] | None = None,
+    ) -> None:
+        writer_mod = _import_mcap()
+        kinds = {"zstd": writer_mod.CompressionType.ZSTD, "lz4": writer_mod.CompressionType.LZ4,
+                 "none": writer_mod.CompressionType.NONE}
+        if compression not in kinds:
+            raise McapError(f"compression {compression!r}: use zstd, lz4 or none")
+        self.path = Path(path)
+        try:
+            self._stream: IO[bytes] | None = open(self.path, "wb")  # noqa: SIM115 - close()
+        except OSError as exc:
+            raise McapError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+        self._writer: Any = writer_mod.Writer(self._stream, chunk_size=chunk_size,
+                                              compression=kinds[compression])
+        self._writer.start(profile=profile, library="fwbridge")
+        if metadata:
+            self._writer.add_metadata("fwbridge", metadata)
+        self._schemas: dict[tuple[str, str], int] = {}
+        self._flush_ns = int(flush_interval * 1e9)
+        self._next_flush: int | None = None
+        self._lock = threading.Lock()
+        self.messages = 0
+
+    def add_channel(self, spec: ChannelSpec) -> int:
+        with self._lock:
+            if self._writer is None:
+                return 0
+            key = (spec.schema_name, spec.schema_encoding)
+            schema_id = self._schemas.get(key)
+            if schema_id is None:
+                schema_id = self._writer.register_schema(
+                    spec.schema_name, spec.schema_encoding, spec.schema.encode())
+                self._schemas[key] = schema_id
+            channel_id: int = self._writer.register_channel(spec.topic, spec.message_encoding,
+                                                            schema_id)
+            return channel_id
+
+    def log(self, handle: Any, data: bytes, log_time_ns: int) -> None:
+        with self._lock:
+            writer = self._writer
+            if writer is None:
+                return  # closed while another thread still recorded: drop, don't crash
+            writer.add_message(handle, log_time_ns, data, log_time_ns, self.messages)
+            self.messages += 1
+            nxt = self._next_flush
+            if nxt is None:
+                self._next_flush = log_time_ns + self._flush_ns
+            elif log_time_ns >= nxt:
+                writer.flush()  # a whole chunk on disk: what a crash keeps
+                self._next_flush = log_time_ns + self._flush_ns
+
+    def close(self) -> None:
+        """Write the last chunk, the indexes and the summary; close the file. Idempotent."""
+        with self._lock:
+            writer, self._writer = self._writer, None
+            stream, self._stream = self._stream, None
+            if writer is not None:
+                try:
+                    writer.finish()
+                finally:
+                    if stream is not None:
+                        stream.close()
+
+
+class Streams:
+    """Channels declared once, messages fanned out to every sink (file, live view).
+
+    ``channel(spec)`` returns a small integer for :meth:`log`; the sinks'
+    own handles stay inside. Declaring a spec twice returns the same one.
+    """
+
+    def __init__(self, sinks: Iterable[Sink] = ()) -> None:
+        self.sinks: list[Sink] = list(sinks)
+        self._specs: dict[str, int] = {}
+        self._handles: list[list[Any]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __bool__(self) -> bool:
+        return bool(self.sinks)
+
+    def channel(self, spec: ChannelSpec) -> int:
+        with self._lock:
+            got = self._specs.get(spec.topic)
+            if got is not None:
+                return got
+            handles = [sink.add_channel(spec) for sink in self.sinks]
+            self._handles.append(handles)
+            self._specs[spec.topic] = len(self._handles) - 1
+            return len(self._handles) - 1
+
+    def log(self, channel: int, data: bytes, log_time_ns: int) -> None:
+        for sink, handle in zip(self.sinks, self._handles[channel]):
+            sink.log(handle, data, log_time_ns)
+
+    def close(self) -> None:
+        """Close every sink once (files finalised); safe from finally blocks and handlers."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        errors: list[BaseException] = []
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception as exc:  # close the others all the same
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
+              *, on_error: Callable[[str], Any] | None = None) -> Iterator[McapRecord]:
+    """The messages of an MCAP file in log-time order (file order for a cut file).
+
+    A file without its summary (a recorder killed mid-run) is read record by
+    record up to its last whole chunk; ``on_error`` is told why it stopped.
+    """
+    p = Path(path)
+    try:
+        from mcap.exceptions import McapError as LibError
+        from mcap.reader import make_reader
+        from mcap.stream_reader import StreamReader
+    except ImportError:
+        raise McapError(INSTALL_HINT) from None
+    wanted = None if topics is None else set(topics)
+    try:
+        stream = open(p, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise McapError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise McapError(f"{p}: is a directory, not a capture file") from None
+    except PermissionError:
+        raise McapError(f"{p}: permission denied") from None
+    with stream:
+        if not looks_like_mcap(stream.read(8)):
+            raise McapError(f"{p}: not an MCAP file")
+        stream.seek(0)
+        try:
+            reader = make_reader(stream)
+            summary = reader.get_summary()
+        except (LibError, ValueError, EOFError, OSError):
+            summary = None
+        if summary is not None and summary.chunk_indexes:
+            for schema, channel, message in reader.iter_messages(topics=wanted, log_time_order=True):
+                yield McapRecord(channel.topic, schema.name if schema else "", message.log_time,
+                                 bytes(message.data))
+            return
+        stream.seek(0)
+        yield from _recover(StreamReader(stream, skip_magic=False), wanted, on_error)
+
+
+def _recover(reader: Any, wanted: set[str] | None,
+             on_error: Callable[[str], Any] | None) -> Iterator[McapRecord]:
+    """Records in file order until the file ends or breaks (a cut file)."""
+    from mcap.records import Channel, DataEnd, Message, Schema
+
+    schemas: dict[int, str] = {}
+    channels: dict[int, tuple[str, int]] = {}
+    it = iter(reader.records)
+    while True:
+        try:
+            record = next(it)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - a cut chunk ends the file, whatever broke
+            if on_error is not None:
+                on_error(f"file ends in a cut record ({type(exc).__name__}); "
+                         "read up to the last whole chunk")
+            return
+        if isinstance(record, Schema):
+            schemas[record.id] = record.name
+        elif isinstance(record, Channel):
+            channels[record.id] = (record.topic, record.schema_id)
+        elif isinstance(record, Message):
+            topic, schema_id = channels.get(record.channel_id, ("", 0))
+            if wanted is None or topic in wanted:
+                yield McapRecord(topic, schemas.get(schema_id, ""), record.log_time,
+                                 bytes(record.data))
+        elif isinstance(record, DataEnd):
+            return
