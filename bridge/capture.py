@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import pcapng.blocks as pcapng_blocks
 from pcapng import FileScanner, FileWriter
@@ -38,6 +38,7 @@ __all__ = [
     "OUTBOUND",
     "RX",
     "TX",
+    "ByteSink",
     "CaptureError",
     "CaptureWriter",
     "Packet",
@@ -69,6 +70,14 @@ class Packet:
     direction: str
     data: bytes
     interface: str = ""
+
+
+class ByteSink(Protocol):
+    """Where a link's bytes are recorded: a pcapng or MCAP capture, a live view."""
+
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def looks_like_pcapng(head: bytes) -> bool:
@@ -167,7 +176,7 @@ def _resolution_ns(iface: Any) -> tuple[int, int]:
 
 
 def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
-    """Every packet of a pcapng file, in file order.
+    """Every packet of a pcapng file (or of an MCAP capture's raw channels), in file order.
 
     Enhanced and simple packet blocks are read; other blocks are skipped. A
     file cut short after its last complete packet (a killed recorder) reads
@@ -183,7 +192,13 @@ def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
     except PermissionError:
         raise CaptureError(f"{p}: permission denied") from None
     with stream:
-        if not looks_like_pcapng(stream.read(4)):
+        head = stream.read(8)
+        if head == b"\x89MCAP0\r\n":  # an MCAP capture: its raw channels
+            from fwbridge.bridge.mcap_capture import read_mcap_packets
+
+            yield from read_mcap_packets(p)
+            return
+        if not looks_like_pcapng(head):
             raise CaptureError(f"{p}: not a pcapng file")
         stream.seek(0)
         scales: dict[int, tuple[int, int]] = {}

@@ -3,7 +3,7 @@
 A recording names its channels once (:class:`ChannelSpec`: topic, schema,
 encodings) and writes messages to a :class:`Streams`, which hands them to
 every sink: :class:`McapSink` (a chunked, indexed, compressed MCAP file) and
-:class:`~fwbridge.bridge.live.FoxgloveSink` (the Foxglove WebSocket server).
+:class:`FoxgloveSink` (a Foxglove WebSocket server, loopback by default).
 So a file and a live view carry the same topics, schemas and bytes.
 
 An MCAP file is finalised (summary, indexes) by :meth:`McapSink.close`,
@@ -14,7 +14,7 @@ every ``flush_interval`` seconds of message time, so a file cut by a crash
 falls back from the index to reading the records in order.
 
 The ``mcap`` package (the ``mcap`` extra) is imported only when a file is
-opened.
+opened, ``foxglove-sdk`` (the ``foxglove`` extra) only when a live view starts.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import IO, Any, Protocol
 __all__ = [
     "MCAP_MAGIC",
     "ChannelSpec",
+    "FoxgloveSink",
     "McapError",
     "McapRecord",
     "McapSink",
@@ -45,6 +46,8 @@ MCAP_MAGIC = b"\x89MCAP0\r\n"
 CHUNK_SIZE = 256 * 1024
 #: A chunk is closed at least this often (seconds of message time).
 FLUSH_INTERVAL = 1.0
+#: Where the live view listens unless told otherwise: loopback only.
+LIVE_HOST, LIVE_PORT = "127.0.0.1", 8765
 #: The extra that brings the MCAP writer and reader.
 INSTALL_HINT = "MCAP files need the mcap package: pip install 'fwbridge[mcap]'"
 
@@ -187,6 +190,61 @@ class McapSink:
                 finally:
                     if stream is not None:
                         stream.close()
+
+
+class FoxgloveSink:
+    """A Foxglove WebSocket server (foxglove-sdk) serving the channels live.
+
+    Listens on ``host:port`` (loopback by default; port 0 picks a free one,
+    see :attr:`port`). Channels keep their schemas and encodings (``ros2msg``
+    + ``cdr``, ``jsonschema`` + ``json``), so the live view and an MCAP file
+    of the same run show the same. Its own context: two views in one process
+    stay apart.
+    """
+
+    def __init__(self, host: str = LIVE_HOST, port: int = LIVE_PORT,
+                 name: str = "fwbridge") -> None:
+        try:
+            import foxglove
+        except ImportError:
+            raise McapError("the live view needs foxglove-sdk: "
+                            "pip install 'fwbridge[foxglove]'") from None
+        self._fox = foxglove
+        self._context = foxglove.Context()
+        try:
+            self.server: Any = foxglove.start_server(name=name, host=host, port=port,
+                                                     context=self._context)
+        except Exception as exc:  # the SDK raises RuntimeError for a busy port
+            raise McapError(f"cannot serve the live view on {host}:{port}: {exc}") from None
+        self.host = host
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def port(self) -> int:
+        return int(self.server.port)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"ws://{host}:{self.port}"
+
+    def add_channel(self, spec: ChannelSpec) -> Any:
+        schema = self._fox.Schema(name=spec.schema_name, encoding=spec.schema_encoding,
+                                  data=spec.schema.encode())
+        return self._fox.Channel(spec.topic, schema=schema, message_encoding=spec.message_encoding,
+                                 context=self._context)
+
+    def log(self, handle: Any, data: bytes, log_time_ns: int) -> None:
+        if not self._closed:
+            handle.log(data, log_time=log_time_ns)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.server.stop()
 
 
 class Streams:

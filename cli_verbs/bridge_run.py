@@ -10,13 +10,14 @@ import time
 import click
 
 from fwbridge.bridge.base_node import BaseNode, NodeEvent
-from fwbridge.bridge.capture import CaptureWriter
+from fwbridge.bridge.capture import CaptureError
 from fwbridge.bridge.config import ConfigError, load_config
 from fwbridge.bridge.hardware import LifecycleError
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.transports import LinkError
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
 from fwbridge.cli_verbs.link import DURATION, Deadline
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 
 
 def parse_request(line: str) -> tuple[float, float, float] | None:
@@ -54,13 +55,16 @@ def _read_requests(node: BaseNode) -> None:
 @click.option("--sim/--real", "use_sim", default=None,
               help="Override the config's use_sim (simulated endpoint or the real port).")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Capture both directions of the link to a pcapng file.")
+              help="Capture both directions of the link: pcapng, or MCAP (raw bytes, ROS 2 "
+                   "messages, counters) for a .mcap name.")
 @click.option("--cmd-stdin", is_flag=True,
               help="Read velocity requests from stdin, one per line: 'vx vy wz' or JSON.")
 @click.option("--every", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="Print every Nth odometry record.")
+@FOXGLOVE
 def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record: str | None,
-               cmd_stdin: bool, every: int) -> None:
+               cmd_stdin: bool, every: int, foxglove: bool, foxglove_host: str,
+               foxglove_port: int) -> None:
     """Run the mobile-base node of CONFIG (a robot TOML file).
 
     Sends velocity commands at the control rate (zero when requests stop:
@@ -83,11 +87,26 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         if odom.seq % every == 0:
             json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
 
-    capture = (
-        CaptureWriter(record, port=cfg.link_url, description=f"{cfg.baud} baud")
-        if record else None
-    )
+    capture = None
+    if record or foxglove:
+        from fwbridge.bridge.mcap_capture import open_capture
+
+        live = live_sink(foxglove, foxglove_host, foxglove_port)
+        try:
+            capture = open_capture(record, port=cfg.link_url, description=f"{cfg.baud} baud",
+                                   live=live, integrate=False, stats=lambda: node.stats())
+        except CaptureError as exc:
+            if live is not None:
+                live.close()
+            fail(str(exc))
     node = BaseNode(cfg, on_odometry=on_odometry, on_event=on_event, capture=capture)
+    recorder = getattr(capture, "recorder", None) or getattr(getattr(capture, "live", None),
+                                                             "recorder", None)
+    if recorder is not None:  # the node's own odometry records, as the ROS 2 bridge sends them
+        from fwbridge.bridge.topics import wall_stamp
+
+        node.odometry_callbacks.append(
+            lambda odom: recorder.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))
     try:
         node.start()
     except (LinkError, ConfigError, LifecycleError) as exc:

@@ -10,10 +10,11 @@ import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from serial.tools import list_ports
 
-from fwbridge.bridge.capture import RX, TX, CaptureError, CaptureWriter, read_capture
+from fwbridge.bridge.capture import RX, TX, CaptureError, read_capture
 from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.transports import IO_ERRORS, read_some
 from fwbridge.cli_verbs.codec import DECODERS
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.common import (
     Decoder,
     console,
@@ -174,14 +175,17 @@ def _errors(stats: dict[str, int]) -> int:
               help="Frame family arriving on PORT.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Also capture the raw bytes to a pcapng file.")
+              help="Also capture the raw bytes to a pcapng file (MCAP with the decoded "
+                   "messages for a .mcap name).")
 @DURATION
 @BAUD
 @click.option("--garbage-timeout", type=click.FloatRange(min=0), default=3.0, show_default=True,
               metavar="S", help="Stop with 'wrong baud rate?' after S s of bytes and no frame "
               "(0: never).")
+@FOXGLOVE
 def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
-              duration: float | None, baud: int, garbage_timeout: float) -> None:
+              duration: float | None, baud: int, garbage_timeout: float, foxglove: bool,
+              foxglove_host: str, foxglove_port: int) -> None:
     """Decode the frames arriving on PORT as they come, with a live rate/error line.
 
     Frames go to stdout (lines, or JSON with --json); the counters to stderr
@@ -190,7 +194,9 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
     dec = decoder_for(protocol)
     rx = dec.make({})
     link = open_port(port, baud)
-    capture = CaptureWriter(record, port=port, description=f"{baud} baud") if record else None
+    kind = protocol if protocol in ("odom", "cmd") else None
+    capture = _open_capture(record, port, baud, live_sink(foxglove, foxglove_host, foxglove_port),
+                            link, rx=kind, tx=None) if record or foxglove else None
     deadline = Deadline(duration)
     start = time.monotonic()
     watch = GarbageWatch(garbage_timeout, start)
@@ -240,17 +246,33 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
 
 
 # -- record / replay ----------------------------------------------------------------
+def _open_capture(file: str | None, port: str, baud: int, live: Any, link: Any,
+                  **recorder: Any) -> Any:
+    """pcapng, or MCAP by the .mcap suffix, and/or a live view; one error line if not."""
+    from fwbridge.bridge.mcap_capture import open_capture
+
+    try:
+        return open_capture(file, port=port, description=f"{baud} baud", live=live, **recorder)
+    except CaptureError as exc:
+        link.close()
+        if live is not None:
+            live.close()
+        fail(str(exc))
+
+
+
 @click.command("record")
 @click.argument("port")
 @click.argument("file", type=click.Path(dir_okay=False))
 @DURATION
 @BAUD
 def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
-    """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay)."""
+    """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay),
+    or to MCAP for a .mcap name (raw bytes, odometry as ROS 2 messages, counters)."""
     link = open_port(port, baud)
     deadline = Deadline(duration)
     rate = Rate()
-    with CaptureWriter(file, port=port, description=f"{baud} baud") as cap:
+    with _open_capture(file, port, baud, None, link, tx=None) as cap:
         try:
             with StatusLine() as status, until_interrupted():
                 while not deadline.expired:
@@ -279,7 +301,8 @@ def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
 @BAUD
 def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
                baud: int) -> None:
-    """Write one direction of a pcapng capture to PORT, keeping its recorded timing."""
+    """Write one direction of a capture (pcapng or MCAP) to PORT, keeping its recorded
+    timing."""
     try:
         everything = list(read_capture(file))
     except CaptureError as exc:

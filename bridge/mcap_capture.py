@@ -1,0 +1,337 @@
+"""Serial links in MCAP (and live views): raw bytes, ROS 2 messages, counters over time.
+
+One recorder, :class:`SerialRecorder`, takes what a link carried (each read
+``rx`` and write ``tx`` with its time) and writes, to every sink of a
+:class:`~fwbridge.can_bus.mcap_io.Streams`:
+
+- ``/fwbridge/serial/rx`` and ``/fwbridge/serial/tx``: the bytes of each read
+  and write, unchanged, as ``std_msgs/msg/UInt8MultiArray`` (CDR), log time =
+  the moment they crossed the link: what ``replay`` plays back;
+- the decoded frames as the ROS 2 bridge publishes them (one mapping,
+  :mod:`fwbridge.bridge.topics`): odometry frames -> ``odom``
+  (``nav_msgs/msg/Odometry``, integrated as seed 002) and ``/tf``;
+  velocity commands -> ``cmd_vel`` (``geometry_msgs/msg/Twist``);
+- every second, the receiver counters as ``/diagnostics``
+  (``diagnostic_msgs/msg/DiagnosticArray``) and as plain numbers on
+  ``/fwbridge/counters`` (JSON, for plots).
+
+:class:`SerialCapture` is that recorder on an MCAP file and/or a live view,
+with :class:`~fwbridge.bridge.capture.CaptureWriter`'s interface (``write``,
+``close``, ``packets``, ``bytes``), so every verb that records pcapng
+records MCAP by the file's suffix (:func:`open_capture`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from fwbridge.bridge.capture import RX, TX, CaptureError, CaptureWriter, Packet
+from fwbridge.bridge.config import Calibration
+from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
+from fwbridge.can_bus.mcap_io import ChannelSpec, McapError, McapSink, Sink, Streams, read_mcap
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+__all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "SerialCapture", "SerialRecorder",
+           "decode_raw", "encode_raw", "open_capture", "read_mcap_packets"]
+
+RAW_TYPE = "std_msgs/msg/UInt8MultiArray"
+_SEP = "=" * 80
+#: ros2msg schema of the raw channels (a standard type: ``ros2 bag play`` replays it).
+RAW_SCHEMA = (
+    "std_msgs/MultiArrayLayout layout\nuint8[] data\n"
+    f"{_SEP}\nMSG: std_msgs/MultiArrayLayout\nstd_msgs/MultiArrayDimension[] dim\n"
+    "uint32 data_offset\n"
+    f"{_SEP}\nMSG: std_msgs/MultiArrayDimension\nstring label\nuint32 size\nuint32 stride\n"
+)
+RAW = {
+    RX: ChannelSpec("/fwbridge/serial/rx", RAW_TYPE, "ros2msg", RAW_SCHEMA, "cdr"),
+    TX: ChannelSpec("/fwbridge/serial/tx", RAW_TYPE, "ros2msg", RAW_SCHEMA, "cdr"),
+}
+_TOPIC_DIR = {spec.topic: d for d, spec in RAW.items()}
+COUNTERS = ChannelSpec("/fwbridge/counters", "fwbridge.Counters", "jsonschema", json.dumps({
+    "type": "object", "title": "Receiver and node counters (totals so far)",
+    "properties": {"rx": {"type": "object", "description": "receiver of the device's frames"},
+                   "tx": {"type": "object", "description": "receiver of the host's frames"},
+                   "node": {"type": "object", "description": "the bridge node's counters"}},
+}), "json")
+_RAW_HEAD = b"\x00\x01\x00\x00" + struct.pack("<II", 0, 0)  # CDR LE; no dims, offset 0
+#: Seconds between two counter records.
+COUNTER_PERIOD = 1.0
+
+
+def encode_raw(data: bytes) -> bytes:
+    """``data`` as a CDR ``std_msgs/msg/UInt8MultiArray`` (checked against rosbags)."""
+    return b"".join((_RAW_HEAD, struct.pack("<I", len(data)), data))
+
+
+def decode_raw(cdr: bytes) -> bytes:
+    """The bytes of a CDR ``std_msgs/msg/UInt8MultiArray`` with an empty layout."""
+    if cdr[:2] != b"\x00\x01" or len(cdr) < 16:
+        raise ValueError(f"not a little-endian CDR UInt8MultiArray: {bytes(cdr[:16]).hex(' ')}")
+    ndim, offset, n = struct.unpack_from("<III", cdr, 4)
+    if ndim:  # written by another tool: walk the dimensions (label, size, stride)
+        pos = 8
+        for _ in range(ndim):
+            pos += -(pos) % 4
+            (length,) = struct.unpack_from("<I", cdr, 4 + pos)
+            pos += 4 + length
+            pos += -(pos) % 4
+            pos += 8
+        (offset,) = struct.unpack_from("<I", cdr, 4 + pos)
+        (n,) = struct.unpack_from("<I", cdr, 8 + pos)
+        start = 12 + pos
+    else:
+        start = 16
+    if start + n > len(cdr):
+        raise ValueError(f"UInt8MultiArray says {n} bytes, has {len(cdr) - start}")
+    return bytes(cdr[start:start + n])
+
+
+def _topics() -> Any:
+    from fwbridge.bridge import topics
+
+    return topics
+
+
+def ros_spec(key: str) -> ChannelSpec:
+    """The MCAP channel of one of the bridge's ROS 2 topics (name, type, schema)."""
+    topics = _topics()
+    spec = topics.TOPICS[key]
+    return ChannelSpec(spec.name, spec.msgtype, "ros2msg",
+                       topics.message_definition(spec.msgtype), "cdr")
+
+
+class SerialRecorder:
+    """A link's reads and writes in; raw, ROS 2 and counter channels out (see module).
+
+    ``rx``/``tx`` name the frames each direction carries (``"odom"``,
+    ``"cmd"`` or None for bytes only). ``integrate`` False: odometry frames
+    are counted but the ``odom`` records come from :meth:`odometry` (the
+    bridge node's own). ``stats`` adds the node's counters to the periodic
+    records. Thread-safe: reads and writes come from different
+    threads in the bridge.
+    """
+
+    def __init__(self, streams: Streams, *, port: str = "serial", rx: str | None = "odom",
+                 tx: str | None = "cmd", calibration: Calibration | None = None,
+                 integrate: bool = True, stats: Callable[[], dict[str, int]] | None = None,
+                 counter_period: float = COUNTER_PERIOD) -> None:
+        self.streams = streams
+        self.port = port
+        self.stats = stats
+        self._raw = {d: streams.channel(spec) for d, spec in RAW.items()}
+        self._receivers: dict[str, tuple[str, Sum8Receiver]] = {}
+        for direction, kind in ((RX, rx), (TX, tx)):
+            if kind is not None:
+                codec = odom_frame.CODEC if kind == "odom" else cmd_frame.CODEC
+                self._receivers[direction] = (kind, Sum8Receiver(codec))
+        self.integrator = OdometryIntegrator(calibration)
+        self.integrate = integrate
+        self._ros: dict[str, int] = {}
+        if self._receivers:
+            keys = {"odom": ("odom", "tf"), "cmd": ("cmd_vel",)}
+            for kind, _ in self._receivers.values():
+                for key in keys[kind]:
+                    self._ros[key] = streams.channel(ros_spec(key))
+            self._ros["diagnostics"] = streams.channel(ros_spec("diagnostics"))
+        self._counters = streams.channel(COUNTERS)
+        self._period = int(counter_period * 1e9)
+        self._next: int | None = None
+        self._lock = threading.Lock()
+        self.packets = 0
+        self.bytes = 0
+
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
+        """Record ``data`` read (``"rx"``) or written (``"tx"``) at ``ts_ns`` (default: now)."""
+        if not data:
+            return
+        ts = time.time_ns() if ts_ns is None else ts_ns
+        data = bytes(data)
+        with self._lock:
+            self.streams.log(self._raw[direction], encode_raw(data), ts)
+            self.packets += 1
+            self.bytes += len(data)
+            got = self._receivers.get(direction)
+            if got is not None:
+                kind, receiver = got
+                for item in receiver.feed(data):
+                    if kind == "odom":
+                        if self.integrate:
+                            self._odometry(item.frame, ts)
+                    else:
+                        self._command(item.frame, ts)
+            if self._next is None:
+                self._next = ts + self._period
+            elif ts >= self._next:
+                self._next = ts + self._period
+                self._emit_counters(ts)
+
+    def _odometry(self, frame: odom_frame.OdomFrame, ts: int) -> None:
+        odom = self.integrator.update(frame, ts / 1e9)
+        if odom is not None:
+            self.odometry(odom, ts)
+
+    def odometry(self, odom: Odometry, ts: int) -> None:
+        """One odometry record as ``odom`` and ``/tf`` (stamp: ``ts``, ns since the epoch)."""
+        topics = _topics()
+        stamp = ts / 1e9
+        self.streams.log(self._ros["odom"], topics.serialize(
+            topics.odometry_message(odom, stamp=stamp), "nav_msgs/msg/Odometry"), ts)
+        self.streams.log(self._ros["tf"], topics.serialize(
+            topics.transform_message(odom, stamp=stamp), "tf2_msgs/msg/TFMessage"), ts)
+
+    def _command(self, frame: cmd_frame.CmdFrame, ts: int) -> None:
+        topics = _topics()
+        twist = topics.message_from_dict("geometry_msgs/msg/Twist", {
+            "linear": {"x": frame.vx, "y": frame.vy}, "angular": {"z": frame.wz}})
+        self.streams.log(self._ros["cmd_vel"], topics.serialize(twist, "geometry_msgs/msg/Twist"),
+                         ts)
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """The totals so far: each direction's receiver, and the node's when given."""
+        out = {d: r.stats.as_dict() for d, (_, r) in self._receivers.items()}
+        if self.stats is not None:
+            out["node"] = dict(self.stats())
+        return out
+
+    def _emit_counters(self, ts: int) -> None:
+        body = self.counters()
+        self.streams.log(self._counters, json.dumps(body).encode(), ts)
+        if "diagnostics" in self._ros:
+            topics = _topics()
+            statuses = [topics.node_status(f"fwbridge {self.port} {name}", values,
+                                           connected=True, hardware_id=self.port)
+                        for name, values in body.items()]
+            msg = topics.diagnostics_message(statuses, stamp=ts / 1e9)
+            self.streams.log(self._ros["diagnostics"], topics.serialize(
+                msg, "diagnostic_msgs/msg/DiagnosticArray"), ts)
+
+    def finish(self, ts_ns: int | None = None) -> None:
+        """The last counters (the totals at the end of the run)."""
+        with self._lock:
+            self._emit_counters(time.time_ns() if ts_ns is None else ts_ns)
+
+
+class SerialCapture:
+    """A :class:`SerialRecorder` on its sinks, with CaptureWriter's interface.
+
+    ``close()`` writes the last counters and finalises every sink; it is
+    idempotent (finally blocks and signal handlers may both call it).
+    """
+
+    def __init__(self, sinks: list[Sink], **recorder: Any) -> None:
+        self.streams = Streams(sinks)
+        try:
+            self.recorder = SerialRecorder(self.streams, **recorder)
+        except BaseException:
+            self.streams.close()
+            raise
+        self._closed = False
+
+    @property
+    def packets(self) -> int:
+        return self.recorder.packets
+
+    @property
+    def bytes(self) -> int:
+        return self.recorder.bytes
+
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
+        if not self._closed:
+            self.recorder.write(direction, data, ts_ns)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.recorder.finish()
+        finally:
+            self.streams.close()
+
+    def __enter__(self) -> SerialCapture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_capture(path: str | os.PathLike[str] | None, *, port: str, description: str = "",
+                 live: Sink | None = None, **recorder: Any) -> CaptureWriter | SerialCapture | _Tee:
+    """The capture a verb records to: pcapng, or MCAP by the ``.mcap`` suffix, and/or a
+    live view (``live``, a Foxglove sink). ``path`` None: the live view alone.
+
+    Raises :class:`~fwbridge.bridge.capture.CaptureError` for a file it cannot write.
+    """
+    sinks: list[Sink] = []
+    if path is not None and not str(path).lower().endswith(".mcap"):
+        try:
+            pcap = CaptureWriter(path, port=port, description=description)
+        except OSError as exc:
+            raise CaptureError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        if live is None:
+            return pcap
+        try:
+            return _Tee(pcap, SerialCapture([live], port=port, **recorder))
+        except BaseException:
+            pcap.close()
+            raise
+    if path is not None:
+        try:
+            sinks.append(McapSink(path, metadata={"port": port, "description": description}))
+        except McapError as exc:
+            raise CaptureError(str(exc)) from None
+    if live is not None:
+        sinks.append(live)
+    try:
+        return SerialCapture(sinks, port=port, **recorder)
+    except ImportError as exc:  # the ROS messages need rosbags
+        raise CaptureError(f"MCAP recording needs the mcap extra: {exc}") from None
+
+
+class _Tee:
+    """A pcapng file and a live view of the same link."""
+
+    def __init__(self, pcap: CaptureWriter, live: SerialCapture) -> None:
+        self.pcap, self.live = pcap, live
+
+    @property
+    def packets(self) -> int:
+        return self.pcap.packets
+
+    @property
+    def bytes(self) -> int:
+        return self.pcap.bytes
+
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
+        ts = time.time_ns() if ts_ns is None else ts_ns
+        self.pcap.write(direction, data, ts)
+        self.live.write(direction, data, ts)
+
+    def close(self) -> None:
+        try:
+            self.pcap.close()
+        finally:
+            self.live.close()
+
+    def __enter__(self) -> _Tee:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_mcap_packets(path: str | os.PathLike[str]) -> Iterator[Packet]:
+    """The reads and writes of an MCAP serial capture, as pcapng's :class:`Packet`."""
+    try:
+        for rec in read_mcap(path, _TOPIC_DIR):
+            yield Packet(rec.log_time_ns, _TOPIC_DIR[rec.topic], decode_raw(rec.data))
+    except (McapError, ValueError, struct.error) as exc:
+        raise CaptureError(f"{path}: {exc}") from None
