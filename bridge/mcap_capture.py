@@ -24,6 +24,7 @@ records MCAP by the file's suffix (:func:`open_capture`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import threading
@@ -38,8 +39,9 @@ from fwbridge.can_bus.mcap_io import ChannelSpec, McapError, McapSink, Sink, Str
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
-__all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "SerialCapture", "SerialRecorder",
-           "decode_raw", "encode_raw", "open_capture", "read_mcap_packets"]
+__all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "JointStates", "SerialCapture",
+           "SerialRecorder", "can_writer", "decode_raw", "encode_raw", "open_capture",
+           "read_mcap_packets"]
 
 RAW_TYPE = "std_msgs/msg/UInt8MultiArray"
 _SEP = "=" * 80
@@ -326,6 +328,57 @@ class _Tee:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Shortest interval between two joint_states messages from CAN feedback, s.
+JOINT_PERIOD = 0.02
+
+
+class JointStates:
+    """``joint_states`` from the actuator modules' feedback on a CAN bus (joint
+    ``module<k>``, the struct's angle in radians), at most every ``JOINT_PERIOD``;
+    a :class:`~fwbridge.can_bus.mcap_capture.CanRecorder` extension."""
+
+    def __init__(self, streams: Streams) -> None:
+        topics = _topics()
+        self.streams = streams
+        self._channel = streams.channel(ros_spec("joint_states"))
+        self._positions: dict[int, float] = {}
+        self._due = 0.0
+        self._topics = topics
+
+    def on_message(self, msg: Any) -> None:
+        from fwbridge.can_bus.ids import FEEDBACK_BASE, MAX_MODULE
+
+        can_id = msg.arbitration_id
+        if (msg.is_extended_id or msg.is_remote_frame or msg.dlc != 8
+                or not FEEDBACK_BASE <= can_id <= FEEDBACK_BASE + MAX_MODULE):
+            return
+        angle = msg.data[0] - 256 if msg.data[0] > 127 else msg.data[0]  # int8 degrees
+        self._positions[can_id - FEEDBACK_BASE] = math.radians(angle)
+        if msg.timestamp < self._due:
+            return
+        self._due = msg.timestamp + JOINT_PERIOD
+        topics = self._topics
+        positions = {f"module{k}": self._positions[k] for k in sorted(self._positions)}
+        out = topics.joint_state_message(positions, stamp=msg.timestamp)
+        self.streams.log(self._channel, topics.serialize(out, "sensor_msgs/msg/JointState"),
+                         round(msg.timestamp * 1e9))
+
+
+def can_writer(path: str | None, *, bitrate: int | None = None, live: Sink | None = None,
+               channel: str = "can0") -> Any:
+    """A CAN capture for the CLI: ``open_writer``'s formats, or for ``.mcap`` (and a live
+    view) the MCAP writer with ``joint_states`` added. Raises ValueError/OSError/McapError."""
+    from fwbridge.can_bus.capture import open_writer
+    from fwbridge.can_bus.mcap_capture import McapCanWriter
+
+    if path is not None and not path.lower().endswith(".mcap"):
+        if live is not None:
+            raise McapError("a live view records CAN to .mcap files only (or to none)")
+        return open_writer(path)
+    return McapCanWriter(path or "", bitrate=bitrate, live=live, channel=channel,
+                         extend=[JointStates])
 
 
 def read_mcap_packets(path: str | os.PathLike[str]) -> Iterator[Packet]:

@@ -11,6 +11,8 @@ Channels (documented in docs/MCAP.md):
   frames/s per ID.
 - ``/fwbridge/can/state`` (JSON): a node's fault-confinement state change
   (error-active / error-passive / bus-off, TEC, REC), where the bus reports it.
+- with ``extend`` (the CLI's recordings): ``joint_states`` and the like, from
+  the layer that knows ROS 2 (:mod:`fwbridge.bridge.mcap_capture`).
 
 :class:`McapCanWriter` is a python-can ``MessageWriter`` for ``.mcap``, so
 ``open_writer``, ``can.Logger`` and the simulator's capture tap write MCAP;
@@ -23,7 +25,7 @@ import json
 import os
 import struct
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import can
@@ -65,6 +67,7 @@ STATE = ChannelSpec("/fwbridge/can/state", "fwbridge.CanState", "jsonschema", js
                    "rec": {"type": "integer"}}}), "json")
 
 _HEAD = b"\x00\x01\x00\x00"  # CDR, little endian
+
 _STAMP = struct.Struct("<iI")
 _BODY = struct.Struct("<IBBBB8s")
 _BODY_IN = struct.Struct("<I???B8s")
@@ -108,10 +111,15 @@ def decode_frame(data: bytes, is_rx: bool = True) -> can.Message:
 
 
 class CanRecorder:
-    """Turns CAN frames (and state changes) into the channels of a :class:`Streams`."""
+    """Turns CAN frames (and state changes) into the channels of a :class:`Streams`.
+
+    ``extend``: factories of more per-frame channels from a higher floor (the
+    ROS 2 ``joint_states`` of :mod:`fwbridge.bridge.mcap_capture`), each
+    called with the streams and then given every data frame (``on_message``).
+    """
 
     def __init__(self, streams: Streams, *, channel: str = "can0", bitrate: int | None = None,
-                 window: float = 1.0) -> None:
+                 window: float = 1.0, extend: Sequence[Callable[[Streams], Any]] = ()) -> None:
         self.streams = streams
         self.channel_name = channel
         self.bitrate = bitrate
@@ -119,6 +127,7 @@ class CanRecorder:
         self._ch = {rx: streams.channel(spec) for rx, spec in FRAMES.items()}
         self._load = streams.channel(LOAD)
         self._state = streams.channel(STATE)
+        self.extensions = [make(streams) for make in extend]
         self._end: float | None = None
         self._frames: Counter[tuple[int, bool]] = Counter()
         self._bits: Counter[tuple[int, bool]] = Counter()
@@ -136,6 +145,8 @@ class CanRecorder:
         while ts >= self._end:
             self._emit()
         key = (msg.arbitration_id, msg.is_extended_id)
+        for extension in self.extensions:
+            extension.on_message(msg)
         self._frames[key] += 1
         self._bits[key] += frame_length(Frame(
             msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame, msg.dlc,
@@ -170,15 +181,25 @@ class CanRecorder:
 
 
 class McapCanWriter(MessageWriter):
-    """python-can writer for ``.mcap``: frames, load per ID and state changes (see module)."""
+    """python-can writer for ``.mcap``: frames, load per ID and state changes (see module).
+
+    ``live``: also serve them to a live view (a Foxglove sink); ``file`` None
+    (or "") with a ``live`` sink: the live view alone.
+    """
 
     def __init__(self, file: str | os.PathLike[str], bitrate: int | None = None,
-                 channel: str = "can0", compression: str = "zstd", **kwargs: Any) -> None:
+                 channel: str = "can0", compression: str = "zstd",
+                 extend: Sequence[Callable[[Streams], Any]] = (), live: Any = None,
+                 **kwargs: Any) -> None:
         self.file = file
-        self.sink = McapSink(file, compression=compression,
-                             metadata={"source": "fwbridge CAN capture"})
-        self.streams = Streams([self.sink])
-        self.recorder = CanRecorder(self.streams, channel=channel, bitrate=bitrate)
+        sinks: list[Any] = []
+        if file:
+            sinks.append(McapSink(file, compression=compression,
+                                  metadata={"source": "fwbridge CAN capture"}))
+        if live is not None:
+            sinks.append(live)
+        self.streams = Streams(sinks)
+        self.recorder = CanRecorder(self.streams, channel=channel, bitrate=bitrate, extend=extend)
 
     def on_message_received(self, msg: can.Message) -> None:
         self.recorder.on_message(msg)
@@ -188,7 +209,7 @@ class McapCanWriter(MessageWriter):
         self.recorder.on_state(node, old, new, tec, rec, ts)
 
     def file_size(self) -> int:
-        return os.path.getsize(self.file)
+        return os.path.getsize(self.file) if self.file else 0
 
     def stop(self) -> None:
         """Finalise the file (idempotent)."""

@@ -17,7 +17,7 @@ from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.transports import LinkError
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
 from fwbridge.cli_verbs.link import DURATION, Deadline
-from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink, sigterm_as_interrupt
 
 
 def parse_request(line: str) -> tuple[float, float, float] | None:
@@ -91,6 +91,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     if record or foxglove:
         from fwbridge.bridge.mcap_capture import open_capture
 
+        sigterm_as_interrupt()
         live = live_sink(foxglove, foxglove_host, foxglove_port)
         try:
             capture = open_capture(record, port=cfg.link_url, description=f"{cfg.baud} baud",

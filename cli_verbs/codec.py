@@ -97,7 +97,7 @@ def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[by
 
 
 def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[bytes]:
-    """Chunks of the input's bytes: raw binary, hex text or a pcapng serial capture.
+    """Chunks of the input's bytes: raw binary, hex text, a pcapng or MCAP serial capture.
 
     ``auto`` tells them apart by the first bytes; ``direction`` picks one side
     (``rx``/``tx``) of a capture of both directions.
@@ -114,10 +114,11 @@ def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[by
         first = stream.read(READ_CHUNK)
         if fmt == "auto":
             fmt = ("pcapng" if looks_like_pcapng(first)
+                   else "mcap" if first[:8] == b"\x89MCAP0\r\n"
                    else "hex" if looks_like_hex(first) else "raw")
-        if fmt == "pcapng":
+        if fmt in ("pcapng", "mcap"):  # read_payloads reads both (MCAP: its raw channels)
             if path == "-":
-                fail("pcapng captures are read from a file, not from stdin")
+                fail(f"{fmt} captures are read from a file, not from stdin")
             yield from read_pcapng_payloads(path, direction)
             return
         if direction is not None:
@@ -157,14 +158,15 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.option(
     "-p", "--protocol", type=click.Choice([*sorted(DECODERS), "actuator"]), required=True,
     help="Frame family on this stream; 'actuator' reads a CAN capture (.log, .asc, .blf, "
-         ".pcapng) and decodes its actuator structs.",
+         ".pcapng, .mcap) and decodes its actuator structs.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["auto", "raw", "hex", "pcapng"]), default="auto",
+    "--format", "fmt", type=click.Choice(["auto", "raw", "hex", "pcapng", "mcap"]),
+    default="auto",
     show_default=True, help="Input encoding.",
 )
 @click.option("--direction", type=click.Choice(["rx", "tx"]), default=None,
-              help="pcapng captures: decode one direction only (default: both, in order).")
+              help="pcapng and MCAP captures: decode one direction only (default: both, in order).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--crc", default=None, metavar="NAME",
               help="Action frames: CRC-16 preset (default crc-ccitt-false).")
@@ -177,7 +179,7 @@ def decode_cmd(
     source: str, protocol: str, fmt: str, direction: str | None, as_json: bool, crc: str | None,
     relaxed: bool, max_length: int | None,
 ) -> None:
-    """Decode every frame in a capture (raw bytes, hex text or pcapng; '-' is stdin).
+    """Decode every frame in a capture (raw bytes, hex text, pcapng or MCAP; '-' is stdin).
 
     Frames go to stdout (a table, or JSON lines with --json), the receiver's
     counters to stderr at the end.

@@ -8,7 +8,7 @@ import click
 
 from fwbridge.cli_verbs.common import fail
 
-__all__ = ["FOXGLOVE", "live_sink"]
+__all__ = ["FOXGLOVE", "live_sink", "sigterm_as_interrupt"]
 
 
 def FOXGLOVE(fn: Any) -> Any:  # noqa: N802 - a decorator named like the others (BAUD, DURATION)
@@ -38,3 +38,19 @@ def live_sink(enabled: bool, host: str, port: int) -> Any:
     click.echo(f"foxglove: live view on {sink.url} (Foxglove: Open connection -> "
                f"Foxglove WebSocket -> {sink.url})", err=True)
     return sink
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def sigterm_as_interrupt() -> None:
+    """SIGTERM ends a recording verb like Ctrl-C: its finally blocks close the capture
+    whole (an MCAP file gets its summary). Left alone where a handler is already set."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)

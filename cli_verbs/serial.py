@@ -14,7 +14,7 @@ from fwbridge.bridge.capture import RX, TX, CaptureError, read_capture
 from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.transports import IO_ERRORS, read_some
 from fwbridge.cli_verbs.codec import DECODERS
-from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink, sigterm_as_interrupt
 from fwbridge.cli_verbs.common import (
     Decoder,
     console,
@@ -251,6 +251,7 @@ def _open_capture(file: str | None, port: str, baud: int, live: Any, link: Any,
     """pcapng, or MCAP by the .mcap suffix, and/or a live view; one error line if not."""
     from fwbridge.bridge.mcap_capture import open_capture
 
+    sigterm_as_interrupt()
     try:
         return open_capture(file, port=port, description=f"{baud} baud", live=live, **recorder)
     except CaptureError as exc:
