@@ -69,6 +69,7 @@ STATE = ChannelSpec("/fwbridge/can/state", "fwbridge.CanState", "jsonschema", js
 _HEAD = b"\x00\x01\x00\x00"  # CDR, little endian
 
 _STAMP = struct.Struct("<iI")
+_MAX_NS = (2**31 - 1) * 1_000_000_000 + 999_999_999
 _BODY = struct.Struct("<IBBBB8s")
 _BODY_IN = struct.Struct("<I???B8s")
 
@@ -83,8 +84,11 @@ def encode_frame(msg: can.Message, frame_id: str = "", _cache: dict[str, bytes] 
     """``msg`` as a CDR ``can_msgs/msg/Frame`` (checked byte for byte against rosbags)."""
     tail = _cache.get(frame_id)
     if tail is None:
+        if len(_cache) > 64:  # bounded: a few channel names in practice
+            _cache.clear()
         tail = _cache[frame_id] = _frame_id_bytes(frame_id)
-    ns = round(msg.timestamp * 1e9)
+    # builtin_interfaces/Time holds an int32 of seconds: 1970 to 2038, clamped there
+    ns = min(max(round(msg.timestamp * 1e9), 0), _MAX_NS)
     data = b"" if msg.is_remote_frame else bytes(msg.data)
     return b"".join((_HEAD, _STAMP.pack(ns // 1_000_000_000, ns % 1_000_000_000), tail,
                      _BODY.pack(msg.arbitration_id, msg.is_remote_frame, msg.is_extended_id,

@@ -155,12 +155,12 @@ def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any
     (a, b), (c, d) = axes
     geometry: dict[str, Any] = {}
     if isinstance(series, BaseSeries):
-        a.plot(series.x, series.y, color=PATH_COLOUR, lw=2, label="odometry path")
         if series.x:
-            a.plot(series.x[:1], series.y[:1], "o", color="green", label="start")
+            a.plot(series.x[:1], series.y[:1], "o", color="green", label="start", zorder=2)
+        a.plot(series.x, series.y, color=PATH_COLOUR, lw=2, label="odometry path", zorder=3)
         a.set_aspect("equal", adjustable="datalim")
         a.set(xlabel="x (m)", ylabel="y (m)", title="path (odom)")
-        a.legend(loc="best")
+        a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # off the path
         names = ("vx (m/s)", "vy (m/s)", "wz (rad/s)")
         for i, (name, meas) in enumerate(zip(names, (series.vx, series.vy, series.wz))):
             colour = f"C{i}"
