@@ -23,6 +23,7 @@ records MCAP by the file's suffix (:func:`open_capture`).
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -77,7 +78,7 @@ def decode_raw(cdr: bytes) -> bytes:
     """The bytes of a CDR ``std_msgs/msg/UInt8MultiArray`` with an empty layout."""
     if cdr[:2] != b"\x00\x01" or len(cdr) < 16:
         raise ValueError(f"not a little-endian CDR UInt8MultiArray: {bytes(cdr[:16]).hex(' ')}")
-    ndim, offset, n = struct.unpack_from("<III", cdr, 4)
+    ndim, _offset, n = struct.unpack_from("<III", cdr, 4)
     if ndim:  # written by another tool: walk the dimensions (label, size, stride)
         pos = 8
         for _ in range(ndim):
@@ -86,7 +87,6 @@ def decode_raw(cdr: bytes) -> bytes:
             pos += 4 + length
             pos += -(pos) % 4
             pos += 8
-        (offset,) = struct.unpack_from("<I", cdr, 4 + pos)
         (n,) = struct.unpack_from("<I", cdr, 8 + pos)
         start = 12 + pos
     else:
@@ -129,7 +129,7 @@ class SerialRecorder:
         self.port = port
         self.stats = stats
         self._raw = {d: streams.channel(spec) for d, spec in RAW.items()}
-        self._receivers: dict[str, tuple[str, Sum8Receiver]] = {}
+        self._receivers: dict[str, tuple[str, Sum8Receiver[Any]]] = {}
         for direction, kind in ((RX, rx), (TX, tx)):
             if kind is not None:
                 codec = odom_frame.CODEC if kind == "odom" else cmd_frame.CODEC
@@ -245,7 +245,7 @@ class SerialCapture:
     def bytes(self) -> int:
         return self.recorder.bytes
 
-    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
+    def write(self, direction: str, data: builtins.bytes, ts_ns: int | None = None) -> None:
         if not self._closed:
             self.recorder.write(direction, data, ts_ns)
 
@@ -312,7 +312,7 @@ class _Tee:
     def bytes(self) -> int:
         return self.pcap.bytes
 
-    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
+    def write(self, direction: str, data: builtins.bytes, ts_ns: int | None = None) -> None:
         ts = time.time_ns() if ts_ns is None else ts_ns
         self.pcap.write(direction, data, ts)
         self.live.write(direction, data, ts)

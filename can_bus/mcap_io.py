@@ -327,7 +327,8 @@ def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
         except (LibError, ValueError, EOFError, OSError):
             summary = None
         if summary is not None and summary.chunk_indexes:
-            for schema, channel, message in reader.iter_messages(topics=wanted, log_time_order=True):
+            for schema, channel, message in reader.iter_messages(topics=wanted,
+                                                                 log_time_order=True):
                 yield McapRecord(channel.topic, schema.name if schema else "", message.log_time,
                                  bytes(message.data))
             return
@@ -348,7 +349,7 @@ def _recover(reader: Any, wanted: set[str] | None,
             record = next(it)
         except StopIteration:
             return
-        except Exception as exc:  # noqa: BLE001 - a cut chunk ends the file, whatever broke
+        except Exception as exc:
             if on_error is not None:
                 on_error(f"file ends in a cut record ({type(exc).__name__}); "
                          "read up to the last whole chunk")

@@ -88,6 +88,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
             json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
 
     capture = None
+    node: BaseNode | None = None
     if record or foxglove:
         from fwbridge.bridge.mcap_capture import open_capture
 
@@ -95,7 +96,8 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         live = live_sink(foxglove, foxglove_host, foxglove_port)
         try:
             capture = open_capture(record, port=cfg.link_url, description=f"{cfg.baud} baud",
-                                   live=live, integrate=False, stats=lambda: node.stats())
+                                   live=live, integrate=False,
+                                   stats=lambda: node.stats() if node is not None else {})
         except CaptureError as exc:
             if live is not None:
                 live.close()

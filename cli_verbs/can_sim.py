@@ -118,7 +118,7 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
             mod_extra = {"name": f"module{k}", "auto_recovery": not no_auto_recovery} if fw else {}
             buses.append(open_bus(opts, **mod_extra))
         if (capture or mcap_writer) and not fw:
-            writer = mcap_writer or open_writer(capture)
+            writer = mcap_writer or open_writer(str(capture))
             cap_bus = open_bus(opts)
             notifier = can.Notifier(cap_bus, [writer], timeout=0.05)
         modules = [ActuatorModule(bus, k, KINDS[(k - 1) % 3], feedback_period=feedback_period)

@@ -23,7 +23,7 @@ import click
 
 from fwbridge.cli_verbs.common import fail
 
-__all__ = ["convert_cmd", "capture_kind", "to_mcap"]
+__all__ = ["capture_kind", "convert_cmd", "to_mcap"]
 
 #: CAN log suffixes python-can reads, plus ours.
 CAN_SUFFIXES = (".log", ".asc", ".blf", ".csv", ".trc", ".mf4", ".db")
@@ -140,7 +140,7 @@ def _schemas(path: Path) -> dict[str, tuple[str, str]]:
         summary = None
         try:
             summary = make_reader(f).get_summary()
-        except Exception:  # noqa: BLE001 - a cut file: read its records instead
+        except Exception:
             summary = None
         if summary is not None:
             for ch in summary.channels.values():
@@ -157,7 +157,7 @@ def _schemas(path: Path) -> dict[str, tuple[str, str]]:
                     texts[record.id] = record.data.decode()
                 elif isinstance(record, Channel):
                     out[record.topic] = (record.message_encoding, texts.get(record.schema_id, ""))
-        except Exception:  # noqa: BLE001 - the cut end of the file
+        except Exception:
             pass
     return out
 

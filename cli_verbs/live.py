@@ -11,7 +11,7 @@ from fwbridge.cli_verbs.common import fail
 __all__ = ["FOXGLOVE", "live_sink", "sigterm_as_interrupt"]
 
 
-def FOXGLOVE(fn: Any) -> Any:  # noqa: N802 - a decorator named like the others (BAUD, DURATION)
+def FOXGLOVE(fn: Any) -> Any:
     """``--foxglove`` with ``--foxglove-host`` and ``--foxglove-port``."""
     fn = click.option("--foxglove-port", type=click.IntRange(0, 65535), default=8765,
                       show_default=True, metavar="PORT",

@@ -14,7 +14,6 @@ from fwbridge.bridge.capture import RX, TX, CaptureError, read_capture
 from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.transports import IO_ERRORS, read_some
 from fwbridge.cli_verbs.codec import DECODERS
-from fwbridge.cli_verbs.live import FOXGLOVE, live_sink, sigterm_as_interrupt
 from fwbridge.cli_verbs.common import (
     Decoder,
     console,
@@ -33,6 +32,7 @@ from fwbridge.cli_verbs.link import (
     until_interrupted,
     write_line,
 )
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink, sigterm_as_interrupt
 from fwbridge.protocols import cmd_frame, odom_frame
 
 __all__ = ["ports_cmd", "record_cmd", "replay_cmd", "send_group", "sniff_cmd"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -234,7 +235,7 @@ def test_sigkill_leaves_a_file_readable_to_its_last_chunk(tmp_path: Path) -> Non
     frames = [r for r in read_mcap(out, ["from_can_bus"], on_error=why.append)]
     assert len(frames) > 100
     msgs = [decode_frame(r.data) for r in frames]
-    assert all(b.timestamp >= a.timestamp for a, b in zip(msgs, msgs[1:]))
+    assert all(b.timestamp >= a.timestamp for a, b in itertools.pairwise(msgs))
     dec = run_verb("can", "decode", str(out), "--json")
     assert dec.returncode == 0 and len(dec.stdout.splitlines()) > 100
 
@@ -407,7 +408,7 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
     for o in points:
         px = x0 + (o.pose.pose.position.x - xa) / (xb - xa) * (x1 - x0)
         py = y0 + (o.pose.pose.position.y - ya) / (yb - ya) * (y1 - y0)
-        r_, c_ = int(round(height - py)), int(round(px))
+        r_, c_ = round(height - py), round(px)
         patch = image[r_ - 2:r_ + 3, c_ - 2:c_ + 3, :3]
         blue = (patch[..., 2] > 0.8) & (patch[..., 0] < 0.3) & (patch[..., 1] < 0.3)
         hits += bool(blue.any())
