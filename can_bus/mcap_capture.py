@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -68,7 +67,7 @@ STATE = ChannelSpec("/fwbridge/can/state", "fwbridge.CanState", "jsonschema", js
 
 _HEAD = b"\x00\x01\x00\x00"  # CDR, little endian
 
-_STAMP = struct.Struct("<iI")
+_STAMP = struct.Struct("<iI")  # decoding
 _MAX_NS = (2**31 - 1) * 1_000_000_000 + 999_999_999
 _BODY = struct.Struct("<IBBBB8s")
 _BODY_IN = struct.Struct("<I???B8s")
@@ -80,19 +79,34 @@ def _frame_id_bytes(frame_id: str) -> bytes:
     return out + b"\0" * (-(8 + len(out)) % 4)  # the uint32 id aligns to 4
 
 
-def encode_frame(msg: can.Message, frame_id: str = "", _cache: dict[str, bytes] = {}) -> bytes:  # noqa: B006
-    """``msg`` as a CDR ``can_msgs/msg/Frame`` (checked byte for byte against rosbags)."""
-    tail = _cache.get(frame_id)
-    if tail is None:
+def _packer(frame_id: str, _cache: dict[str, Any] = {}) -> Any:  # noqa: B006 - the cache
+    """One ``struct`` call per frame: the header and the frame_id are constants."""
+    pack = _cache.get(frame_id)
+    if pack is None:
         if len(_cache) > 64:  # bounded: a few channel names in practice
             _cache.clear()
-        tail = _cache[frame_id] = _frame_id_bytes(frame_id)
-    # builtin_interfaces/Time holds an int32 of seconds: 1970 to 2038, clamped there
-    ns = min(max(round(msg.timestamp * 1e9), 0), _MAX_NS)
-    data = b"" if msg.is_remote_frame else bytes(msg.data)
-    return b"".join((_HEAD, _STAMP.pack(ns // 1_000_000_000, ns % 1_000_000_000), tail,
-                     _BODY.pack(msg.arbitration_id, msg.is_remote_frame, msg.is_extended_id,
-                                msg.is_error_frame, msg.dlc, data)))
+        tail = _frame_id_bytes(frame_id)
+        fmt = struct.Struct(f"<4siI{len(tail)}sI???B8s")
+        head = _HEAD
+
+        def pack(sec: int, nsec: int, can_id: int, rtr: bool, ext: bool, err: bool, dlc: int,
+                 data: bytes) -> bytes:
+            return fmt.pack(head, sec, nsec, tail, can_id, rtr, ext, err, dlc, data)
+
+        _cache[frame_id] = pack
+    return pack
+
+
+def encode_frame(msg: can.Message, frame_id: str = "") -> bytes:
+    """``msg`` as a CDR ``can_msgs/msg/Frame`` (checked byte for byte against rosbags)."""
+    ns = round(msg.timestamp * 1e9)
+    if not 0 <= ns <= _MAX_NS:  # builtin_interfaces/Time: int32 seconds, 1970 to 2038
+        ns = min(max(ns, 0), _MAX_NS)
+    sec, nsec = divmod(ns, 1_000_000_000)
+    rtr = msg.is_remote_frame
+    out: bytes = _packer(frame_id)(sec, nsec, msg.arbitration_id, rtr, msg.is_extended_id,
+                                   msg.is_error_frame, msg.dlc, b"" if rtr else bytes(msg.data))
+    return out
 
 
 def decode_frame(data: bytes, is_rx: bool = True) -> can.Message:
@@ -128,39 +142,47 @@ class CanRecorder:
         self.channel_name = channel
         self.bitrate = bitrate
         self.window = window
-        self._ch = {rx: streams.channel(spec) for rx, spec in FRAMES.items()}
+        self._log = {rx: streams.writer(streams.channel(spec)) for rx, spec in FRAMES.items()}
         self._load = streams.channel(LOAD)
         self._state = streams.channel(STATE)
         self.extensions = [make(streams) for make in extend]
         self._end: float | None = None
-        self._frames: Counter[tuple[int, bool]] = Counter()
-        self._bits: Counter[tuple[int, bool]] = Counter()
+        self._frames: dict[tuple[int, bool], int] = {}
+        self._bits: dict[tuple[int, bool], int] = {}
         self.frames = 0
 
     def on_message(self, msg: can.Message) -> None:
-        name = str(msg.channel) if msg.channel is not None else self.channel_name
+        name = self.channel_name if msg.channel is None else str(msg.channel)
         ts = msg.timestamp
-        self.streams.log(self._ch[msg.is_rx], encode_frame(msg, name), round(ts * 1e9))
+        log_ns = round(ts * 1e9)
+        self._log[msg.is_rx](encode_frame(msg, name), log_ns)
         self.frames += 1
         if msg.is_error_frame:
             return
-        if self._end is None:
-            self._end = ts + self.window
-        while ts >= self._end:
-            self._emit()
-        key = (msg.arbitration_id, msg.is_extended_id)
+        end = self._end
+        if end is None:
+            end = self._end = ts + self.window
+        while ts >= end:
+            end = self._emit()
         for extension in self.extensions:
             extension.on_message(msg)
-        self._frames[key] += 1
-        self._bits[key] += frame_length(Frame(
-            msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame, msg.dlc,
-            b"" if msg.is_remote_frame else bytes(msg.data)))
+        key = (msg.arbitration_id, msg.is_extended_id)
+        rtr = msg.is_remote_frame
+        bits = frame_length(Frame(key[0], key[1], rtr, msg.dlc, b"" if rtr else bytes(msg.data)))
+        frames, total = self._frames, self._bits
+        if key in frames:
+            frames[key] += 1
+            total[key] += bits
+        else:
+            frames[key] = 1
+            total[key] = bits
 
     def on_state(self, node: str, old: str, new: str, tec: int, rec: int, ts: float) -> None:
         body = {"node": node, "old": old, "new": new, "tec": tec, "rec": rec}
         self.streams.log(self._state, json.dumps(body).encode(), round(ts * 1e9))
 
-    def _emit(self) -> None:
+    def _emit(self) -> float:
+        """Log the window ending at ``_end``; return the next window's end."""
         assert self._end is not None
         window, rate = self.window, self.bitrate
         total = sum(self._bits.values())
@@ -177,6 +199,7 @@ class CanRecorder:
         self._frames.clear()
         self._bits.clear()
         self._end += window
+        return self._end
 
     def finish(self) -> None:
         """The last (partial) load window."""

@@ -19,6 +19,7 @@ opened, ``foxglove-sdk`` (the ``foxglove`` extra) only when a live view starts.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -104,20 +105,12 @@ def is_mcap(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def _import_mcap() -> Any:
-    try:
-        import mcap.writer
-    except ImportError:
-        raise McapError(INSTALL_HINT) from None
-    return mcap.writer
-
-
 class McapSink:
     """A new MCAP file: chunked, indexed (message, chunk, statistics) and compressed.
 
     Thread-safe; :meth:`close` is idempotent and finalises the file. Channels
     are registered on first use. ``compression`` is ``"zstd"``, ``"lz4"`` or
-    ``"none"``.
+    ``"none"``. Written by :class:`~fwbridge.can_bus.mcap_writer.McapWriter`.
     """
 
     def __init__(
@@ -130,9 +123,9 @@ class McapSink:
         profile: str = "ros2",
         metadata: dict[str, str] | None = None,
     ) -> None:
-        writer_mod = _import_mcap()
-        kinds = {"zstd": writer_mod.CompressionType.ZSTD, "lz4": writer_mod.CompressionType.LZ4,
-                 "none": writer_mod.CompressionType.NONE}
+        from fwbridge.can_bus.mcap_writer import McapWriter
+
+        kinds = {"zstd": "zstd", "lz4": "lz4", "none": ""}
         if compression not in kinds:
             raise McapError(f"compression {compression!r}: use zstd, lz4 or none")
         self.path = Path(path)
@@ -140,12 +133,16 @@ class McapSink:
             self._stream: IO[bytes] | None = open(self.path, "wb")  # noqa: SIM115 - close()
         except OSError as exc:
             raise McapError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
-        self._writer: Any = writer_mod.Writer(self._stream, chunk_size=chunk_size,
-                                              compression=kinds[compression])
-        self._writer.start(profile=profile, library="fwbridge")
+        try:
+            self._writer: Any = McapWriter(self._stream, compression=kinds[compression],
+                                           chunk_size=chunk_size, profile=profile)
+        except ImportError:
+            self._stream.close()
+            raise McapError(INSTALL_HINT) from None
         if metadata:
             self._writer.add_metadata("fwbridge", metadata)
         self._schemas: dict[tuple[str, str], int] = {}
+        self._channels = 0
         self._flush_ns = int(flush_interval * 1e9)
         self._next_flush: int | None = None
         self._lock = threading.Lock()
@@ -158,19 +155,20 @@ class McapSink:
             key = (spec.schema_name, spec.schema_encoding)
             schema_id = self._schemas.get(key)
             if schema_id is None:
-                schema_id = self._writer.register_schema(
-                    spec.schema_name, spec.schema_encoding, spec.schema.encode())
-                self._schemas[key] = schema_id
-            channel_id: int = self._writer.register_channel(spec.topic, spec.message_encoding,
-                                                            schema_id)
-            return channel_id
+                schema_id = self._schemas[key] = len(self._schemas) + 1
+                self._writer.add_schema(schema_id, spec.schema_name, spec.schema_encoding,
+                                        spec.schema.encode())
+            self._channels += 1
+            self._writer.add_channel(self._channels, schema_id, spec.topic,
+                                     spec.message_encoding)
+            return self._channels
 
     def log(self, handle: Any, data: bytes, log_time_ns: int) -> None:
         with self._lock:
             writer = self._writer
             if writer is None:
                 return  # closed while another thread still recorded: drop, don't crash
-            writer.add_message(handle, log_time_ns, data, log_time_ns, self.messages)
+            writer.add_message(handle, log_time_ns, data, self.messages)
             self.messages += 1
             nxt = self._next_flush
             if nxt is None:
@@ -277,6 +275,14 @@ class Streams:
     def log(self, channel: int, data: bytes, log_time_ns: int) -> None:
         for sink, handle in zip(self.sinks, self._handles[channel]):
             sink.log(handle, data, log_time_ns)
+
+    def writer(self, channel: int) -> Callable[[bytes, int], None]:
+        """``log`` bound to one channel, as direct as the sinks allow (hot paths)."""
+        pairs = list(zip(self.sinks, self._handles[channel]))
+        if len(pairs) == 1:
+            sink, handle = pairs[0]
+            return functools.partial(sink.log, handle)
+        return functools.partial(self.log, channel)
 
     def close(self) -> None:
         """Close every sink once (files finalised); safe from finally blocks and handlers."""
