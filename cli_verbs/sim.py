@@ -18,6 +18,7 @@ from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink, sigterm_as_interrupt
 
 FAULTS = click.option(
     "--faults", default="", metavar="NAME=RATE,...",
@@ -84,9 +85,14 @@ def _status_text(st: dict[str, Any]) -> str:
               help="Do not start the clock before the first byte from the host "
               "(with --pace fast: runs then repeat byte for byte).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
+@click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Capture the robot link (both directions, as the host sees them): pcapng, "
+                   "or MCAP with the decoded messages for a .mcap name.")
+@FOXGLOVE
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: str, speed: float,
             step_ms: int, baud: int, link_path: str | None, wait_for_host: bool,
-            as_json: bool) -> None:
+            as_json: bool, record: str | None, foxglove: bool, foxglove_host: str,
+            foxglove_port: int) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
     The robot link speaks the seed-002 frames (velocity commands in,
@@ -110,6 +116,8 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
         fail(str(exc))
+    capture = _capture(record, foxglove, foxglove_host, foxglove_port, link, f"sim://{model}")
+    link.tap = capture.write if capture is not None else None
     ready = {
         "event": "ready", "model": model, "port": link.path,
         "supervisor_port": link.supervisor_path, "pace": pace, "step_ms": step_ms,
@@ -142,6 +150,8 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
     finally:
         endpoint.stop()
         link.close()
+        if capture is not None:
+            capture.close()
     st = endpoint.status()
     if endpoint.error is not None and not isinstance(endpoint.error, KeyboardInterrupt):
         fail(f"simulation stopped: {type(endpoint.error).__name__}: {endpoint.error}")
@@ -155,6 +165,26 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
             print_counters(st["firmware_rx"], "firmware receiver")
         for direction, stats in st.get("faults", {}).items():
             print_counters(stats, f"faults {direction}")
+
+
+def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any,
+             name: str) -> Any:
+    """The capture of the robot link (file and/or live view); None without either."""
+    if not record and not foxglove:
+        return None
+    from fwbridge.bridge.capture import CaptureError
+    from fwbridge.bridge.mcap_capture import open_capture
+
+    sigterm_as_interrupt()
+    live = live_sink(foxglove, host, port)
+    try:
+        return open_capture(record, port=name, live=live)
+    except CaptureError as exc:
+        if link is not None:
+            link.close()
+        if live is not None:
+            live.close()
+        fail(str(exc))
 
 
 # -- demo -----------------------------------------------------------------------------
@@ -240,7 +270,11 @@ def _plot(res: SquareResult, path: str, side: float) -> None:
 @FAULTS
 @SEED
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of the live display.")
-def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool) -> None:
+@click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Capture the link: pcapng, or MCAP (raw bytes, ROS 2 messages) for .mcap.")
+@FOXGLOVE
+def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool,
+             record: str | None, foxglove: bool, foxglove_host: str, foxglove_port: int) -> None:
     """Drive a simulated mecanum base around a square through the bridge.
 
     Starts the mecanum firmware simulation on a pty, runs the mobile-base
@@ -278,11 +312,15 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
         else:
             click.echo(text)
 
+    capture = _capture(record, foxglove, foxglove_host, foxglove_port, None, "demo")
     try:
-        res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop)
+        res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop, capture=capture)
     except KeyboardInterrupt:
         stop.set()
         fail("interrupted")
+    finally:
+        if capture is not None:
+            capture.close()
     if live:
         console.print()
     if plot:

@@ -337,8 +337,9 @@ def listening(port: int) -> list[str]:
 def test_foxglove_live_view_of_sim_and_bridge(tmp_path: Path) -> None:
     pytest.importorskip("foxglove")
     pytest.importorskip("websockets")
-    sim = spawn_verb("sim", "mecanum", "--json", stdout=subprocess.PIPE,
-                     stderr=subprocess.DEVNULL)
+    sim_mcap = tmp_path / "sim.mcap"
+    sim = spawn_verb("sim", "mecanum", "--json", "--record", str(sim_mcap),
+                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         assert sim.stdout is not None
         ready = json.loads(sim.stdout.readline())
@@ -375,8 +376,14 @@ def test_foxglove_live_view_of_sim_and_bridge(tmp_path: Path) -> None:
         assert bridge.returncode == 0
         assert not listening(port)  # the server went with the bridge
     finally:
-        sim.send_signal(signal.SIGINT)
+        sim.send_signal(signal.SIGTERM)
         sim.communicate(timeout=20)
+    # fwbridge sim --record: the link as the host saw it, finalised on SIGTERM
+    assert summary_of(sim_mcap) is not None
+    twists = [topics.deserialize(r.data, "geometry_msgs/msg/Twist")
+              for r in read_mcap(sim_mcap, ["cmd_vel"])]
+    assert any(t.linear.x == pytest.approx(0.25) for t in twists)
+    assert len(list(read_mcap(sim_mcap, ["odom"]))) > 20
 
 
 # -- plots ------------------------------------------------------------------------------------
