@@ -8,9 +8,10 @@ One recorder, :class:`SerialRecorder`, takes what a link carried (each read
   and write, unchanged, as ``std_msgs/msg/UInt8MultiArray`` (CDR), log time =
   the moment they crossed the link: what ``replay`` plays back;
 - the decoded frames as the ROS 2 bridge publishes them (one mapping,
-  :mod:`fwbridge.bridge.topics`): odometry frames -> ``odom``
-  (``nav_msgs/msg/Odometry``, integrated as seed 002) and ``/tf``;
-  velocity commands -> ``cmd_vel`` (``geometry_msgs/msg/Twist``);
+  :mod:`fwbridge.bridge.topics`, names fully qualified as rosbag2 has
+  them): odometry frames -> ``/odom`` (``nav_msgs/msg/Odometry``,
+  integrated as seed 002) and ``/tf``; velocity commands -> ``/cmd_vel``
+  (``geometry_msgs/msg/Twist``);
 - every second, the receiver counters as ``/diagnostics``
   (``diagnostic_msgs/msg/DiagnosticArray``) and as plain numbers on
   ``/fwbridge/counters`` (JSON, for plots).
@@ -102,12 +103,17 @@ def _topics() -> Any:
     return topics
 
 
-def ros_spec(key: str) -> ChannelSpec:
-    """The MCAP channel of one of the bridge's ROS 2 topics (name, type, schema)."""
+def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
+    """The MCAP channel of one of the bridge's ROS 2 topics (name, type, schema).
+
+    Names are fully qualified, as ``ros2 bag record`` writes them: the
+    bridge's relative ``odom`` in ``namespace`` (default the root: ``/odom``).
+    """
     topics = _topics()
     spec = topics.TOPICS[key]
-    return ChannelSpec(spec.name, spec.msgtype, "ros2msg",
-                       topics.message_definition(spec.msgtype), "cdr")
+    name = spec.name if spec.name.startswith("/") else f"{namespace.rstrip('/')}/{spec.name}"
+    return ChannelSpec(name, spec.msgtype, "ros2msg", topics.message_definition(spec.msgtype),
+                       "cdr")
 
 
 class SerialRecorder:
@@ -335,7 +341,7 @@ JOINT_PERIOD = 0.02
 
 
 class JointStates:
-    """``joint_states`` from the actuator modules' feedback on a CAN bus (joint
+    """``/joint_states`` from the actuator modules' feedback on a CAN bus (joint
     ``module<k>``, the struct's angle in radians), at most every ``JOINT_PERIOD``;
     a :class:`~fwbridge.can_bus.mcap_capture.CanRecorder` extension."""
 

@@ -2,7 +2,7 @@
 
 Channels (documented in docs/MCAP.md):
 
-- ``from_can_bus`` / ``to_can_bus``: every frame received / sent, as ROS 2
+- ``/from_can_bus`` / ``/to_can_bus``: every frame received / sent, as ROS 2
   ``can_msgs/msg/Frame`` in CDR (the message and topic names of ros2_socketcan),
   ``header.frame_id`` the channel name. Nothing the bus carried is lost:
   ID, flags, DLC and the 8 data bytes, time to the nanosecond.
@@ -11,7 +11,7 @@ Channels (documented in docs/MCAP.md):
   frames/s per ID.
 - ``/fwbridge/can/state`` (JSON): a node's fault-confinement state change
   (error-active / error-passive / bus-off, TEC, REC), where the bus reports it.
-- with ``extend`` (the CLI's recordings): ``joint_states`` and the like, from
+- with ``extend`` (the CLI's recordings): ``/joint_states`` and the like, from
   the layer that knows ROS 2 (:mod:`fwbridge.bridge.mcap_capture`).
 
 :class:`McapCanWriter` is a python-can ``MessageWriter`` for ``.mcap``, so
@@ -37,7 +37,7 @@ __all__ = ["FRAME_SCHEMA", "FRAME_TYPE", "LOAD", "RX_TOPIC", "STATE", "TX_TOPIC"
            "McapCanWriter", "decode_frame", "encode_frame", "read_mcap_messages"]
 
 FRAME_TYPE = "can_msgs/msg/Frame"
-RX_TOPIC, TX_TOPIC = "from_can_bus", "to_can_bus"
+RX_TOPIC, TX_TOPIC = "/from_can_bus", "/to_can_bus"
 _SEP = "=" * 80
 #: The ros2msg schema of a CAN frame with its dependencies, as rosbag2 and Foxglove expect.
 FRAME_SCHEMA = (

@@ -73,10 +73,10 @@ def base_series(mcap: Path) -> BaseSeries:
 
     s = BaseSeries()
     t0: float | None = None
-    for rec in read_mcap(mcap, ("odom", "cmd_vel", "/fwbridge/counters")):
+    for rec in read_mcap(mcap, ("/odom", "/cmd_vel", "/fwbridge/counters")):
         t = rec.log_time_ns / 1e9
         t0 = t if t0 is None else t0
-        if rec.topic == "odom":
+        if rec.topic == "/odom":
             m = topics.deserialize(rec.data, "nav_msgs/msg/Odometry")
             q = m.pose.pose.orientation
             s.t.append(t - t0)
@@ -86,7 +86,7 @@ def base_series(mcap: Path) -> BaseSeries:
             s.vx.append(m.twist.twist.linear.x)
             s.vy.append(m.twist.twist.linear.y)
             s.wz.append(m.twist.twist.angular.z)
-        elif rec.topic == "cmd_vel":
+        elif rec.topic == "/cmd_vel":
             m = topics.deserialize(rec.data, "geometry_msgs/msg/Twist")
             s.cmd_t.append(t - t0)
             s.cmd.append((m.linear.x, m.linear.y, m.angular.z))
@@ -233,7 +233,7 @@ def plot_capture(path: Path, out: Path, bitrate: int | None = None) -> dict[str,
         from fwbridge.can_bus.mcap_io import read_mcap
 
         topics = {r.topic for r, _ in zip(read_mcap(path), range(2000))}
-        kind = "can" if "from_can_bus" in topics or "to_can_bus" in topics else "serial"
+        kind = "can" if "/from_can_bus" in topics or "/to_can_bus" in topics else "serial"
     if kind == "can":
         return draw(can_series(path, bitrate), out, f"{path.name}: CAN bus")
     with tempfile.TemporaryDirectory() as tmp:

@@ -110,16 +110,16 @@ def test_bridge_record_mcap_holds_ros2_messages_decode_agrees(tmp_path: Path) ->
     by_topic: dict[str, list[object]] = {}
     for rec in read_mcap(out):
         by_topic.setdefault(rec.topic, []).append(rec)
-    assert {"odom", "/tf", "cmd_vel", "/diagnostics", "/fwbridge/serial/rx",
+    assert {"/odom", "/tf", "/cmd_vel", "/diagnostics", "/fwbridge/serial/rx",
             "/fwbridge/serial/tx", "/fwbridge/counters"} <= by_topic.keys()
     types = {c.topic: summary.schemas[c.schema_id].name for c in summary.channels.values()}
-    assert types["odom"] == "nav_msgs/msg/Odometry" and types["/tf"] == "tf2_msgs/msg/TFMessage"
-    assert types["cmd_vel"] == "geometry_msgs/msg/Twist"
+    assert types["/odom"] == "nav_msgs/msg/Odometry" and types["/tf"] == "tf2_msgs/msg/TFMessage"
+    assert types["/cmd_vel"] == "geometry_msgs/msg/Twist"
     ts = store()
     twists = [ts.deserialize_cdr(r.data, "geometry_msgs/msg/Twist")  # type: ignore[attr-defined]
-              for r in by_topic["cmd_vel"]]
+              for r in by_topic["/cmd_vel"]]
     odoms = [ts.deserialize_cdr(r.data, "nav_msgs/msg/Odometry")  # type: ignore[attr-defined]
-             for r in by_topic["odom"]]
+             for r in by_topic["/odom"]]
     cmds = run_verb("decode", "-p", "cmd", str(out), "--direction", "tx", "--json")
     odos = run_verb("decode", "-p", "odom", str(out), "--direction", "rx", "--json")
     assert cmds.returncode == 0 and odos.returncode == 0, cmds.stderr + odos.stderr
@@ -162,7 +162,7 @@ def test_record_and_sniff_to_mcap_then_replay(tmp_path: Path) -> None:
         assert summary_of(path) is not None  # SIGTERM still wrote the summary
         assert b"".join(p.data for p in read_capture(path)) == b"".join(frames)
         odoms = [topics.deserialize(r.data, "nav_msgs/msg/Odometry")
-                 for r in read_mcap(path, ["odom"])]
+                 for r in read_mcap(path, ["/odom"])]
         assert [round(o.twist.twist.linear.x, 5) for o in odoms] == [
             round(0.1 * i, 5) for i in range(1, 9)]
     assert len(sout.decode().splitlines()) == 8
@@ -188,7 +188,7 @@ def test_can_sim_and_record_to_mcap_decode_agrees(tmp_path: Path) -> None:
     assert summary is not None and summary.chunk_indexes
     ts = store()
     frames = [ts.deserialize_cdr(rec.data, FRAME_TYPE)  # type: ignore[attr-defined]
-              for rec in read_mcap(out, ["from_can_bus"])]
+              for rec in read_mcap(out, ["/from_can_bus"])]
     dec = run_verb("can", "decode", str(out), "--json")
     assert dec.returncode == 0, dec.stderr
     rows = [json.loads(line) for line in dec.stdout.decode().splitlines()]
@@ -199,18 +199,18 @@ def test_can_sim_and_record_to_mcap_decode_agrees(tmp_path: Path) -> None:
         assert int.from_bytes(bytes(f.data[:1]), "little", signed=True) == row["angle"]
         assert f.header.stamp.sec + f.header.stamp.nanosec / 1e9 == pytest.approx(row["t"])
     names = {rec.topic for rec in read_mcap(out)}
-    assert {"/fwbridge/can/load", "/fwbridge/can/state", "joint_states", "/diagnostics"} <= names
+    assert {"/fwbridge/can/load", "/fwbridge/can/state", "/joint_states", "/diagnostics"} <= names
     states = [json.loads(rec.data) for rec in read_mcap(out, ["/fwbridge/can/state"])]
     assert any(s["node"] == "module2" and s["new"] == "BUS_OFF" for s in states)
     joints = [topics.deserialize(rec.data, "sensor_msgs/msg/JointState")
-              for rec in read_mcap(out, ["joint_states"])]
+              for rec in read_mcap(out, ["/joint_states"])]
     assert joints[-1].name == ["module1", "module2", "module3"]
     # can record: the same writer through open_writer
     rec = tmp_path / "rec.mcap"
     r = run_verb("can", "-c", chan + "r", "--bus-kwarg", "modules=2", "--bus-kwarg",
                  "pacing=afap", "record", str(rec), "--count", "200")
     assert r.returncode == 0, r.stderr
-    assert len(list(read_mcap(rec, ["from_can_bus"]))) == 200
+    assert len(list(read_mcap(rec, ["/from_can_bus"]))) == 200
 
 
 def test_sigkill_leaves_a_file_readable_to_its_last_chunk(tmp_path: Path) -> None:
@@ -232,7 +232,7 @@ def test_sigkill_leaves_a_file_readable_to_its_last_chunk(tmp_path: Path) -> Non
         f.seek(-8, 2)
         assert f.read(8) != b"\x89MCAP0\r\n"  # no closing magic: the file was cut
     why: list[str] = []
-    frames = [r for r in read_mcap(out, ["from_can_bus"], on_error=why.append)]
+    frames = [r for r in read_mcap(out, ["/from_can_bus"], on_error=why.append)]
     assert len(frames) > 100
     msgs = [decode_frame(r.data) for r in frames]
     assert all(b.timestamp >= a.timestamp for a, b in itertools.pairwise(msgs))
@@ -255,12 +255,12 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     with Reader(bag) as reader:
         conns = {c.topic: c for c in reader.connections}
-        assert conns["odom"].msgtype == "nav_msgs/msg/Odometry"
-        assert {"/tf", "cmd_vel", "/diagnostics", "/fwbridge/serial/rx"} <= conns.keys()
+        assert conns["/odom"].msgtype == "nav_msgs/msg/Odometry"
+        assert {"/tf", "/cmd_vel", "/diagnostics", "/fwbridge/serial/rx"} <= conns.keys()
         odoms = [topics.deserialize(raw, "nav_msgs/msg/Odometry")
-                 for _, _, raw in reader.messages([conns["odom"]])]
+                 for _, _, raw in reader.messages([conns["/odom"]])]
     expected = [topics.deserialize(rec.data, "nav_msgs/msg/Odometry")
-                for rec in read_mcap(run_mcap, ["odom"])]
+                for rec in read_mcap(run_mcap, ["/odom"])]
     assert [o.pose.pose.position.x for o in odoms] == [o.pose.pose.position.x for o in expected]
     again = run_verb("convert", str(run_mcap), str(bag), "--to", "rosbag2")
     assert again.returncode == 2 and b"exists already" in again.stderr
@@ -275,13 +275,13 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
     assert run_verb("convert", str(pcap), str(conv)).returncode == 0
     assert b"".join(p.data for p in read_capture(conv)) == b"".join(
         p.data for p in read_capture(run_mcap))
-    assert len(list(read_mcap(conv, ["odom"]))) == len(expected)
+    assert len(list(read_mcap(conv, ["/odom"]))) == len(expected)
     log = tmp_path / "bus.log"
     chan = f"conv{os.getpid()}"
     assert run_verb("can", "-c", chan, "--bus-kwarg", "modules=2", "--bus-kwarg", "pacing=afap",
                     "record", str(log), "--count", "50").returncode == 0
     assert run_verb("convert", str(log), str(tmp_path / "bus.mcap")).returncode == 0
-    assert len(list(read_mcap(tmp_path / "bus.mcap", ["from_can_bus"]))) == 50
+    assert len(list(read_mcap(tmp_path / "bus.mcap", ["/from_can_bus"]))) == 50
 
 
 # -- the live view ----------------------------------------------------------------------------
@@ -301,15 +301,15 @@ async def main(url, want):
                 if j["op"] == "advertise":
                     for c in j["channels"]:
                         channels[c["topic"]] = c
-                    if "odom" in channels:
+                    if "/odom" in channels:
                         await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
-                            {"id": 1, "channelId": channels["odom"]["id"]}]}))
+                            {"id": 1, "channelId": channels["/odom"]["id"]}]}))
             elif m[0] == 1:  # message data: opcode, subscription id, log time, payload
                 sub, t = struct.unpack_from("<IQ", m, 1)
                 odom = topics.deserialize(m[13:], "nav_msgs/msg/Odometry")
                 got.append({"sub": sub, "t": t, "x": odom.pose.pose.position.x,
                             "vx": odom.twist.twist.linear.x, "frame": odom.header.frame_id})
-        print(json.dumps({"channel": channels["odom"], "messages": got}))
+        print(json.dumps({"channel": channels["/odom"], "messages": got}))
 
 asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 """
@@ -381,9 +381,9 @@ def test_foxglove_live_view_of_sim_and_bridge(tmp_path: Path) -> None:
     # fwbridge sim --record: the link as the host saw it, finalised on SIGTERM
     assert summary_of(sim_mcap) is not None
     twists = [topics.deserialize(r.data, "geometry_msgs/msg/Twist")
-              for r in read_mcap(sim_mcap, ["cmd_vel"])]
+              for r in read_mcap(sim_mcap, ["/cmd_vel"])]
     assert any(t.linear.x == pytest.approx(0.25) for t in twists)
-    assert len(list(read_mcap(sim_mcap, ["odom"]))) > 20
+    assert len(list(read_mcap(sim_mcap, ["/odom"]))) > 20
 
 
 # -- plots ------------------------------------------------------------------------------------
@@ -407,7 +407,7 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
     assert image.shape[:2] == (900, 1200)
     geo = plot_capture(run_mcap, tmp_path / "again.png")
     odoms = [topics.deserialize(rec.data, "nav_msgs/msg/Odometry")
-             for rec in read_mcap(run_mcap, ["odom"])]
+             for rec in read_mcap(run_mcap, ["/odom"])]
     (x0, y0, x1, y1), (xa, xb), (ya, yb) = geo["bbox"], geo["xlim"], geo["ylim"]
     height = geo["size"][1]
     hits = 0
