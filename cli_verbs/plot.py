@@ -73,10 +73,12 @@ def base_series(mcap: Path) -> BaseSeries:
 
     s = BaseSeries()
     t0: float | None = None
-    for rec in read_mcap(mcap, ("/odom", "/cmd_vel", "/fwbridge/counters")):
+    wanted = ("/odom", "/cmd_vel", "/fwbridge/counters", "odom", "cmd_vel")  # also relative
+    for rec in read_mcap(mcap, wanted):
         t = rec.log_time_ns / 1e9
         t0 = t if t0 is None else t0
-        if rec.topic == "/odom":
+        topic = rec.topic.lstrip("/")
+        if topic == "odom":
             m = topics.deserialize(rec.data, "nav_msgs/msg/Odometry")
             q = m.pose.pose.orientation
             s.t.append(t - t0)
@@ -86,7 +88,7 @@ def base_series(mcap: Path) -> BaseSeries:
             s.vx.append(m.twist.twist.linear.x)
             s.vy.append(m.twist.twist.linear.y)
             s.wz.append(m.twist.twist.angular.z)
-        elif rec.topic == "/cmd_vel":
+        elif topic == "cmd_vel":
             m = topics.deserialize(rec.data, "geometry_msgs/msg/Twist")
             s.cmd_t.append(t - t0)
             s.cmd.append((m.linear.x, m.linear.y, m.angular.z))
@@ -170,8 +172,11 @@ def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any
                        ls="--", alpha=0.7, label=f"{name} commanded")
         b.set(xlabel="t (s)", title="velocities: commanded (dashed) and measured")
         b.legend(loc="best", fontsize="small")
-        c.plot(series.t, series.yaw, color="C3")
-        c.set(xlabel="t (s)", ylabel="yaw (°)", title="yaw")
+        import numpy as np
+
+        yaw = np.degrees(np.unwrap(np.radians(series.yaw))) if series.yaw else []
+        c.plot(series.t, yaw, color="C3")  # unwrapped: a turn past 180° stays one line
+        c.set(xlabel="t (s)", ylabel="yaw (°)", title="yaw (unwrapped)")
         for name, values in sorted(series.counters.items()):
             d.plot(series.counters_t[:len(values)], values, label=name)
         d.set(xlabel="t (s)", title="receiver counters (totals)")
