@@ -174,7 +174,7 @@ def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any
         b.legend(loc="best", fontsize="small")
         import numpy as np
 
-        yaw = np.degrees(np.unwrap(np.radians(series.yaw))) if series.yaw else []
+        yaw: Any = np.degrees(np.unwrap(np.radians(series.yaw))) if series.yaw else []
         c.plot(series.t, yaw, color="C3")  # unwrapped: a turn past 180° stays one line
         c.set(xlabel="t (s)", ylabel="yaw (°)", title="yaw (unwrapped)")
         for name, values in sorted(series.counters.items()):
