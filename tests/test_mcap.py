@@ -56,6 +56,43 @@ def summary_of(path: Path) -> object:
         return make_reader(f).get_summary()
 
 
+LAYOUTS = Path(__file__).resolve().parent.parent / "docs" / "foxglove"
+
+
+def layout_paths(name: str) -> list[str]:
+    """Every message path the shipped Foxglove layout plots or shows."""
+    config = json.loads((LAYOUTS / name).read_text())["configById"]
+    out = []
+    for panel in config.values():
+        out += [p["value"] for p in panel.get("paths", [])]
+        out += [panel[k] for k in ("topicPath", "topicToRender") if k in panel]
+    return out
+
+
+def check_layout(name: str, path: Path) -> None:
+    """The layout's paths resolve in the recording: topics there, fields in their messages."""
+    schemas = {}
+    summary = summary_of(path)
+    for ch in summary.channels.values():  # type: ignore[attr-defined]
+        schemas[ch.topic] = summary.schemas[ch.schema_id]  # type: ignore[attr-defined]
+    for full in layout_paths(name):
+        topic, _, fields = full.partition(".")
+        assert topic in schemas, f"{name}: {topic} is not in {path.name}"
+        if not fields:
+            continue
+        last = [r for r in read_mcap(path, [topic])][-1]
+        if schemas[topic].encoding == "jsonschema":
+            value: object = json.loads(last.data)
+        else:
+            value = topics.deserialize(last.data, schemas[topic].name)
+        for part in fields.replace("]", "").split("."):
+            key, _, index = part.partition("[")
+            value = value[key] if isinstance(value, dict) else getattr(value, key)
+            if index:
+                value = value[int(index)]  # type: ignore[index]
+        assert isinstance(value, (int, float, str)) or hasattr(value, "real"), full
+
+
 def sim_config(tmp_path: Path) -> Path:
     cfg = tmp_path / "robot.toml"
     cfg.write_text(f'use_sim = true\n[link]\nurl = "{tmp_path / "tty"}"\n'
@@ -137,6 +174,7 @@ def test_bridge_record_mcap_holds_ros2_messages_decode_agrees(tmp_path: Path) ->
     assert last.pose.pose.position.x > 0.1
     yaw = 2 * math.atan2(last.pose.pose.orientation.z, last.pose.pose.orientation.w)
     assert yaw == pytest.approx(math.radians(odo_rows[-1]["yaw_deg"]), abs=1e-6)
+    check_layout("base.json", out)
 
 
 def test_record_and_sniff_to_mcap_then_replay(tmp_path: Path) -> None:
@@ -205,6 +243,7 @@ def test_can_sim_and_record_to_mcap_decode_agrees(tmp_path: Path) -> None:
     joints = [topics.deserialize(rec.data, "sensor_msgs/msg/JointState")
               for rec in read_mcap(out, ["/joint_states"])]
     assert joints[-1].name == ["module1", "module2", "module3"]
+    check_layout("can.json", out)
     # can record: the same writer through open_writer
     rec = tmp_path / "rec.mcap"
     r = run_verb("can", "-c", chan + "r", "--bus-kwarg", "modules=2", "--bus-kwarg",
