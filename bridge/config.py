@@ -180,8 +180,9 @@ _SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
     ("reconnect", "attempts"): ("reconnect_attempts", _count),
 }
 _SECTIONS = sorted({s for s, _ in _SCHEMA if s})
-#: Tables of the same file read by other loaders (``[arm]``: bridge.arm.config).
-_OTHER_SECTIONS = ("arm",)
+#: Tables of the same file read by other loaders (``[arm]``: bridge.arm.config;
+#: ``[ros2]``: bridge.ros2.config).
+_OTHER_SECTIONS = ("arm", "ros2")
 
 
 def parse_config(

@@ -25,6 +25,7 @@ records MCAP by the file's suffix (:func:`open_capture`).
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 import math
 import os
@@ -43,7 +44,7 @@ from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "JointStates", "SerialCapture",
            "SerialRecorder", "can_writer", "decode_raw", "encode_raw", "open_capture",
-           "read_mcap_packets"]
+           "read_mcap_packets", "watch_node"]
 
 RAW_TYPE = "std_msgs/msg/UInt8MultiArray"
 _SEP = "=" * 80
@@ -123,18 +124,26 @@ class SerialRecorder:
     ``"cmd"`` or None for bytes only). ``integrate`` False: odometry frames
     are counted but the ``odom`` records come from :meth:`odometry` (the
     bridge node's own). ``stats`` adds the node's counters to the periodic
-    records. Thread-safe: reads and writes come from different
-    threads in the bridge.
+    records. ``namespace`` prefixes every topic but the absolute ROS ones
+    (``/tf``, ``/diagnostics``): one view of a fleet. ``raw`` False: no raw
+    channels (a view fed by :meth:`odometry` alone). Thread-safe: reads and
+    writes come from different threads in the bridge.
     """
 
     def __init__(self, streams: Streams, *, port: str = "serial", rx: str | None = "odom",
                  tx: str | None = "cmd", calibration: Calibration | None = None,
                  integrate: bool = True, stats: Callable[[], dict[str, int]] | None = None,
-                 counter_period: float = COUNTER_PERIOD) -> None:
+                 counter_period: float = COUNTER_PERIOD, namespace: str = "",
+                 raw: bool = True) -> None:
         self.streams = streams
         self.port = port
         self.stats = stats
-        self._raw = {d: streams.channel(spec) for d, spec in RAW.items()}
+        ns = namespace.rstrip("/")
+
+        def spaced(spec: ChannelSpec) -> ChannelSpec:
+            return dataclasses.replace(spec, topic=ns + spec.topic) if ns else spec
+
+        self._raw = {d: streams.channel(spaced(spec)) for d, spec in RAW.items()} if raw else {}
         self._receivers: dict[str, tuple[str, Sum8Receiver[Any]]] = {}
         for direction, kind in ((RX, rx), (TX, tx)):
             if kind is not None:
@@ -143,13 +152,11 @@ class SerialRecorder:
         self.integrator = OdometryIntegrator(calibration)
         self.integrate = integrate
         self._ros: dict[str, int] = {}
-        if self._receivers:
-            keys = {"odom": ("odom", "tf"), "cmd": ("cmd_vel",)}
-            for kind, _ in self._receivers.values():
-                for key in keys[kind]:
-                    self._ros[key] = streams.channel(ros_spec(key))
-            self._ros["diagnostics"] = streams.channel(ros_spec("diagnostics"))
-        self._counters = streams.channel(COUNTERS)
+        keys = ["odom", "tf"] if rx == "odom" or not integrate else []
+        keys += ["cmd_vel"] if tx == "cmd" or rx == "cmd" else []
+        for key in [*keys, "diagnostics"]:
+            self._ros[key] = streams.channel(ros_spec(key, ns or "/"))
+        self._counters = streams.channel(spaced(COUNTERS))
         self._period = int(counter_period * 1e9)
         self._next: int | None = None
         self._lock = threading.Lock()
@@ -163,7 +170,8 @@ class SerialRecorder:
         ts = time.time_ns() if ts_ns is None else ts_ns
         data = bytes(data)
         with self._lock:
-            self.streams.log(self._raw[direction], encode_raw(data), ts)
+            if self._raw:
+                self.streams.log(self._raw[direction], encode_raw(data), ts)
             self.packets += 1
             self.bytes += len(data)
             got = self._receivers.get(direction)
@@ -175,11 +183,15 @@ class SerialRecorder:
                             self._odometry(item.frame, ts)
                     else:
                         self._command(item.frame, ts)
-            if self._next is None:
-                self._next = ts + self._period
-            elif ts >= self._next:
-                self._next = ts + self._period
-                self._emit_counters(ts)
+            self._tick(ts)
+
+    def _tick(self, ts: int) -> None:
+        """The counters, once a period (called with the lock held)."""
+        if self._next is None:
+            self._next = ts + self._period
+        elif ts >= self._next:
+            self._next = ts + self._period
+            self._emit_counters(ts)
 
     def _odometry(self, frame: odom_frame.OdomFrame, ts: int) -> None:
         odom = self.integrator.update(frame, ts / 1e9)
@@ -190,6 +202,9 @@ class SerialRecorder:
         """One odometry record as ``odom`` and ``/tf`` (stamp: ``ts``, ns since the epoch)."""
         topics = _topics()
         stamp = ts / 1e9
+        if not self.integrate:  # fed by the node: its records also pace the counters
+            with self._lock:
+                self._tick(ts)
         self.streams.log(self._ros["odom"], topics.serialize(
             topics.odometry_message(odom, stamp=stamp), "nav_msgs/msg/Odometry"), ts)
         self.streams.log(self._ros["tf"], topics.serialize(
@@ -302,6 +317,18 @@ def open_capture(path: str | os.PathLike[str] | None, *, port: str, description:
         return SerialCapture(sinks, port=port, **recorder)
     except ImportError as exc:  # the ROS messages need rosbags
         raise CaptureError(f"MCAP recording needs the mcap extra: {exc}") from None
+
+
+def watch_node(streams: Streams, node: Any, namespace: str = "") -> SerialRecorder:
+    """Show a running base node on ``streams`` (a live view): its odometry records as
+    ``odom`` and ``/tf`` and its counters, topics in ``namespace`` (a fleet's robot)."""
+    from fwbridge.bridge.topics import wall_stamp
+
+    rec = SerialRecorder(streams, port=namespace or "base", rx=None, tx=None, integrate=False,
+                         raw=False, namespace=namespace, stats=node.stats)
+    node.odometry_callbacks.append(
+        lambda odom: rec.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))
+    return rec
 
 
 class _Tee:

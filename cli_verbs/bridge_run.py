@@ -6,6 +6,7 @@ import json
 import sys
 import threading
 import time
+from typing import Any
 
 import click
 
@@ -61,19 +62,24 @@ def _read_requests(node: BaseNode) -> None:
               help="Read velocity requests from stdin, one per line: 'vx vy wz' or JSON.")
 @click.option("--every", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="Print every Nth odometry record.")
+@click.option("--ros2", "ros2", is_flag=True,
+              help="Also be a ROS 2 node over Zenoh (the config's [ros2] table; needs "
+              "fwbridge[ros2]).")
 @FOXGLOVE
 def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record: str | None,
-               cmd_stdin: bool, every: int, foxglove: bool, foxglove_host: str,
+               cmd_stdin: bool, every: int, ros2: bool, foxglove: bool, foxglove_host: str,
                foxglove_port: int) -> None:
     """Run the mobile-base node of CONFIG (a robot TOML file).
 
     Sends velocity commands at the control rate (zero when requests stop:
     the watchdog), integrates odometry and prints it to stdout as JSON
     lines; reports, and reconnects, when the port goes away. Node events go
-    to stderr.
+    to stderr. With --ros2 (or ``[ros2] enabled = true``) it is also a ROS 2
+    node: odom, /tf, cmd_vel and /diagnostics over Zenoh.
     """
     try:
         cfg = load_config(config, use_sim=use_sim)
+        ros2_settings = _ros2_settings(config, ros2)
     except ConfigError as exc:
         fail(str(exc))
     fatal: list[str] = []
@@ -118,6 +124,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         fail(str(exc))
     source = "simulated endpoint" if cfg.use_sim else "port"
     click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands", err=True)
+    ros = _start_ros2(node, ros2_settings) if ros2_settings is not None else None
     if cmd_stdin:
         threading.Thread(target=_read_requests, args=(node,), daemon=True).start()
     deadline = Deadline(duration)
@@ -127,11 +134,46 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     except KeyboardInterrupt:
         click.echo("", err=True)
     finally:
+        if ros is not None:
+            ros.stop()
         node.stop()
         if capture is not None:
             capture.close()
     print_counters(node.stats(), "bridge")
+    if ros is not None:
+        print_counters(ros.stats(), "ros2")
     if fatal:
         fail(fatal[0])
     if node.error is not None:
         fail(str(node.error))
+
+
+def _ros2_settings(config: str, flag: bool) -> Any:
+    """The [ros2] settings when ROS 2 is on (flag or table), else None."""
+    from fwbridge.bridge.ros2.config import load_ros2
+
+    settings = load_ros2(config)
+    if not (flag or settings.enabled):
+        return None
+    try:
+        import rosbags  # noqa: F401
+        import zenoh  # noqa: F401
+    except ImportError:
+        fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
+    return settings
+
+
+def _start_ros2(node: BaseNode, settings: Any) -> Any:
+    from fwbridge.bridge.ros2.base import Ros2Base
+
+    ros = Ros2Base(node, settings, say=lambda text: click.echo(f"bridge: {text}", err=True))
+    try:
+        ros.start()
+    except Exception as exc:  # a bad endpoint or Zenoh refusing: stop the robot, say why
+        node.stop()
+        fail(f"ros2: {exc}")
+    ns = settings.namespace.rstrip("/")
+    click.echo(f"bridge: ROS 2 node {ns}/{settings.node_name} (domain {settings.domain}, "
+               f"{settings.distro}): {ros.odom_pub.topic}, {ros.tf_pub.topic}, "
+               f"{ros.cmd_sub.topic}, {ros.diag_pub.topic}", err=True)
+    return ros
