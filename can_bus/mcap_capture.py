@@ -15,8 +15,10 @@ Channels (documented in docs/MCAP.md):
   the layer that knows ROS 2 (:mod:`fwbridge.bridge.mcap_capture`).
 
 :class:`McapCanWriter` is a python-can ``MessageWriter`` for ``.mcap``, so
-``open_writer``, ``can.Logger`` and the simulator's capture tap write MCAP;
-:func:`read_mcap_messages` reads the frames back as ``can.Message``.
+``open_writer``, ``can.Logger`` (hence ``python -m can.logger -f bus.mcap``) and
+the simulator's capture tap write MCAP; :class:`McapCanReader` and
+:func:`read_mcap_messages` read the frames back as ``can.Message``
+(``can.LogReader``, ``can.player``).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import can
-from can.io.generic import MessageWriter
+from can.io.generic import MessageReader, MessageWriter
 
 from fwbridge.can_bus.bits import Frame, frame_length
 from fwbridge.can_bus.mcap_io import ChannelSpec, McapSink, Streams, read_mcap
 
 __all__ = ["FRAME_SCHEMA", "FRAME_TYPE", "LOAD", "RX_TOPIC", "STATE", "TX_TOPIC", "CanRecorder",
-           "McapCanWriter", "decode_frame", "encode_frame", "read_mcap_messages"]
+           "McapCanReader", "McapCanWriter", "decode_frame", "encode_frame", "read_mcap_messages"]
 
 FRAME_TYPE = "can_msgs/msg/Frame"
 RX_TOPIC, TX_TOPIC = "/from_can_bus", "/to_can_bus"
@@ -243,6 +245,19 @@ class McapCanWriter(MessageWriter):
         if not self.streams._closed:
             self.recorder.finish()
         self.streams.close()
+
+
+class McapCanReader(MessageReader):
+    """python-can reader for ``.mcap``: the frames of ``/from_can_bus`` and ``/to_can_bus``."""
+
+    def __init__(self, file: str | os.PathLike[str], **kwargs: Any) -> None:
+        self.file = file
+
+    def __iter__(self) -> Iterator[can.Message]:
+        yield from read_mcap_messages(self.file)
+
+    def stop(self) -> None:
+        pass
 
 
 def read_mcap_messages(path: str | os.PathLike[str]) -> Iterator[can.Message]:

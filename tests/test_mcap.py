@@ -471,3 +471,54 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
     r = run_verb("plot", str(bus), "-o", str(can_png), "--bitrate", "500000")
     assert r.returncode == 0, r.stderr
     assert can_png.stat().st_size > 20_000
+
+
+FLEET_CLIENT = r"""
+import asyncio, json, struct, sys
+import websockets
+from fwbridge.bridge import topics
+
+async def main(url):
+    async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"]) as ws:
+        ids, seen = {}, {}
+        while len(seen) < 2:
+            m = await asyncio.wait_for(ws.recv(), 20)
+            if isinstance(m, str):
+                j = json.loads(m)
+                if j["op"] == "advertise":
+                    subs = []
+                    for c in j["channels"]:
+                        if c["topic"].endswith("/odom"):
+                            ids[len(ids) + 1] = c["topic"]
+                            subs.append({"id": len(ids), "channelId": c["id"]})
+                    await ws.send(json.dumps({"op": "subscribe", "subscriptions": subs}))
+            elif m[0] == 1:
+                sub = struct.unpack_from("<I", m, 1)[0]
+                odom = topics.deserialize(m[13:], "nav_msgs/msg/Odometry")
+                seen[ids[sub]] = odom.header.frame_id
+        print(json.dumps(seen))
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_fleet_live_view_keeps_the_robots_apart() -> None:
+    pytest.importorskip("foxglove")
+    pytest.importorskip("zenoh")
+    port = free_port()
+    fleet = spawn_verb("fleet", "2", "--foxglove", "--foxglove-port", str(port), "--connect",
+                       "tcp/127.0.0.1:9", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 30
+        while not listening(port) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert listening(port) and all(a == "0100007F" for a in listening(port))
+        client = subprocess.run([sys.executable, "-c", FLEET_CLIENT, f"ws://127.0.0.1:{port}"],
+                                capture_output=True, timeout=60,
+                                env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+        assert client.returncode == 0, client.stderr.decode()
+        assert json.loads(client.stdout) == {"/robot1/odom": "odom", "/robot2/odom": "odom"}
+    finally:
+        fleet.send_signal(signal.SIGTERM)
+        _, err = fleet.communicate(timeout=30)
+    assert fleet.returncode == 0, err
