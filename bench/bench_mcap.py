@@ -60,7 +60,7 @@ def run(seconds: float, folder: Path) -> dict[str, Any]:
     mcap = Timed(McapCanWriter(folder / "bus.mcap", bitrate=BITRATE, channel=channel))
     blf = Timed(can.BLFWriter(folder / "bus.blf", channel=1))
     sender = FwBridgeBus(channel, bitrate=BITRATE, pacing="realtime", name="sender",
-                         capture=mcap, tx_queue_size=64)
+                         capture=mcap, tx_queue_size=256)
     listener = FwBridgeBus(channel, name="blf", capture=blf)
     stop = threading.Event()
     sent = [0]

@@ -148,29 +148,45 @@ class CanRecorder:
         self._load = streams.channel(LOAD)
         self._state = streams.channel(STATE)
         self.extensions = [make(streams) for make in extend]
+        self._packs: dict[Any, Any] = {}
         self._end: float | None = None
         self._frames: dict[tuple[int, bool], int] = {}
         self._bits: dict[tuple[int, bool], int] = {}
         self.frames = 0
 
     def on_message(self, msg: can.Message) -> None:
-        name = self.channel_name if msg.channel is None else str(msg.channel)
+        # encode_frame inlined (a hot path: 8,000 frames/s at 1 Mbit/s); tested equal to it
+        channel = msg.channel
+        pack = self._packs.get(channel)
+        if pack is None:
+            if len(self._packs) > 64:
+                self._packs.clear()
+            pack = self._packs[channel] = _packer(
+                self.channel_name if channel is None else str(channel))
         ts = msg.timestamp
-        log_ns = round(ts * 1e9)
-        self._log[msg.is_rx](encode_frame(msg, name), log_ns)
+        ns = round(ts * 1e9)
+        stamp = ns if 0 <= ns <= _MAX_NS else min(max(ns, 0), _MAX_NS)
+        can_id, ext, rtr, dlc = msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame, msg.dlc
+        data = b"" if rtr else bytes(msg.data)
+        error = msg.is_error_frame
+        self._log[msg.is_rx](pack(stamp // 1_000_000_000, stamp % 1_000_000_000, can_id, rtr, ext,
+                                  error, dlc, data), ns)
         self.frames += 1
-        if msg.is_error_frame:
+        if error:
             return
         end = self._end
         if end is None:
             end = self._end = ts + self.window
-        while ts >= end:
+        if ts >= end:
             end = self._emit()
+            if ts >= end + 10 * self.window:  # a jump in time: no run of empty windows
+                end = self._end = ts + self.window
+            while ts >= end:
+                end = self._emit()
         for extension in self.extensions:
             extension.on_message(msg)
-        key = (msg.arbitration_id, msg.is_extended_id)
-        rtr = msg.is_remote_frame
-        bits = frame_length(Frame(key[0], key[1], rtr, msg.dlc, b"" if rtr else bytes(msg.data)))
+        key = (can_id, ext)
+        bits = frame_length(Frame(can_id, ext, rtr, dlc, data))
         frames, total = self._frames, self._bits
         if key in frames:
             frames[key] += 1

@@ -24,6 +24,8 @@ from fwbridge.cli_verbs.common import fail
 
 __all__ = ["BaseSeries", "CanSeries", "base_series", "can_series", "draw", "plot_cmd"]
 
+#: Most windows (seconds) of a CAN plot.
+MAX_WINDOWS = 7 * 24 * 3600
 PATH_COLOUR = "#0000ff"  # pure blue: the tests find the path by its pixels
 
 
@@ -114,6 +116,9 @@ def can_series(path: Path, bitrate: int | None = None, window: float = 1.0) -> C
     for msg in read_messages(path):
         t0 = msg.timestamp if t0 is None else t0
         k = int((msg.timestamp - t0) // window)
+        if not 0 <= k < MAX_WINDOWS:  # bounded: a bogus stamp must not allocate years of windows
+            raise ValueError(f"frame at t={msg.timestamp:.6f} is {msg.timestamp - t0:+.0f} s from "
+                             f"the first frame; a plot spans at most {MAX_WINDOWS} s")
         if msg.is_error_frame:
             s.error_frames.append(msg.timestamp - t0)
             continue

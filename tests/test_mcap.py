@@ -124,6 +124,34 @@ def test_can_frame_cdr_is_rosbags_cdr(can_id: int, ext: bool, rtr: bool, data: b
     assert back.arbitration_id == can_id and bytes(back.data) == (b"" if rtr else data)
 
 
+@given(st.lists(st.tuples(st.integers(0, 0x7FF), st.binary(max_size=8), st.booleans(),
+                          st.floats(0, 2**31 - 1)), max_size=20))
+def test_recorder_writes_encode_frame_bytes(frames: list[tuple[int, bytes, bool, float]]) -> None:
+    from fwbridge.can_bus.mcap_capture import CanRecorder
+    from fwbridge.can_bus.mcap_io import Streams
+
+    got: list[bytes] = []
+
+    class Sink:
+        def add_channel(self, spec: object) -> object:
+            return spec
+
+        def log(self, handle: object, data: bytes, t: int) -> None:
+            if getattr(handle, "schema_name", "") == FRAME_TYPE:
+                got.append(data)
+
+        def close(self) -> None:
+            pass
+
+    rec = CanRecorder(Streams([Sink()]), channel="can7")
+    msgs = [can.Message(timestamp=t, arbitration_id=i, data=b"" if rtr else d, dlc=len(d),
+                        is_remote_frame=rtr, is_extended_id=False, channel=None if k % 2 else "x")
+            for k, (i, d, rtr, t) in enumerate(frames)]
+    for m in msgs:
+        rec.on_message(m)
+    assert got == [encode_frame(m, "can7" if m.channel is None else "x") for m in msgs]
+
+
 @given(st.binary(max_size=300))
 def test_raw_cdr_is_rosbags_cdr(data: bytes) -> None:
     cdr = encode_raw(data)
