@@ -34,6 +34,7 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_arm", "SCARA IK and the pick-and-place control loop"),
     ("fault_suite", "fault injection: recovery, false accepts, resync distance"),
     ("bench_resources", "a gigabyte of random bytes: memory and time per MB"),
+    ("bench_ros2", "ROS 2 over Zenoh: odometry latency, fleet CPU scaling"),
 ]
 
 

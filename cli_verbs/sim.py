@@ -220,6 +220,10 @@ def _summary(res: SquareResult, side: float) -> Table:
     table.add_row("bridge", f"{ns.get('commands', 0)} commands, {ns.get('frames', 0)} odometry "
                   f"frames, {ns.get('checksum_errors', 0)} checksum errors, "
                   f"{ns.get('watchdog_trips', 0)} watchdog trips")
+    if "cmd_vel_received" in ns:
+        table.add_row("ROS 2", f"{ns['cmd_vel_received']} cmd_vel received, "
+                      f"{ns['odometry_published']} odom published, "
+                      f"{ns.get('odom_received_by_driver', 0)} odom received by the driver")
     st = res.sim_status
     fw = st.get("firmware", {})
     table.add_row("firmware", f"{fw.get('cmd_applied', 0)} commands applied, "
@@ -270,19 +274,27 @@ def _plot(res: SquareResult, path: str, side: float) -> None:
 @FAULTS
 @SEED
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of the live display.")
+@click.option("--ros2", "ros2", is_flag=True,
+              help="Drive through ROS 2: cmd_vel out, odom back, over Zenoh (fwbridge[ros2]).")
+@click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
+              help="With --ros2: also join the Zenoh router here (default: in-process only).")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Capture the link: pcapng, or MCAP (raw bytes, ROS 2 messages) for .mcap.")
 @FOXGLOVE
 def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool,
-             record: str | None, foxglove: bool, foxglove_host: str, foxglove_port: int) -> None:
+             ros2: bool, connect: tuple[str, ...], record: str | None, foxglove: bool,
+             foxglove_host: str, foxglove_port: int) -> None:
     """Drive a simulated mecanum base around a square through the bridge.
 
     Starts the mecanum firmware simulation on a pty, runs the mobile-base
     node on that pty, and drives a square on the node's odometry, printing
     it live; ends with the link statistics and how well the square closed.
-    No hardware and no network; about 30 seconds.
+    No hardware and no network; about 30 seconds. With --ros2 the driver is
+    a ROS 2 node on /robot1/cmd_vel and /robot1/odom.
     """
     spec = _faults(faults, seed)
+    if connect and not ros2:
+        fail("--connect goes with --ros2")
     driver = SquareDriver(side=side)
     stop = threading.Event()
     t0 = time.monotonic()
@@ -314,7 +326,11 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
 
     capture = _capture(record, foxglove, foxglove_host, foxglove_port, None, "demo")
     try:
-        res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop, capture=capture)
+        if ros2:
+            res = _square_ros2(driver, spec, on_tick, stop, connect, capture)
+        else:
+            res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
+                             capture=capture)
     except KeyboardInterrupt:
         stop.set()
         fail("interrupted")
@@ -337,3 +353,18 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
             click.echo(f"path plot written to {plot}")
     if not res.completed:
         fail("the square was not completed (see the statistics above)")
+
+
+def _square_ros2(driver: SquareDriver, spec: FaultSpec, on_tick: Any, stop: threading.Event,
+                 connect: tuple[str, ...], capture: Any = None) -> SquareResult:
+    try:
+        import rosbags  # noqa: F401
+        import zenoh  # noqa: F401
+    except ImportError:
+        fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
+    from fwbridge.cli_verbs.demo_ros2 import run_square_ros2
+
+    click.echo("through ROS 2: square_driver -> /robot1/cmd_vel -> base_bridge -> "
+               "/robot1/odom -> square_driver", err=True)
+    return run_square_ros2(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
+                           connect=connect, capture=capture)

@@ -259,3 +259,122 @@ def test_ros2_pub_refuses_bad_input() -> None:
     assert res.returncode == 2 and b"error: cmd_vel: linear.x is not finite" in res.stderr
     res = run_cli("ros2", "pub", "/x", "geometry_msgs/msg/Twist", "{linear: {w: 1}}")
     assert res.returncode == 2 and b"unknown field 'w'" in res.stderr
+
+
+@pytest.mark.slow
+def test_demo_drives_the_square_through_ros2() -> None:
+    res = run_cli("demo", "--ros2", "--side", "0.3", "--json", timeout=120)
+    assert res.returncode == 0, res.stderr
+    end = json.loads(res.stdout.splitlines()[-1])
+    assert end["completed"] and end["bridge"]["cmd_vel_received"] > 100
+    assert end["bridge"]["odom_received_by_driver"] > 100
+    assert end["truth_closing_m"] < end["tolerance_m"]
+
+
+@pytest.mark.slow
+def test_arm_joint_states_and_module_health() -> None:
+    """joint_states from the simulated arm's feedback, and each CAN module's health, as a
+    subscriber on the same domain decodes them."""
+    import can
+
+    from fwbridge.bridge.arm.can_arm import ArmLink, arm_specs, run_modules
+    from fwbridge.bridge.arm.kinematics import ScaraGeometry
+    from fwbridge.bridge.ros2.arm import Ros2Arm, arm_link_health
+    from fwbridge.bridge.ros2.participant import Participant
+
+    geom = ScaraGeometry()
+    kw = {"interface": "fwbridge", "channel": f"ros2-arm-{time.monotonic_ns()}",
+          "pacing": "afap"}
+    host = can.Bus(**kw)
+    modules, buses = run_modules(lambda: can.Bus(**kw), geom)
+    link = ArmLink(host, arm_specs(geom))
+    got: dict[str, list[Any]] = {"joints": [], "diag": []}
+    with Participant(connect=(), mode="peer") as p:
+        watcher = p.node("watcher")
+        watcher.subscription("/joint_states", "sensor_msgs/msg/JointState", got["joints"].append)
+        watcher.subscription("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray",
+                             got["diag"].append)
+        arm = Ros2Arm(p)
+        try:
+            for step in range(50):
+                now = step * 0.01
+                host.advance_to(now)  # type: ignore[attr-defined]
+                for m in modules[:4]:  # the gripper module (5) stays silent
+                    m.step(now)
+                link.poll(now)
+            names = {s.module_id: s.name for s in arm_specs(geom)}
+            arm.publish_joints({names[k]: v for k, v in sorted(link.values.items())})
+            arm.publish_health(arm_link_health(link, 0.5))
+            assert _wait(lambda: got["joints"] and got["diag"], 5)
+        finally:
+            for b in (host, *buses):
+                b.shutdown()
+    js = got["joints"][0]
+    assert js.name == ["theta1", "theta2", "d3", "theta4"] and len(js.position) == 4
+    levels = {s.hardware_id: s.level for s in got["diag"][0].status}
+    assert levels == {"can:1": 0, "can:2": 0, "can:3": 0, "can:4": 0, "can:5": 3}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_fleet_stops_cleanly_on_a_signal(sig: str) -> None:
+    import signal
+
+    from tests.cli_helpers import cli_env, fwbridge_argv
+
+    proc = subprocess.Popen([*fwbridge_argv(), "fleet", "2", "--connect",
+                             f"tcp/127.0.0.1:{_free_port()}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
+    assert proc.stderr is not None
+    line = proc.stderr.readline().decode()
+    assert "2 simulated bases" in line, line
+    time.sleep(0.5)
+    proc.send_signal(getattr(signal, sig))
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    text = err.decode()
+    assert "fleet /robot1: commands=" in text and "fleet /robot2: commands=" in text
+
+
+def test_humble_publishes_without_type_hash() -> None:
+    """distro = "humble": keys and tokens carry TypeHashNotSupported, samples still flow."""
+    from fwbridge.bridge.ros2.participant import Participant
+
+    got: list[Any] = []
+    with Participant(connect=(), mode="peer", distro="humble") as p:
+        node = p.node("humble_node", "/r")
+        node.subscription("chatter", "std_msgs/msg/String", got.append)
+        pub = node.publisher("chatter", "std_msgs/msg/String")
+        assert pub.key == GOLDEN["data_chatter_humble"].replace("0/chatter", "0/r/chatter")
+        assert pub.token_key.split("/")[11] == "TypeHashNotSupported"
+        assert _wait(lambda: (pub.publish(topics.message_from_dict(
+            "std_msgs/msg/String", {"data": "hi"}, "humble")), bool(got))[1], 5)
+    assert got[0].data == "hi"
+
+
+@pytest.mark.slow
+def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
+    """`fwbridge bridge robot.toml --ros2` with a router: cmd_vel from another process
+    drives it, the watchdog stops it when cmd_vel stops."""
+    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    router = _router(endpoint)
+    robot = tmp_path / "robot.toml"
+    robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
+                     f'namespace = "/robot7"\nconnect = ["{endpoint}"]\n')
+    try:
+        from tests.cli_helpers import cli_env, fwbridge_argv
+
+        proc = subprocess.Popen([*fwbridge_argv(), "bridge", str(robot), "--ros2", "--duration",
+                                 "6", "--every", "1000"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
+        time.sleep(2.0)
+        subprocess.run([*PEER, endpoint, "pub", "0/robot7/cmd_vel", "0.2", "0", "1.5"],
+                       check=True, timeout=30, capture_output=True)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        router.close()
+    text = err.decode()
+    assert proc.returncode == 0, text
+    assert "ROS 2 node /robot7/base_bridge" in text and "sending zero velocity" in text
+    counters = dict(kv.split("=") for kv in text.split("ros2: ")[1].split())
+    assert int(counters["cmd_vel_received"]) > 5 and int(counters["odometry_published"]) > 50
