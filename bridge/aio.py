@@ -20,7 +20,7 @@ import serial_asyncio
 
 from fwbridge.bridge.base_core import SUBSCRIBER_BUDGET, BaseNodeCore, NodeEvent, log_event, paced
 from fwbridge.bridge.base_node import MAX_WAIT, node_hardware
-from fwbridge.bridge.capture import RX, CaptureWriter
+from fwbridge.bridge.capture import RX, ByteSink
 from fwbridge.bridge.config import RobotConfig
 from fwbridge.bridge.hardware import LifecycleState, LinkHardware
 from fwbridge.bridge.odometry import Odometry
@@ -58,7 +58,7 @@ class AsyncBaseNode:
         on_odometry: Callable[[Odometry], Any] | None = None,
         on_event: Callable[[NodeEvent], Any] | None = log_event,
         clock: Callable[[], float] = time.monotonic,
-        capture: CaptureWriter | None = None,
+        capture: ByteSink | None = None,
         hardware: LinkHardware | None = None,
     ) -> None:
         self.config = config

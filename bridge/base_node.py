@@ -27,7 +27,7 @@ from fwbridge.bridge.base_core import (
     log_event,
     paced,
 )
-from fwbridge.bridge.capture import RX, CaptureWriter
+from fwbridge.bridge.capture import RX, ByteSink
 from fwbridge.bridge.config import RobotConfig
 from fwbridge.bridge.hardware import LinkHardware
 from fwbridge.bridge.odometry import Odometry
@@ -107,7 +107,7 @@ class _Session:
 
 
 def node_hardware(
-    config: RobotConfig, capture: CaptureWriter | None, hardware: LinkHardware | None
+    config: RobotConfig, capture: ByteSink | None, hardware: LinkHardware | None
 ) -> LinkHardware:
     """The base node's link lifecycle: zero velocity on activate and on the safe stop,
     every byte to ``capture`` when one is given."""
@@ -141,7 +141,7 @@ class BaseNode:
         on_odometry: Callable[[Odometry], Any] | None = None,
         on_event: Callable[[NodeEvent], Any] | None = log_event,
         clock: Callable[[], float] = time.monotonic,
-        capture: CaptureWriter | None = None,
+        capture: ByteSink | None = None,
         hardware: LinkHardware | None = None,
     ) -> None:
         self.config = config

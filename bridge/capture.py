@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from fwbridge.protocols.errors import CaptureError, ConfigError
 from fwbridge.protocols.pcapng import (
@@ -38,6 +38,7 @@ __all__ = [
     "OUTBOUND",
     "RX",
     "TX",
+    "ByteSink",
     "CaptureError",
     "CaptureWriter",
     "Packet",
@@ -68,6 +69,14 @@ class Packet:
     data: bytes
     interface: str = ""
     link_type: int = LINKTYPE_USER0  # LINKTYPE_USER1: an accepted frame, not a read
+
+
+class ByteSink(Protocol):
+    """Where a link's bytes are recorded: a pcapng or MCAP capture, a live view."""
+
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def looks_like_pcapng(head: bytes) -> bool:
@@ -156,13 +165,19 @@ class CaptureWriter:
 
 
 def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
-    """Every packet of a pcapng serial capture, in file order.
+    """Every packet of a pcapng serial capture (or an MCAP capture's raw channels), in order.
 
     Enhanced and simple packet blocks are read; other blocks are skipped.
     Every fault is a :class:`CaptureError` naming the offset (see
     :mod:`bridge.capture_reader`); a file cut short (a killed recorder) gives
     its whole packets, then ``CaptureTruncated``.
     """
+    if Path(path).is_file():
+        with open(path, "rb") as head:
+            if head.read(8) == b"\x89MCAP0\r\n":  # an MCAP capture: its raw channels
+                from fwbridge.bridge.mcap_capture import read_mcap_packets
+
+                return read_mcap_packets(Path(path))
     from fwbridge.bridge.capture_reader import read_packets  # it builds on this module
 
     return read_packets(path)

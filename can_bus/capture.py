@@ -1,7 +1,8 @@
 """Captures of CAN traffic: python-can's log formats plus pcapng, and candump text.
 
 - :func:`open_writer` / :func:`read_messages`: by file extension; ``.pcapng``
-  (and ``.pcap`` for reading) through :mod:`can_bus.pcapng`, everything else
+  (and ``.pcap`` for reading) through :mod:`can_bus.pcapng`, ``.mcap`` through
+  :mod:`can_bus.mcap_capture`, everything else
   through python-can (``.log`` candump, ``.asc``, ``.blf``, ``.csv``,
   ``.trc``, ``.mf4``, ``.db``).
 - :func:`decode_actuators`: the actuator structs in any capture.
@@ -32,7 +33,7 @@ PCAP_SUFFIXES = (".pcapng", ".pcap")
 
 def writable_suffixes() -> list[str]:
     """File extensions :func:`open_writer` understands."""
-    return sorted({*MESSAGE_WRITERS, ".pcapng"} - {".gz"})
+    return sorted({*MESSAGE_WRITERS, ".pcapng", ".mcap"} - {".gz"})
 
 
 def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
@@ -40,6 +41,10 @@ def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
     p = Path(path)
     if p.suffix.lower() == ".pcapng":
         return PcapngWriter(p, **kwargs)
+    if p.suffix.lower() == ".mcap":  # the mcap extra, imported only for these files
+        from fwbridge.can_bus.mcap_capture import McapCanWriter
+
+        return McapCanWriter(p, **kwargs)
     if p.suffix.lower() == ".pcap":
         raise CaptureError(f"{p}: write .pcapng (classic .pcap is read only)")
     if p.suffix.lower() not in MESSAGE_WRITERS:
@@ -59,6 +64,11 @@ def read_messages(path: str | Path) -> Iterator[can.Message]:
         raise CaptureNotFound(f"{p}: no such file")
     if p.suffix.lower() in PCAP_SUFFIXES:
         yield from read_pcap(p)
+        return
+    if p.suffix.lower() == ".mcap":
+        from fwbridge.can_bus.mcap_capture import read_mcap_messages
+
+        yield from read_mcap_messages(p)
         return
     with can.LogReader(p) as reader:
         yield from reader

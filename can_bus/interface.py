@@ -27,7 +27,8 @@ faults of this node (``bit_error_rate``, ``fault_seed``, ``stuck_dominant``,
 ``disconnected``), channel settings (``seed``, ``epoch``,
 ``dominant_timeout``), and two conveniences for python-can's command line
 tools, which open one Bus per process: ``modules=N`` starts N simulated
-actuator modules (IDs 1..N) on the channel, ``capture=FILE`` records every
+actuator modules (IDs 1..N) on the channel, ``capture=FILE`` (or a python-can
+writer) records every
 frame on it (any python-can log format, or ``.pcapng``) and, like a bus
 analyser, acknowledges frames.
 
@@ -83,7 +84,8 @@ class FwBridgeBus(can.BusABC):
                  bit_error_rate: float = 0.0, fault_seed: int | None = None,
                  stuck_dominant: bool = False, disconnected: bool = False,
                  seed: int = 0, epoch: float | None = None, dominant_timeout: float = 1e-3,
-                 modules: int = 0, capture: str | None = None, name: str | None = None,
+                 modules: int = 0, capture: str | can.Listener | None = None,
+                 name: str | None = None,
                  **kwargs: Any) -> None:
         if _as_bool(kwargs.get("fd", False)):
             raise SimBusInitError("the fwbridge simulator is classic CAN only (no FD)")
@@ -131,7 +133,8 @@ class FwBridgeBus(can.BusABC):
                             stuck_dominant=_as_bool(stuck_dominant),
                             disconnected=_as_bool(disconnected))
             if capture:
-                self._start_capture(str(capture))
+                self._start_capture(capture if isinstance(capture, can.Listener)
+                                    else str(capture))
             if int(modules):
                 self._start_modules(int(modules))
         except Exception:
@@ -349,11 +352,17 @@ class FwBridgeBus(can.BusABC):
                 ch.rx_cond.notify_all()
         release_channel(ch)
 
-    def _start_capture(self, path: str) -> None:
+    def _start_capture(self, path: str | can.Listener) -> None:
         from fwbridge.can_bus.capture import open_writer  # only needed with capture=
 
-        writer = open_writer(path)
         ch = self._ch
+        if isinstance(path, can.Listener):  # a writer the caller made (and may extend)
+            writer = path
+            path = type(writer).__name__
+        else:
+            # an MCAP capture also keeps the bus load, a share of the bit rate
+            extra = {"bitrate": ch.model.bitrate} if path.lower().endswith(".mcap") else {}
+            writer = open_writer(path, **extra)
         tap = _Tap(writer)
         with ch.lock:
             tap.node_id = ch.model.add_node(f"capture:{path}")
@@ -399,3 +408,9 @@ class _Tap:
 
     def state_changed(self, event: StateChanged) -> None:
         pass
+
+    def observe_state(self, node: str, event: StateChanged, timestamp: float) -> None:
+        """Any node's fault-confinement change; writers that keep them (MCAP) get it."""
+        record = getattr(self.writer, "on_state_changed", None)
+        if record is not None:
+            record(node, event.old.name, event.new.name, event.tec, event.rec, timestamp)

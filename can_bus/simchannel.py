@@ -227,6 +227,10 @@ class SimChannel:
                     ep.state_changed(ev)
                     if ep.receive_error_frames:
                         ep.deliver(self._state_message(ev))
+                for tap in eps.values():  # capture taps record every node's changes
+                    seen = getattr(tap, "observe_state", None)
+                    if seen is not None:
+                        seen(self.model.node(ev.node).name, ev, epoch + ev.time / rate)
         self.rx_cond.notify_all()
 
     def _error_frame(self, ev: ErrorFrame) -> None:

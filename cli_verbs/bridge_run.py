@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from fwbridge.bridge.base_node import BaseNode, NodeEvent
-from fwbridge.bridge.capture import CaptureWriter
+from fwbridge.bridge.capture import CaptureError
 from fwbridge.bridge.config import ConfigError, load_config
 from fwbridge.bridge.hardware import LifecycleError
 from fwbridge.bridge.odometry import Odometry
@@ -19,6 +19,7 @@ from fwbridge.bridge.safe_output import OutputError, PendingFile
 from fwbridge.bridge.transports import LinkError
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
 from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.stopping import silence_stdout
 
 
@@ -57,7 +58,8 @@ def _read_requests(node: BaseNode) -> None:
 @click.option("--sim/--real", "use_sim", default=None,
               help="Override the config's use_sim (simulated endpoint or the real port).")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Capture both directions of the link to a pcapng file.")
+              help="Capture both directions of the link: pcapng, or MCAP (raw bytes, ROS 2 "
+                   "messages, counters) for a .mcap name.")
 @click.option("--cmd-stdin", is_flag=True,
               help="Read velocity requests from stdin, one per line: 'vx vy wz' or JSON.")
 @click.option("--every", type=click.IntRange(min=1), default=1, show_default=True,
@@ -65,8 +67,10 @@ def _read_requests(node: BaseNode) -> None:
 @click.option("--ros2", "ros2", is_flag=True,
               help="Also be a ROS 2 node over Zenoh (the config's [ros2] table; needs "
               "fwbridge[ros2]).")
+@FOXGLOVE
 def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record: str | None,
-               cmd_stdin: bool, every: int, ros2: bool) -> None:
+               cmd_stdin: bool, every: int, ros2: bool, foxglove: bool, foxglove_host: str,
+               foxglove_port: int) -> None:
     """Run the mobile-base node of CONFIG (a robot TOML file).
 
     Sends velocity commands at the control rate (zero when requests stop:
@@ -97,20 +101,39 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
                 reader_gone.set()
 
     # The capture goes beside --record until the link works: a failed start leaves it as it was.
-    try:
-        pending = PendingFile(record) if record else None
-    except OutputError as exc:
-        fail(f"--record {exc}")
-    capture = (
-        CaptureWriter(pending.stream, port=cfg.link_url, description=f"{cfg.baud} baud")
-        if pending is not None else None
-    )
+    capture = None
+    pending = None
+    node: BaseNode | None = None
+    if record or foxglove:
+        from fwbridge.bridge.mcap_capture import open_capture
+
+        live = live_sink(foxglove, foxglove_host, foxglove_port)
+        try:
+            pending = PendingFile(record) if record else None
+            capture = open_capture(record, port=cfg.link_url, description=f"{cfg.baud} baud",
+                                   live=live, stream=pending.stream if pending else None,
+                                   integrate=False,
+                                   stats=lambda: node.stats() if node is not None else {})
+        except (CaptureError, OutputError) as exc:
+            if live is not None:
+                live.close()
+            if pending is not None:
+                pending.discard()
+            fail(f"--record {exc}" if isinstance(exc, OutputError) else str(exc))
     node = BaseNode(cfg, on_odometry=on_odometry, on_event=on_event, capture=capture)
+    recorder = getattr(capture, "recorder", None) or getattr(getattr(capture, "live", None),
+                                                             "recorder", None)
+    if recorder is not None:  # the node's own odometry records, as the ROS 2 bridge sends them
+        from fwbridge.bridge.topics import wall_stamp
+
+        node.odometry_callbacks.append(
+            lambda odom: recorder.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))
     try:
         node.start()
     except (LinkError, ConfigError, LifecycleError) as exc:
-        if capture is not None and pending is not None:
+        if capture is not None:
             capture.close()
+        if pending is not None:
             pending.discard()
         fail(str(exc))
     except BaseException:
@@ -137,8 +160,9 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         if ros is not None:
             ros.stop()
         node.stop()  # the safe stop: zero velocity, whatever ended the run
-        if capture is not None and pending is not None:
+        if capture is not None:
             capture.close()
+        if pending is not None:
             pending.close()
     print_counters(node.stats(), "bridge")
     if ros is not None:

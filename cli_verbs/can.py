@@ -27,7 +27,6 @@ from fwbridge.can_bus.capture import (
     candump_line,
     decode_actuators,
     format_frame,
-    open_writer,
     parse_frame,
     read_messages,
 )
@@ -48,6 +47,7 @@ from fwbridge.cli_verbs.can_common import (
 )
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
 from fwbridge.protocols.errors import FrameError
 
@@ -194,17 +194,23 @@ def _receive(bus: can.BusABC, deadline: Deadline, count: int | None) -> Iterator
               help="Also show frames that are not actuator structs (as candump lines).")
 @COUNT
 @DURATION
+@FOXGLOVE
 @click.pass_context
 def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, count: int | None,
-              duration: float | None) -> None:
+              duration: float | None, foxglove: bool, foxglove_host: str,
+              foxglove_port: int) -> None:
     """Show the actuator structs on the bus as they pass (decoded), or every frame (--raw)."""
     bus = open_bus(options(ctx))
+    live = (_writer(None, bus, options(ctx).bitrate,
+                    live_sink(True, foxglove_host, foxglove_port)) if foxglove else None)
     stats: Counter[str] = Counter()
     deadline = Deadline(duration)
     try:
         with StatusLine() as status, until_interrupted():
             for msg in _receive(bus, deadline, count):
                 stats["frames"] += 1
+                if live is not None:
+                    live.on_message_received(msg)
                 if msg.is_error_frame:
                     stats["error_frames"] += 1
                 try:
@@ -229,6 +235,8 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, coun
                               f"{stats['actuator']} actuator, {stats['error_frames']} errors")
     finally:
         bus.shutdown()
+        if live is not None:
+            live.stop()
     if not stats["frames"]:
         click.echo(f"no frames{lone_hint(bus)}", err=True)
     print_counters({k: stats[k] for k in ("frames", "actuator", "malformed", "error_frames")})
@@ -241,6 +249,20 @@ def _raw_fields(msg: can.Message, channel: str) -> dict[str, Any]:
             "data": bytes(msg.data).hex(), "rx": msg.is_rx}
 
 
+def _writer(file: str | None, bus: can.BusABC, bitrate: int | None, live: Any) -> Any:
+    """The capture (any format; MCAP and live views with joint_states); one error line."""
+    from fwbridge.bridge.mcap_capture import can_writer
+    from fwbridge.can_bus.mcap_io import McapError
+    rate = bitrate or (bus.sim.bitrate if isinstance(bus, FwBridgeBus) else None)
+    try:
+        return can_writer(file, bitrate=rate, live=live, channel=bus_label(bus))
+    except (ValueError, OSError, McapError) as exc:
+        bus.shutdown()
+        if live is not None:
+            live.close()
+        fail(str(exc))
+
+
 @can_group.command("record")
 @click.argument("file", type=click.Path(dir_okay=False))
 @COUNT
@@ -248,14 +270,10 @@ def _raw_fields(msg: can.Message, channel: str) -> dict[str, Any]:
 @click.pass_context
 def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float | None) -> None:
     """Record frames to FILE; the extension picks the format (.log candump, .asc, .blf,
-    .csv, .trc, .pcapng for Wireshark)."""
+    .csv, .trc, .pcapng for Wireshark, .mcap for Foxglove: frames, load, joint_states)."""
     writable(file)
     bus = open_bus(options(ctx))  # FILE is created only once the bus is open
-    try:
-        writer = open_writer(file)
-    except (ValueError, OSError) as exc:
-        bus.shutdown()
-        fail(str(exc))
+    writer = _writer(file, bus, options(ctx).bitrate, None)
     n = 0
     try:
         with StatusLine() as status, until_interrupted():
@@ -340,7 +358,7 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per struct.")
 @COUNT
 def decode_cmd(file: str, as_json: bool, count: int | None) -> None:
-    """Decode the actuator structs in a capture (.log, .asc, .blf, .pcapng, ...)."""
+    """Decode the actuator structs in a capture (.log, .asc, .blf, .pcapng, .mcap, ...)."""
     stats: Counter[str] = Counter()
     try:
         for item in decode_actuators(file):

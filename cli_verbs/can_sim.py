@@ -27,6 +27,7 @@ from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRun
 from fwbridge.cli_verbs.can_common import open_bus, options, target
 from fwbridge.cli_verbs.common import console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
+from fwbridge.cli_verbs.live import FOXGLOVE
 from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.errors import ConfigError
 
@@ -76,12 +77,15 @@ def parse_fault(text: str) -> Injection:
 @click.option("--no-auto-recovery", is_flag=True,
               help="fwbridge: a bus-off module stays off (ISO recovery on request only).")
 @click.option("--capture", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Record every frame (.log, .asc, .blf, .pcapng, ...).")
+              help="Record every frame (.log, .asc, .blf, .pcapng, ...; .mcap adds bus load, "
+                   "error states, joint_states and module health).")
 @click.option("--json", "as_json", is_flag=True, help="The final report as one JSON object.")
+@FOXGLOVE
 @click.pass_context
 def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str | None,
             feedback_period: float, faults: tuple[str, ...], no_auto_recovery: bool,
-            capture: str | None, as_json: bool) -> None:
+            capture: str | None, as_json: bool, foxglove: bool, foxglove_host: str,
+            foxglove_port: int) -> None:
     """Run N actuator modules (servo, servo motor, stepper, ...) and a main controller."""
     opts = options(ctx)
     interface, _ = target(opts)
@@ -101,18 +105,23 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
     extra: dict[str, Any] = {"pacing": pacing} if fw and pacing else {}
     buses: list[can.BusABC] = []
     writer = notifier = cap_bus = None
+    # MCAP and the live view: one writer (frames, load, state changes, joint_states), and
+    # the modules' health as /diagnostics from the controller's report.
+    mcap = (capture or "").lower().endswith(".mcap") or foxglove
+    mcap_writer = _mcap_writer(capture, opts, foxglove, foxglove_host, foxglove_port,
+                               fw) if mcap else None
     if fw:
         extra["name"] = "controller"
-        if capture:  # the simulator's own tap records synchronously, at any pacing
-            extra["capture"] = capture
+        if capture or mcap_writer:  # the simulator's own tap records synchronously, any pacing
+            extra["capture"] = mcap_writer or capture
     try:
         ctrl_bus = open_bus(opts, **extra)
         buses.append(ctrl_bus)
         for k in range(1, count + 1):
             mod_extra = {"name": f"module{k}", "auto_recovery": not no_auto_recovery} if fw else {}
             buses.append(open_bus(opts, **mod_extra))
-        if capture and not fw:
-            writer = open_writer(capture)
+        if (capture or mcap_writer) and not fw:
+            writer = mcap_writer or open_writer(str(capture))
             cap_bus = open_bus(opts)
             notifier = can.Notifier(cap_bus, [writer], timeout=0.05)
         modules = [ActuatorModule(bus, k, KINDS[(k - 1) % 3], feedback_period=feedback_period)
@@ -139,11 +148,13 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
                             until=None if duration is None else t_start + duration)
         runner.start()
         label = f"{interface}:{buses[0].channel_info}"
+        health = _Health(mcap_writer)
         with StatusLine() as status, until_interrupted():
             while runner.running:
                 time.sleep(0.05)
                 now = runner.now()
                 status.update(_status(ctrl, now, now - t_start, sim))
+                health.update(ctrl, now, sim)
         runner.stop()
         if runner.error is not None:
             fail(f"simulation stopped: {type(runner.error).__name__}: {runner.error}")
@@ -158,6 +169,52 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
             writer.stop()
         for bus in buses:
             bus.shutdown()
+        if mcap_writer is not None:
+            mcap_writer.stop()
+
+
+def _mcap_writer(capture: str | None, opts: Any, foxglove: bool, host: str, port: int,
+                 fw: bool) -> Any:
+    from fwbridge.bridge.mcap_capture import can_writer
+    from fwbridge.can_bus.mcap_io import McapError
+    from fwbridge.cli_verbs.live import live_sink
+
+    path = capture if capture and capture.lower().endswith(".mcap") else None
+    if capture and path is None:
+        fail("--foxglove records CAN to .mcap files only (or to none)")
+    live = live_sink(foxglove, host, port)
+    bitrate = opts.bitrate or (500000 if fw else None)  # the simulator's default rate
+    try:
+        return can_writer(path, bitrate=bitrate, live=live, channel=target(opts)[1] or "can0")
+    except (ValueError, OSError, McapError) as exc:
+        if live is not None:
+            live.close()
+        fail(str(exc))
+
+
+class _Health:
+    """The modules' health (the controller's report) as /diagnostics, once a second."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+        self.due = 0.0
+        self.channel: int | None = None
+
+    def update(self, ctrl: MainController, now: float, sim: Any) -> None:
+        if self.writer is None or now < self.due:
+            return
+        self.due = now + 1.0
+        from fwbridge.bridge import topics
+        from fwbridge.bridge.mcap_capture import ros_spec
+
+        streams = self.writer.streams
+        if self.channel is None:
+            self.channel = streams.channel(ros_spec("diagnostics"))
+        stamp = (sim.epoch + now) if sim is not None else time.time()
+        msg = topics.diagnostics_message(topics.module_health_statuses(ctrl.report(now)),
+                                         stamp=stamp)
+        streams.log(self.channel, topics.serialize(msg, "diagnostic_msgs/msg/DiagnosticArray"),
+                    round(stamp * 1e9))
 
 
 def _inject(p: Injection, module: ActuatorModule, bus: can.BusABC) -> None:

@@ -160,7 +160,7 @@ def _both_directions(path: str) -> bool:
 
 def read_input(path: str, fmt: str, direction: str | None = None,
                prefer: str | None = None) -> Iterator[bytes]:
-    """Chunks of the input's bytes: raw binary, hex text or a pcapng serial capture.
+    """Chunks of the input's bytes: raw binary, hex text, a pcapng or MCAP serial capture.
 
     ``auto`` tells them apart by the first bytes; ``direction`` picks one side
     (``rx``/``tx``) of a capture of both directions, ``prefer`` the side taken
@@ -186,10 +186,11 @@ def read_input(path: str, fmt: str, direction: str | None = None,
             from fwbridge.bridge.capture import looks_like_pcapng
 
             fmt = ("pcapng" if looks_like_pcapng(first)
+                   else "mcap" if first[:8] == b"\x89MCAP0\r\n"
                    else "hex" if looks_like_hex(first) else "raw")
-        if fmt == "pcapng":
+        if fmt in ("pcapng", "mcap"):  # read_payloads reads both (MCAP: its raw channels)
             if path == "-":
-                fail("pcapng captures are read from a file, not from stdin")
+                fail(f"{fmt} captures are read from a file, not from stdin")
             if direction is None and prefer is not None and _both_directions(path):
                 direction = prefer
                 click.echo(f"decode: {path} holds both directions; decoding {_SIDE[prefer]}, "
@@ -223,14 +224,15 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.option(
     "-p", "--protocol", type=ProtocolParam([*sorted(DECODERS), "actuator"]), required=True,
     help="Frame family on this stream, or a description file (FILE.toml); 'actuator' reads "
-         "a CAN capture (.log, .asc, .blf, .pcapng) and decodes its actuator structs.",
+         "a CAN capture (.log, .asc, .blf, .pcapng, .mcap) and decodes its actuator structs.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["auto", "raw", "hex", "pcapng"]), default="auto",
+    "--format", "fmt", type=click.Choice(["auto", "raw", "hex", "pcapng", "mcap"]),
+    default="auto",
     show_default=True, help="Input encoding.",
 )
 @click.option("--direction", type=click.Choice(["rx", "tx"]), default=None,
-              help="pcapng captures: decode one direction only (default: the side the "
+              help="pcapng and MCAP captures: decode one direction only (default: the side the "
                    "frames travel when the capture has both, rx for odom and tx for cmd; "
                    "both, in order, for action frames).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
@@ -245,7 +247,7 @@ def decode_cmd(
     source: str, protocol: str, fmt: str, direction: str | None, as_json: bool, crc: str | None,
     relaxed: bool, max_length: int | None,
 ) -> None:
-    """Decode every frame in a capture (raw bytes, hex text or pcapng; '-' is stdin).
+    """Decode every frame in a capture (raw bytes, hex text, pcapng or MCAP; '-' is stdin).
 
     Frames go to stdout (a table, or JSON lines with --json), the receiver's
     counters to stderr at the end.

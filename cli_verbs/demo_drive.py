@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fwbridge.bridge.base_node import BaseNode, NodeEvent
+from fwbridge.bridge.capture import ByteSink
 from fwbridge.bridge.config import RobotConfig
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import SimEndpoint
@@ -199,8 +200,10 @@ def run_square(
     timeout_s: float = 90.0,
     on_tick: Callable[[SquareDriver, Odometry | None, Pose], None] | None = None,
     stop: threading.Event | None = None,
+    capture: ByteSink | None = None,
 ) -> SquareResult:
-    """Simulated mecanum base on a pty, the base node on it, the driver on the node."""
+    """Simulated mecanum base on a pty, the base node on it, the driver on the node;
+    ``capture`` records (or shows live) the link's bytes and what they decode to."""
     driver = driver or SquareDriver()
     stop = stop or threading.Event()
     result = SquareResult()
@@ -221,7 +224,8 @@ def run_square(
         endpoint.start()
         # The use_sim seam: the node opens the simulated endpoint's pty like any port.
         config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
-        node = BaseNode(config, on_odometry=on_odometry, on_event=result.events.append)
+        node = BaseNode(config, on_odometry=on_odometry, on_event=result.events.append,
+                        capture=capture)
         node.start()
         t0 = time.monotonic()
         period = 1.0 / rate_hz

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
+from fwbridge.cli_verbs.live import FOXGLOVE
 from fwbridge.cli_verbs.stopping import stoppable
 
 CONNECT = click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
@@ -278,9 +279,11 @@ class _Buffer:
 @DOMAIN
 @DISTRO
 @CONFIG
+@FOXGLOVE
 def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
               connect: tuple[str, ...], listen: tuple[str, ...], domain: int | None,
-              distro: str | None, config: str | None) -> None:
+              distro: str | None, config: str | None, foxglove: bool, foxglove_host: str,
+              foxglove_port: int) -> None:
     """COUNT simulated mecanum bases, each its own bridge node in /robotK, on one
     Zenoh network: drive any of them with cmd_vel, read odom, /tf, /diagnostics."""
     from fwbridge.bridge.ros2.fleet import Fleet
@@ -289,10 +292,12 @@ def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
     fleet = Fleet(count, s, rate_hz=rate_hz, first=first,
                   on_event=lambda ns, e: click.echo(f"fleet {ns}: {e.message}", err=True),
                   say=lambda text: click.echo(f"fleet: {text}", err=True))
+    view = None
     try:
         with stoppable():
             try:
                 fleet.start()
+                view = _fleet_view(fleet, foxglove, foxglove_host, foxglove_port)
                 click.echo(f"fleet: {count} simulated bases as ROS 2 nodes "
                            f"{fleet.namespaces[0]} … {fleet.namespaces[-1]} (domain {s.domain},"
                            f" {s.distro}), connecting to {', '.join(s.connect)}", err=True)
@@ -304,9 +309,27 @@ def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
     finally:
         stats = fleet.stats()
         fleet.stop()
+        if view is not None:
+            view.close()
     for ns, st in stats.items():
         print_counters(st, f"fleet {ns}")
     sys.stdout.flush()
+
+
+def _fleet_view(fleet: Any, enabled: bool, host: str, port: int) -> Any:
+    """The live view of every robot of the fleet (topics in /robotK), or None."""
+    from fwbridge.cli_verbs.live import live_sink
+
+    sink = live_sink(enabled, host, port)
+    if sink is None:
+        return None
+    from fwbridge.bridge.mcap_capture import watch_node
+    from fwbridge.can_bus.mcap_io import Streams
+
+    streams = Streams([sink])
+    for ns, node in zip(fleet.namespaces, fleet.nodes):
+        watch_node(streams, node, ns)
+    return streams
 
 
 __all__ = ["fleet_cmd", "ros2_group"]

@@ -16,7 +16,6 @@ from fwbridge.bridge.capture import (
     RX,
     TX,
     CaptureError,
-    CaptureWriter,
     read_capture,
 )
 from fwbridge.bridge.health import GarbageWatch
@@ -50,6 +49,7 @@ from fwbridge.cli_verbs.link import (
     until_interrupted,
     write_line,
 )
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
@@ -225,14 +225,17 @@ def _errors(stats: dict[str, int]) -> int:
               help="Frame family arriving on PORT, or a description file (FILE.toml).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Also capture the raw bytes to a pcapng file.")
+              help="Also capture the raw bytes to a pcapng file (MCAP with the decoded "
+                   "messages for a .mcap name).")
 @DURATION
 @BAUD
 @click.option("--garbage-timeout", type=click.FloatRange(min=0), default=3.0, show_default=True,
               metavar="S", help="Stop with 'wrong baud rate?' after S s of bytes and no frame "
               "(0: never).")
+@FOXGLOVE
 def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
-              duration: float | None, baud: int, garbage_timeout: float) -> None:
+              duration: float | None, baud: int, garbage_timeout: float, foxglove: bool,
+              foxglove_host: str, foxglove_port: int) -> None:
     """Decode the frames arriving on PORT as they come, with a live rate/error line.
 
     Frames go to stdout (lines, or JSON with --json); the counters to stderr
@@ -246,8 +249,9 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
     if record:
         writable(record, "--record")  # before the port: a bad path is one line, not a late error
     link = open_port(port, baud)
-    capture = CaptureWriter(record, port=port, description=f"{baud} baud",
-                            frames=protocol) if record else None
+    kind = protocol if protocol in ("odom", "cmd") else None
+    capture = _open_capture(record, port, baud, live_sink(foxglove, foxglove_host, foxglove_port),
+                            link, rx=kind, tx=None, frames=protocol) if record or foxglove else None
     deadline = Deadline(duration)
     start = time.monotonic()
     watch = GarbageWatch(garbage_timeout, start)
@@ -300,15 +304,30 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
         fail(garbage.message(port, baud, "change it with --baud"))
 
 
-def _record_frame(capture: CaptureWriter | None, tap: FrameTap | None, item: Any) -> None:
-    """Put an accepted frame on the capture's frames interface, whole."""
-    if capture is not None and tap is not None:
+def _record_frame(capture: Any, tap: FrameTap | None, item: Any) -> None:
+    """Put an accepted frame on the capture's frames interface (pcapng), whole."""
+    if capture is not None and tap is not None and hasattr(capture, "write_frame"):
         frame = tap.frame(item.offset)
         if frame is not None:
             capture.write_frame(RX, frame)
 
 
 # -- record / replay ----------------------------------------------------------------
+def _open_capture(file: str | None, port: str, baud: int, live: Any, link: Any,
+                  **recorder: Any) -> Any:
+    """pcapng, or MCAP by the .mcap suffix, and/or a live view; one error line if not."""
+    from fwbridge.bridge.mcap_capture import open_capture
+
+    try:
+        return open_capture(file, port=port, description=f"{baud} baud", live=live, **recorder)
+    except CaptureError as exc:
+        link.close()
+        if live is not None:
+            live.close()
+        fail(str(exc))
+
+
+
 @click.command("record")
 @click.argument("port")
 @click.argument("file", type=click.Path(dir_okay=False))
@@ -319,7 +338,8 @@ def _record_frame(capture: CaptureWriter | None, tap: FrameTap | None, item: Any
 @BAUD
 def record_cmd(port: str, file: str, protocol: str | None, duration: float | None,
                baud: int) -> None:
-    """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay)."""
+    """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay),
+    or to MCAP for a .mcap name (raw bytes, odometry as ROS 2 messages, counters)."""
     writable(file)
     rx = decoder_for(protocol).make({}) if protocol else None
     tap = tap_for(protocol) if protocol else None
@@ -327,7 +347,7 @@ def record_cmd(port: str, file: str, protocol: str | None, duration: float | Non
     link = open_port(port, baud)  # FILE is created only once PORT is open
     deadline = Deadline(duration)
     rate = Rate()
-    with CaptureWriter(file, port=port, description=f"{baud} baud", frames=name) as cap:
+    with _open_capture(file, port, baud, None, link, tx=None, frames=name) as cap:
         try:
             with StatusLine() as status, until_interrupted():
                 while not deadline.expired:
@@ -367,7 +387,8 @@ def record_cmd(port: str, file: str, protocol: str | None, duration: float | Non
 @BAUD
 def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
                protocol: str | None, baud: int) -> None:
-    """Write one direction of a pcapng capture to PORT, keeping its recorded timing."""
+    """Write one direction of a capture (pcapng or MCAP) to PORT, keeping its recorded
+    timing."""
     del protocol  # byte-level: the raw reads are played as they were read
     try:
         everything = [p for p in read_capture(file) if p.link_type != LINKTYPE_USER1]

@@ -19,6 +19,7 @@ from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
+from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.pacing import parse_pacing
 
@@ -104,9 +105,14 @@ def _old_pace(value: str) -> str:
               metavar="MS", help="mecanum: stop the motors after MS ms without a command "
               "(default 500; 0: never, as the seed firmware).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
+@click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Capture the robot link (both directions, as the host sees them): pcapng, "
+                   "or MCAP with the decoded messages for a .mcap name.")
+@FOXGLOVE
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: str,
             old_pace: str | None, speed: float, step_ms: int, baud: int, link_path: str | None,
-            wait_for_host: bool, watchdog_ms: int | None, as_json: bool) -> None:
+            wait_for_host: bool, watchdog_ms: int | None, as_json: bool, record: str | None,
+            foxglove: bool, foxglove_host: str, foxglove_port: int) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
     The robot link speaks the seed-002 frames (velocity commands in,
@@ -132,6 +138,8 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
         fail(str(exc))
+    capture = _capture(record, foxglove, foxglove_host, foxglove_port, link, f"sim://{model}")
+    link.tap = capture.write if capture is not None else None
     stop = endpoint.stop_event
     interrupted = False
     try:  # from here every stop removes what was created (the ptys, the --link)
@@ -164,6 +172,8 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     finally:
         endpoint.stop()
         link.close()
+        if capture is not None:
+            capture.close()
     st = endpoint.status()
     if endpoint.error is not None and not isinstance(endpoint.error, KeyboardInterrupt):
         fail(f"simulation stopped: {type(endpoint.error).__name__}: {endpoint.error}")
@@ -177,6 +187,25 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
             print_counters(st["firmware_rx"], "firmware receiver")
         for direction, stats in st.get("faults", {}).items():
             print_counters(stats, f"faults {direction}")
+
+
+def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any,
+             name: str) -> Any:
+    """The capture of the robot link (file and/or live view); None without either."""
+    if not record and not foxglove:
+        return None
+    from fwbridge.bridge.capture import CaptureError
+    from fwbridge.bridge.mcap_capture import open_capture
+
+    live = live_sink(foxglove, host, port)
+    try:
+        return open_capture(record, port=name, live=live)
+    except CaptureError as exc:
+        if link is not None:
+            link.close()
+        if live is not None:
+            live.close()
+        fail(str(exc))
 
 
 # -- demo -----------------------------------------------------------------------------
@@ -270,8 +299,12 @@ def _plot(res: SquareResult, path: str, side: float) -> None:
               help="Drive through ROS 2: cmd_vel out, odom back, over Zenoh (fwbridge[ros2]).")
 @click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
               help="With --ros2: also join the Zenoh router here (default: in-process only).")
+@click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Capture the link: pcapng, or MCAP (raw bytes, ROS 2 messages) for .mcap.")
+@FOXGLOVE
 def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool,
-             ros2: bool, connect: tuple[str, ...]) -> None:
+             ros2: bool, connect: tuple[str, ...], record: str | None, foxglove: bool,
+             foxglove_host: str, foxglove_port: int) -> None:
     """Drive a simulated mecanum base around a square through the bridge.
 
     Starts the mecanum firmware simulation on a pty, runs the mobile-base
@@ -318,15 +351,20 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
         else:
             click.echo(text)
 
+    capture = _capture(record, foxglove, foxglove_host, foxglove_port, None, "demo")
     try:
         if ros2:
-            res = _square_ros2(driver, spec, on_tick, stop, connect)
+            res = _square_ros2(driver, spec, on_tick, stop, connect, capture)
         else:
-            res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop)
+            res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
+                             capture=capture)
     except KeyboardInterrupt:  # a stop signal: the run's own clean-up stopped the base
         stop.set()
         click.echo("\ndemo: stopped before the square was done", err=True)
         return
+    finally:
+        if capture is not None:
+            capture.close()
     if live:
         console.print()
     if plot:
@@ -346,7 +384,7 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
 
 
 def _square_ros2(driver: SquareDriver, spec: FaultSpec, on_tick: Any, stop: threading.Event,
-                 connect: tuple[str, ...]) -> SquareResult:
+                 connect: tuple[str, ...], capture: Any = None) -> SquareResult:
     try:
         import rosbags  # noqa: F401
         import zenoh  # noqa: F401
@@ -357,4 +395,4 @@ def _square_ros2(driver: SquareDriver, spec: FaultSpec, on_tick: Any, stop: thre
     click.echo("through ROS 2: square_driver -> /robot1/cmd_vel -> base_bridge -> "
                "/robot1/odom -> square_driver", err=True)
     return run_square_ros2(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
-                           connect=connect)
+                           connect=connect, capture=capture)

@@ -25,6 +25,7 @@ import fcntl
 import os
 import select
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from fwbridge.bridge.sim.clock import SimStopped
@@ -68,6 +69,9 @@ class PtyLink:
             self.sup = _Pipe(PtyPair(), endpoint.supervisor, backpressure=False)
             self.pipes.append(self.sup)
         self.overruns = 0
+        #: Sees the robot link's bytes as the host does: ("tx", what the host wrote),
+        #: ("rx", what the firmware sent it). A capture's ``write`` (``fwbridge sim --record``).
+        self.tap: Callable[[str, bytes], None] | None = None
         self._poll = select.poll()
         for p in self.pipes:
             self._poll.register(p.fd, select.POLLIN)
@@ -130,6 +134,8 @@ class PtyLink:
                 raise
             if data:
                 p.port.write(data)
+                if self.tap is not None and p is self.robot:
+                    self.tap("tx", data)
 
     def _pump_in(self, target_ms: int) -> None:
         events = self._poll.poll(0)
@@ -150,7 +156,10 @@ class PtyLink:
     def _pump_out(self, now_ms: int) -> None:
         for p in self.pipes:
             if p.port.in_waiting:
-                p.pending += p.port.take()
+                out = p.port.take()
+                p.pending += out
+                if self.tap is not None and p is self.robot:
+                    self.tap("rx", out)
             if p.pending:
                 self._flush(p)
 

@@ -1,0 +1,433 @@
+"""Serial links in MCAP (and live views): raw bytes, ROS 2 messages, counters over time.
+
+One recorder, :class:`SerialRecorder`, takes what a link carried (each read
+``rx`` and write ``tx`` with its time) and writes, to every sink of a
+:class:`~fwbridge.can_bus.mcap_io.Streams`:
+
+- ``/fwbridge/serial/rx`` and ``/fwbridge/serial/tx``: the bytes of each read
+  and write, unchanged, as ``std_msgs/msg/UInt8MultiArray`` (CDR), log time =
+  the moment they crossed the link: what ``replay`` plays back;
+- the decoded frames as the ROS 2 bridge publishes them (one mapping,
+  :mod:`fwbridge.bridge.topics`, names fully qualified as rosbag2 has
+  them): odometry frames -> ``/odom`` (``nav_msgs/msg/Odometry``,
+  integrated as seed 002) and ``/tf``; velocity commands -> ``/cmd_vel``
+  (``geometry_msgs/msg/Twist``);
+- every second, the receiver counters as ``/diagnostics``
+  (``diagnostic_msgs/msg/DiagnosticArray``) and as plain numbers on
+  ``/fwbridge/counters`` (JSON, for plots).
+
+:class:`SerialCapture` is that recorder on an MCAP file and/or a live view,
+with :class:`~fwbridge.bridge.capture.CaptureWriter`'s interface (``write``,
+``close``, ``packets``, ``bytes``), so every verb that records pcapng
+records MCAP by the file's suffix (:func:`open_capture`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import json
+import math
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from fwbridge.bridge.capture import RX, TX, CaptureError, CaptureWriter, Packet
+from fwbridge.bridge.config import Calibration
+from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
+from fwbridge.can_bus.mcap_io import ChannelSpec, McapError, McapSink, Sink, Streams, read_mcap
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+__all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "JointStates", "SerialCapture",
+           "SerialRecorder", "can_writer", "decode_raw", "encode_raw", "open_capture",
+           "read_mcap_packets", "watch_node"]
+
+RAW_TYPE = "std_msgs/msg/UInt8MultiArray"
+_SEP = "=" * 80
+#: ros2msg schema of the raw channels (a standard type: ``ros2 bag play`` replays it).
+RAW_SCHEMA = (
+    "std_msgs/MultiArrayLayout layout\nuint8[] data\n"
+    f"{_SEP}\nMSG: std_msgs/MultiArrayLayout\nstd_msgs/MultiArrayDimension[] dim\n"
+    "uint32 data_offset\n"
+    f"{_SEP}\nMSG: std_msgs/MultiArrayDimension\nstring label\nuint32 size\nuint32 stride\n"
+)
+RAW = {
+    RX: ChannelSpec("/fwbridge/serial/rx", RAW_TYPE, "ros2msg", RAW_SCHEMA, "cdr"),
+    TX: ChannelSpec("/fwbridge/serial/tx", RAW_TYPE, "ros2msg", RAW_SCHEMA, "cdr"),
+}
+_TOPIC_DIR = {spec.topic: d for d, spec in RAW.items()}
+COUNTERS = ChannelSpec("/fwbridge/counters", "fwbridge.Counters", "jsonschema", json.dumps({
+    "type": "object", "title": "Receiver and node counters (totals so far)",
+    "properties": {"rx": {"type": "object", "description": "receiver of the device's frames"},
+                   "tx": {"type": "object", "description": "receiver of the host's frames"},
+                   "node": {"type": "object", "description": "the bridge node's counters"}},
+}), "json")
+_RAW_HEAD = b"\x00\x01\x00\x00" + struct.pack("<II", 0, 0)  # CDR LE; no dims, offset 0
+#: Seconds between two counter records.
+COUNTER_PERIOD = 1.0
+
+
+def encode_raw(data: bytes) -> bytes:
+    """``data`` as a CDR ``std_msgs/msg/UInt8MultiArray`` (checked against rosbags)."""
+    return b"".join((_RAW_HEAD, struct.pack("<I", len(data)), data))
+
+
+def decode_raw(cdr: bytes) -> bytes:
+    """The bytes of a CDR ``std_msgs/msg/UInt8MultiArray`` with an empty layout."""
+    if cdr[:2] != b"\x00\x01" or len(cdr) < 16:
+        raise CaptureError(f"not a little-endian CDR UInt8MultiArray: {bytes(cdr[:16]).hex(' ')}")
+    ndim, _offset, n = struct.unpack_from("<III", cdr, 4)
+    if ndim:  # written by another tool: walk the dimensions (label, size, stride)
+        pos = 8
+        for _ in range(ndim):
+            pos += -(pos) % 4
+            (length,) = struct.unpack_from("<I", cdr, 4 + pos)
+            pos += 4 + length
+            pos += -(pos) % 4
+            pos += 8
+        (n,) = struct.unpack_from("<I", cdr, 8 + pos)
+        start = 12 + pos
+    else:
+        start = 16
+    if start + n > len(cdr):
+        raise CaptureError(f"UInt8MultiArray says {n} bytes, has {len(cdr) - start}")
+    return bytes(cdr[start:start + n])
+
+
+def _topics() -> Any:
+    from fwbridge.bridge import topics
+
+    return topics
+
+
+def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
+    """The MCAP channel of one of the bridge's ROS 2 topics (name, type, schema).
+
+    Names are fully qualified, as ``ros2 bag record`` writes them: the
+    bridge's relative ``odom`` in ``namespace`` (default the root: ``/odom``).
+    """
+    topics = _topics()
+    spec = topics.TOPICS[key]
+    name = spec.name if spec.name.startswith("/") else f"{namespace.rstrip('/')}/{spec.name}"
+    return ChannelSpec(name, spec.msgtype, "ros2msg", topics.message_definition(spec.msgtype),
+                       "cdr")
+
+
+class SerialRecorder:
+    """A link's reads and writes in; raw, ROS 2 and counter channels out (see module).
+
+    ``rx``/``tx`` name the frames each direction carries (``"odom"``,
+    ``"cmd"`` or None for bytes only). ``integrate`` False: odometry frames
+    are counted but the ``odom`` records come from :meth:`odometry` (the
+    bridge node's own). ``stats`` adds the node's counters to the periodic
+    records. ``namespace`` prefixes every topic but the absolute ROS ones
+    (``/tf``, ``/diagnostics``): one view of a fleet. ``raw`` False: no raw
+    channels (a view fed by :meth:`odometry` alone). Thread-safe: reads and
+    writes come from different threads in the bridge.
+    """
+
+    def __init__(self, streams: Streams, *, port: str = "serial", rx: str | None = "odom",
+                 tx: str | None = "cmd", calibration: Calibration | None = None,
+                 integrate: bool = True, stats: Callable[[], dict[str, int]] | None = None,
+                 counter_period: float = COUNTER_PERIOD, namespace: str = "",
+                 raw: bool = True) -> None:
+        self.streams = streams
+        self.port = port
+        self.stats = stats
+        ns = namespace.rstrip("/")
+
+        def spaced(spec: ChannelSpec) -> ChannelSpec:
+            return dataclasses.replace(spec, topic=ns + spec.topic) if ns else spec
+
+        self._raw = {d: streams.channel(spaced(spec)) for d, spec in RAW.items()} if raw else {}
+        self._receivers: dict[str, tuple[str, Sum8Receiver[Any]]] = {}
+        for direction, kind in ((RX, rx), (TX, tx)):
+            if kind is not None:
+                codec = odom_frame.CODEC if kind == "odom" else cmd_frame.CODEC
+                self._receivers[direction] = (kind, Sum8Receiver(codec))
+        self.integrator = OdometryIntegrator(calibration)
+        self.integrate = integrate
+        self._ros: dict[str, int] = {}
+        keys = ["odom", "tf"] if rx == "odom" or not integrate else []
+        keys += ["cmd_vel"] if tx == "cmd" or rx == "cmd" else []
+        for key in [*keys, "diagnostics"]:
+            self._ros[key] = streams.channel(ros_spec(key, ns or "/"))
+        self._counters = streams.channel(spaced(COUNTERS))
+        self._period = int(counter_period * 1e9)
+        self._next: int | None = None
+        self._lock = threading.Lock()
+        self.packets = 0
+        self.bytes = 0
+
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
+        """Record ``data`` read (``"rx"``) or written (``"tx"``) at ``ts_ns`` (default: now)."""
+        if not data:
+            return
+        ts = time.time_ns() if ts_ns is None else ts_ns
+        data = bytes(data)
+        with self._lock:
+            if self._raw:
+                self.streams.log(self._raw[direction], encode_raw(data), ts)
+            self.packets += 1
+            self.bytes += len(data)
+            got = self._receivers.get(direction)
+            if got is not None:
+                kind, receiver = got
+                for item in receiver.feed(data):
+                    if kind == "odom":
+                        if self.integrate:
+                            self._odometry(item.frame, ts)
+                    else:
+                        self._command(item.frame, ts)
+            self._tick(ts)
+
+    def _tick(self, ts: int) -> None:
+        """The counters, once a period (called with the lock held)."""
+        if self._next is None:
+            self._next = ts + self._period
+        elif ts >= self._next:
+            self._next = ts + self._period
+            self._emit_counters(ts)
+
+    def _odometry(self, frame: odom_frame.OdomFrame, ts: int) -> None:
+        odom = self.integrator.update(frame, ts / 1e9)
+        if odom is not None:
+            self.odometry(odom, ts)
+
+    def odometry(self, odom: Odometry, ts: int) -> None:
+        """One odometry record as ``odom`` and ``/tf`` (stamp: ``ts``, ns since the epoch)."""
+        topics = _topics()
+        stamp = ts / 1e9
+        if not self.integrate:  # fed by the node: its records also pace the counters
+            with self._lock:
+                self._tick(ts)
+        self.streams.log(self._ros["odom"], topics.serialize(
+            topics.odometry_message(odom, stamp=stamp), "nav_msgs/msg/Odometry"), ts)
+        self.streams.log(self._ros["tf"], topics.serialize(
+            topics.transform_message(odom, stamp=stamp), "tf2_msgs/msg/TFMessage"), ts)
+
+    def _command(self, frame: cmd_frame.CmdFrame, ts: int) -> None:
+        topics = _topics()
+        twist = topics.message_from_dict("geometry_msgs/msg/Twist", {
+            "linear": {"x": frame.vx, "y": frame.vy}, "angular": {"z": frame.wz}})
+        self.streams.log(self._ros["cmd_vel"], topics.serialize(twist, "geometry_msgs/msg/Twist"),
+                         ts)
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """The totals so far: each direction's receiver, and the node's when given."""
+        out = {d: r.stats.as_dict() for d, (_, r) in self._receivers.items()}
+        if self.stats is not None:
+            out["node"] = dict(self.stats())
+        return out
+
+    def _emit_counters(self, ts: int) -> None:
+        body = self.counters()
+        self.streams.log(self._counters, json.dumps(body).encode(), ts)
+        if "diagnostics" in self._ros:
+            topics = _topics()
+            statuses = [topics.node_status(f"fwbridge {self.port} {name}", values,
+                                           connected=True, hardware_id=self.port)
+                        for name, values in body.items()]
+            msg = topics.diagnostics_message(statuses, stamp=ts / 1e9)
+            self.streams.log(self._ros["diagnostics"], topics.serialize(
+                msg, "diagnostic_msgs/msg/DiagnosticArray"), ts)
+
+    def finish(self, ts_ns: int | None = None) -> None:
+        """The last counters (the totals at the end of the run)."""
+        with self._lock:
+            self._emit_counters(time.time_ns() if ts_ns is None else ts_ns)
+
+
+class SerialCapture:
+    """A :class:`SerialRecorder` on its sinks, with CaptureWriter's interface.
+
+    ``close()`` writes the last counters and finalises every sink; it is
+    idempotent (finally blocks and signal handlers may both call it).
+    """
+
+    def __init__(self, sinks: list[Sink], **recorder: Any) -> None:
+        self.streams = Streams(sinks)
+        try:
+            self.recorder = SerialRecorder(self.streams, **recorder)
+        except BaseException:
+            self.streams.close()
+            raise
+        self._closed = False
+
+    @property
+    def packets(self) -> int:
+        return self.recorder.packets
+
+    @property
+    def bytes(self) -> int:
+        return self.recorder.bytes
+
+    def write(self, direction: str, data: builtins.bytes, ts_ns: int | None = None) -> None:
+        if not self._closed:
+            self.recorder.write(direction, data, ts_ns)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.recorder.finish()
+        finally:
+            self.streams.close()
+
+    def __enter__(self) -> SerialCapture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_capture(path: str | os.PathLike[str] | None, *, port: str, description: str = "",
+                 live: Sink | None = None, stream: IO[bytes] | None = None,
+                 frames: str | None = None, **recorder: Any
+                 ) -> CaptureWriter | SerialCapture | _Tee:
+    """The capture a verb records to: pcapng, or MCAP by the ``.mcap`` suffix, and/or a
+    live view (``live``, a Foxglove sink). ``path`` None: the live view alone.
+    ``stream``: write there instead of opening ``path`` (a file moved into place once
+    the link works; ``path`` still picks the format). ``frames``: a pcapng capture also
+    holds each frame of that family the receiver accepts, whole, on a second interface.
+
+    Raises :class:`~fwbridge.bridge.capture.CaptureError` for a file it cannot write.
+    """
+    sinks: list[Sink] = []
+    if path is not None and not str(path).lower().endswith(".mcap"):
+        try:
+            pcap = CaptureWriter(stream if stream is not None else path, port=port,
+                                 description=description, frames=frames)
+        except OSError as exc:
+            raise CaptureError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        if live is None:
+            return pcap
+        try:
+            return _Tee(pcap, SerialCapture([live], port=port, **recorder))
+        except BaseException:
+            pcap.close()
+            raise
+    if path is not None:
+        try:
+            sinks.append(McapSink(path, metadata={"port": port, "description": description},
+                                  stream=stream))
+        except McapError as exc:
+            raise CaptureError(str(exc)) from None
+    if live is not None:
+        sinks.append(live)
+    try:
+        return SerialCapture(sinks, port=port, **recorder)
+    except ImportError as exc:  # the ROS messages need rosbags
+        raise CaptureError(f"MCAP recording needs the mcap extra: {exc}") from None
+
+
+def watch_node(streams: Streams, node: Any, namespace: str = "") -> SerialRecorder:
+    """Show a running base node on ``streams`` (a live view): its odometry records as
+    ``odom`` and ``/tf`` and its counters, topics in ``namespace`` (a fleet's robot)."""
+    from fwbridge.bridge.topics import wall_stamp
+
+    rec = SerialRecorder(streams, port=namespace or "base", rx=None, tx=None, integrate=False,
+                         raw=False, namespace=namespace, stats=node.stats)
+    node.odometry_callbacks.append(
+        lambda odom: rec.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))
+    return rec
+
+
+class _Tee:
+    """A pcapng file and a live view of the same link."""
+
+    def __init__(self, pcap: CaptureWriter, live: SerialCapture) -> None:
+        self.pcap, self.live = pcap, live
+
+    @property
+    def packets(self) -> int:
+        return self.pcap.packets
+
+    @property
+    def bytes(self) -> int:
+        return self.pcap.bytes
+
+    def write(self, direction: str, data: builtins.bytes, ts_ns: int | None = None) -> None:
+        ts = time.time_ns() if ts_ns is None else ts_ns
+        self.pcap.write(direction, data, ts)
+        self.live.write(direction, data, ts)
+
+    def write_frame(self, direction: str, frame: builtins.bytes, ts_ns: int | None = None) -> None:
+        self.pcap.write_frame(direction, frame, ts_ns)
+
+    def close(self) -> None:
+        try:
+            self.pcap.close()
+        finally:
+            self.live.close()
+
+    def __enter__(self) -> _Tee:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+#: Shortest interval between two joint_states messages from CAN feedback, s.
+JOINT_PERIOD = 0.02
+
+
+class JointStates:
+    """``/joint_states`` from the actuator modules' feedback on a CAN bus (joint
+    ``module<k>``, the struct's angle in radians), at most every ``JOINT_PERIOD``;
+    a :class:`~fwbridge.can_bus.mcap_capture.CanRecorder` extension."""
+
+    def __init__(self, streams: Streams) -> None:
+        topics = _topics()
+        self.streams = streams
+        self._channel = streams.channel(ros_spec("joint_states"))
+        self._positions: dict[int, float] = {}
+        self._due = 0.0
+        self._topics = topics
+
+    def on_message(self, msg: Any) -> None:
+        from fwbridge.can_bus.ids import FEEDBACK_BASE, MAX_MODULE
+
+        can_id = msg.arbitration_id
+        if (msg.is_extended_id or msg.is_remote_frame or msg.dlc != 8
+                or not FEEDBACK_BASE <= can_id <= FEEDBACK_BASE + MAX_MODULE):
+            return
+        angle = msg.data[0] - 256 if msg.data[0] > 127 else msg.data[0]  # int8 degrees
+        self._positions[can_id - FEEDBACK_BASE] = math.radians(angle)
+        if msg.timestamp < self._due:
+            return
+        self._due = msg.timestamp + JOINT_PERIOD
+        topics = self._topics
+        positions = {f"module{k}": self._positions[k] for k in sorted(self._positions)}
+        out = topics.joint_state_message(positions, stamp=msg.timestamp)
+        self.streams.log(self._channel, topics.serialize(out, "sensor_msgs/msg/JointState"),
+                         round(msg.timestamp * 1e9))
+
+
+def can_writer(path: str | None, *, bitrate: int | None = None, live: Sink | None = None,
+               channel: str = "can0") -> Any:
+    """A CAN capture for the CLI: ``open_writer``'s formats, or for ``.mcap`` (and a live
+    view) the MCAP writer with ``joint_states`` added. Raises ValueError/OSError/McapError."""
+    from fwbridge.can_bus.capture import open_writer
+    from fwbridge.can_bus.mcap_capture import McapCanWriter
+
+    if path is not None and not path.lower().endswith(".mcap"):
+        if live is not None:
+            raise McapError("a live view records CAN to .mcap files only (or to none)")
+        return open_writer(path)
+    return McapCanWriter(path or "", bitrate=bitrate, live=live, channel=channel,
+                         extend=[JointStates])
+
+
+def read_mcap_packets(path: str | os.PathLike[str]) -> Iterator[Packet]:
+    """The reads and writes of an MCAP serial capture, as pcapng's :class:`Packet`."""
+    try:
+        for rec in read_mcap(path, _TOPIC_DIR):
+            yield Packet(rec.log_time_ns, _TOPIC_DIR[rec.topic], decode_raw(rec.data))
+    except (McapError, ValueError, struct.error) as exc:
+        raise CaptureError(f"{path}: {exc}") from None

@@ -1,0 +1,378 @@
+"""MCAP files and live Foxglove views: one set of channels, any number of sinks.
+
+A recording names its channels once (:class:`ChannelSpec`: topic, schema,
+encodings) and writes messages to a :class:`Streams`, which hands them to
+every sink: :class:`McapSink` (a chunked, indexed, compressed MCAP file) and
+:class:`FoxgloveSink` (a Foxglove WebSocket server, loopback by default).
+So a file and a live view carry the same topics, schemas and bytes.
+
+An MCAP file is finalised (summary, indexes) by :meth:`McapSink.close`,
+which every recording verb calls from a ``finally`` (idempotent, so a signal
+handler may call it too). Between closes a chunk is written out at least
+every ``flush_interval`` seconds of message time, so a file cut by a crash
+(SIGKILL, power loss) reads up to its last whole chunk: :func:`read_mcap`
+falls back from the index to reading the records in order.
+
+The ``mcap`` package (the ``mcap`` extra) is imported only when a file is
+opened, ``foxglove-sdk`` (the ``foxglove`` extra) only when a live view starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from fwbridge.protocols.errors import CaptureError
+
+__all__ = [
+    "MCAP_MAGIC",
+    "ChannelSpec",
+    "FoxgloveSink",
+    "McapError",
+    "McapRecord",
+    "McapSink",
+    "Sink",
+    "Streams",
+    "is_mcap",
+    "looks_like_mcap",
+    "read_mcap",
+]
+
+#: First bytes of every MCAP file.
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+#: Chunk size before compression: small enough that a crash loses little.
+CHUNK_SIZE = 256 * 1024
+#: A chunk is closed at least this often (seconds of message time).
+FLUSH_INTERVAL = 1.0
+#: Where the live view listens unless told otherwise: loopback only.
+LIVE_HOST, LIVE_PORT = "127.0.0.1", 8765
+#: The extra that brings the MCAP writer and reader.
+INSTALL_HINT = "MCAP files need the mcap package: pip install 'fwbridge[mcap]'"
+
+
+class McapError(CaptureError):
+    """An MCAP file that cannot be written or read: names the file and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSpec:
+    """One channel: topic, schema (name, encoding, text) and message encoding."""
+
+    topic: str
+    schema_name: str
+    schema_encoding: str  # "ros2msg", "jsonschema"
+    schema: str
+    message_encoding: str  # "cdr", "json"
+
+
+@dataclass(frozen=True, slots=True)
+class McapRecord:
+    """One message read back: its channel's topic and schema name, time and bytes."""
+
+    topic: str
+    schema_name: str
+    log_time_ns: int
+    data: bytes
+
+
+class Sink(Protocol):
+    """Where messages go: a file or a live server."""
+
+    def add_channel(self, spec: ChannelSpec) -> Any: ...
+
+    def log(self, handle: Any, data: bytes, log_time_ns: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def looks_like_mcap(head: bytes) -> bool:
+    """True when ``head`` (the first bytes of a file) starts an MCAP file."""
+    return head[:8] == MCAP_MAGIC
+
+
+def is_mcap(path: str | os.PathLike[str]) -> bool:
+    """True for a ``.mcap`` name, or an existing file that starts with the MCAP magic."""
+    p = Path(path)
+    if p.suffix.lower() == ".mcap":
+        return True
+    try:
+        with open(p, "rb") as f:
+            return looks_like_mcap(f.read(8))
+    except OSError:
+        return False
+
+
+class McapSink:
+    """A new MCAP file: chunked, indexed (message, chunk, statistics) and compressed.
+
+    Thread-safe; :meth:`close` is idempotent and finalises the file. Channels
+    are registered on first use. ``compression`` is ``"zstd"``, ``"lz4"`` or
+    ``"none"``. Written by :class:`~fwbridge.can_bus.mcap_writer.McapWriter`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        compression: str = "zstd",
+        chunk_size: int = CHUNK_SIZE,
+        flush_interval: float = FLUSH_INTERVAL,
+        profile: str = "ros2",
+        metadata: dict[str, str] | None = None,
+        stream: IO[bytes] | None = None,
+    ) -> None:
+        from fwbridge.can_bus.mcap_writer import McapWriter
+
+        kinds = {"zstd": "zstd", "lz4": "lz4", "none": ""}
+        if compression not in kinds:
+            raise McapError(f"compression {compression!r}: use zstd, lz4 or none")
+        self.path = Path(path)
+        try:
+            # ``stream``: an open file to write instead (a file moved into place later).
+            self._stream: IO[bytes] | None = (
+                stream if stream is not None else open(self.path, "wb"))  # noqa: SIM115
+        except OSError as exc:
+            raise McapError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+        try:
+            self._writer: Any = McapWriter(self._stream, compression=kinds[compression],
+                                           chunk_size=chunk_size, profile=profile)
+        except ImportError:
+            self._stream.close()
+            raise McapError(INSTALL_HINT) from None
+        if metadata:
+            self._writer.add_metadata("fwbridge", metadata)
+        self._schemas: dict[tuple[str, str], int] = {}
+        self._channels = 0
+        self._flush_ns = int(flush_interval * 1e9)
+        self._next_flush: int | None = None
+        self._lock = threading.Lock()
+        self.messages = 0
+
+    def add_channel(self, spec: ChannelSpec) -> int:
+        with self._lock:
+            if self._writer is None:
+                return 0
+            key = (spec.schema_name, spec.schema_encoding)
+            schema_id = self._schemas.get(key)
+            if schema_id is None:
+                schema_id = self._schemas[key] = len(self._schemas) + 1
+                self._writer.add_schema(schema_id, spec.schema_name, spec.schema_encoding,
+                                        spec.schema.encode())
+            self._channels += 1
+            self._writer.add_channel(self._channels, schema_id, spec.topic,
+                                     spec.message_encoding)
+            return self._channels
+
+    def log(self, handle: Any, data: bytes, log_time_ns: int) -> None:
+        with self._lock:
+            writer = self._writer
+            if writer is None:
+                return  # closed while another thread still recorded: drop, don't crash
+            writer.add_message(handle, log_time_ns, data, self.messages)
+            self.messages += 1
+            nxt = self._next_flush
+            if nxt is None:
+                self._next_flush = log_time_ns + self._flush_ns
+            elif log_time_ns >= nxt:
+                writer.flush()  # a whole chunk on disk: what a crash keeps
+                self._next_flush = log_time_ns + self._flush_ns
+
+    def close(self) -> None:
+        """Write the last chunk, the indexes and the summary; close the file. Idempotent."""
+        with self._lock:
+            writer, self._writer = self._writer, None
+            stream, self._stream = self._stream, None
+            if writer is not None:
+                try:
+                    writer.finish()
+                finally:
+                    if stream is not None:
+                        stream.close()
+
+
+class FoxgloveSink:
+    """A Foxglove WebSocket server (foxglove-sdk) serving the channels live.
+
+    Listens on ``host:port`` (loopback by default; port 0 picks a free one,
+    see :attr:`port`). Channels keep their schemas and encodings (``ros2msg``
+    + ``cdr``, ``jsonschema`` + ``json``), so the live view and an MCAP file
+    of the same run show the same. Its own context: two views in one process
+    stay apart.
+    """
+
+    def __init__(self, host: str = LIVE_HOST, port: int = LIVE_PORT,
+                 name: str = "fwbridge") -> None:
+        try:
+            import foxglove
+        except ImportError:
+            raise McapError("the live view needs foxglove-sdk: "
+                            "pip install 'fwbridge[foxglove]'") from None
+        self._fox = foxglove
+        self._context = foxglove.Context()
+        try:
+            self.server: Any = foxglove.start_server(name=name, host=host, port=port,
+                                                     context=self._context)
+        except Exception as exc:  # the SDK raises RuntimeError for a busy port
+            raise McapError(f"cannot serve the live view on {host}:{port}: {exc}") from None
+        self.host = host
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def port(self) -> int:
+        return int(self.server.port)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"ws://{host}:{self.port}"
+
+    def add_channel(self, spec: ChannelSpec) -> Any:
+        schema = self._fox.Schema(name=spec.schema_name, encoding=spec.schema_encoding,
+                                  data=spec.schema.encode())
+        return self._fox.Channel(spec.topic, schema=schema, message_encoding=spec.message_encoding,
+                                 context=self._context)
+
+    def log(self, handle: Any, data: bytes, log_time_ns: int) -> None:
+        if not self._closed:
+            handle.log(data, log_time=log_time_ns)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.server.stop()
+
+
+class Streams:
+    """Channels declared once, messages fanned out to every sink (file, live view).
+
+    ``channel(spec)`` returns a small integer for :meth:`log`; the sinks'
+    own handles stay inside. Declaring a spec twice returns the same one.
+    """
+
+    def __init__(self, sinks: Iterable[Sink] = ()) -> None:
+        self.sinks: list[Sink] = list(sinks)
+        self._specs: dict[str, int] = {}
+        self._handles: list[list[Any]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __bool__(self) -> bool:
+        return bool(self.sinks)
+
+    def channel(self, spec: ChannelSpec) -> int:
+        with self._lock:
+            got = self._specs.get(spec.topic)
+            if got is not None:
+                return got
+            handles = [sink.add_channel(spec) for sink in self.sinks]
+            self._handles.append(handles)
+            self._specs[spec.topic] = len(self._handles) - 1
+            return len(self._handles) - 1
+
+    def log(self, channel: int, data: bytes, log_time_ns: int) -> None:
+        for sink, handle in zip(self.sinks, self._handles[channel]):
+            sink.log(handle, data, log_time_ns)
+
+    def writer(self, channel: int) -> Callable[[bytes, int], None]:
+        """``log`` bound to one channel, as direct as the sinks allow (hot paths)."""
+        pairs = list(zip(self.sinks, self._handles[channel]))
+        if len(pairs) == 1:
+            sink, handle = pairs[0]
+            return functools.partial(sink.log, handle)
+        return functools.partial(self.log, channel)
+
+    def close(self) -> None:
+        """Close every sink once (files finalised); safe from finally blocks and handlers."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        errors: list[BaseException] = []
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception as exc:  # close the others all the same
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
+              *, on_error: Callable[[str], Any] | None = None) -> Iterator[McapRecord]:
+    """The messages of an MCAP file in log-time order (file order for a cut file).
+
+    A file without its summary (a recorder killed mid-run) is read record by
+    record up to its last whole chunk; ``on_error`` is told why it stopped.
+    """
+    p = Path(path)
+    try:
+        from mcap.exceptions import McapError as LibError
+        from mcap.reader import make_reader
+        from mcap.stream_reader import StreamReader
+    except ImportError:
+        raise McapError(INSTALL_HINT) from None
+    wanted = None if topics is None else set(topics)
+    try:
+        stream = open(p, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise McapError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise McapError(f"{p}: is a directory, not a capture file") from None
+    except PermissionError:
+        raise McapError(f"{p}: permission denied") from None
+    with stream:
+        if not looks_like_mcap(stream.read(8)):
+            raise McapError(f"{p}: not an MCAP file")
+        stream.seek(0)
+        try:
+            reader = make_reader(stream)
+            summary = reader.get_summary()
+        except (LibError, ValueError, EOFError, OSError):
+            summary = None
+        if summary is not None and summary.chunk_indexes:
+            for schema, channel, message in reader.iter_messages(topics=wanted,
+                                                                 log_time_order=True):
+                yield McapRecord(channel.topic, schema.name if schema else "", message.log_time,
+                                 bytes(message.data))
+            return
+        stream.seek(0)
+        yield from _recover(StreamReader(stream, skip_magic=False), wanted, on_error)
+
+
+def _recover(reader: Any, wanted: set[str] | None,
+             on_error: Callable[[str], Any] | None) -> Iterator[McapRecord]:
+    """Records in file order until the file ends or breaks (a cut file)."""
+    from mcap.records import Channel, DataEnd, Message, Schema
+
+    schemas: dict[int, str] = {}
+    channels: dict[int, tuple[str, int]] = {}
+    it = iter(reader.records)
+    while True:
+        try:
+            record = next(it)
+        except StopIteration:
+            return
+        except Exception as exc:
+            if on_error is not None:
+                on_error(f"file ends in a cut record ({type(exc).__name__}); "
+                         "read up to the last whole chunk")
+            return
+        if isinstance(record, Schema):
+            schemas[record.id] = record.name
+        elif isinstance(record, Channel):
+            channels[record.id] = (record.topic, record.schema_id)
+        elif isinstance(record, Message):
+            topic, schema_id = channels.get(record.channel_id, ("", 0))
+            if wanted is None or topic in wanted:
+                yield McapRecord(topic, schemas.get(schema_id, ""), record.log_time,
+                                 bytes(record.data))
+        elif isinstance(record, DataEnd):
+            return

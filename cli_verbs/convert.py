@@ -1,0 +1,212 @@
+"""``fwbridge convert CAPTURE OUT``: captures to MCAP (Foxglove) and rosbag2 (``ros2 bag play``).
+
+Inputs: serial pcapng (and MCAP), CAN logs (candump ``.log``, ``.asc``,
+``.blf``, ``.pcapng``, ... and ``.mcap``). MCAP output carries what an
+``.mcap`` recording carries (raw bytes, ROS 2 messages, counters; CAN frames,
+load, joint_states); rosbag2 takes the CDR channels (the JSON ones, counters
+and load, have no ROS type and are left out, said on stderr).
+
+Outputs are written beside their final name and renamed into place when
+whole: nothing existing is overwritten, and a failed conversion leaves nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fwbridge.cli_verbs.common import fail
+
+__all__ = ["capture_kind", "convert_cmd", "to_mcap"]
+
+#: CAN log suffixes python-can reads, plus ours.
+CAN_SUFFIXES = (".log", ".asc", ".blf", ".csv", ".trc", ".mf4", ".db")
+
+
+def capture_kind(path: Path) -> str:
+    """``"mcap"``, ``"serial"`` (a pcapng of a serial link) or ``"can"``."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if head[:8] == b"\x89MCAP0\r\n":
+        return "mcap"
+    if head[:4] == b"\x0a\x0d\x0d\x0a" or head[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4"):
+        return "can" if _pcap_link_type(path) == 227 else "serial"
+    if path.suffix.lower() in CAN_SUFFIXES:
+        return "can"
+    raise click.ClickException(f"{path}: not a capture fwbridge reads (pcapng, MCAP, "
+                               f"{', '.join(CAN_SUFFIXES)})")
+
+
+def _pcap_link_type(path: Path) -> int:
+    import struct
+
+    with open(path, "rb") as f:
+        data = f.read(4096)
+    if data[:4] != b"\x0a\x0d\x0d\x0a":  # classic pcap: link type in the global header
+        return int(struct.unpack_from("<I" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">I",
+                                      data, 20)[0])
+    (shb_len,) = struct.unpack_from("<I", data, 4)
+    if len(data) >= shb_len + 10:
+        return int(struct.unpack_from("<H", data, shb_len + 8)[0])  # first IDB's link type
+    return -1
+
+
+def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:
+    """Write the MCAP of a serial or CAN capture to ``out`` (a new file); messages in."""
+    kind = capture_kind(src)
+    if kind == "mcap":
+        shutil.copyfile(src, out)
+        return 0
+    if kind == "serial":
+        from fwbridge.bridge.capture import read_capture
+        from fwbridge.bridge.mcap_capture import SerialCapture
+        from fwbridge.can_bus.mcap_io import McapSink
+
+        cap = SerialCapture([McapSink(out, metadata={"converted_from": src.name})],
+                            port=src.stem)
+        last = 0
+        try:
+            for packet in read_capture(src):
+                if packet.direction:
+                    cap.write(packet.direction, packet.data, packet.ts_ns)
+                    last = packet.ts_ns
+            cap.recorder.finish(last)
+        finally:
+            cap.streams.close()
+        return cap.packets
+    from fwbridge.bridge.mcap_capture import JointStates
+    from fwbridge.can_bus.capture import read_messages
+    from fwbridge.can_bus.mcap_capture import McapCanWriter
+
+    writer = McapCanWriter(out, bitrate=bitrate, extend=[JointStates])
+    n = 0
+    try:
+        for msg in read_messages(src):
+            writer.on_message_received(msg)
+            n += 1
+    finally:
+        writer.stop()
+    return n
+
+
+def to_rosbag2(src_mcap: Path, out: Path) -> tuple[Counter[str], set[str]]:
+    """The CDR channels of an MCAP file as a rosbag2 directory (sqlite3 storage)."""
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import get_types_from_msg
+
+    from fwbridge.bridge import topics
+    from fwbridge.can_bus.mcap_io import read_mcap
+
+    store = topics.typestore("jazzy")
+    schemas = _schemas(src_mcap)
+    written: Counter[str] = Counter()
+    skipped: set[str] = set()
+    writer = Writer(out, version=9)
+    writer.open()
+    conns: dict[str, Any] = {}
+    try:
+        for rec in read_mcap(src_mcap):
+            encoding, text = schemas.get(rec.topic, ("", ""))
+            if encoding != "cdr":
+                skipped.add(rec.topic)
+                continue
+            conn = conns.get(rec.topic)
+            if conn is None:
+                if rec.schema_name not in store.types:  # e.g. can_msgs/msg/Frame
+                    store.register(get_types_from_msg(text.split("\n" + "=" * 80)[0],
+                                                      rec.schema_name))
+                conn = conns[rec.topic] = writer.add_connection(rec.topic, rec.schema_name,
+                                                                typestore=store)
+            writer.write(conn, rec.log_time_ns, rec.data)
+            written[rec.topic] += 1
+    finally:
+        writer.close()
+    return written, skipped
+
+
+def _schemas(path: Path) -> dict[str, tuple[str, str]]:
+    """topic -> (message encoding, schema text) of an MCAP file."""
+    from mcap.reader import make_reader
+    from mcap.stream_reader import StreamReader
+
+    out: dict[str, tuple[str, str]] = {}
+    with open(path, "rb") as f:
+        summary = None
+        try:
+            summary = make_reader(f).get_summary()
+        except Exception:
+            summary = None
+        if summary is not None:
+            for ch in summary.channels.values():
+                schema = summary.schemas.get(ch.schema_id)
+                out[ch.topic] = (ch.message_encoding, schema.data.decode() if schema else "")
+            return out
+        f.seek(0)
+        from mcap.records import Channel, Schema
+
+        texts: dict[int, str] = {}
+        try:
+            for record in StreamReader(f).records:
+                if isinstance(record, Schema):
+                    texts[record.id] = record.data.decode()
+                elif isinstance(record, Channel):
+                    out[record.topic] = (record.message_encoding, texts.get(record.schema_id, ""))
+        except Exception:
+            pass
+    return out
+
+
+@click.command("convert")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@click.argument("out", type=click.Path())
+@click.option("--to", "fmt", type=click.Choice(["mcap", "rosbag2"]), default=None,
+              help="Output format (default: mcap for a .mcap name, else rosbag2).")
+@click.option("--bitrate", type=click.IntRange(min=1), default=None, metavar="BIT/S",
+              help="CAN logs: the bus's bit rate, for the load channel.")
+def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) -> None:
+    """Convert CAPTURE (serial pcapng, CAN log, MCAP) to MCAP or a rosbag2 directory OUT.
+
+    \b
+    fwbridge convert run.pcapng run.mcap           open it in Foxglove
+    fwbridge convert run.mcap run_bag --to rosbag2  then: ros2 bag play run_bag
+    """
+    src, dst = Path(capture), Path(out)
+    if not src.is_file():
+        fail(f"{src}: no such capture file")
+    if dst.exists():
+        fail(f"{dst}: exists already; give a new name (nothing is overwritten)")
+    fmt = fmt or ("mcap" if dst.suffix.lower() == ".mcap" else "rosbag2")
+    from fwbridge.can_bus.mcap_io import McapError
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent if str(dst.parent) else "."))
+    try:
+        if fmt == "mcap":
+            n = to_mcap(src, tmp / "out.mcap", bitrate=bitrate)
+            os.replace(tmp / "out.mcap", dst)
+            click.echo(f"converted {src} to {dst}" + (f" ({n} packets/frames)" if n else ""),
+                       err=True)
+            return
+        mcap_src = src
+        if capture_kind(src) != "mcap":
+            mcap_src = tmp / "via.mcap"
+            to_mcap(src, mcap_src, bitrate=bitrate)
+        written, skipped = to_rosbag2(mcap_src, tmp / "bag")
+        os.replace(tmp / "bag", dst)
+        click.echo(f"converted {src} to rosbag2 {dst}: "
+                   + ", ".join(f"{t} {n}" for t, n in sorted(written.items())), err=True)
+        if skipped:
+            click.echo(f"left out (JSON, no ROS 2 type): {', '.join(sorted(skipped))}", err=True)
+    except (McapError, ValueError, OSError, EOFError) as exc:
+        fail(f"{src}: cannot convert: {exc}")
+    except click.ClickException as exc:
+        fail(exc.format_message())
+    except ImportError as exc:
+        fail(f"convert needs the mcap extra (pip install 'fwbridge[mcap]'): {exc}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,278 @@
+"""``fwbridge plot CAPTURE -o run.png``: a run at a glance, from any capture fwbridge reads.
+
+A base (serial pcapng or MCAP): the XY path, commanded and measured
+velocities, yaw, and the receiver counters over time. A CAN bus (candump,
+asc, blf, pcapng, MCAP): the bus load and frames per ID over time, and the
+error-state changes. Serial captures go through the MCAP recorder first, so
+the plot shows exactly what a recording holds. matplotlib is the ``plot`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fwbridge.cli_verbs.common import fail
+from fwbridge.protocols.errors import CaptureError
+
+__all__ = ["BaseSeries", "CanSeries", "base_series", "can_series", "draw", "plot_cmd"]
+
+#: Most windows (seconds) of a CAN plot.
+MAX_WINDOWS = 7 * 24 * 3600
+PATH_COLOUR = "#0000ff"  # pure blue: the tests find the path by its pixels
+
+
+@dataclass
+class BaseSeries:
+    """What a base's capture holds, as time series (t in s from the first message)."""
+
+    t: list[float] = field(default_factory=list)  # odometry times
+    x: list[float] = field(default_factory=list)
+    y: list[float] = field(default_factory=list)
+    yaw: list[float] = field(default_factory=list)
+    vx: list[float] = field(default_factory=list)
+    vy: list[float] = field(default_factory=list)
+    wz: list[float] = field(default_factory=list)
+    cmd_t: list[float] = field(default_factory=list)
+    cmd: list[tuple[float, float, float]] = field(default_factory=list)
+    counters_t: list[float] = field(default_factory=list)
+    counters: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+
+@dataclass
+class CanSeries:
+    """A CAN capture as 1 s windows: load, frames per ID; error-state changes."""
+
+    t: list[float] = field(default_factory=list)
+    load: list[float] = field(default_factory=list)  # % of the bit rate (bits/s if unknown)
+    per_id: dict[str, list[int]] = field(default_factory=dict)
+    states: list[tuple[float, str, str, str]] = field(default_factory=list)  # t, node, old, new
+    error_frames: list[float] = field(default_factory=list)
+    bitrate: int | None = None
+
+
+def _mcap_of(path: Path, tmp: Path) -> Path:
+    from fwbridge.cli_verbs.convert import capture_kind, to_mcap
+
+    if capture_kind(path) == "mcap":
+        return path
+    out = tmp / "capture.mcap"
+    to_mcap(path, out)
+    return out
+
+
+def base_series(mcap: Path) -> BaseSeries:
+    """The odometry, commands and counters of an MCAP capture (decoded by rosbags)."""
+    from fwbridge.bridge import topics
+    from fwbridge.can_bus.mcap_io import read_mcap
+
+    s = BaseSeries()
+    t0: float | None = None
+    wanted = ("/odom", "/cmd_vel", "/fwbridge/counters", "odom", "cmd_vel")  # also relative
+    for rec in read_mcap(mcap, wanted):
+        t = rec.log_time_ns / 1e9
+        t0 = t if t0 is None else t0
+        topic = rec.topic.lstrip("/")
+        if topic == "odom":
+            m = topics.deserialize(rec.data, "nav_msgs/msg/Odometry")
+            q = m.pose.pose.orientation
+            s.t.append(t - t0)
+            s.x.append(m.pose.pose.position.x)
+            s.y.append(m.pose.pose.position.y)
+            s.yaw.append(math.degrees(2 * math.atan2(q.z, q.w)))
+            s.vx.append(m.twist.twist.linear.x)
+            s.vy.append(m.twist.twist.linear.y)
+            s.wz.append(m.twist.twist.angular.z)
+        elif topic == "cmd_vel":
+            m = topics.deserialize(rec.data, "geometry_msgs/msg/Twist")
+            s.cmd_t.append(t - t0)
+            s.cmd.append((m.linear.x, m.linear.y, m.angular.z))
+        else:
+            body = json.loads(rec.data)
+            s.counters_t.append(t - t0)
+            for side, values in body.items():
+                for name in ("frames", "checksum_errors", "discarded", "resyncs"):
+                    if name in values:
+                        s.counters[f"{side} {name}"].append(values[name])
+    return s
+
+
+def can_series(path: Path, bitrate: int | None = None, window: float = 1.0) -> CanSeries:
+    """Bus load (exact frame bits) and frames per ID per window; error states."""
+    from fwbridge.can_bus.bits import Frame, frame_length
+    from fwbridge.can_bus.capture import read_messages
+
+    s = CanSeries(bitrate=bitrate)
+    frames: list[Counter[str]] = []
+    bits: list[int] = []
+    t0: float | None = None
+    for msg in read_messages(path):
+        t0 = msg.timestamp if t0 is None else t0
+        k = max(0, int((msg.timestamp - t0) // window))  # a frame a little out of order
+        if k >= MAX_WINDOWS:  # bounded: a bogus stamp must not allocate years of windows
+            raise CaptureError(f"frame at t={msg.timestamp:.6f} is {msg.timestamp - t0:+.0f} s "
+                               f"from the first frame; a plot spans at most {MAX_WINDOWS} s")
+        if msg.is_error_frame:
+            s.error_frames.append(msg.timestamp - t0)
+            continue
+        while len(bits) <= k:
+            bits.append(0)
+            frames.append(Counter())
+        ident = f"{msg.arbitration_id:08X}" if msg.is_extended_id else f"{msg.arbitration_id:03X}"
+        frames[k][ident] += 1
+        bits[k] += frame_length(Frame(msg.arbitration_id, msg.is_extended_id,
+                                      msg.is_remote_frame, msg.dlc,
+                                      b"" if msg.is_remote_frame else bytes(msg.data)))
+    if path.suffix.lower() == ".mcap":
+        from fwbridge.can_bus.mcap_io import read_mcap
+
+        for rec in read_mcap(path, ("/fwbridge/can/load", "/fwbridge/can/state")):
+            body = json.loads(rec.data)
+            if rec.topic == "/fwbridge/can/load":
+                s.bitrate = s.bitrate or body.get("bitrate")
+            elif t0 is not None:
+                s.states.append((rec.log_time_ns / 1e9 - t0, body["node"], body["old"],
+                                 body["new"]))
+    ids = sorted({i for c in frames for i in c})
+    s.t = [(k + 0.5) * window for k in range(len(bits))]
+    rate = s.bitrate
+    s.load = [100.0 * b / (rate * window) if rate else b / window for b in bits]
+    s.per_id = {i: [c[i] for c in frames] for i in ids}
+    return s
+
+
+def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any]:
+    """Draw to ``out`` (PNG, written whole then renamed); the path axes' geometry for tests:
+    ``{"bbox": (x0, y0, x1, y1) in pixels from the bottom left, "xlim", "ylim", "size"}``."""
+    try:
+        import matplotlib
+    except ImportError:
+        fail("plot needs matplotlib: pip install 'fwbridge[plot]'")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 9), dpi=100)
+    (a, b), (c, d) = axes
+    geometry: dict[str, Any] = {}
+    if isinstance(series, BaseSeries):
+        if series.x:
+            a.plot(series.x[:1], series.y[:1], "o", color="green", label="start", zorder=2)
+        a.plot(series.x, series.y, color=PATH_COLOUR, lw=2, label="odometry path", zorder=3)
+        a.set_aspect("equal", adjustable="datalim")
+        a.set(xlabel="x (m)", ylabel="y (m)", title="path (odom)")
+        a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # off the path
+        names = ("vx (m/s)", "vy (m/s)", "wz (rad/s)")
+        for i, (name, meas) in enumerate(zip(names, (series.vx, series.vy, series.wz))):
+            colour = f"C{i}"
+            b.plot(series.t, meas, color=colour, label=f"{name} measured")
+            if series.cmd:
+                b.step(series.cmd_t, [cmd[i] for cmd in series.cmd], where="post", color=colour,
+                       ls="--", alpha=0.7, label=f"{name} commanded")
+        b.set(xlabel="t (s)", title="velocities: commanded (dashed) and measured")
+        b.legend(loc="best", fontsize="small")
+        import numpy as np
+
+        yaw: Any = np.degrees(np.unwrap(np.radians(series.yaw))) if series.yaw else []
+        c.plot(series.t, yaw, color="C3")  # unwrapped: a turn past 180° stays one line
+        c.set(xlabel="t (s)", ylabel="yaw (°)", title="yaw (unwrapped)")
+        for name, values in sorted(series.counters.items()):
+            d.plot(series.counters_t[:len(values)], values, label=name)
+        d.set(xlabel="t (s)", title="receiver counters (totals)")
+        if series.counters:
+            d.legend(loc="best", fontsize="small")
+    else:
+        unit = "% of bit rate" if series.bitrate else "bit/s"
+        a.plot(series.t, series.load, color=PATH_COLOUR)
+        a.set(xlabel="t (s)", ylabel=f"load ({unit})", title="bus load")
+        for ident, counts in series.per_id.items():
+            b.plot(series.t, counts, label=ident)
+        b.set(xlabel="t (s)", ylabel="frames per window", title="frames per ID")
+        if series.per_id:
+            b.legend(loc="best", fontsize="small", ncol=2)
+        level = {"ACTIVE": 0, "PASSIVE": 1, "BUS_OFF": 2}
+        by_node: dict[str, list[tuple[float, int]]] = defaultdict(list)
+        for t, node, _old, new in series.states:
+            by_node[node].append((t, level.get(new, 0)))
+        for node, points in sorted(by_node.items()):
+            c.step([p[0] for p in points], [p[1] for p in points], where="post", label=node)
+        if series.error_frames:
+            c.plot(series.error_frames, [0] * len(series.error_frames), "x", color="red",
+                   label="error frames")
+        c.set(xlabel="t (s)", yticks=[0, 1, 2], yticklabels=["active", "passive", "bus-off"],
+              title="error-state changes")
+        if by_node or series.error_frames:
+            c.legend(loc="best", fontsize="small")
+        totals = {i: sum(v) for i, v in series.per_id.items()}
+        d.bar(list(totals), list(totals.values()))
+        d.set(title="frames per ID (whole capture)")
+        d.tick_params(axis="x", labelrotation=60)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.canvas.draw()
+    bbox = a.get_window_extent()
+    geometry = {"bbox": (bbox.x0, bbox.y0, bbox.x1, bbox.y1), "xlim": a.get_xlim(),
+                "ylim": a.get_ylim(), "size": fig.canvas.get_width_height()}
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".png", dir=out.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it
+        os.replace(tmp, out)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return geometry
+
+
+def plot_capture(path: Path, out: Path, bitrate: int | None = None) -> dict[str, Any]:
+    """Plot any capture; returns :func:`draw`'s geometry."""
+    from fwbridge.cli_verbs.convert import capture_kind
+
+    kind = capture_kind(path)
+    if kind == "mcap":
+        from fwbridge.can_bus.mcap_io import read_mcap
+
+        topics = {r.topic for r, _ in zip(read_mcap(path), range(2000))}
+        kind = "can" if "/from_can_bus" in topics or "/to_can_bus" in topics else "serial"
+    if kind == "can":
+        return draw(can_series(path, bitrate), out, f"{path.name}: CAN bus")
+    with tempfile.TemporaryDirectory() as tmp:
+        series = base_series(_mcap_of(path, Path(tmp)))
+    return draw(series, out, f"{path.name}: base")
+
+
+@click.command("plot")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True,
+              metavar="PNG", help="The picture to write.")
+@click.option("--bitrate", type=click.IntRange(min=1), default=None, metavar="BIT/S",
+              help="CAN logs without it: the bit rate, for the load in %.")
+def plot_cmd(capture: str, out: str, bitrate: int | None) -> None:
+    """Draw CAPTURE: a base's path, velocities, yaw and counters; a CAN bus's load,
+    frames per ID and error states."""
+    from fwbridge.bridge.capture import CaptureError
+    from fwbridge.can_bus.mcap_io import McapError
+
+    src = Path(capture)
+    if not src.is_file():
+        fail(f"{src}: no such capture file")
+    try:
+        plot_capture(src, Path(out), bitrate)
+    except (McapError, CaptureError, ValueError, OSError, EOFError) as exc:
+        fail(f"{src}: cannot plot: {exc}")
+    except click.ClickException as exc:
+        fail(exc.format_message())
+    except ImportError as exc:
+        fail(f"plot needs the plot and mcap extras: {exc}")
+    click.echo(f"plot written to {out}", err=True)
