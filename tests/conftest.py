@@ -22,3 +22,9 @@ settings.register_profile(
 )
 settings.register_profile("long", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: object) -> None:
+    # python-can's vendored Back2Back suite marks two tests with pytest-timeout's marker
+    config.addinivalue_line(  # type: ignore[attr-defined]
+        "markers", "timeout(seconds): pytest-timeout's limit (inert without the plugin)")
