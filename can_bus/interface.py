@@ -31,6 +31,10 @@ actuator modules (IDs 1..N) on the channel, ``capture=FILE`` records every
 frame on it (any python-can log format, or ``.pcapng``) and, like a bus
 analyser, acknowledges frames.
 
+Shared bus: when ``fwbridge can bus up NAME`` runs, ``channel=NAME`` attaches
+to that daemon's bus from any process (:mod:`can_bus.daemon_client`); pass
+``local=True`` for this process's own channel of the same name.
+
 A lone node gets no ACK, as on a real bus: its TEC climbs to error-passive
 and its frames wait for another node.
 
@@ -83,6 +87,17 @@ def _as_bool(value: Any) -> bool:
 
 class FwBridgeBus(can.BusABC):
     """One node on a simulated CAN bus (see the module docstring for the keywords)."""
+
+    def __new__(cls, channel: Any = "sim0", *args: Any, **kwargs: Any) -> FwBridgeBus:
+        # A bus daemon of that name runs: attach to it (unless asked for the local bus).
+        if cls is FwBridgeBus and not _as_bool(kwargs.get("local", False)):
+            from fwbridge.can_bus.daemon_client import attachable
+
+            if attachable(str(channel)):
+                from fwbridge.can_bus.daemon_client import RemoteBus
+
+                return super().__new__(RemoteBus)
+        return super().__new__(cls)
 
     def __init__(self, channel: Any = "sim0", can_filters: CanFilters | None = None, *,
                  bitrate: int | None = None, pacing: str | None = None,
@@ -141,7 +156,7 @@ class FwBridgeBus(can.BusABC):
                 listen_only=_as_bool(listen_only), fifo=str(tx_order) == "fifo")
             ch.endpoints[self.node_id] = port
         # runs once: at shutdown, or when the Bus is collected without one
-        self._finalizer = weakref.finalize(self, _release, ch, port, self._owned)
+        self._finalizer: Any = weakref.finalize(self, _release, ch, port, self._owned)
         rates = f"{ch.bitrate}" + (f"/{ch.data_bitrate}" if ch.data_bitrate != ch.bitrate else "")
         self.channel_info = (f"fwbridge simulated CAN{' FD' if fd else ''} {self.channel_name}"
                              f" @ {rates} bit/s ({ch.pacing}), node {self.node_id}")
