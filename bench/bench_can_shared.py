@@ -47,7 +47,7 @@ def run_fd(seconds: float) -> dict[str, float]:
         t, k = heapq.heappop(nxt)
         frames += sum(1 for e in m.run_until(t) if type(e) is Delivered)
         i = count[k]
-        data = bytes(((i * 7 + j) & 0xFF for j in range(64)))
+        data = bytes((i * 7 + j) & 0xFF for j in range(64))
         m.submit(ids[k], Frame.make(0x201 + k, data, fd=True, brs=True))
         count[k] += 1
         heapq.heappush(nxt, (t + period, k))
