@@ -31,7 +31,14 @@ from typing import Any
 import can
 
 from fwbridge.can_bus.daemon_client import (
+    _BRS,
+    _ESI,
+    _EXT,
+    _FD,
     _HDR,
+    _MSG,
+    _RTR,
+    _RX,
     MAX_PACKET,
     daemon_info,
     pack_message,
@@ -41,7 +48,7 @@ from fwbridge.can_bus.daemon_client import (
     valid_name,
 )
 from fwbridge.can_bus.model import Delivered, Event, StateChanged
-from fwbridge.can_bus.simchannel import Rules, SimChannel, compile_filters, make_frame
+from fwbridge.can_bus.simchannel import Rules, SimChannel, compile_filters, make_frame, matches
 
 __all__ = ["BusDaemon", "serve", "stop_daemon"]
 
@@ -75,6 +82,11 @@ class _Client:
         self.out += data
         self.daemon.pending.add(self)
 
+    def _put_packed(self, pkt: bytes) -> None:
+        if self.mode == "wait" and self.horizon == math.inf:
+            self.mode = "busy"  # it has a frame to work on: bus time waits for it
+        self.queue(pkt)
+
     # the channel's endpoint protocol
     def _put(self, msg: can.Message) -> None:
         if self.mode == "wait" and self.horizon == math.inf:
@@ -86,16 +98,40 @@ class _Client:
 
 
 class _Channel(SimChannel):
-    """The bus model, telling each node when its own frames are done."""
+    """The bus model, telling each node when its own frames are done. Frames are packed
+    once for all their receivers (no ``can.Message`` in between); error frames and state
+    changes take the channel's own path."""
 
     daemon: BusDaemon
 
     def dispatch(self, events: list[Event]) -> None:
-        super().dispatch(events)
+        others = [ev for ev in events if type(ev) is not Delivered]
+        if others:
+            super().dispatch(others)
         done: Counter[int] = Counter()
+        eps, epoch, rate = self.endpoints, self.epoch, self.model.tick_rate
         for ev in events:
-            if type(ev) is Delivered:
-                done.update(ev.transmitters)
+            if type(ev) is not Delivered:
+                continue
+            done.update(ev.transmitters)
+            can_id, ext, rtr, dlc, data, is_fd, brs, esi = ev.frame
+            if is_fd:
+                dlc = len(data)
+            flags = ((_EXT if ext else 0) | (_RTR if rtr else 0) | (_FD if is_fd else 0)
+                     | (_BRS if brs else 0) | (_ESI if esi else 0))
+            body = _MSG.pack(epoch + ev.time / rate, can_id, flags | _RX, dlc) + data
+            pkt = _HDR.pack(len(body) + 1, 0x6D) + body
+            for rid in ev.receivers:
+                ep = eps.get(rid)
+                if ep is not None and (not is_fd or ep.fd) and (
+                        ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
+                    ep._put_packed(pkt)  # type: ignore[attr-defined]
+            for tid in ev.transmitters:
+                ep = eps.get(tid)
+                if ep is not None and ep.receive_own_messages and (
+                        ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
+                    own = _MSG.pack(epoch + ev.time / rate, can_id, flags, dlc) + data
+                    ep._put_packed(_HDR.pack(len(own) + 1, 0x6D) + own)  # type: ignore
         for nid, k in done.items():
             client = self.daemon.by_node.get(nid)
             if client is not None:

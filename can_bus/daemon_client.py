@@ -413,7 +413,7 @@ class RemoteBus(FwBridgeBus):
                 conn.cond.wait(min(remaining, 0.2))
             conn.outstanding += 1
             conn.send(packet(b"S", pack_message(msg)))
-            if self._sim.afap:
+            if self._sim.afap and conn.waiting:
                 conn.idle()  # submitted: whatever it sends next need not hold the bus
 
     def flush_tx_buffer(self) -> None:

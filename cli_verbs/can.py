@@ -382,6 +382,7 @@ def busload_cmd(ctx: click.Context, interval: float, per_id: bool, as_json: bool
         fail("give the bit rate with -b: the load is a share of it")
 
     sim = isinstance(bus, FwBridgeBus)
+    data_bitrate = bus.sim.data_bitrate if isinstance(bus, FwBridgeBus) else None
 
     def clock() -> float:  # the time base of the messages' timestamps
         return bus.sim.epoch + bus.time if isinstance(bus, FwBridgeBus) else time.time()
@@ -421,11 +422,22 @@ def busload_cmd(ctx: click.Context, interval: float, per_id: bool, as_json: bool
                     break
                 key = (msg.arbitration_id, msg.is_extended_id)
                 frames[key] += 1
-                bits[key] += frame_length(Frame(msg.arbitration_id, msg.is_extended_id,
-                                                msg.is_remote_frame, msg.dlc,
-                                                b"" if msg.is_remote_frame else bytes(msg.data)))
+                bits[key] += _bus_bits(msg, bitrate, data_bitrate)
     finally:
         bus.shutdown()
+
+
+def _bus_bits(msg: can.Message, bitrate: int, data_bitrate: int | None) -> int:
+    """The nominal bit times a frame occupies the bus (an FD data phase at its own rate)."""
+    if msg.is_fd:
+        from fwbridge.can_bus.fd import frame_seconds
+
+        f = Frame.make(msg.arbitration_id, bytes(msg.data), extended=msg.is_extended_id,
+                       fd=True, brs=msg.bitrate_switch, esi=msg.error_state_indicator)
+        return round(frame_seconds(f, bitrate, data_bitrate if msg.bitrate_switch else None)
+                     * bitrate)
+    return frame_length(Frame(msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame,
+                              msg.dlc, b"" if msg.is_remote_frame else bytes(msg.data)))
 
 
 def _report(label: str, bitrate: int, interval: float, frames: Counter[tuple[int, bool]],

@@ -154,6 +154,10 @@ def test_the_readme_tour_across_processes(bus_up: subprocess.Popen[str], rundir:
         sent = _run("can", "send", "123#DEADBEEF")
         assert sent.returncode == 0, sent.stderr
         assert "not acknowledged" not in sent.stderr
+        log = rundir.parent / "tour.log"
+        rec = _run("can", "record", str(log), "--count", "20")
+        assert rec.returncode == 0, rec.stderr
+        assert len(log.read_text().splitlines()) == 20
     finally:
         out, err = sim.communicate(timeout=60)
     assert sim.returncode == 0, err

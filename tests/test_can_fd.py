@@ -244,3 +244,14 @@ def test_fd_messages_through_python_can() -> None:
     finally:
         for bus in (a, b, classic):
             bus.shutdown()
+
+
+def test_busload_counts_the_fd_data_phase_at_its_rate() -> None:
+    from fwbridge.cli_verbs.can import _bus_bits
+
+    msg = can.Message(arbitration_id=0x555, is_extended_id=False, is_fd=True,
+                      bitrate_switch=True, data=b"\x55" * 8)
+    # 17 + 13 nominal bits, 96 data-phase bits at 4x the rate: 24 nominal bit times
+    assert _bus_bits(msg, 500_000, 2_000_000) == 30 + 24
+    msg.bitrate_switch = False
+    assert _bus_bits(msg, 500_000, 2_000_000) == 126
