@@ -306,7 +306,9 @@ class FwBridgeBus(can.BusABC):
 
     @staticmethod
     def _detect_available_configs() -> list[AutoDetectedConfig]:
-        names = channels() or ["sim0"]
+        from fwbridge.can_bus.daemon_client import list_daemons  # shared buses too
+
+        names = sorted({*channels(), *(d["name"] for d in list_daemons())}) or ["sim0"]
         return [{"interface": "fwbridge", "channel": name} for name in names]
 
     # -- simulator extras ----------------------------------------------------------
