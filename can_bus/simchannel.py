@@ -282,7 +282,9 @@ class SimChannel:
 
 
 _channels: dict[str, SimChannel] = {}
-_registry_lock = threading.Lock()
+# Reentrant: a Bus collected while a channel opens (GC runs at any allocation) releases
+# its channel from inside open_channel, in the same thread.
+_registry_lock = threading.RLock()
 
 
 def open_channel(name: str, *, bitrate: int | None, pacing: str | None,

@@ -75,3 +75,31 @@ def test_the_channel_keeps_its_type(channel: object) -> None:
     finally:
         a.shutdown()
         b.shutdown()
+
+
+def test_a_bus_collected_while_a_channel_opens_does_not_deadlock() -> None:
+    import threading
+
+    from fwbridge.can_bus.simchannel import SimChannel
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.bus = FwBridgeBus(CHANNEL + "-cycle")  # type: ignore[attr-defined]
+    holder.me = holder  # type: ignore[attr-defined]  # a cycle: only the collector frees it
+    del holder
+    original = SimChannel.__init__
+
+    def init(self: SimChannel, *args: object, **kwargs: object) -> None:
+        gc.collect()  # the collector runs at an allocation inside open_channel
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    opened: list[FwBridgeBus] = []
+    with patch.object(SimChannel, "__init__", init):
+        t = threading.Thread(target=lambda: opened.append(FwBridgeBus(CHANNEL + "-other")),
+                             daemon=True)
+        t.start()
+        t.join(10)
+    assert not t.is_alive() and opened
+    opened[0].shutdown()
