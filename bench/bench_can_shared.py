@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -36,19 +37,21 @@ NODES = 16
 def run_fd(seconds: float) -> dict[str, float]:
     m = BusModel(1_000_000, data_bitrate=5_000_000, seed=1)
     ids = [m.add_node(f"n{k}") for k in range(NODES)]
-    sample = Frame.make(0x201, bytes(64), fd=True, brs=True)
-    period = NODES * fd.frame_ticks(sample, m.nt, m.dt)  # each node's share: 100 % in all
+    noise = random.Random(1).randbytes(1 << 16)
+    sizes = [fd.frame_ticks(Frame(0x201, False, False, 15, noise[i:i + 64], True, True), m.nt,
+                            m.dt) for i in range(0, 64 * 256, 64)]
+    period = NODES * sum(sizes) // len(sizes)  # each node's share: 100 % offered in all
     nxt = [(k * period // NODES, k) for k in range(NODES)]
     end = m.bits(seconds)
     count = [0] * NODES
     frames = 0
+    # every frame's data differs (no cached lengths): 64-byte windows of a random buffer
     t0 = time.perf_counter()
     while nxt[0][0] < end:
         t, k = heapq.heappop(nxt)
         frames += sum(1 for e in m.run_until(t) if type(e) is Delivered)
-        i = count[k]
-        data = bytes((i * 7 + j) & 0xFF for j in range(64))
-        m.submit(ids[k], Frame.make(0x201 + k, data, fd=True, brs=True))
+        i = (count[k] * NODES + k) & 0xFFBF
+        m.submit(ids[k], Frame(0x201 + k, False, False, 15, noise[i:i + 64], True, True))
         count[k] += 1
         heapq.heappush(nxt, (t + period, k))
     frames += sum(1 for e in m.run_until(end) if type(e) is Delivered)

@@ -151,6 +151,9 @@ class _Conn:
         self.channel = channel
         self.cond = threading.Condition()
         self.send_lock = threading.Lock()
+        self.out = bytearray()
+        self.kick = threading.Event()
+        self.flusher: threading.Thread | None = None
         self.rx: deque[can.Message] = deque(maxlen=rx_size or None)
         self.replies: dict[int, Any] = {}
         self.outstanding = 0
@@ -160,12 +163,37 @@ class _Conn:
         self.hello: dict[str, Any] | None = None
         self.thread = threading.Thread(target=self._read, name="fwbridge-remote", daemon=True)
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, now: bool = True) -> None:
+        """Write a packet; frames (``now=False``) may wait a moment for a flusher thread to
+        write them with the ones that follow (one system call for a burst). Any other
+        packet writes what waits first, so the daemon sees everything in order."""
         with self.send_lock:
-            try:
-                self.sock.sendall(data)
-            except OSError as exc:
-                raise CanOperationError(f"the bus daemon went away: {exc}") from None
+            self.out += data
+            if not now and len(self.out) < 1 << 15:
+                if self.flusher is None:
+                    self.flusher = threading.Thread(target=self._flush_loop, daemon=True,
+                                                    name="fwbridge-remote-tx")
+                    self.flusher.start()
+                self.kick.set()
+                return
+            self._write()
+
+    def _write(self) -> None:
+        if not self.out:
+            return
+        try:
+            self.sock.sendall(self.out)
+        except OSError as exc:
+            raise CanOperationError(f"the bus daemon went away: {exc}") from None
+        finally:
+            self.out.clear()
+
+    def _flush_loop(self) -> None:
+        while not self.closed:
+            self.kick.wait(1.0)
+            self.kick.clear()
+            with self.send_lock, contextlib.suppress(CanOperationError):
+                self._write()
 
     def _read(self) -> None:
         buf = bytearray()
@@ -177,6 +205,7 @@ class _Conn:
                     break
                 buf += chunk
                 pos, got = 0, False
+                msgs: list[can.Message] = []
                 while len(buf) - pos >= 5:
                     size, kind = _HDR.unpack_from(buf, pos)
                     if size < 1 or size > MAX_PACKET:
@@ -186,10 +215,16 @@ class _Conn:
                     body = bytes(buf[pos + 5:pos + 4 + size])
                     pos += 4 + size
                     got = True
-                    self._handle(kind, body)
+                    if kind == 0x6D:  # "m": a message for us (handed over in one go below)
+                        msgs.append(unpack_message(body, self.channel))
+                    else:
+                        self._handle(kind, body)
                 del buf[:pos]
                 if got:
                     with self.cond:
+                        if msgs:
+                            self.rx.extend(msgs)
+                            self.waiting = False  # the daemon holds time until we call again
                         self.cond.notify_all()
         except (OSError, ValueError):
             pass
@@ -198,12 +233,7 @@ class _Conn:
             self.cond.notify_all()
 
     def _handle(self, kind: int, body: bytes) -> None:
-        if kind == 0x6D:  # "m": a message for us
-            msg = unpack_message(body, self.channel)
-            with self.cond:
-                self.rx.append(msg)
-                self.waiting = False  # the daemon holds time until we call again
-        elif kind == 0x63:  # "c": frames of ours done (sent, or flushed)
+        if kind == 0x63:  # "c": frames of ours done (sent, or flushed)
             with self.cond:
                 self.outstanding -= struct.unpack(">I", body)[0]
         elif kind == 0x74:  # "t": advance_to reached
@@ -247,6 +277,10 @@ class _Conn:
         self.send(packet(b"I"))
 
     def close(self) -> None:
+        with self.send_lock, contextlib.suppress(CanOperationError):
+            self._write()  # frames still waiting for the flusher
+        self.closed = True
+        self.kick.set()
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
@@ -412,7 +446,7 @@ class RemoteBus(FwBridgeBus):
                     conn.wait_flag()
                 conn.cond.wait(min(remaining, 0.2))
             conn.outstanding += 1
-            conn.send(packet(b"S", pack_message(msg)))
+            conn.send(packet(b"S", pack_message(msg)), now=False)
             if self._sim.afap and conn.waiting:
                 conn.idle()  # submitted: whatever it sends next need not hold the bus
 
