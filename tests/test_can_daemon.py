@@ -194,3 +194,21 @@ def test_bus_up_refuses_a_second_daemon_and_bad_names(bus_up: subprocess.Popen[s
     bad = _run("can", "bus", "up", "../x")
     assert bad.returncode == 2 and "bus name" in bad.stderr
     assert _run("can", "bus", "down", "nothing").returncode == 2
+
+
+def test_bus_up_detach_then_down(rundir: Path) -> None:
+    up = _run("can", "bus", "up", "bg0", "--bitrate", "250000", "--data-bitrate", "1000000",
+              "--detach")
+    assert up.returncode == 0, up.stderr
+    info = daemon_info("bg0")
+    assert info is not None and (info["bitrate"], info["data_bitrate"]) == (250_000, 1_000_000)
+    bus = can.Bus(interface="fwbridge", channel="bg0", fd=True)
+    try:
+        assert isinstance(bus, RemoteBus) and bus.sim.data_bitrate == 1_000_000
+    finally:
+        bus.shutdown()
+    down = _run("can", "bus", "down", "bg0")
+    assert down.returncode == 0, down.stderr
+    assert daemon_info("bg0") is None and not list(rundir.glob("bg0.*"))
+    listing = _run("can", "bus", "list")
+    assert "no shared bus is up" in listing.stderr
