@@ -30,6 +30,7 @@ from typing import Any
 
 import can
 
+from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.daemon_client import (
     _BRS,
     _ESI,
@@ -144,7 +145,7 @@ class BusDaemon:
     """The daemon's state; :meth:`run` is its loop (one thread, plus the realtime driver)."""
 
     def __init__(self, name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
-                 pacing: str = "realtime") -> None:
+                 pacing: str = "realtime", socketcand: int | None = None) -> None:
         if not valid_name(name):
             raise ValueError(f"bus name {name!r}: letters, digits, '_', '.', '-' (1..64)")
         self.name = name
@@ -162,6 +163,8 @@ class BusDaemon:
         self.path = d / f"{name}.sock"
         self.info_path = d / f"{name}.json"
         self.srv: socket.socket | None = None
+        self.socketcand_port = socketcand  # None: no socketcand endpoint; 0: any free port
+        self.tcp: socket.socket | None = None
 
     # -- life ---------------------------------------------------------------------------------
     def open(self) -> None:
@@ -183,6 +186,13 @@ class BusDaemon:
         info = {"name": self.name, "pid": os.getpid(), "bitrate": self.ch.bitrate,
                 "data_bitrate": self.ch.data_bitrate, "pacing": self.ch.pacing,
                 "socket": str(self.path)}
+        if self.socketcand_port is not None:  # asked for: loopback only
+            tcp = socket.create_server(("127.0.0.1", self.socketcand_port))
+            tcp.setblocking(False)
+            self.tcp = tcp
+            self.sel.register(tcp, selectors.EVENT_READ)
+            self.socketcand_port = tcp.getsockname()[1]
+            info["socketcand"] = f"127.0.0.1:{self.socketcand_port}"
         tmp = self.info_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(info))
         tmp.replace(self.info_path)
@@ -190,6 +200,9 @@ class BusDaemon:
     def close(self) -> None:
         for client in list(self.clients.values()):
             self._drop(client)
+        if self.tcp is not None:
+            with contextlib.suppress(OSError):
+                self.tcp.close()
         if self.srv is not None:
             with contextlib.suppress(OSError):
                 self.srv.close()
@@ -216,8 +229,8 @@ class BusDaemon:
         while not self._stop:
             for key, events in self.sel.select(timeout=0.5):
                 obj = key.fileobj
-                if obj is self.srv:
-                    self._accept()
+                if obj is self.srv or (obj is self.tcp and obj is not None):
+                    self._accept(obj)
                 elif obj == self._wake_r:
                     with contextlib.suppress(OSError):
                         os.read(self._wake_r, 4096)
@@ -235,14 +248,18 @@ class BusDaemon:
                 self._flush()
 
     # -- connections ----------------------------------------------------------------------------
-    def _accept(self) -> None:
-        assert self.srv is not None
+    def _accept(self, srv: socket.socket) -> None:
         try:
-            sock, _ = self.srv.accept()
+            sock, _ = srv.accept()
         except OSError:
             return
         sock.setblocking(False)
-        client = _Client(sock, self)
+        if srv is self.tcp:
+            from fwbridge.can_bus.socketcand import TextClient
+
+            client: _Client = TextClient(sock, self)
+        else:
+            client = _Client(sock, self)
         self.clients[sock] = client
         self.sel.register(sock, selectors.EVENT_READ)
 
@@ -269,6 +286,13 @@ class BusDaemon:
             chunk = b""
         if not chunk:
             self._drop(client)
+            return
+        feed = getattr(client, "feed", None)
+        if feed is not None:  # a socketcand client
+            with self.ch.lock:
+                if not feed(chunk):
+                    self._flush()
+                    self._drop(client)
             return
         buf = client.inbuf
         buf += chunk
@@ -297,11 +321,7 @@ class BusDaemon:
         ch = self.ch
         model = ch.model
         if kind == 0x53:  # "S": a frame to send
-            frame = make_frame(unpack_message(body), client.fd)
-            if not ch.afap:
-                ch.sync()
-            model.submit(client.node_id, frame)
-            ch.kick()
+            self.submit(client, make_frame(unpack_message(body), client.fd))
         elif kind == 0x57:  # "W": waiting, up to a bus time (seconds; inf: for traffic)
             (t,) = struct.unpack(">d", body)
             client.mode = "wait"
@@ -330,6 +350,14 @@ class BusDaemon:
                 raise ValueError(f"bus {self.name} runs at {have} bit/s ({key}), not {want}")
         if req.get("pacing") not in (None, ch.pacing):
             raise ValueError(f"bus {self.name} is paced {ch.pacing}, not {req['pacing']}")
+        nid = self.attach(client, req)
+        client.queue(packet(b"h", json.dumps(
+            {"node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,
+             "pacing": ch.pacing, "epoch": ch.epoch}).encode()))
+
+    def attach(self, client: _Client, req: dict[str, Any]) -> int:
+        """Make ``client`` a node of the bus (lock held)."""
+        ch = self.ch
         ch.sync()
         ch.users += 1
         nid = ch.model.add_node(str(req.get("name") or f"{self.name}.{ch.users}"),
@@ -342,9 +370,14 @@ class BusDaemon:
         client.receive_error_frames = bool(req.get("receive_error_frames", False))
         ch.endpoints[nid] = client
         self.by_node[nid] = client
-        client.queue(packet(b"h", json.dumps(
-            {"node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,
-             "pacing": ch.pacing, "epoch": ch.epoch}).encode()))
+        return nid
+
+    def submit(self, client: _Client, frame: Frame) -> None:
+        """Queue a node's frame at the current bus time (lock held)."""
+        if not self.ch.afap:
+            self.ch.sync()
+        self.ch.model.submit(client.node_id, frame)
+        self.ch.kick()
 
     def _call(self, client: _Client, req: dict[str, Any]) -> Any:
         ch, op, nid = self.ch, req["op"], client.node_id
@@ -435,9 +468,11 @@ class BusDaemon:
 
 
 def serve(name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
-          pacing: str = "realtime", ready: Callable[[BusDaemon], None] | None = None) -> None:
+          pacing: str = "realtime", socketcand: int | None = None,
+          ready: Callable[[BusDaemon], None] | None = None) -> None:
     """Run the daemon ``name`` until SIGINT, SIGTERM or SIGHUP (in the main thread)."""
-    daemon = BusDaemon(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing)
+    daemon = BusDaemon(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,
+                       socketcand=socketcand)
     daemon.open()
     old = {}
     if threading.current_thread() is threading.main_thread():

@@ -33,8 +33,12 @@ def bus_group() -> None:
 @click.option("--pacing", type=click.Choice(["realtime", "afap"]), default="realtime",
               show_default=True, help="Bus time follows the wall clock, or runs as fast as the "
               "attached nodes allow (they all wait on it).")
+@click.option("--socketcand", "socketcand", type=click.IntRange(0, 65535), default=None,
+              metavar="PORT", help="Also serve the socketcand protocol (raw mode) on "
+              "127.0.0.1:PORT (0: a free port, printed), for python-can's socketcand interface.")
 @click.option("--detach", is_flag=True, help="Run in the background; 'bus down NAME' stops it.")
-def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str, detach: bool) -> None:
+def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str,
+           socketcand: int | None, detach: bool) -> None:
     """Start the shared bus NAME (default sim0)."""
     from fwbridge.can_bus.daemon import serve
     from fwbridge.can_bus.daemon_client import daemon_info, runtime_dir, valid_name
@@ -55,6 +59,8 @@ def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str, detac
                 name, "--bitrate", str(bitrate), "--pacing", pacing]
         if data_bitrate:
             args += ["--data-bitrate", str(data_bitrate)]
+        if socketcand is not None:
+            args += ["--socketcand", str(socketcand)]
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 10.0
@@ -62,15 +68,20 @@ def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str, detac
             if proc.poll() is not None or time.monotonic() > deadline:
                 fail(f"bus {name} did not come up")
             time.sleep(0.05)
-        click.echo(f"bus {name} up at {rates} bit/s ({pacing}), pid {proc.pid}", err=True)
+        info = daemon_info(name) or {}
+        where = f", socketcand on {info['socketcand']}" if "socketcand" in info else ""
+        click.echo(f"bus {name} up at {rates} bit/s ({pacing}), pid {proc.pid}{where}", err=True)
         return
 
     def ready(daemon: object) -> None:
+        port = getattr(daemon, "socketcand_port", None)
+        where = "" if port is None else f", socketcand on 127.0.0.1:{port}"
         click.echo(f"bus {name} up at {rates} bit/s ({pacing}) on "
-                   f"{getattr(daemon, 'path', '?')}; Ctrl-C stops it", err=True)
+                   f"{getattr(daemon, 'path', '?')}{where}; Ctrl-C stops it", err=True)
 
     try:
-        serve(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing, ready=ready)
+        serve(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,
+              socketcand=socketcand, ready=ready)
     except OSError as exc:
         fail(f"bus {name}: {exc}")
     click.echo(f"bus {name} down", err=True)

@@ -212,3 +212,35 @@ def test_bus_up_detach_then_down(rundir: Path) -> None:
     assert daemon_info("bg0") is None and not list(rundir.glob("bg0.*"))
     listing = _run("can", "bus", "list")
     assert "no shared bus is up" in listing.stderr
+
+
+def test_socketcand_clients_attach_on_loopback(rundir: Path) -> None:
+    gen = _daemon("scd", socketcand=0)
+    dm = next(gen)
+    try:
+        assert dm.tcp is not None and dm.tcp.getsockname()[0] == "127.0.0.1"
+        port = dm.socketcand_port
+        assert daemon_info("scd")["socketcand"] == f"127.0.0.1:{port}"  # type: ignore[index]
+        native = can.Bus(interface="fwbridge", channel="scd")
+        scd = can.Bus(interface="socketcand", host="127.0.0.1", port=port, channel="scd")
+        try:
+            scd.send(can.Message(arbitration_id=0x123, is_extended_id=False, data=b"\x11\x22"))
+            got = native.recv(2.0)
+            assert got is not None and (got.arbitration_id, bytes(got.data)) == (0x123, b"\x11\x22")
+            native.send(can.Message(arbitration_id=0x1ABCDE, is_extended_id=True, data=b"\x05"))
+            back = scd.recv(2.0)
+            assert back is not None and back.is_extended_id
+            assert (back.arbitration_id, bytes(back.data)) == (0x1ABCDE, b"\x05")
+            assert abs(back.timestamp - time.time()) < 5  # bus time, wall-clock based
+        finally:
+            scd.shutdown()
+            native.shutdown()
+        # a client that names another bus is refused
+        import socket as _socket
+
+        with _socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            assert s.recv(64) == b"< hi >"
+            s.sendall(b"< open other >")
+            assert b"error" in s.recv(64)
+    finally:
+        gen.close()
