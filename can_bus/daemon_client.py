@@ -382,6 +382,7 @@ class RemoteBus(FwBridgeBus):
                              f"node {self.node_id}")
         self._can_protocol = can.CanProtocol.CAN_FD if fd else can.CanProtocol.CAN_20
         self._own = _as_bool(receive_own_messages)
+        self._errors = _as_bool(receive_error_frames)
         can.BusABC.__init__(self, channel, can_filters=can_filters)
 
     # -- python-can API ----------------------------------------------------------------------
@@ -396,6 +397,14 @@ class RemoteBus(FwBridgeBus):
     def receive_own_messages(self, flag: bool) -> None:
         self._own = bool(flag)
         self._conn.call("own", flag=self._own)
+
+    @property
+    def receive_error_frames(self) -> bool:
+        return self._errors
+
+    @receive_error_frames.setter
+    def receive_error_frames(self, flag: bool) -> None:
+        raise CanOperationError("receive_error_frames of a shared-bus node is set when it opens")
 
     @property
     def _closed(self) -> bool:

@@ -244,3 +244,16 @@ def test_socketcand_clients_attach_on_loopback(rundir: Path) -> None:
             assert b"error" in s.recv(64)
     finally:
         gen.close()
+
+
+def test_remote_error_frames_and_flags(afap: BusDaemon) -> None:
+    a = can.Bus(interface="fwbridge", channel="shared", receive_error_frames=True)
+    try:
+        assert a.receive_error_frames and not a.receive_own_messages
+        a.send(can.Message(arbitration_id=0x10, is_extended_id=False, data=b"\x01"))
+        a.wait_sent()  # lone: no ACK, error frames and an error-passive change
+        got = [m for m in iter(lambda: a.recv(0.5), None)]
+        assert got and all(m.is_error_frame for m in got)
+        assert any(m.arbitration_id & 0x20 for m in got)  # CAN_ERR_ACK
+    finally:
+        a.shutdown()
