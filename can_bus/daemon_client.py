@@ -249,6 +249,8 @@ class _Conn:
                     self.replies[int(reply.get("id", -1))] = reply
 
     def call(self, op: str, timeout: float = 10.0, **args: Any) -> Any:
+        if self.closed:
+            raise CanOperationError("the node is shut down")
         with self.cond:
             self._calls = getattr(self, "_calls", 0) + 1
             cid = self._calls
@@ -299,6 +301,7 @@ class RemoteSim:
         self.afap = self.pacing == "afap"
         self.epoch = float(hello["epoch"])
         self.lock = threading.RLock()
+        self.last_endpoints: list[int] = []
 
     def bus_time(self) -> float:
         return float(self._conn.call("bus_time"))
@@ -309,7 +312,10 @@ class RemoteSim:
 
     @property
     def endpoints(self) -> list[int]:
-        return list(self._conn.call("endpoints"))
+        """The bus's nodes (as last seen, once this node is shut down)."""
+        if not self._conn.closed:
+            self.last_endpoints = list(self._conn.call("endpoints"))
+        return self.last_endpoints
 
     def advance_to(self, t: float) -> None:
         """Afap: wait until the daemon's bus time reaches ``t`` seconds."""
@@ -482,6 +488,7 @@ class RemoteBus(FwBridgeBus):
             return
         with contextlib.suppress(CanOperationError):
             self.wait_sent()
+            _ = self._sim.endpoints  # remembered for what is said after shutdown
         self._finalizer()
         can.BusABC.shutdown(self)
 

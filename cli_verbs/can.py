@@ -4,7 +4,8 @@ Bus options follow python-can and can-utils: ``-i/--interface``,
 ``-c/--channel``, ``-b/--bitrate``, plus ``--bus-kwarg KEY=VALUE`` (python-can's
 ``--bus-kwargs``). Without ``-i`` python-can's configuration decides, and
 without one the simulated bus ``fwbridge`` channel ``sim0``. A simulated
-channel lives inside one process: give it traffic with ``--bus-kwarg
+channel is shared by every process while ``fwbridge can bus up NAME`` runs;
+otherwise it lives inside one process: give it traffic with ``--bus-kwarg
 modules=N`` (N actuator modules) or run ``fwbridge can sim``.
 
 Every verb stops at ``--count``/``--duration`` (or Ctrl-C, still printing its

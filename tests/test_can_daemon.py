@@ -257,3 +257,9 @@ def test_remote_error_frames_and_flags(afap: BusDaemon) -> None:
         assert any(m.arbitration_id & 0x20 for m in got)  # CAN_ERR_ACK
     finally:
         a.shutdown()
+
+
+def test_a_lone_cli_node_on_a_shared_bus_says_so(bus_up: subprocess.Popen[str]) -> None:
+    sent = _run("can", "send", "123#01")
+    assert sent.returncode == 2
+    assert "the shared bus sim0 has no other node" in sent.stderr
