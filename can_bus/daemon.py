@@ -6,7 +6,7 @@ arbitrates, times and confines them exactly as in one process (it runs the
 same :class:`~can_bus.simchannel.SimChannel`) and sends each node its
 deliveries, stamped in bus time. Realtime pacing: the channel's driver
 thread follows the wall clock. Afap pacing: the bus runs only while every
-attached node waits on it (see :mod:`can_bus.daemon_client`), one instant at
+attached node waits on it (see :mod:`can_bus.remote`), one instant at
 a time, up to the earliest horizon a node asked for (``advance_to``).
 
 The socket lives in the user's private runtime directory, never on the

@@ -94,7 +94,7 @@ class FwBridgeBus(can.BusABC):
             from fwbridge.can_bus.daemon_client import attachable
 
             if attachable(str(channel)):
-                from fwbridge.can_bus.daemon_client import RemoteBus
+                from fwbridge.can_bus.remote import RemoteBus
 
                 return super().__new__(RemoteBus)
         return super().__new__(cls)

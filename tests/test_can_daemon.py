@@ -24,8 +24,9 @@ import pytest
 from fwbridge.can_bus import fd
 from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.daemon import BusDaemon
-from fwbridge.can_bus.daemon_client import RemoteBus, daemon_info
+from fwbridge.can_bus.daemon_client import daemon_info
 from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.remote import RemoteBus
 
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
 
