@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,plot,ros2,mcap,foxglove]'
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,ros2,mcap,foxglove,canstacks]'
 	touch $(STAMP)
 
 ## demo: the main job, simulated end to end (no hardware, no network)

@@ -48,6 +48,7 @@ SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
     ("encode", "action"): ("action", "encode_action"),
     ("send", "action"): ("fish", "send_action_cmd"),
     ("can", "sim"): ("can_sim", "sim_cmd"),
+    ("can", "bus"): ("can_daemon", "bus_group"),
 }
 
 

@@ -32,6 +32,7 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_sim", "simulated world speed and round trip"),
     ("bench_can_sim", "CAN bus simulator vs python-can's virtual bus"),
     ("bench_mcap", "recording CAN to MCAP vs python-can's BLF writer, 1 Mbit/s, 100 % load"),
+    ("bench_can_shared", "Shared CAN bus across processes vs virtual; CAN FD model speed"),
     ("bench_arm", "SCARA IK and the pick-and-place control loop"),
     ("fault_suite", "fault injection: recovery, false accepts, resync distance"),
     ("bench_resources", "a gigabyte of random bytes: memory and time per MB"),

@@ -48,9 +48,12 @@ EOF_END = 10
 
 
 class Frame(NamedTuple):
-    """One classic CAN frame as the bus sees it (hashable: it is a cache key).
+    """One CAN frame as the bus sees it (hashable: it is a cache key).
 
     ``data`` is empty for a remote frame, whose ``dlc`` is the requested length.
+    CAN FD frames (``fd``; see :mod:`can_bus.fd`) carry the 4-bit DLC code in
+    ``dlc`` (9..15 for 12..64 bytes), ``brs`` (data phase at the data bit
+    rate) and ``esi`` (transmitter error-passive); they are never remote.
     """
 
     can_id: int
@@ -58,15 +61,29 @@ class Frame(NamedTuple):
     remote: bool = False
     dlc: int = 0
     data: bytes = b""
+    fd: bool = False
+    brs: bool = False
+    esi: bool = False
 
     @classmethod
     def make(cls, can_id: int, data: bytes = b"", *, extended: bool | None = None,
-             remote: bool = False, dlc: int | None = None) -> Frame:
-        """Checked constructor: ID range, DLC 0..8, data length = DLC for data frames."""
+             remote: bool = False, dlc: int | None = None, fd: bool = False,
+             brs: bool = False, esi: bool = False) -> Frame:
+        """Checked constructor: ID range, DLC 0..8 (FD: a length of 0..8, 12, ..., 64),
+        data length = DLC for data frames."""
         ext = can_id > 0x7FF if extended is None else extended
         if not 0 <= can_id <= (0x1FFFFFFF if ext else 0x7FF):
             kind = "an extended" if ext else "a standard"
             raise CanFrameError(f"CAN ID 0x{can_id:X} out of range for {kind} frame")
+        if fd:
+            from fwbridge.can_bus.fd import len_to_dlc  # fd builds on this module
+
+            if remote:
+                raise CanFrameError("CAN FD has no remote frames")
+            return cls(can_id, ext, False, len_to_dlc(len(data)), bytes(data), True, bool(brs),
+                       bool(esi))
+        if brs or esi:
+            raise CanFrameError("BRS and ESI exist in CAN FD frames only")
         if remote:
             n = len(data) if dlc is None else dlc
             data = b""
@@ -86,8 +103,10 @@ def _field(value: int, width: int) -> list[int]:
 
 
 def frame_bits(frame: Frame, with_crc: bool = True) -> list[int]:
-    """Unstuffed bits from SOF through the CRC sequence (0 = dominant)."""
-    can_id, ext, rtr, dlc, data = frame
+    """Unstuffed bits from SOF through the CRC sequence (0 = dominant). Classic frames."""
+    if frame.fd:
+        raise CanFrameError("a CAN FD frame: use can_bus.fd.wire")
+    can_id, ext, rtr, dlc, data = frame[:5]
     bits = [0]  # SOF
     if ext:
         bits += [*_field(can_id >> 18, 11), 1, 1]  # base ID, SRR, IDE
@@ -205,7 +224,7 @@ _STUFF_PART = [[0]] + [_make_stuff_table(w) for w in range(1, 8)]
 
 def _packed(frame: Frame) -> tuple[int, int]:
     """(value, width): the unstuffed SOF..data bits as one integer, SOF most significant."""
-    can_id, ext, rtr, dlc, data = frame
+    can_id, ext, rtr, dlc, data = frame[:5]
     if ext:
         v = ((can_id >> 18) << 27) | (3 << 25) | ((can_id & 0x3FFFF) << 7) | (rtr << 6) | dlc
         width = 39
@@ -263,7 +282,9 @@ def stuffed_length(frame: Frame) -> int:
     n = _LEN_CACHE.get(frame)
     if n is not None:
         return n
-    can_id, ext, rtr, dlc, data = frame
+    if frame.fd:
+        raise CanFrameError("a CAN FD frame: use can_bus.fd.timing")
+    can_id, ext, rtr, dlc, data = frame[:5]
     key = (can_id, ext, rtr, dlc)
     head = _HEAD_CACHE.get(key)
     if head is None:
@@ -305,8 +326,10 @@ def arbitration_key(frame: Frame) -> int:
     base ID (11) | RTR or SRR | IDE | extended ID (18) | RTR of extended frames.
     A data frame beats a remote one with the same ID; a standard frame beats
     an extended one with the same base ID (its IDE, or its RTR against SRR).
+    A CAN FD frame contends as a data frame (its RRS bit is dominant); against
+    a classic data frame with the same ID it loses at FDF, after arbitration.
     """
-    can_id, ext, rtr, _, _ = frame
+    can_id, ext, rtr = frame[0], frame[1], frame[2]  # FD frames: RRS dominant, as a data frame
     if ext:
         return ((can_id >> 18) << 21) | (3 << 19) | ((can_id & 0x3FFFF) << 1) | rtr
     return (can_id << 21) | (rtr << 20)

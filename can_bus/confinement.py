@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from fwbridge.can_bus.bits import Frame, stuffed_length
 from fwbridge.can_bus.faults import RECOVERY_TAIL, Outcome
+from fwbridge.can_bus.fd import timing as fd_timing
 from fwbridge.can_bus.modeltypes import ErrorFrame, ErrorState, Event, Node, StateChanged, TxEntry
 
 __all__ = ["REC_MAX", "SUSPEND_BITS", "FaultConfinement", "Flight"]
@@ -46,6 +47,30 @@ class FaultConfinement:
     _flight: Flight | None
     dominant_timeout: int
     error_frames: int
+    nt: int  # ticks per nominal bit
+    dt: int  # ticks per data-phase bit (CAN FD with BRS)
+
+    def _ends(self, frame: Frame) -> tuple[int, int]:
+        """(S, ticks from SOF to the end of the CRC sequence): S stuffed bits, the FD data
+        phase at the data rate."""
+        if frame[5]:
+            s, a = fd_timing(frame)
+            return s, a * self.nt + (s - a) * self.dt
+        s = stuffed_length(frame)
+        return s, s * self.nt
+
+    def _at(self, frame: Frame, p: int) -> int:
+        """Ticks from SOF to the start of (stuffed) bit ``p``; after the CRC sequence, and
+        for error flags, the nominal rate."""
+        nt = self.nt
+        if not frame[5]:
+            return p * nt
+        s, a = fd_timing(frame)
+        if p <= a:
+            return p * nt
+        if p <= s:
+            return a * nt + (p - a) * self.dt
+        return a * nt + (s - a) * self.dt + (p - s) * nt
 
     def _refresh(self) -> None:
         raise NotImplementedError
@@ -99,13 +124,15 @@ class FaultConfinement:
         if self._recovering:
             self._end_run(s)
         d = self.dominant_timeout
-        self._flight = Flight(s + d, s + d + RECOVERY_TAIL, s + d, s, None, (n,), (), None)
+        self._flight = Flight(s + d, s + d + RECOVERY_TAIL * self.nt, s + d, s, None, (n,), (),
+                               None)
 
     def _finish_dominant(self, f: Flight) -> None:
         """ISO rule 6 through a dominant burst: REC + 1 at the stuff error, + 8 per 8 bits."""
-        s, end = f.start, f.done_at
-        steps = [(s + 6, 1)] + [(s + 26 + 8 * j, 8) for j in range((end - s - 26 + 7) // 8)
-                                if s + 26 + 8 * j < end]
+        s, end, nt = f.start, f.done_at, self.nt
+        steps = [(s + 6 * nt, 1)] + [(s + (26 + 8 * j) * nt, 8)
+                                     for j in range(((end - s) // nt - 26 + 7) // 8)
+                                     if s + (26 + 8 * j) * nt < end]
         for m in list(self._listeners):
             if m.listen_only:
                 continue
@@ -129,7 +156,8 @@ class FaultConfinement:
                 continue
             start = max(n.seg_free, n.ready, n.suspend_until)
             # no ACK: through the ACK slot, flag, delimiter, intermission; or a bit error on SOF
-            dur = stuffed_length(n.tx.head()[0]) + 19 if n.disconnected else 18
+            dur = (self._ends(n.tx.head()[0])[1] + 19 * self.nt if n.disconnected
+                   else 18 * self.nt)
             if best is None or start + dur < best[0]:
                 best = (start + dur, n)
         return best
@@ -142,7 +170,7 @@ class FaultConfinement:
             n.tec += 8
         n.tx_errors += 1
         self._check_state(n, t)
-        n.seg_free = t + (SUSPEND_BITS if n.state is ErrorState.PASSIVE else 0)
+        n.seg_free = t + (SUSPEND_BITS * self.nt if n.state is ErrorState.PASSIVE else 0)
         self._events.append(ErrorFrame(t, t, frame, "ack" if n.disconnected else "bit", n.id,
                                        (n.id,), local=True, counters=((n.id, n.tec, n.rec),)))
         if self._dirty:

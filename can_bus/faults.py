@@ -32,6 +32,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from fwbridge.can_bus import fd
 from fwbridge.can_bus.bits import Frame, arbitration_end, frame_bits, stuff
 
 __all__ = ["Outcome", "Party", "first_misread", "receiver_detection", "resolve"]
@@ -106,7 +107,24 @@ def _first_difference(seqs: dict[int, list[int]]) -> int:
 
 
 def _wire(frame: Frame) -> tuple[list[int], list[bool]]:
+    if frame.fd:
+        w = fd.wire(frame)
+        return w.bits, w.stuff
     return stuff(frame_bits(frame))
+
+
+def _fd_detection(frame: Frame, stuffed: list[int], k: int) -> tuple[int, str]:
+    """CAN FD: the six-equal-bits rule holds in the dynamic part only; a misread fixed
+    stuff bit is a form error; any other misread shows as a CRC error (the stuff count
+    is checked with the CRC)."""
+    w = fd.wire(frame)
+    if k < w.dyn_end:
+        d, kind = receiver_detection(stuffed[:w.dyn_end], k)
+        if kind == "stuff":
+            return d, kind
+    elif w.fixed[k]:
+        return k, "form"
+    return len(stuffed) + 2, "crc"
 
 
 def resolve(frames: dict[int, Frame], tx: dict[int, Party], rx: list[Party],
@@ -168,7 +186,8 @@ def resolve(frames: dict[int, Frame], tx: dict[int, Party], rx: list[Party],
         if k < 0 or k in (s + 1, s + 9):
             continue  # its own ACK bit; the last EOF bit is not checked by receivers
         if k < s:
-            d, kind = receiver_detection(stuffed, k)
+            d, kind = _fd_detection(frame, stuffed, k) if frame.fd else \
+                receiver_detection(stuffed, k)
             if d < s + 1 or kind == "crc":
                 ackers.discard(party.node)  # a receiver in error does not acknowledge
         else:

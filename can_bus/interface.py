@@ -32,14 +32,29 @@ writer) records every
 frame on it (any python-can log format, or ``.pcapng``) and, like a bus
 analyser, acknowledges frames.
 
+Shared bus: when ``fwbridge can bus up NAME`` runs, ``channel=NAME`` attaches
+to that daemon's bus from any process (:mod:`can_bus.daemon_client`); pass
+``local=True`` for this process's own channel of the same name.
+
 A lone node gets no ACK, as on a real bus: its TEC climbs to error-passive
 and its frames wait for another node.
+
+CAN FD: ``fd=True`` makes the node FD-capable (it sends and receives
+``is_fd`` messages, with ``bitrate_switch`` and ``error_state_indicator``);
+``data_bitrate`` (or a ``timing=BitTimingFd``) sets the channel's data-phase
+rate, default the nominal one. A node opened without ``fd`` ignores FD frames
+(as an FD-tolerant controller) and refuses to send them.
+
+A Bus that is never shut down is cleaned up when it is garbage collected: the
+channel holds only its receiving port, so the node leaves the bus (no more
+ACKs, no queue growing) once nothing refers to the Bus.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -67,7 +82,7 @@ __all__ = ["FwBridgeBus", "SimBusError", "SimBusInitError"]
 SHUTDOWN_LINGER = 2.0  # seconds a closing realtime bus waits for its queued frames
 
 
-def _as_bool(value: Any) -> bool:
+def as_bool(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
     return bool(value)
@@ -75,6 +90,17 @@ def _as_bool(value: Any) -> bool:
 
 class FwBridgeBus(can.BusABC):
     """One node on a simulated CAN bus (see the module docstring for the keywords)."""
+
+    def __new__(cls, channel: Any = "sim0", *args: Any, **kwargs: Any) -> FwBridgeBus:
+        # A bus daemon of that name runs: attach to it (unless asked for the local bus).
+        if cls is FwBridgeBus and not as_bool(kwargs.get("local", False)):
+            from fwbridge.can_bus.daemon_client import attachable
+
+            if attachable(str(channel)):
+                from fwbridge.can_bus.remote import RemoteBus
+
+                return super().__new__(RemoteBus)
+        return super().__new__(cls)
 
     def __init__(self, channel: Any = "sim0", can_filters: CanFilters | None = None, *,
                  bitrate: int | None = None, pacing: str | None = None,
@@ -87,11 +113,20 @@ class FwBridgeBus(can.BusABC):
                  modules: int = 0, capture: str | can.Listener | None = None,
                  name: str | None = None,
                  **kwargs: Any) -> None:
-        if _as_bool(kwargs.get("fd", False)):
-            raise SimBusInitError("the fwbridge simulator is classic CAN only (no FD)")
         timing = kwargs.get("timing")
+        fd = as_bool(kwargs.get("fd", False))
+        data_bitrate = kwargs.get("data_bitrate")
+        if timing is not None and hasattr(timing, "nom_bitrate"):  # can.BitTimingFd
+            fd = True
+            bitrate = int(timing.nom_bitrate) if bitrate is None else bitrate
+            data_bitrate = int(timing.data_bitrate) if data_bitrate is None else data_bitrate
         if bitrate is None and timing is not None and hasattr(timing, "bitrate"):
             bitrate = int(timing.bitrate)
+        if data_bitrate is not None:
+            data_bitrate = int(data_bitrate)
+            if data_bitrate <= 0:
+                raise SimBusInitError(f"data bit rate must be positive, got "
+                                             f"{data_bitrate}")
         if pacing is not None:
             pacing = str(pacing).lower()
             if pacing not in PACINGS:
@@ -105,33 +140,36 @@ class FwBridgeBus(can.BusABC):
         if not 0.0 <= ber <= 1.0:
             raise SimBusInitError(f"bit_error_rate {ber} not in 0..1")
         self.channel_name = str(channel)
-        self.receive_own_messages = _as_bool(receive_own_messages)
-        self.receive_error_frames = _as_bool(receive_error_frames)
         self.tx_queue_size = max(1, int(tx_queue_size))
-        self._rx: deque[can.Message] = deque(maxlen=int(rx_queue_size) or None)
-        self.rx_rules: Rules | None = None
-        self._closed = False
+        self._fd = fd
+        port = self._port = _Port(channel, deque(maxlen=int(rx_queue_size) or None), fd)
+        port.receive_own_messages = as_bool(receive_own_messages)
+        port.receive_error_frames = as_bool(receive_error_frames)
+        port.owner = weakref.ref(self)
+        self._rx = port.rx
         self._owned: list[Callable[[], None]] = []  # started here, stopped at shutdown
         self._ch: SimChannel = open_channel(
             self.channel_name, bitrate=None if bitrate is None else int(bitrate), pacing=pacing,
-            epoch=None if epoch is None else float(epoch), seed=int(seed),
-            dominant_timeout=float(dominant_timeout))
+            data_bitrate=data_bitrate, epoch=None if epoch is None else float(epoch),
+            seed=int(seed), dominant_timeout=float(dominant_timeout))
         ch = self._ch
         with ch.lock:
             ch.sync()
-            self.node_id = ch.model.add_node(name or f"{self.channel_name}.{ch.users}",
-                                             auto_recovery=_as_bool(auto_recovery),
-                                             listen_only=_as_bool(listen_only),
-                                             fifo=str(tx_order) == "fifo")
-            ch.endpoints[self.node_id] = self
-        self.channel_info = (f"fwbridge simulated CAN {self.channel_name} @ {ch.bitrate} bit/s"
-                             f" ({ch.pacing}), node {self.node_id}")
-        self._can_protocol = can.CanProtocol.CAN_20
+            self.node_id = port.node_id = ch.model.add_node(
+                name or f"{self.channel_name}.{ch.users}", auto_recovery=as_bool(auto_recovery),
+                listen_only=as_bool(listen_only), fifo=str(tx_order) == "fifo")
+            ch.endpoints[self.node_id] = port
+        # runs once: at shutdown, or when the Bus is collected without one
+        self._finalizer: Any = weakref.finalize(self, _release, ch, port, self._owned)
+        rates = f"{ch.bitrate}" + (f"/{ch.data_bitrate}" if ch.data_bitrate != ch.bitrate else "")
+        self.channel_info = (f"fwbridge simulated CAN{' FD' if fd else ''} {self.channel_name}"
+                             f" @ {rates} bit/s ({ch.pacing}), node {self.node_id}")
+        self._can_protocol = can.CanProtocol.CAN_FD if fd else can.CanProtocol.CAN_20
         try:
-            if ber or _as_bool(stuck_dominant) or _as_bool(disconnected):
+            if ber or as_bool(stuck_dominant) or as_bool(disconnected):
                 self.inject(bit_error_rate=ber, seed=fault_seed,
-                            stuck_dominant=_as_bool(stuck_dominant),
-                            disconnected=_as_bool(disconnected))
+                            stuck_dominant=as_bool(stuck_dominant),
+                            disconnected=as_bool(disconnected))
             if capture:
                 self._start_capture(capture if isinstance(capture, can.Listener)
                                     else str(capture))
@@ -144,16 +182,30 @@ class FwBridgeBus(can.BusABC):
 
     # -- python-can API ----------------------------------------------------------
     def _apply_filters(self, filters: CanFilters | None) -> None:
-        self.rx_rules = compile_filters(filters)
-
-    # -- the channel's Endpoint protocol ------------------------------------------
-    def deliver(self, msg: can.Message) -> None:
-        """Queue a frame the channel delivers to this node (called under the channel lock)."""
-        self._rx.append(msg)
+        self._port.rx_rules = compile_filters(filters)
 
     def state_changed(self, event: StateChanged) -> None:
-        """The channel reports a change of this node's error state."""
-        pass  # state is read from the model when asked
+        """Hook: this node's fault-confinement state changed (state is read from the model)."""
+
+    @property
+    def receive_own_messages(self) -> bool:
+        return self._port.receive_own_messages
+
+    @receive_own_messages.setter
+    def receive_own_messages(self, flag: bool) -> None:
+        self._port.receive_own_messages = bool(flag)
+
+    @property
+    def receive_error_frames(self) -> bool:
+        return self._port.receive_error_frames
+
+    @receive_error_frames.setter
+    def receive_error_frames(self, flag: bool) -> None:
+        self._port.receive_error_frames = bool(flag)
+
+    @property
+    def _closed(self) -> bool:
+        return self._port.closed
 
     def _recv_internal(self, timeout: float | None) -> tuple[can.Message | None, bool]:
         ch = self._ch
@@ -182,7 +234,7 @@ class FwBridgeBus(can.BusABC):
         ``timeout``; raises ``CanOperationError`` then, or at once when no
         other node can acknowledge the frames.
         """
-        frame = make_frame(msg)
+        frame = make_frame(msg, self._fd)
         ch = self._ch
         model = ch.model
         nid = self.node_id
@@ -259,7 +311,9 @@ class FwBridgeBus(can.BusABC):
 
     @staticmethod
     def _detect_available_configs() -> list[AutoDetectedConfig]:
-        names = channels() or ["sim0"]
+        from fwbridge.can_bus.daemon_client import list_daemons  # shared buses too
+
+        names = sorted({*channels(), *(d["name"] for d in list_daemons())}) or ["sim0"]
         return [{"interface": "fwbridge", "channel": name} for name in names]
 
     # -- simulator extras ----------------------------------------------------------
@@ -339,18 +393,7 @@ class FwBridgeBus(can.BusABC):
     # -- internals -----------------------------------------------------------------
 
     def _teardown(self) -> None:
-        for stop in reversed(self._owned):
-            with contextlib.suppress(Exception):
-                stop()
-        self._owned.clear()
-        ch = self._ch
-        with ch.lock:
-            if not self._closed:
-                self._closed = True
-                ch.endpoints.pop(self.node_id, None)
-                ch.model.remove_node(self.node_id)
-                ch.rx_cond.notify_all()
-        release_channel(ch)
+        self._finalizer()
 
     def _start_capture(self, path: str | can.Listener) -> None:
         from fwbridge.can_bus.capture import open_writer  # only needed with capture=
@@ -363,7 +406,7 @@ class FwBridgeBus(can.BusABC):
             # an MCAP capture also keeps the bus load, a share of the bit rate
             extra = {"bitrate": ch.model.bitrate} if path.lower().endswith(".mcap") else {}
             writer = open_writer(path, **extra)
-        tap = _Tap(writer)
+        tap = _Tap(writer, self.channel_name)
         with ch.lock:
             tap.node_id = ch.model.add_node(f"capture:{path}")
             ch.endpoints[tap.node_id] = tap
@@ -392,16 +435,60 @@ class FwBridgeBus(can.BusABC):
         self._owned.append(stop)
 
 
+class _Port:
+    """A node's receiving side, the endpoint its channel delivers to. The Bus holds its
+    port, never the other way round, so that a Bus nobody shut down can be collected."""
+
+    __slots__ = ("channel", "closed", "fd", "node_id", "owner", "receive_error_frames",
+                 "receive_own_messages", "rx", "rx_rules")
+
+    def __init__(self, channel: Any, rx: deque[can.Message], fd: bool) -> None:
+        self.channel = channel
+        self.rx = rx
+        self.fd = fd
+        self.node_id = -1
+        self.receive_own_messages = False
+        self.receive_error_frames = False
+        self.rx_rules: Rules | None = None
+        self.closed = False
+        self.owner: weakref.ref[FwBridgeBus] | None = None
+
+    def deliver(self, msg: can.Message) -> None:
+        self.rx.append(msg)
+
+    def state_changed(self, event: StateChanged) -> None:
+        bus = self.owner() if self.owner is not None else None
+        if bus is not None:
+            bus.state_changed(event)
+
+
+def _release(ch: SimChannel, port: _Port, owned: list[Callable[[], None]]) -> None:
+    """Take the node off the bus: what it started, its node, its share of the channel."""
+    for stop in reversed(owned):
+        with contextlib.suppress(Exception):
+            stop()
+    owned.clear()
+    with ch.lock:
+        if not port.closed:
+            port.closed = True
+            ch.endpoints.pop(port.node_id, None)
+            ch.model.remove_node(port.node_id)
+            ch.rx_cond.notify_all()
+    release_channel(ch)
+
+
 class _Tap:
     """A capture point on the channel: a node that acknowledges and records every frame."""
 
     receive_own_messages = False
     receive_error_frames = False  # captures hold the frames; error frames stay out
     rx_rules: Rules | None = None
+    fd = True
 
-    def __init__(self, writer: can.Listener) -> None:
+    def __init__(self, writer: can.Listener, channel: Any = None) -> None:
         self.writer = writer
         self.node_id = -1
+        self.channel = channel
 
     def deliver(self, msg: can.Message) -> None:
         self.writer.on_message_received(msg)

@@ -1,6 +1,9 @@
-"""Sans-I/O model of one classic CAN bus: arbitration, exact timing, fault confinement.
+"""Sans-I/O model of one CAN bus: arbitration, exact timing, fault confinement.
 
-Time is an integer count of bit times (``bitrate`` of them per second); the
+Classic and CAN FD frames (:mod:`can_bus.fd`). Time is an integer count of
+ticks, ``tick_rate`` of them per second: one bit time when the bus has one
+bit rate, else the least common multiple of the nominal and the data bit
+rates (``nt`` ticks per nominal bit, ``dt`` per data-phase bit). The
 model never reads a clock and runs no thread. Drive it with
 :meth:`BusModel.run_until` and read the events it returns::
 
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import math
 import random
+from math import lcm
 
 from fwbridge.can_bus.bits import EOF_END, TAIL_BITS, Frame, arbitration_key, stuffed_length
 from fwbridge.can_bus.confinement import REC_MAX, SUSPEND_BITS, FaultConfinement, Flight
@@ -77,13 +81,17 @@ RECOVERY_OCCURRENCES = 128
 class BusModel(FaultConfinement):
     """One CAN bus with its nodes, in bit times. Not thread-safe: callers lock."""
 
-    def __init__(self, bitrate: int = 500_000, *, seed: int = 0,
+    def __init__(self, bitrate: int = 500_000, *, data_bitrate: int | None = None, seed: int = 0,
                  dominant_timeout: float = 1e-3) -> None:
-        if bitrate <= 0:
-            raise ConfigError(f"bit rate must be positive, got {bitrate}")
+        if bitrate <= 0 or (data_bitrate is not None and data_bitrate <= 0):
+            raise ConfigError(f"bit rates must be positive, got {bitrate}, {data_bitrate}")
         self.bitrate = int(bitrate)
+        self.data_bitrate = int(data_bitrate or bitrate)
+        self.tick_rate = lcm(self.bitrate, self.data_bitrate)
+        self.nt = self.tick_rate // self.bitrate
+        self.dt = self.tick_rate // self.data_bitrate
         self.seed = seed
-        self.dominant_timeout = max(1, math.ceil(dominant_timeout * self.bitrate))
+        self.dominant_timeout = max(1, math.ceil(dominant_timeout * self.tick_rate))
         self.now = 0
         self.frames = 0
         self.error_frames = 0
@@ -108,11 +116,12 @@ class BusModel(FaultConfinement):
 
     # -- time ------------------------------------------------------------------
     def bits(self, seconds: float) -> int:
-        """Seconds -> bit time (rounded up: nothing happens between bit boundaries)."""
-        return math.ceil(seconds * self.bitrate - 1e-9)
+        """Seconds -> ticks (rounded up: nothing happens between bit boundaries)."""
+        return math.ceil(seconds * self.tick_rate - 1e-9)
 
     def seconds(self, bits: int) -> float:
-        return bits / self.bitrate
+        """Ticks -> seconds."""
+        return bits / self.tick_rate
 
     # -- nodes -----------------------------------------------------------------
     def add_node(self, name: str = "", *, auto_recovery: bool = True,
@@ -311,7 +320,8 @@ class BusModel(FaultConfinement):
                 best = cand
         for n in self._recovering:
             base = max(self._run_start, n.recovery_from or 0)
-            when = max(free, base + RECOVERY_TAIL * (RECOVERY_OCCURRENCES - n.recovery_count))
+            when = max(free, base + RECOVERY_TAIL * self.nt
+                       * (RECOVERY_OCCURRENCES - n.recovery_count))
             cand = (when, 0, n)
             if best is None or cand[:2] < best[:2]:
                 best = cand
@@ -322,7 +332,7 @@ class BusModel(FaultConfinement):
         for n in self._recovering:
             base = max(self._run_start, n.recovery_from or 0)
             if s > base:
-                n.recovery_count += (s - base) // RECOVERY_TAIL
+                n.recovery_count += (s - base) // (RECOVERY_TAIL * self.nt)
                 n.recovery_from = s
 
     def _sof(self, s: int) -> None:
@@ -341,10 +351,17 @@ class BusModel(FaultConfinement):
                 ties = [win, n] if ties is None else [*ties, n]
         assert win is not None
         draws: dict[int, int] | None = None
+        nt = self.nt
         if ties is None and self._n_ackers >= 2:
             first = win.tx.head()
             frame = first[0]
-            s_len = stuffed_length(frame)
+            if frame[5]:  # CAN FD: ESI recessive from an error-passive transmitter
+                if win.state is not ErrorState.ACTIVE and not frame.esi:
+                    frame = frame._replace(esi=True)
+                s_len, t_s = self._ends(frame)
+            else:
+                s_len = stuffed_length(frame)
+                t_s = s_len * nt
             if self._faulty:  # draw first: most frames meet no misread and stay on the fast path
                 draws = {}
                 for n in self._faulty:
@@ -353,8 +370,8 @@ class BusModel(FaultConfinement):
                         draws[n.id] = k
             if not draws:
                 win.tx.pop()
-                self._flight = Flight(s + s_len + EOF_END, s + s_len + TAIL_BITS,
-                                       s + s_len + 2, s, frame, (win,), (first,), None)
+                self._flight = Flight(s + t_s + EOF_END * nt, s + t_s + TAIL_BITS * nt,
+                                       s + t_s + 2 * nt, s, frame, (win,), (first,), None)
                 if not win.tx:
                     del self._pending[win.id]
                 return
@@ -368,13 +385,15 @@ class BusModel(FaultConfinement):
         rx = [Party(n.id, n.state is not ErrorState.ACTIVE or n.tx_disabled, n.bit_error_rate,
                     n.rng, acks=not n.tx_disabled)
               for n in self._listeners if n.id not in tx and not n.listen_only]
-        out = resolve({n.id: e[0] for n, e in zip(contenders, entries)}, tx, rx, draws)
+        sent = {n.id: e[0]._replace(esi=True) if e[0][5] and n.state is not ErrorState.ACTIVE
+                else e[0] for n, e in zip(contenders, entries)}
+        out = resolve(sent, tx, rx, draws)
         if out.delivered:
-            done, free, tail = s + out.stuffed + EOF_END, s + out.stuffed + TAIL_BITS, \
-                s + out.stuffed + 2
+            t_s = self._ends(out.frame)[1]
+            done, free, tail = s + t_s + EOF_END * nt, s + t_s + TAIL_BITS * nt, s + t_s + 2 * nt
         else:
-            done = s + out.position + 1 + FLAG_BITS
-            free, tail = done + RECOVERY_TAIL, done
+            done = s + self._at(out.frame, out.position + 1) + FLAG_BITS * nt
+            free, tail = done + RECOVERY_TAIL * nt, done
         self._flight = Flight(done, free, tail, s, out.frame, tuple(contenders), entries, out)
 
     def _complete(self, f: Flight) -> None:
@@ -393,7 +412,7 @@ class BusModel(FaultConfinement):
                 if n.state is ErrorState.PASSIVE:
                     self._check_state(n, t)
             if n.state is ErrorState.PASSIVE:
-                n.suspend_until = f.free_at + SUSPEND_BITS
+                n.suspend_until = f.free_at + SUSPEND_BITS * self.nt
             if self._rec_nonzero:
                 self._received(set(self._others[n.id]), t)
             self._events.append(FrameDelivered(t, f.start, f.frame, (n.id,), self._others[n.id]))
@@ -430,7 +449,7 @@ class BusModel(FaultConfinement):
             if n.id in nodes:
                 self._check_state(n, t)
                 if n.state is ErrorState.PASSIVE:
-                    n.suspend_until = f.free_at + SUSPEND_BITS
+                    n.suspend_until = f.free_at + SUSPEND_BITS * self.nt
         for nid in out.rec:
             if nid in nodes:
                 self._check_state(nodes[nid], t)

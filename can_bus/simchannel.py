@@ -33,7 +33,7 @@ from fwbridge.can_bus.model import (
     FrameDelivered,
     StateChanged,
 )
-from fwbridge.protocols.errors import CanError
+from fwbridge.protocols.errors import CanError, CanFrameError
 from fwbridge.protocols.pacing import PACINGS, parse_pacing
 
 __all__ = ["PACINGS", "Endpoint", "SimBusError", "SimBusInitError", "SimChannel", "channels",
@@ -84,6 +84,8 @@ class Endpoint(Protocol):
     receive_own_messages: bool
     receive_error_frames: bool
     rx_rules: Rules | None  # acceptance filter applied at delivery, as hardware would
+    fd: bool  # receives CAN FD frames (a classic node ignores them, as an FD-tolerant one)
+    channel: Any  # the channel as its Bus was opened with (0 stays 0), for Message.channel
 
     def deliver(self, msg: can.Message) -> None: ...
 
@@ -95,12 +97,14 @@ class SimChannel:
     unless its docstring says otherwise."""
 
     def __init__(self, name: str, bitrate: int, pacing: str, *, epoch: float | None = None,
-                 seed: int = 0, dominant_timeout: float = 1e-3) -> None:
+                 seed: int = 0, dominant_timeout: float = 1e-3,
+                 data_bitrate: int | None = None) -> None:
         pacing = parse_pacing(pacing)
         self.name = name
         self.pacing = pacing
         self.afap = pacing == "afap"
-        self.model = BusModel(bitrate, seed=seed, dominant_timeout=dominant_timeout)
+        self.model = BusModel(bitrate, data_bitrate=data_bitrate, seed=seed,
+                              dominant_timeout=dominant_timeout)
         self.epoch = time.time() if epoch is None else float(epoch)
         self.lock = threading.RLock()
         self.rx_cond = threading.Condition(self.lock)  # frames delivered, space freed
@@ -119,6 +123,10 @@ class SimChannel:
     @property
     def bitrate(self) -> int:
         return self.model.bitrate
+
+    @property
+    def data_bitrate(self) -> int:
+        return self.model.data_bitrate
 
     # -- time ------------------------------------------------------------------
     def bus_time(self) -> float:
@@ -199,26 +207,35 @@ class SimChannel:
         if not events:
             return
         eps = self.endpoints
-        epoch, rate, name = self.epoch, self.model.bitrate, self.name
+        epoch, rate = self.epoch, self.model.tick_rate
         for ev in events:
             if type(ev) is FrameDelivered:
-                frame = ev.frame
-                can_id, ext, rtr, dlc, data = frame
+                can_id, ext, rtr, dlc, data, is_fd, brs, esi = ev.frame
+                if is_fd:
+                    dlc = len(data)  # python-can's FD dlc is the length
                 ts = epoch + ev.time / rate
                 for rid in ev.receivers:
                     ep = eps.get(rid)
                     if ep is not None and (ep.rx_rules is None
                                            or matches(ep.rx_rules, can_id, ext)):
-                        ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id,
-                                            is_extended_id=ext, is_remote_frame=rtr, dlc=dlc,
-                                            data=data, channel=name))
+                        if not is_fd:
+                            ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id,
+                                                is_extended_id=ext, is_remote_frame=rtr, dlc=dlc,
+                                                data=data, channel=ep.channel))
+                        elif ep.fd:
+                            ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id,
+                                                is_extended_id=ext, dlc=dlc, data=data,
+                                                channel=ep.channel, is_fd=True,
+                                                bitrate_switch=brs, error_state_indicator=esi))
                 for tid in ev.transmitters:
                     ep = eps.get(tid)
                     if ep is not None and ep.receive_own_messages and (
                             ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
                         ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id,
                                             is_extended_id=ext, is_remote_frame=rtr, dlc=dlc,
-                                            data=data, channel=name, is_rx=False))
+                                            data=data, channel=ep.channel, is_rx=False,
+                                            is_fd=is_fd, bitrate_switch=brs,
+                                            error_state_indicator=esi))
             elif type(ev) is ErrorFrame:
                 self._error_frame(ev)
             elif type(ev) is StateChanged:
@@ -226,7 +243,7 @@ class SimChannel:
                 if ep is not None:
                     ep.state_changed(ev)
                     if ep.receive_error_frames:
-                        ep.deliver(self._state_message(ev))
+                        ep.deliver(self._state_message(ev, ep.channel))
                 for tap in eps.values():  # capture taps record every node's changes
                     seen = getattr(tap, "observe_state", None)
                     if seen is not None:
@@ -234,7 +251,7 @@ class SimChannel:
         self.rx_cond.notify_all()
 
     def _error_frame(self, ev: ErrorFrame) -> None:
-        ts = self.epoch + ev.time / self.model.bitrate
+        ts = self.epoch + ev.time / self.model.tick_rate
         model = self.model
         counters = {nid: (tec, rec) for nid, tec, rec in ev.counters}
         for nid, ep in self.endpoints.items():
@@ -252,9 +269,9 @@ class SimChannel:
             tec, rec = counters.get(nid, (node.tec, node.rec))
             data[6], data[7] = min(tec, 255), min(rec, 255)
             ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id, is_error_frame=True,
-                                is_extended_id=False, dlc=8, data=data, channel=self.name))
+                                is_extended_id=False, dlc=8, data=data, channel=ep.channel))
 
-    def _state_message(self, ev: StateChanged) -> can.Message:
+    def _state_message(self, ev: StateChanged, channel: Any) -> can.Message:
         data = bytearray(8)
         if ev.new is ErrorState.BUS_OFF:
             can_id = CAN_ERR_BUSOFF | CAN_ERR_CNT
@@ -264,9 +281,9 @@ class SimChannel:
             can_id = CAN_ERR_CRTL | CAN_ERR_CNT
             data[1] = _CRTL[ev.new]
         data[6], data[7] = min(ev.tec, 255), min(ev.rec, 255)
-        return can.Message(timestamp=self.epoch + ev.time / self.model.bitrate,
+        return can.Message(timestamp=self.epoch + ev.time / self.model.tick_rate,
                            arbitration_id=can_id, is_error_frame=True, is_extended_id=False,
-                           dlc=8, data=data, channel=self.name)
+                           dlc=8, data=data, channel=channel)
 
     # -- queries ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -274,7 +291,8 @@ class SimChannel:
         m = self.model
         now = m.now if self.afap else max(m.now, m.bits(time.monotonic() - self._t0))
         return {
-            "channel": self.name, "bitrate": m.bitrate, "pacing": self.pacing,
+            "channel": self.name, "bitrate": m.bitrate, "data_bitrate": m.data_bitrate,
+            "pacing": self.pacing,
             "bus_time": m.seconds(now), "frames": m.frames, "error_frames": m.error_frames,
             "busy_bits": m.busy_bits, "load": m.busy_bits / now if now else 0.0,
             "nodes": [{"id": n.id, "name": n.name, "state": n.state.name, "tec": n.tec,
@@ -284,18 +302,25 @@ class SimChannel:
 
 
 _channels: dict[str, SimChannel] = {}
-_registry_lock = threading.Lock()
+# Reentrant: a Bus collected while a channel opens (GC runs at any allocation) releases
+# its channel from inside open_channel, in the same thread.
+_registry_lock = threading.RLock()
 
 
-def open_channel(name: str, *, bitrate: int | None, pacing: str | None, **options: Any
-                 ) -> SimChannel:
+def open_channel(name: str, *, bitrate: int | None, pacing: str | None,
+                 data_bitrate: int | None = None, **options: Any) -> SimChannel:
     """The channel ``name``, created on first use; later users must agree on its settings."""
     with _registry_lock:
         ch = _channels.get(name)
         if ch is None:
-            ch = SimChannel(name, bitrate or 500_000, pacing or "realtime", **options)
+            ch = SimChannel(name, bitrate or 500_000, pacing or "realtime",
+                            data_bitrate=data_bitrate, **options)
             _channels[name] = ch
         else:
+            if data_bitrate is not None and data_bitrate != ch.data_bitrate:
+                raise SimBusInitError(
+                    f"channel {name} has a data phase at {ch.data_bitrate} bit/s, not "
+                    f"{data_bitrate}")
             if bitrate is not None and bitrate != ch.bitrate:
                 raise SimBusInitError(
                     f"channel {name} runs at {ch.bitrate} bit/s, not {bitrate}: a node at another"
@@ -329,8 +354,9 @@ def channels() -> list[str]:
         return sorted(_channels)
 
 
-def make_frame(msg: can.Message) -> Frame:
-    """The frame a python-can message puts on a classic CAN bus (checked)."""
+def make_frame(msg: can.Message, fd: bool = False) -> Frame:
+    """The frame a python-can message puts on the bus (checked); CAN FD frames only when
+    the node is FD-capable (``fd``)."""
     can_id, data = msg.arbitration_id, msg.data
     if (not msg.is_remote_frame and not msg.is_error_frame and not msg.is_fd
             and msg.dlc == len(data) <= 8
@@ -338,9 +364,18 @@ def make_frame(msg: can.Message) -> Frame:
         return Frame(can_id, msg.is_extended_id, False, msg.dlc, bytes(data))  # the usual case
     if msg.is_error_frame:
         raise SimBusError("error frames are not transmitted: the bus makes them")
-    if msg.is_fd:
-        raise SimBusError("CAN FD frames are not supported: classic CAN only")
+    if msg.is_fd and not fd:
+        raise SimBusError("a CAN FD frame on a classic node: open the bus with fd=True")
+    if not msg.is_fd and (msg.bitrate_switch or msg.error_state_indicator):
+        raise SimBusError("bitrate_switch and error_state_indicator need is_fd=True")
     try:
+        if msg.is_fd:
+            if msg.is_remote_frame:
+                raise CanFrameError("CAN FD has no remote frames")
+            if msg.dlc != len(data):
+                raise CanFrameError(f"DLC {msg.dlc} does not match {len(data)} data bytes")
+            return Frame.make(can_id, bytes(data), extended=msg.is_extended_id, fd=True,
+                              brs=msg.bitrate_switch, esi=msg.error_state_indicator)
         return Frame.make(msg.arbitration_id, bytes(msg.data or b""), extended=msg.is_extended_id,
                           remote=msg.is_remote_frame, dlc=msg.dlc)
     except ValueError as exc:

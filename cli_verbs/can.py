@@ -4,7 +4,8 @@ Bus options follow python-can and can-utils: ``-i/--interface``,
 ``-c/--channel``, ``-b/--bitrate``, plus ``--bus-kwarg KEY=VALUE`` (python-can's
 ``--bus-kwargs``). Without ``-i`` python-can's configuration decides, and
 without one the simulated bus ``fwbridge`` channel ``sim0``. A simulated
-channel lives inside one process: give it traffic with ``--bus-kwarg
+channel is shared by every process while ``fwbridge can bus up NAME`` runs;
+otherwise it lives inside one process: give it traffic with ``--bus-kwarg
 modules=N`` (N actuator modules) or run ``fwbridge can sim``.
 
 Every verb stops at ``--count``/``--duration`` (or Ctrl-C, still printing its
@@ -402,6 +403,7 @@ def busload_cmd(ctx: click.Context, interval: float, per_id: bool, as_json: bool
         fail("give the bit rate with -b: the load is a share of it")
 
     sim = isinstance(bus, FwBridgeBus)
+    data_bitrate = bus.sim.data_bitrate if isinstance(bus, FwBridgeBus) else None
 
     def clock() -> float:  # the time base of the messages' timestamps
         return bus.sim.epoch + bus.time if isinstance(bus, FwBridgeBus) else time.time()
@@ -441,11 +443,22 @@ def busload_cmd(ctx: click.Context, interval: float, per_id: bool, as_json: bool
                     break
                 key = (msg.arbitration_id, msg.is_extended_id)
                 frames[key] += 1
-                bits[key] += frame_length(Frame(msg.arbitration_id, msg.is_extended_id,
-                                                msg.is_remote_frame, msg.dlc,
-                                                b"" if msg.is_remote_frame else bytes(msg.data)))
+                bits[key] += bus_bits(msg, bitrate, data_bitrate)
     finally:
         bus.shutdown()
+
+
+def bus_bits(msg: can.Message, bitrate: int, data_bitrate: int | None) -> int:
+    """The nominal bit times a frame occupies the bus (an FD data phase at its own rate)."""
+    if msg.is_fd:
+        from fwbridge.can_bus.fd import frame_seconds
+
+        f = Frame.make(msg.arbitration_id, bytes(msg.data), extended=msg.is_extended_id,
+                       fd=True, brs=msg.bitrate_switch, esi=msg.error_state_indicator)
+        return round(frame_seconds(f, bitrate, data_bitrate if msg.bitrate_switch else None)
+                     * bitrate)
+    return frame_length(Frame(msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame,
+                              msg.dlc, b"" if msg.is_remote_frame else bytes(msg.data)))
 
 
 def _report(label: str, bitrate: int, interval: float, frames: Counter[tuple[int, bool]],

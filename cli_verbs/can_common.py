@@ -80,8 +80,12 @@ def bus_label(bus: can.BusABC) -> str:
 def lone_hint(bus: can.BusABC) -> str:
     """Why a simulated channel may be silent (empty for other buses)."""
     if isinstance(bus, FwBridgeBus) and len(bus.sim.endpoints) <= 1:
+        if type(bus).__name__ == "RemoteBus":
+            return (f" (the shared bus {bus.channel_name} has no other node: run"
+                    f" 'fwbridge can -c {bus.channel_name} sim N' in another terminal)")
         return (f" ({bus.channel_name} is simulated inside this process and has no other node:"
-                " add --bus-kwarg modules=N, or use 'fwbridge can sim')")
+                " start 'fwbridge can bus up' first to share it between processes, add"
+                " --bus-kwarg modules=N, or use 'fwbridge can sim')")
     return ""
 
 

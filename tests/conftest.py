@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # The pty fixtures of the bridge tests (``pair``, ``peer``), for every test module;
@@ -20,3 +22,24 @@ settings.register_profile(
 )
 settings.register_profile("long", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: object) -> None:
+    # python-can's vendored Back2Back suite marks two tests with pytest-timeout's marker
+    config.addinivalue_line(  # type: ignore[attr-defined]
+        "markers", "timeout(seconds): pytest-timeout's limit (inert without the plugin)")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_bus_daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # A shared bus the user left running ('fwbridge can bus up sim0') would take in every
+    # test's fwbridge Bus on that channel: the tests look for daemons in a directory of their own.
+    d = tmp_path_factory.mktemp("fwbridge-run")
+    d.chmod(0o700)
+    old = os.environ.get("FWBRIDGE_RUNTIME_DIR")
+    os.environ["FWBRIDGE_RUNTIME_DIR"] = str(d)
+    yield
+    if old is None:
+        os.environ.pop("FWBRIDGE_RUNTIME_DIR", None)
+    else:
+        os.environ["FWBRIDGE_RUNTIME_DIR"] = old

@@ -1,0 +1,512 @@
+"""The shared simulated bus: one process owns the bus model and bus time, nodes anywhere
+on the machine attach through a Unix socket (``fwbridge can bus up NAME``).
+
+One owner of bus time: every node's frames go to this process, which
+arbitrates, times and confines them exactly as in one process (it runs the
+same :class:`~can_bus.simchannel.SimChannel`) and sends each node its
+deliveries, stamped in bus time. Realtime pacing: the channel's driver
+thread follows the wall clock. Afap pacing: the bus runs only while every
+attached node waits on it (see :mod:`can_bus.remote`), one instant at
+a time, up to the earliest horizon a node asked for (``advance_to``).
+
+The socket lives in the user's private runtime directory, never on the
+network; a JSON file beside it describes the bus for ``bus list``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import selectors
+import signal
+import socket
+import struct
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import can
+
+from fwbridge.can_bus.bits import Frame
+from fwbridge.can_bus.daemon_client import (
+    FLAG_BRS,
+    FLAG_ESI,
+    FLAG_EXT,
+    FLAG_FD,
+    FLAG_RTR,
+    FLAG_RX,
+    MAX_PACKET,
+    MESSAGE_PACKET,
+    PACKET_HEADER,
+    daemon_info,
+    pack_message,
+    packet,
+    runtime_dir,
+    unpack_message,
+    valid_name,
+)
+from fwbridge.can_bus.model import Event, FrameDelivered, StateChanged
+from fwbridge.can_bus.simchannel import Rules, SimChannel, compile_filters, make_frame, matches
+from fwbridge.protocols.errors import CanError, ConfigError
+
+__all__ = ["BusDaemon", "serve", "stop_daemon"]
+
+OUT_LIMIT = 8 << 20  # bytes queued for a node that does not read: beyond, its frames drop
+
+
+class ProtocolViolation(CanError, ValueError):
+    """A client that does not speak the daemon's protocol: it is disconnected."""
+
+
+class BusAlreadyUp(CanError, OSError):
+    """``bus up`` for a name whose daemon already answers."""
+
+
+class Client:
+    """One attached node: its socket, buffers and afap horizon (None: busy)."""
+
+    def __init__(self, sock: socket.socket, daemon: BusDaemon) -> None:
+        self.sock = sock
+        self.daemon = daemon
+        self.inbuf = bytearray()
+        self.out = bytearray()
+        self.node_id = -1
+        self.fd = False
+        self.channel: Any = None
+        self.receive_own_messages = False
+        self.receive_error_frames = False
+        self.rx_rules: Rules | None = None
+        # afap: "idle" (holds no time), "wait" (blocked on the bus up to ``horizon`` ticks),
+        # "busy" (handed a frame while waiting for traffic: time waits for it)
+        self.mode = "idle"
+        self.horizon = math.inf
+        self.dropped = 0
+
+    def queue(self, data: bytes) -> None:
+        if len(self.out) > OUT_LIMIT:
+            self.dropped += 1
+            return
+        self.out += data
+        self.daemon.pending.add(self)
+
+    def _put_packed(self, pkt: bytes) -> None:
+        if self.mode == "wait" and self.horizon == math.inf:
+            self.mode = "busy"  # it has a frame to work on: bus time waits for it
+        self.queue(pkt)
+
+    # the channel's endpoint protocol
+    def deliver(self, msg: can.Message) -> None:
+        if self.mode == "wait" and self.horizon == math.inf:
+            self.mode = "busy"  # it has a frame to work on: bus time waits for it
+        self.queue(packet(b"m", pack_message(msg)))
+
+    def state_changed(self, event: StateChanged) -> None:
+        pass
+
+
+class _Channel(SimChannel):
+    """The bus model, telling each node when its own frames are done. Frames are packed
+    once for all their receivers (no ``can.Message`` in between); error frames and state
+    changes take the channel's own path."""
+
+    daemon: BusDaemon
+
+    def dispatch(self, events: list[Event]) -> None:
+        others = [ev for ev in events if type(ev) is not FrameDelivered]
+        if others:
+            super().dispatch(others)
+        done: Counter[int] = Counter()
+        eps, epoch, rate = self.endpoints, self.epoch, self.model.tick_rate
+        for ev in events:
+            if type(ev) is not FrameDelivered:
+                continue
+            done.update(ev.transmitters)
+            can_id, ext, rtr, dlc, data, is_fd, brs, esi = ev.frame
+            if is_fd:
+                dlc = len(data)
+            flags = ((FLAG_EXT if ext else 0) | (FLAG_RTR if rtr else 0) | (FLAG_FD if is_fd else 0)
+                     | (FLAG_BRS if brs else 0) | (FLAG_ESI if esi else 0))
+            body = MESSAGE_PACKET.pack(epoch + ev.time / rate, can_id, flags | FLAG_RX, dlc) + data
+            pkt = PACKET_HEADER.pack(len(body) + 1, 0x6D) + body
+            for rid in ev.receivers:
+                ep = eps.get(rid)
+                if ep is not None and (not is_fd or ep.fd) and (
+                        ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
+                    ep._put_packed(pkt)  # type: ignore[attr-defined]
+            for tid in ev.transmitters:
+                ep = eps.get(tid)
+                if ep is not None and ep.receive_own_messages and (
+                        ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
+                    own = MESSAGE_PACKET.pack(epoch + ev.time / rate, can_id, flags, dlc) + data
+                    ep._put_packed(PACKET_HEADER.pack(len(own) + 1, 0x6D) + own)  # type: ignore
+        for nid, k in done.items():
+            client = self.daemon.by_node.get(nid)
+            if client is not None:
+                client.queue(packet(b"c", struct.pack(">I", k)))
+        if events:
+            self.daemon.wake()
+
+
+class BusDaemon:
+    """The daemon's state; :meth:`run` is its loop (one thread, plus the realtime driver)."""
+
+    def __init__(self, name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
+                 pacing: str = "realtime", socketcand: int | None = None) -> None:
+        if not valid_name(name):
+            raise ConfigError(f"bus name {name!r}: letters, digits, '_', '.', '-' (1..64)")
+        self.name = name
+        self.ch = _Channel(name, bitrate, pacing, data_bitrate=data_bitrate)
+        self.ch.daemon = self
+        self.by_node: dict[int, Client] = {}
+        self.clients: dict[socket.socket, Client] = {}
+        self.pending: set[Client] = set()
+        self.sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._stop = False
+        d = runtime_dir(create=True)
+        self.path = d / f"{name}.sock"
+        self.info_path = d / f"{name}.json"
+        self.srv: socket.socket | None = None
+        self.socketcand_port = socketcand  # None: no socketcand endpoint; 0: any free port
+        self.tcp: socket.socket | None = None
+
+    # -- life ---------------------------------------------------------------------------------
+    def open(self) -> None:
+        if daemon_info(self.name) is not None:
+            raise BusAlreadyUp(f"bus {self.name} is already up")
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # a stale socket: its daemon is gone
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            srv.bind(str(self.path))
+        finally:
+            os.umask(old)
+        srv.listen(64)
+        srv.setblocking(False)
+        self.srv = srv
+        self.sel.register(srv, selectors.EVENT_READ)
+        self.sel.register(self._wake_r, selectors.EVENT_READ)
+        info = {"name": self.name, "pid": os.getpid(), "bitrate": self.ch.bitrate,
+                "data_bitrate": self.ch.data_bitrate, "pacing": self.ch.pacing,
+                "socket": str(self.path)}
+        if self.socketcand_port is not None:  # asked for: loopback only
+            tcp = socket.create_server(("127.0.0.1", self.socketcand_port))
+            tcp.setblocking(False)
+            self.tcp = tcp
+            self.sel.register(tcp, selectors.EVENT_READ)
+            self.socketcand_port = tcp.getsockname()[1]
+            info["socketcand"] = f"127.0.0.1:{self.socketcand_port}"
+        tmp = self.info_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(info))
+        tmp.replace(self.info_path)
+
+    def close(self) -> None:
+        for client in list(self.clients.values()):
+            self._drop(client)
+        if self.tcp is not None:
+            with contextlib.suppress(OSError):
+                self.tcp.close()
+        if self.srv is not None:
+            with contextlib.suppress(OSError):
+                self.srv.close()
+            for p in (self.path, self.info_path):
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+        self.ch.close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.sel.close()
+
+    def stop(self) -> None:
+        self._stop = True
+        self.wake()
+
+    def wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def run(self, ready: Callable[[], None] | None = None) -> None:
+        if ready is not None:
+            ready()
+        while not self._stop:
+            for key, events in self.sel.select(timeout=0.5):
+                obj = key.fileobj
+                if obj is self.srv or (obj is self.tcp and obj is not None):
+                    self._accept(obj)
+                elif obj == self._wake_r:
+                    with contextlib.suppress(OSError):
+                        os.read(self._wake_r, 4096)
+                else:
+                    client = self.clients.get(obj)  # type: ignore[call-overload]
+                    if client is None:
+                        continue
+                    if events & selectors.EVENT_READ:
+                        self._read(client)
+                    if events & selectors.EVENT_WRITE:
+                        self.pending.add(client)
+            with self.ch.lock:  # the realtime driver queues deliveries from its thread
+                if self.ch.afap:
+                    self._advance()
+                self._flush()
+
+    # -- connections ----------------------------------------------------------------------------
+    def _accept(self, srv: socket.socket) -> None:
+        try:
+            sock, _ = srv.accept()
+        except OSError:
+            return
+        sock.setblocking(False)
+        if srv is self.tcp:
+            from fwbridge.can_bus.socketcand import TextClient
+
+            client: Client = TextClient(sock, self)
+        else:
+            client = Client(sock, self)
+        self.clients[sock] = client
+        self.sel.register(sock, selectors.EVENT_READ)
+
+    def _drop(self, client: Client) -> None:
+        self.clients.pop(client.sock, None)
+        self.pending.discard(client)
+        with contextlib.suppress(KeyError, ValueError):
+            self.sel.unregister(client.sock)
+        with contextlib.suppress(OSError):
+            client.sock.close()
+        if client.node_id >= 0:
+            with self.ch.lock:
+                self.by_node.pop(client.node_id, None)
+                self.ch.endpoints.pop(client.node_id, None)
+                self.ch.model.remove_node(client.node_id)
+                self.ch.users -= 1
+
+    def _read(self, client: Client) -> None:
+        try:
+            chunk = client.sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._drop(client)
+            return
+        feed = getattr(client, "feed", None)
+        if feed is not None:  # a socketcand client
+            with self.ch.lock:
+                if not feed(chunk):
+                    self._flush()
+                    self._drop(client)
+            return
+        buf = client.inbuf
+        buf += chunk
+        pos = 0
+        with self.ch.lock:
+            while len(buf) - pos >= 5:
+                size, kind = PACKET_HEADER.unpack_from(buf, pos)
+                if size < 1 or size > MAX_PACKET:
+                    self._drop(client)
+                    return
+                if len(buf) - pos < 4 + size:
+                    break
+                body = bytes(buf[pos + 5:pos + 4 + size])
+                pos += 4 + size
+                try:
+                    self._handle(client, kind, body)
+                except (ValueError, KeyError, TypeError, struct.error, can.CanError) as exc:
+                    if kind == 0x48:
+                        client.queue(packet(b"h", json.dumps({"error": str(exc)}).encode()))
+                    elif kind != 0x52:
+                        self._drop(client)  # a broken frame: not a node we can serve
+                        return
+        del buf[:pos]
+
+    def _handle(self, client: Client, kind: int, body: bytes) -> None:
+        ch = self.ch
+        model = ch.model
+        if kind == 0x53:  # "S": a frame to send
+            self.submit(client, make_frame(unpack_message(body), client.fd))
+        elif kind == 0x57:  # "W": waiting, up to a bus time (seconds; inf: for traffic)
+            (t,) = struct.unpack(">d", body)
+            client.mode = "wait"
+            client.horizon = math.inf if math.isinf(t) else float(model.bits(t))
+        elif kind == 0x49:  # "I": idle, holds no bus time
+            client.mode = "idle"
+        elif kind == 0x48:  # "H": hello
+            self._hello(client, json.loads(body))
+        elif kind == 0x52:  # "R": a call
+            req = json.loads(body)
+            try:
+                reply = {"id": req["id"], "result": self._call(client, req)}
+            except (ValueError, KeyError, TypeError, can.CanError) as exc:
+                reply = {"id": req.get("id", -1), "error": str(exc)}
+            client.queue(packet(b"r", json.dumps(reply).encode()))
+        else:
+            raise ProtocolViolation(f"unknown packet type {kind}")
+
+    def _hello(self, client: Client, req: dict[str, Any]) -> None:
+        ch = self.ch
+        if client.node_id >= 0:
+            raise ProtocolViolation("hello twice")
+        for key, have in (("bitrate", ch.bitrate), ("data_bitrate", ch.data_bitrate)):
+            want = req.get(key)
+            if want is not None and int(want) != have:
+                raise ConfigError(f"bus {self.name} runs at {have} bit/s ({key}), not {want}")
+        if req.get("pacing") not in (None, ch.pacing):
+            raise ConfigError(f"bus {self.name} is paced {ch.pacing}, not {req['pacing']}")
+        nid = self.attach(client, req)
+        client.queue(packet(b"h", json.dumps(
+            {"node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,
+             "pacing": ch.pacing, "epoch": ch.epoch}).encode()))
+
+    def attach(self, client: Client, req: dict[str, Any]) -> int:
+        """Make ``client`` a node of the bus (lock held)."""
+        ch = self.ch
+        ch.sync()
+        ch.users += 1
+        nid = ch.model.add_node(str(req.get("name") or f"{self.name}.{ch.users}"),
+                                auto_recovery=bool(req.get("auto_recovery", True)),
+                                listen_only=bool(req.get("listen_only", False)),
+                                fifo=bool(req.get("fifo", False)))
+        client.node_id = nid
+        client.fd = bool(req.get("fd", False))
+        client.receive_own_messages = bool(req.get("receive_own_messages", False))
+        client.receive_error_frames = bool(req.get("receive_error_frames", False))
+        ch.endpoints[nid] = client
+        self.by_node[nid] = client
+        return nid
+
+    def submit(self, client: Client, frame: Frame) -> None:
+        """Queue a node's frame at the current bus time (lock held)."""
+        if not self.ch.afap:
+            self.ch.sync()
+        self.ch.model.submit(client.node_id, frame)
+        self.ch.kick()
+
+    def _call(self, client: Client, req: dict[str, Any]) -> Any:
+        ch, op, nid = self.ch, req["op"], client.node_id
+        model = ch.model
+        if op == "bus_time":
+            return ch.bus_time()
+        if op == "stats":
+            return ch.stats()
+        if op == "endpoints":
+            return sorted(ch.endpoints)
+        if nid < 0:
+            raise ProtocolViolation("no hello yet")
+        if not ch.afap:
+            ch.sync()
+        node = model.node(nid)
+        if op == "state":
+            return {"state": node.state.name, "listen_only": node.listen_only, "tec": node.tec,
+                    "rec": node.rec, "stalled": node.stalled, "outstanding": model.outstanding(nid)}
+        if op == "filters":
+            client.rx_rules = compile_filters(req.get("filters"))
+        elif op == "own":
+            client.receive_own_messages = bool(req.get("flag"))
+        elif op == "flush":
+            n = len(node.tx)
+            model.flush(nid)
+            if n:
+                client.queue(packet(b"c", struct.pack(">I", n)))
+        elif op == "set_state":
+            model.set_listen_only(nid, bool(req.get("listen_only")))
+            if not req.get("listen_only"):
+                model.request_recovery(nid)
+        elif op == "inject":
+            ber = req.get("bit_error_rate")
+            model.set_faults(nid, bit_error_rate=None if ber is None else float(ber),
+                             stuck_dominant=req.get("stuck_dominant"),
+                             disconnected=req.get("disconnected"), seed=req.get("seed"))
+            ch.kick()
+        elif op == "recover":
+            model.request_recovery(nid)
+            ch.kick()
+        else:
+            raise ProtocolViolation(f"unknown call {op!r}")
+        return None
+
+    # -- afap: bus time moves while every node waits ---------------------------------------------
+    def _advance(self) -> None:
+        """Run the bus while some node waits on it and none is busy with a frame, in batches
+        of 64 events as an in-process afap bus runs, up to the earliest horizon."""
+        ch, model = self.ch, self.ch.model
+        clients = [c for c in self.clients.values() if c.node_id >= 0]
+        for _ in range(64):
+            if any(c.mode == "busy" for c in clients):
+                return
+            waiting = [c for c in clients if c.mode == "wait"]
+            if not waiting:
+                return
+            h = min(c.horizon for c in waiting)
+            nxt = model.next_event_time()
+            if nxt is None or nxt > h:
+                if math.isinf(h):
+                    return  # they wait for traffic and none will come
+                ch.dispatch(model.run_until(int(h)))
+                for c in waiting:
+                    if c.horizon <= h:
+                        c.mode = "busy"
+                        c.queue(packet(b"t"))
+                return
+            ch.dispatch(model._run(int(h) if not math.isinf(h) else 1 << 62, True, 64))
+
+    def _flush(self) -> None:
+        for client in list(self.pending):
+            if client.sock not in self.clients:
+                self.pending.discard(client)
+                continue
+            if client.out:
+                try:
+                    n = client.sock.send(client.out)
+                    del client.out[:n]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self._drop(client)
+                    continue
+            want = selectors.EVENT_READ | (selectors.EVENT_WRITE if client.out else 0)
+            self.sel.modify(client.sock, want)
+            if not client.out:
+                self.pending.discard(client)
+
+
+def serve(name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
+          pacing: str = "realtime", socketcand: int | None = None,
+          ready: Callable[[BusDaemon], None] | None = None) -> None:
+    """Run the daemon ``name`` until SIGINT, SIGTERM or SIGHUP (in the main thread)."""
+    daemon = BusDaemon(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,
+                       socketcand=socketcand)
+    daemon.open()
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            old[sig] = signal.signal(sig, lambda *_: daemon.stop())
+    try:
+        daemon.run(None if ready is None else (lambda: ready(daemon)))
+    finally:
+        daemon.close()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def stop_daemon(name: str, timeout: float = 5.0) -> bool:
+    """SIGTERM the daemon ``name``; True once its socket is gone."""
+    import time
+
+    info = daemon_info(name)
+    if info is None:
+        return False
+    os.kill(int(info["pid"]), signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if daemon_info(name) is None:
+            return True
+        time.sleep(0.05)
+    return False
+
