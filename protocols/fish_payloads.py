@@ -55,6 +55,7 @@ __all__ = [
     "FISH_SERVOS",
     "FREE_ACTIONS",
     "QUERY_SUBS",
+    "RESULT_SUBS",
     "STORED_ACTION_BASE",
     "BuoyancyInfo",
     "CanErrorInfo",
@@ -120,6 +121,8 @@ STORED_ACTION_BASE = 0x80
 DECISION_SOURCES = ("none", "scene", "avoid", "random", "idle")
 QUERY_SUBS = frozenset({SubCommand.QUERY_ROBOT_INFO, SubCommand.QUERY_SERVO_INFO,
                         SubCommand.QUERY_BUOYANCY_INFO, SubCommand.QUERY_CAN_ERROR_RATE})
+#: Sub-commands whose result frame has a layout :func:`decode_result` knows.
+RESULT_SUBS = QUERY_SUBS
 
 
 def action_code(name: str) -> int:

@@ -113,6 +113,7 @@ class FishParams:
     tolerance: float = 2.0  # degrees: an action-group step is in sync
     step_timeout: float = 3.0  # s: an action-group step gives up waiting
     free_period: float = 0.1  # s between free-mode decisions (and sonar pings)
+    rx_gap: float = 0.02  # s of silence on the robot link that ends a held candidate
     seed: int = 0  # free mode's random actions
     status_period_ms: int = 100
     body: FishBodyParams = field(default_factory=FishBodyParams)
@@ -156,6 +157,7 @@ class RobotFish:
         self.buses: list[FwBridgeBus] = []
         self.modules: dict[int, ActuatorModule] = {}
         self._sup_buf = bytearray()
+        self._last_rx = 0.0
         self._t0 = 0.0
         self._next_status = 0
 
@@ -218,7 +220,13 @@ class RobotFish:
             return  # closed
         now = self.now
         if serial.available():
+            self._last_rx = now
             for rec in self.rx.feed(serial.read_all()):
+                self._on_frame(rec.frame, now)
+        elif self.rx.pending and now - self._last_rx >= self.params.rx_gap:
+            # A silent line ends what was sent: a candidate held by a corrupted
+            # length field is decided now, not when 1 kB more has come.
+            for rec in self.rx.finish():
                 self._on_frame(rec.frame, now)
         for rej in self.rx.take_rejects():
             if rej.machine == self.params.machine:
