@@ -29,7 +29,7 @@ from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.action_receiver import ActionReceiver
 from fwbridge.protocols.fish_payloads import CanErrorInfo, RobotInfo, decode_result
 from tests.cli_helpers import run_cli
-from tests.test_fish_sim import EXAMPLE, STEPS
+from tests.test_fish_sim import EXAMPLE, REPEAT, STEPS
 from tests.test_sim_webots_adapter import STANDIN, drain, world
 
 URL = "sim://fish?pace=fast"
@@ -128,7 +128,7 @@ def test_fish_on_a_pty_with_the_wall_clock() -> None:
     for k in (1, 2, 3):
         seq = [c[1:] for c in spy_cmds if c[0] == k]
         distinct = [v for i, v in enumerate(seq) if i == 0 or seq[i - 1] != v]
-        assert distinct == [(s, a) for st in STEPS for i, s, a in st if i == k]
+        assert distinct == [(s, a) for st in STEPS for i, s, a in st if i == k] * REPEAT
 
 
 def test_fwbridge_sim_fish_runs() -> None:

@@ -51,6 +51,7 @@ _PATENT = action_frame.decode(parse_hex((FIXTURES / "patent_example.hex").read_t
 EXAMPLE = ActionFrame(_PATENT.machine, _PATENT.type, _PATENT.sub, _PATENT.data)
 STEPS = [[(e.servo_id, e.speed, e.angle) for e in st.servos]
          for st in action_group.from_frame(EXAMPLE).steps]
+REPEAT = action_group.from_frame(EXAMPLE).repeat
 SIM_URL = "sim://fish?pace=fast"
 
 
@@ -108,7 +109,9 @@ def check_example_on_the_bus(fish: Fish) -> None:
     fish.world.run_for(300)  # the last step's targets hold: let the servos settle
     cmds = fish.commands()
     for k in (1, 2, 3):
-        assert distinct_in_order(cmds, k) == [(s, a) for st in STEPS for i, s, a in st if i == k]
+        # The example's header asks for two runs (repeat count 2: two strokes).
+        assert distinct_in_order(cmds, k) == [(s, a) for st in STEPS for i, s, a in st
+                                              if i == k] * REPEAT
     # In step order: every servo got its step-1 command before any step-2 command went out.
     first_of: dict[tuple[int, int, int], float] = {}
     for t, k, speed, angle in cmds:
@@ -133,7 +136,8 @@ def test_worked_example_executes_end_to_end(fish: Fish) -> None:
     fish.run_until_group_done()
     check_example_on_the_bus(fish)
     st = fish.model.controller.player.stats
-    assert (st.groups_done, st.steps_done, st.step_timeouts) == (1, 2, 0)
+    assert REPEAT == 2
+    assert (st.groups_done, st.runs_done, st.steps_done, st.step_timeouts) == (1, 2, 4, 0)
     assert fish.model.responder.stats.as_dict() == {"answered": 1, "acks": 1, "naks": 0,
                                                     "duplicates": 0}
 
@@ -286,7 +290,7 @@ def test_servo_commands_queries_and_refusals(fish: Fish) -> None:
     assert {(k, a) for _, k, _, a in fish.commands(SubCommand.REALTIME_SERVO_CONTROL)} == {(3, 10)}
     # Refusals: unknown sub-command, malformed servo list; each gives up after the retries.
     link.sender.retries = 0
-    for frame, status in ((ActionFrame(0, 6, SubCommand.ERASE_COMMAND_FLASH), Status.UNKNOWN_SUB),
+    for frame, status in ((ActionFrame(0, 6, 0x50), Status.UNKNOWN_SUB),
                           (ActionFrame(0, 6, SubCommand.SET_SERVO_POSITION, b"\x01\x02\x03"),
                            Status.LENGTH_ERROR),
                           (ActionFrame(0, 6, SubCommand.TEST_ACTION_GROUP, b"\x00" * 5),

@@ -10,6 +10,9 @@ executed:
 ======  =====================================================================
  sub    what the fish does
 ======  =====================================================================
+ 0x01   answers a status result (16 bytes: mode, firmware bank and version, ...)
+ 0x02   stand still: every servo to 0° and held, the tank keeps its fill
+ 0x03   free swimming: as 0x39
  0x11   answers a robot-info result (24 bytes)
  0x12   answers servo info: 8 bytes per servo (data: module IDs; none: all)
  0x13   answers buoyancy-module info (14 bytes)
@@ -19,11 +22,22 @@ executed:
  0x32   runs an action group now, step by step, as 0x38 targets on CAN
  0x38   absolute servo positions (as 0x21), CAN 0x38
  0x39   free mode: scene, sonar avoidance, random actions (seeded)
+ 0x33   writes the user configuration to flash and applies it
+ 0x34   erases the stored action groups (the command flash)
+ 0x35   firmware upgrade (IAP): begin, chunks, end, abort, reset; dual bank
+ 0x36   answers the user configuration
+ 0x37   answers the stored action groups (a list, or one slot's payload)
  0x3A   idle: stop, every servo holds (CAN 0x3A), pump off
+ 0x41   read types: answers the error codes; others: module (data) enters
+        its CAN flash mode (no more targets for it)
+ 0x42   CAN flash mode: no servo commands; only 0x35 and 0x42 are answered
+        (others ``0x05`` busy) until an IAP reset or end reboots the fish
 ======  =====================================================================
 
-Result layouts: :mod:`fwbridge.protocols.fish_payloads`. Other sub-commands are answered
-``0x04`` (unknown); a malformed group or servo list ``0x02`` (length). Any
+Result layouts: :mod:`fwbridge.protocols.fish_payloads` and
+:mod:`fwbridge.protocols.fish_commands` (system commands:
+:mod:`fwbridge.bridge.sim.fish.system`). Sub-commands outside the patent's
+table are answered ``0x04`` (unknown); malformed data ``0x02`` (length). Any
 request type (0x01..0x07) is accepted for any sub-command; the answer's type
 is T + 0x10. Frames for another machine code are counted, not answered. A
 duplicate (the same frame again after its answer was lost) is answered again
@@ -36,6 +50,9 @@ CAN: seven :class:`~can_bus.nodes.ActuatorModule` servos (IDs of
 (:class:`~can_bus.nodes.MainController`) on an ``fwbridge`` channel of its
 own, as-fast-as-possible pacing, advanced to the world's time every step.
 Body: :class:`~fwbridge.bridge.sim.fish.body.FishBody` (pose, sonars, ballast tank).
+Flash (:class:`~fwbridge.bridge.sim.fish.flash.FishFlash`): user configuration,
+stored groups and the firmware banks, kept in ``FishParams.flash`` (a file)
+across restarts; a restart is a power cycle (an upgrade in progress is lost).
 Supervisor link: a JSON status line every 100 ms; JSON commands ``status``,
 ``obstacle`` (x, y, r), ``clear_obstacles``, ``can_fault`` (module,
 ``stuck_dominant``/``disconnected``/``bit_error_rate``; module 0 = the main
@@ -55,6 +72,8 @@ from typing import Any
 from fwbridge.bridge.sim.fish.behaviour import Sensors
 from fwbridge.bridge.sim.fish.body import FishBody, FishBodyParams, Obstacle
 from fwbridge.bridge.sim.fish.controller import FishController, Mode
+from fwbridge.bridge.sim.fish.flash import FishFlash
+from fwbridge.bridge.sim.fish.system import SYSTEM_SUBS, SystemCommands
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
 from fwbridge.bridge.sim.world import Board, open_serial
 from fwbridge.can_bus.interface import FwBridgeBus
@@ -68,6 +87,7 @@ from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC
 from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.fish_commands import UserConfig
 from fwbridge.protocols.fish_payloads import (
     FISH_SERVOS,
     BuoyancyInfo,
@@ -90,7 +110,7 @@ HANDLED = frozenset({
     SubCommand.QUERY_ROBOT_INFO, SubCommand.QUERY_SERVO_INFO, SubCommand.QUERY_BUOYANCY_INFO,
     SubCommand.QUERY_CAN_ERROR_RATE, SubCommand.REALTIME_SERVO_CONTROL,
     SubCommand.WRITE_ACTION_GROUP, SubCommand.TEST_ACTION_GROUP, SubCommand.SET_SERVO_POSITION,
-    SubCommand.ENTER_FREE_MODE, SubCommand.ENTER_IDLE,
+    SubCommand.ENTER_FREE_MODE, SubCommand.ENTER_IDLE, *SYSTEM_SUBS,
 })
 _GROUP_SUBS = (SubCommand.WRITE_ACTION_GROUP, SubCommand.TEST_ACTION_GROUP)
 _SERVO_SUBS = (SubCommand.REALTIME_SERVO_CONTROL, SubCommand.SET_SERVO_POSITION)
@@ -116,6 +136,8 @@ class FishParams:
     rx_gap: float = 0.02  # s of silence on the robot link that ends a held candidate
     seed: int = 0  # free mode's random actions
     status_period_ms: int = 100
+    flash: str | None = None  # file keeping the flash across restarts (None: in memory)
+    boot_ms: int = 50  # a reboot (IAP) takes this long; bytes arriving meanwhile are lost
     body: FishBodyParams = field(default_factory=FishBodyParams)
 
 
@@ -130,6 +152,8 @@ class FishCounters(Counters):
     duplicates_skipped: int = 0
     bad_payloads: int = 0
     status_sent: int = 0
+    reboots: int = 0
+    lost_booting: int = 0  # bytes that arrived while the fish was rebooting
 
 
 def _shutdown(buses: list[FwBridgeBus]) -> None:
@@ -152,6 +176,10 @@ class RobotFish:
         self.rx = ActionReceiver(crc=p.crc, keep_rejects=True)
         self.responder = Responder(crc=p.crc, known_subs=set(HANDLED))
         self.body = FishBody(p.body)
+        self.flash = FishFlash.open(p.flash)  # a bad file fails here, before anything runs
+        self.boot_time = 0.0  # when the firmware last started (fish time)
+        self._booting_until = 0.0
+        self._reboot_pending = False
         self.serial: WebotsSerialDrv | None = None
         self.supervisor: WebotsSerialDrv | None = None
         self.buses: list[FwBridgeBus] = []
@@ -186,10 +214,36 @@ class RobotFish:
             m.bus.node_id: k for k, m in self.modules.items() if isinstance(m.bus, FwBridgeBus)}}
         self.master = MainController(self.main_bus, self.modules, silence_timeout=p.silence_timeout,
                                      command_period=p.command_period)
+        self._t0 = self.clock.seconds
+        self._boot(0.0)
+        self._next_status = self.clock.millis() + p.status_period_ms
+
+    def _boot(self, now: float) -> None:
+        """Start the firmware: a fresh controller with the flash's configuration and groups."""
+        p = self.params
+        self.master.targets.clear()
         self.controller = FishController(self.master, seed=p.seed, tolerance=p.tolerance,
                                          step_timeout=p.step_timeout, free_period=p.free_period)
-        self._t0 = self.clock.seconds
-        self._next_status = self.clock.millis() + p.status_period_ms
+        try:
+            self.controller.apply_config(UserConfig.unpack(self.flash.user_config))
+        except FrameError:
+            self.stats.bad_payloads += 1  # a damaged configuration: the built-in one stays
+        for payload in self.flash.actions:
+            try:
+                self.controller.store_group(action_group.decode(payload))
+            except FrameError:
+                self.stats.bad_payloads += 1
+        self.system = SystemCommands(self)
+        self.flash.boot()
+        self.boot_time = now
+
+    def reboot_after_answer(self) -> None:
+        """Reboot once the frame being handled has had its answer and result."""
+        self._reboot_pending = True
+
+    @property
+    def uptime(self) -> float:
+        return self.now - self.boot_time
 
     def close(self) -> None:
         """Shut the CAN nodes down (also done when the fish is garbage-collected).
@@ -219,6 +273,10 @@ class RobotFish:
         if not self.buses:
             return  # closed
         now = self.now
+        if now < self._booting_until:
+            if serial.available():
+                self.stats.lost_booting += len(serial.read_all())
+            return
         if serial.available():
             self._last_rx = now
             for rec in self.rx.feed(serial.read_all()):
@@ -265,7 +323,10 @@ class RobotFish:
             return
         if int(frame.type) not in REQUEST_TYPES:
             return  # an answer or a result: not for the fish
-        status, work = self._check(frame)
+        status = self.system.check(frame)
+        work = None
+        if status is None:
+            status, work = self._check(frame)
         ans = self.responder.answer(frame, status)
         if ans is None:
             return
@@ -285,6 +346,7 @@ class RobotFish:
             ctl.store_group(work, duplicate=ans.duplicate)
             if len(ctl.groups) > before:
                 c.groups_stored += 1
+                self.flash.store_action(frame.data)
             else:
                 c.duplicates_skipped += 1
         elif sub in _SERVO_SUBS:
@@ -292,13 +354,25 @@ class RobotFish:
             ctl.set_servos(work, int(sub))
         elif sub == SubCommand.ENTER_FREE_MODE:
             ctl.enter_free(now)
+            self.system.still = False
         elif sub == SubCommand.ENTER_IDLE:
             ctl.enter_idle()
+            self.system.still = False
+        elif sub in SYSTEM_SUBS:
+            got = self.system.execute(frame, now)
+            if got is not None:
+                self._send_result(frame, got)
+            if self._reboot_pending:
+                self._reboot_pending = False
+                c.reboots += 1
+                self._booting_until = now + self.params.boot_ms / 1000.0
+                self._boot(now)
         else:
-            result = encode(result_frame(frame, encode_result(self.result(int(sub), frame.data))),
-                            crc=self.params.crc)
-            self._write(result)
-            c.results += 1
+            self._send_result(frame, self.result(int(sub), frame.data))
+
+    def _send_result(self, frame: ActionFrame, result: Result) -> None:
+        self._write(encode(result_frame(frame, encode_result(result)), crc=self.params.crc))
+        self.stats.results += 1
 
     def _check(self, frame: ActionFrame) -> tuple[Status | None, Any]:
         """The status to answer (None: the Responder decides) and the decoded data."""
