@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "decode": ("codec", "decode_cmd", "Decode the frames in a file or stdin (raw, hex or pcapng)."),
     "demo": ("sim", "demo_cmd", "Drive a simulated base around a square through the bridge."),
     "encode": ("codec", "encode_group", "Build one frame and print it as hex."),
+    "fish": ("fish_host", "fish_group", "The robot fish: status, configuration, firmware."),
     "ports": ("serial", "ports_cmd", "List serial ports with their USB vendor:product ids."),
     "record": ("serial", "record_cmd", "Capture the bytes arriving on a port to a pcapng file."),
     "replay": ("serial", "replay_cmd", "Play one direction of a capture to a port, timed."),

@@ -84,9 +84,12 @@ def _status_text(st: dict[str, Any]) -> str:
               help="Do not start the clock before the first byte from the host "
               "(with --pace fast: runs then repeat byte for byte).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
+@click.option("--flash", "flash_path", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE", help="fish: keep its flash (user configuration, stored actions, "
+              "firmware banks) in FILE across restarts (created when missing).")
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: str, speed: float,
             step_ms: int, baud: int, link_path: str | None, wait_for_host: bool,
-            as_json: bool) -> None:
+            as_json: bool, flash_path: str | None) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
     The robot link speaks the seed-002 frames (velocity commands in,
@@ -104,8 +107,15 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
         scara_sim(duration, as_json)
         return
     spec = _faults(faults, seed)
+    if flash_path is not None and model != "fish":
+        fail("--flash is for the fish (its main controller's flash)")
     try:
-        endpoint = SimEndpoint(model, pace=pace, speed=speed, step_ms=step_ms, faults=spec,
+        robot: Any = model
+        if flash_path is not None:
+            from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
+
+            robot = RobotFish(FishParams(flash=flash_path))
+        endpoint = SimEndpoint(robot, pace=pace, speed=speed, step_ms=step_ms, faults=spec,
                                baud=baud)
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:

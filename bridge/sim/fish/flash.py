@@ -32,12 +32,27 @@ from fwbridge.protocols.fish_commands import (
     make_image,
 )
 
-__all__ = ["FACTORY_IMAGE", "FORMAT", "MAX_ACTIONS", "FishFlash", "FlashError", "Upgrade"]
+__all__ = ["FACTORY_IMAGE", "FORMAT", "MAX_ACTIONS", "FishFlash", "FlashError", "Upgrade",
+           "write_whole"]
 
 FORMAT = "fwbridge-fish-flash-1"
 MAX_ACTIONS = 16
 #: The image bank A holds when the flash is new: version 1.0.
 FACTORY_IMAGE = make_image(0x0100, b"fish main controller, factory image")
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole: a temporary file beside it, synced, then renamed."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 class FlashError(ValueError):
@@ -97,17 +112,7 @@ class FishFlash:
             "user_config": self.user_config.hex(), "actions": [a.hex() for a in self.actions],
             "banks": [None if b is None else b.hex() for b in self.banks],
         }
-        directory = self.path.parent
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_whole(self.path, json.dumps(doc))
 
     # -- what the commands change ------------------------------------------------------------
     def write_config(self, data: bytes) -> None:
