@@ -122,6 +122,8 @@ class ZumoBody:
         self.led = [0, 0, 0]  # RGB brightness 0..255
         self.keys: set[int] = set()  # keyboard keys held down (key codes)
         self.key_buttons: set[str] = set()  # buttons held by a key
+        self.external = False  # Webots moves the tracks (webots_devices): no own motion
+        self.external_raw: list[int] | None = None  # line readings from Webots sensors
         self.sound_log: deque[tuple[int, float, int]] = deque(maxlen=64)  # (t, Hz, ms)
         mid = (SENSOR_COUNT - 1) / 2.0
         # Sensor 0 is the leftmost (+y), as on Pololu's array seen from above.
@@ -137,6 +139,8 @@ class ZumoBody:
         for state in self.buttons.values():
             if state.pressed and 0 <= state.release_ms <= now:
                 state.pressed = False
+        if self.external:
+            return
         v = self.velocity
         if not self.coasting:  # coasting: free-running, the wheels keep their speed
             v[0], v[1] = self.setpoint
@@ -155,6 +159,8 @@ class ZumoBody:
         return math.floor(self.count_acc[side])
 
     def sensor_raw(self, i: int) -> int:
+        if self.external_raw is not None:
+            return self.external_raw[i]
         ax, ay = self.sensor_offsets[i]
         c, s = math.cos(self.yaw), math.sin(self.yaw)
         dark = self.floor.darkness(self.x + ax * c - ay * s, self.y + ax * s + ay * c)
