@@ -300,3 +300,28 @@ def test_damaged_flash_file_is_one_error(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"format": "something else"}))
     with pytest.raises(FlashError, match="not a fish flash file"):
         FishFlash.open(bad)
+
+
+def test_an_unclosed_fish_is_shut_down_later_not_by_the_collector() -> None:
+    """The collector can run inside the CAN simulator's registry lock (opening a
+    channel); a finalizer that shut nodes down there would deadlock. It only queues
+    them; the next fish to start shuts them down."""
+    import gc
+
+    from fwbridge.bridge.sim.world import World
+    from fwbridge.can_bus import simchannel
+
+    world = World(1)
+    lost = RobotFish()
+    world.add_robot(lost)
+    channel = lost.can_channel
+    del world, lost
+    gc.collect()
+    assert channel in simchannel._channels  # queued, not shut down in the collector
+    world = World(1)
+    fresh = RobotFish()
+    world.add_robot(fresh)
+    try:
+        assert channel not in simchannel._channels  # the next fish did it
+    finally:
+        fresh.close()

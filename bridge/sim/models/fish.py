@@ -66,6 +66,7 @@ import json
 import math
 import os
 import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,6 +152,22 @@ def _shutdown(buses: list[FwBridgeBus]) -> None:
         bus.shutdown()
 
 
+#: CAN nodes of fish that were garbage-collected unclosed, shut down at the next
+#: safe moment. Not in the collector itself: it can run inside the CAN
+#: simulator's registry lock (while a channel is being opened), which shutting a
+#: node down takes too, and that deadlocks. ``deque.append`` takes no lock.
+_orphans: deque[list[FwBridgeBus]] = deque()
+
+
+def _shutdown_orphans() -> None:
+    while _orphans:
+        try:
+            buses = _orphans.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        _shutdown(buses)
+
+
 class RobotFish(FishQueries):
     """The fish: main-controller firmware on the serial link, servos on CAN, a body."""
 
@@ -184,13 +201,14 @@ class RobotFish(FishQueries):
         except RuntimeError:
             self.supervisor = None
         p = self.params
+        _shutdown_orphans()
         self.can_channel = p.channel or f"fish-{os.getpid()}-{next(_names)}"
         kw: dict[str, Any] = {"bitrate": p.bitrate, "pacing": "afap",
                               "auto_recovery": p.auto_recovery}
         self.main_bus = FwBridgeBus(self.can_channel, name="main", **kw)
         self.buses = [self.main_bus]
         # Closed when the fish is: sim:// and the CLI stop the world, not the model.
-        self._finalizer = weakref.finalize(self, _shutdown, self.buses)
+        self._finalizer = weakref.finalize(self, _orphans.append, self.buses)
         for spec in FISH_SERVOS:
             bus = FwBridgeBus(self.can_channel, name=spec.name, **kw)
             self.buses.append(bus)
@@ -232,11 +250,14 @@ class RobotFish(FishQueries):
         return self.now - self.boot_time
 
     def close(self) -> None:
-        """Shut the CAN nodes down (also done when the fish is garbage-collected).
-        A closed fish does nothing more: its firmware and body stop."""
+        """Shut the CAN nodes down (a fish garbage-collected unclosed has them shut
+        down when the next fish starts or closes). A closed fish does nothing more:
+        its firmware and body stop."""
         if self.buses:
-            self._finalizer()
+            self._finalizer.detach()
+            _shutdown(self.buses)
             self.buses = []
+        _shutdown_orphans()
 
     @property
     def now(self) -> float:
