@@ -115,16 +115,21 @@ class SceneSensor(IntEnum):
     DEPTH_CM = 2
     WATER_INGRESS = 3  # 0 / 1
     BATTERY_PCT = 4
+    LIGHT_LEFT_LUX = 5  # the side light sensors
+    LIGHT_RIGHT_LUX = 6
+    LASER = 7  # the laser receiver lit (0..3), -1 none
 
 
 class SceneOp(IntEnum):
     BELOW = 0  # value < threshold
     ABOVE = 1  # value > threshold
+    EQUAL = 2  # value == threshold (the laser receiver lit)
 
 
 _SCENE = struct.Struct("<BBiB")
 _CONFIG_HEAD = struct.Struct("<BHHBB")
-_OPS = {"<": SceneOp.BELOW, ">": SceneOp.ABOVE}
+_OPS = {"<": SceneOp.BELOW, ">": SceneOp.ABOVE, "=": SceneOp.EQUAL}
+_OP_TEXT = {v: k for k, v in _OPS.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +143,8 @@ class Scene:
     action: int
 
     def matches(self, value: float) -> bool:
+        if self.op == SceneOp.EQUAL:
+            return value == self.threshold
         return value < self.threshold if self.op == SceneOp.BELOW else value > self.threshold
 
 
@@ -148,7 +155,7 @@ class UserConfig:
     ``version u8 (1), free period u16 (ms between free-mode decisions), avoid
     distance u16 (mm: a sonar below it turns the fish away), stored-group
     probability u8 (% a drawn stored group is kept), scene count u8, then 7
-    bytes per scene: sensor u8 (:class:`SceneSensor`), op u8 (0 below, 1 above),
+    bytes per scene: sensor u8 (:class:`SceneSensor`), op u8 (0 below, 1 above, 2 equal),
     threshold int32, action u8``. Scenes are tried in order; the first that
     matches runs its action (the patent's scene mode, highest priority).
     """
@@ -201,7 +208,7 @@ class UserConfig:
         return {"free_period_ms": self.free_period_ms, "avoid_mm": self.avoid_mm,
                 "stored_probability_pct": self.stored_probability_pct,
                 "scenes": [{"sensor": SceneSensor(s.sensor).name.lower(),
-                            "op": "<" if s.op == SceneOp.BELOW else ">",
+                            "op": _OP_TEXT[SceneOp(s.op)],
                             "threshold": s.threshold, "action": action_name(s.action)}
                            for s in self.scenes]}
 
@@ -226,7 +233,7 @@ class UserConfig:
                 raise FieldValueError(NAME, f"{where}.sensor", f"{s['sensor']!r}: one of "
                                       f"{', '.join(x.name.lower() for x in SceneSensor)}") from None
             if s["op"] not in _OPS:
-                raise FieldValueError(NAME, f"{where}.op", f"{s['op']!r}: '<' or '>'")
+                raise FieldValueError(NAME, f"{where}.op", f"{s['op']!r}: '<', '>' or '='")
             action = action_code(str(s["action"]))
             if action == 0xFF:
                 raise FieldValueError(NAME, f"{where}.action", f"unknown action {s['action']!r}")

@@ -149,3 +149,41 @@ def test_scenes_for_free_action_come_from_the_user_configuration(fish: Fish) -> 
     d = fish.model.controller.last_decision
     assert d is not None and (d.source, d.action) == ("scene", "glide")
     assert d.reason == "scene-0:depth_cm>-1"
+
+
+def _config(fish: Fish, *scenes: Scene) -> None:
+    frame = ActionFrame(0, InstructionType.WRITE_PC, SubCommand.WRITE_USER_CONFIG,
+                        UserConfig(scenes=scenes).pack())
+    assert fish.link.send(frame).delivered
+    free = ActionFrame(0, InstructionType.CONTROL_PHONE, SubCommand.FREE_SWIMMING)
+    assert fish.link.send(free).delivered
+
+
+def test_a_laser_on_a_receiver_triggers_its_scene(fish: Fish) -> None:
+    _config(fish, Scene(SceneSensor.LASER, SceneOp.EQUAL, 2, action_code("dive")))
+    fish.world.run_for(300)
+    assert fish.model.controller.last_decision.source != "scene"  # type: ignore[union-attr]
+    fish.model.supervisor_command({"cmd": "laser", "receiver": 2})
+    fish.world.run_for(200)
+    d = fish.model.controller.last_decision
+    assert d is not None and (d.source, d.action, d.reason) == ("scene", "dive",
+                                                               "scene-0:laser=2")
+    with pytest.raises(ValueError, match="laser receiver 7"):
+        fish.model.supervisor_command({"cmd": "laser", "receiver": 7})
+
+
+def test_side_light_sensors_see_a_light_and_steer_by_scene(fish: Fish) -> None:
+    senses = fish.model.senses
+    # The fish at the origin facing +x: a 100 lux-at-1-m light 2 m to its left.
+    fish.model.supervisor_command({"cmd": "light", "x": 0.0, "y": 2.0, "lux": 100.0})
+    left, right = senses.light_levels(0.0, 0.0, 0.0)
+    assert (left, right) == (pytest.approx(25.0), 0.0)  # 100 / 2^2, cos 0; nothing on the right
+    # 45° ahead-left at 2 m: cos 45° / 4 on the left only.
+    assert senses.light_levels(0.0, 2.0 - math.sqrt(2), -math.pi / 4)[0] > 0
+    # Phototaxis as a scene: light on the left above 10 lux -> turn left.
+    body = fish.model.body
+    body.x = body.y = body.yaw = 0.0
+    _config(fish, Scene(SceneSensor.LIGHT_LEFT_LUX, SceneOp.ABOVE, 10, action_code("turn-left")))
+    fish.world.run_for(150)
+    d = fish.model.controller.last_decision
+    assert d is not None and (d.source, d.action) == ("scene", "turn-left")

@@ -65,6 +65,12 @@ def _sensor_value(sensor: int, s: Sensors) -> float:
         return s.depth * 100.0
     if sensor == SceneSensor.WATER_INGRESS:
         return 1.0 if s.water_ingress else 0.0
+    if sensor == SceneSensor.LIGHT_LEFT_LUX:
+        return s.light_left
+    if sensor == SceneSensor.LIGHT_RIGHT_LUX:
+        return s.light_right
+    if sensor == SceneSensor.LASER:
+        return float(s.laser)
     return s.battery * 100.0
 
 
@@ -72,7 +78,7 @@ def scene_mode(k: int, scene: Scene) -> SceneMode:
     """The behaviour's scene for the configuration's ``scene``."""
     sensor = SceneSensor(scene.sensor).name.lower() if (
         scene.sensor in SceneSensor._value2member_map_) else str(scene.sensor)
-    op = "<" if scene.op == 0 else ">"
+    op = "<>="[scene.op] if 0 <= scene.op <= 2 else "?"
     return SceneMode(f"scene-{k}:{sensor}{op}{scene.threshold}",
                      lambda s: scene.matches(_sensor_value(scene.sensor, s)),
                      action_name(scene.action))

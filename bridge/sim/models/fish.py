@@ -54,7 +54,8 @@ Flash (:class:`~fwbridge.bridge.sim.fish.flash.FishFlash`): user configuration,
 stored groups and the firmware banks, kept in ``FishParams.flash`` (a file)
 across restarts; a restart is a power cycle (an upgrade in progress is lost).
 Supervisor link: a JSON status line every 100 ms; JSON commands ``status``,
-``obstacle`` (x, y, r), ``clear_obstacles``, ``can_fault`` (module,
+``obstacle`` (x, y, r), ``clear_obstacles``, ``light`` (x, y, lux at 1 m),
+``clear_lights``, ``laser`` (receiver 0..3), ``can_fault`` (module,
 ``stuck_dominant``/``disconnected``/``bit_error_rate``; module 0 = the main
 controller).
 """
@@ -75,6 +76,7 @@ from fwbridge.bridge.sim.fish.body import FishBody, FishBodyParams, Obstacle
 from fwbridge.bridge.sim.fish.controller import FishController, Mode
 from fwbridge.bridge.sim.fish.flash import FishFlash
 from fwbridge.bridge.sim.fish.queries import FishQueries
+from fwbridge.bridge.sim.fish.senses import Light, Senses
 from fwbridge.bridge.sim.fish.system import SYSTEM_SUBS, SystemCommands
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
 from fwbridge.bridge.sim.world import Board, open_serial
@@ -179,6 +181,7 @@ class RobotFish(FishQueries):
         self.rx = ActionReceiver(crc=p.crc, keep_rejects=True)
         self.responder = Responder(crc=p.crc, known_subs=set(HANDLED))
         self.body = FishBody(p.body)
+        self.senses = Senses()  # side light sensors, laser receivers
         self.flash = FishFlash.open(p.flash)  # a bad file fails here, before anything runs
         self.boot_time = 0.0  # when the firmware last started (fish time)
         self._booting_until = 0.0
@@ -318,8 +321,11 @@ class RobotFish(FishQueries):
         left, right = self.body.sonars()
         ingress = any(h.feedback is not None and h.feedback.fault & Fault.WATER_INGRESS
                       for h in self.master.health.values())
-        return Sensors(sonar_left=left, sonar_right=right, depth=self.body.depth,
-                       water_ingress=ingress)
+        b, now = self.body, self.now
+        light_left, light_right = self.senses.light_levels(b.x, b.y, b.yaw)
+        return Sensors(sonar_left=left, sonar_right=right, depth=b.depth,
+                       water_ingress=ingress, light_left=light_left, light_right=light_right,
+                       laser=self.senses.laser(now))
 
     # -- action frames --------------------------------------------------------------
     def _on_frame(self, frame: ActionFrame, now: float) -> None:
@@ -425,6 +431,12 @@ class RobotFish(FishQueries):
             self.body.add_obstacle(Obstacle(float(msg["x"]), float(msg["y"]), float(msg["r"])))
         elif cmd == "clear_obstacles":
             self.body.obstacles.clear()
+        elif cmd == "light":
+            self.senses.add_light(Light(float(msg["x"]), float(msg["y"]), float(msg["lux"])))
+        elif cmd == "clear_lights":
+            self.senses.lights.clear()
+        elif cmd == "laser":
+            self.senses.laser_hit(int(msg["receiver"]), self.now)
         elif cmd == "can_fault":
             k = int(msg["module"])
             bus = self.main_bus if k == 0 else self.modules[k].bus
