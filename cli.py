@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "Decode the frames in a file or stdin (raw, hex, pcapng, MCAP)."),
     "demo": ("sim", "demo_cmd", "Drive a simulated base around a square through the bridge."),
     "encode": ("codec", "encode_group", "Build one frame and print it as hex."),
+    "fish": ("fish_host", "fish_group", "The robot fish: status, configuration, firmware."),
     "fleet": ("ros2", "fleet_cmd", "N simulated bases as ROS 2 nodes /robotK, one Zenoh network."),
     "frames": ("frames", "frames_cmd", "List the built-in and given frame descriptions."),
     "gen": ("gen", "gen_group", "Generate C, a Wireshark dissector or a DBC from descriptions."),

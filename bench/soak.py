@@ -232,6 +232,7 @@ class FishRig:
                 can = bus.sim.stats()
         return {"ok": self.exchanges["ok"], "failed": self.exchanges["failed"],
                 "retransmitted": arq["retransmitted"], "naks": arq["naks"],
+                "missing_results": arq["missing_results"],
                 "can_frames": can["frames"], "can_errors": can["error_frames"]}
 
 

@@ -26,8 +26,9 @@ from fwbridge.bridge.transports import poller_for, read_some
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
 from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
 from fwbridge.protocols.arq import (
+    Acknowledged,
+    ArqEvent,
     Delivered,
-    Failed,
     Retransmit,
     Status,
     StopAndWaitSender,
@@ -35,7 +36,7 @@ from fwbridge.protocols.arq import (
 )
 from fwbridge.protocols.crc import DEFAULT_CRC
 from fwbridge.protocols.errors import FrameError, LinkError
-from fwbridge.protocols.fish_payloads import Result, decode_result, is_result_to
+from fwbridge.protocols.fish_payloads import RESULT_SUBS, Result, decode_result, is_result_to
 
 __all__ = ["ActionLink", "Exchange", "LinkFailed", "link_clock"]
 
@@ -72,6 +73,9 @@ class Exchange:
     reason: str  # why it failed ("" when delivered)
     seconds: float  # link-clock time from the first write to the end
     result: ActionFrame | None = None  # the query result frame, when one was awaited
+    #: Of ``attempts``, how many re-asked a read whose result did not come in time.
+    missing_results: int = 0
+    malformed_results: int = 0  # result frames that passed the CRC but did not decode
     other: list[ActionFrame] = field(default_factory=list)  # anything else that arrived
 
     def decoded(self) -> Result | None:
@@ -135,71 +139,96 @@ class ActionLink:
              result_timeout: float | None = None) -> Exchange:
         """Send ``frame`` until answered OK or the retries run out.
 
-        ``want_result``: also wait (up to ``result_timeout``, default the
-        answer timeout) for the query result after the answer; default: for
-        read requests (types 0x01..0x03).
+        ``want_result``: the frame is a read, delivered only with its result:
+        after the OK answer wait up to ``result_timeout`` (default the answer
+        timeout) for the result frame, and ask again (same retry budget) when
+        it does not come or comes malformed. Default: for read requests
+        (types 0x01..0x03).
         """
         if want_result is None:
             want_result = int(frame.type) in _READ_TYPES
         wait_result = self.sender.timeout if result_timeout is None else result_timeout
         saved = self.port.timeout
         try:
-            return self._send(frame, want_result, wait_result)
+            return self._send(frame, wait_result if want_result else None)
         finally:
             if self.port.timeout != saved:
                 self.port.timeout = saved
 
-    def _send(self, frame: ActionFrame, want_result: bool, wait_result: float) -> Exchange:
+    def _send(self, frame: ActionFrame, result_timeout: float | None) -> Exchange:
         clock = self.clock
         start = clock()
-        data, _ = self.sender.send(frame, start)
+        data, _ = self.sender.send(frame, start, result_timeout=result_timeout)
         self._write(data)
         ex = Exchange(frame, False, 1, None, "", 0.0)
+        missing_before = self.sender.stats.missing_results
         other: deque[ActionFrame] = deque(maxlen=MAX_OTHER)
-        done_at: float | None = None  # when the answer came (result wait starts)
-        while True:
-            now = clock()
-            if done_at is not None:
-                if (not ex.delivered or not want_result or ex.result is not None
-                        or now - done_at >= wait_result):
-                    break
-                wait = wait_result - (now - done_at)
-            else:
-                deadline = self.sender.deadline
-                wait = READ_SLICE if deadline is None else deadline - now
-            for rec in self.rx.feed(self._read(wait)):
+        done = False
+        while not done:
+            deadline = self.sender.deadline
+            wait = READ_SLICE if deadline is None else deadline - clock()
+            received = self.rx.feed(self._read(wait))
+            if not received and self.rx.pending and deadline is not None \
+                    and clock() >= deadline:
+                # The peer fell silent with a candidate held (a corrupted length
+                # field): a stop-and-wait peer has said all it will, decide it now.
+                received = self.rx.finish()
+            for rec in received:
                 f = rec.frame
                 now = clock()
-                ans = parse_answer(f)
-                if ans is not None and done_at is None:
-                    events = self.sender.on_answer(f, now)
-                    if events:  # it answers our frame
-                        ex.status = ans.status
-                    for ev in events:
-                        done_at = self._event(ev, ex, now, done_at)
-                elif is_result_to(f, frame):
-                    ex.result = f
-                else:
+                if done:
                     other.append(f)
-            if done_at is None:
+                    continue
+                if result_timeout is not None and is_result_to(f, frame):
+                    if not self._well_formed(f):
+                        ex.malformed_results += 1
+                        continue
+                    events = self.sender.on_result(now)
+                    if events:
+                        ex.result = f
+                        ex.status = Status.OK
+                else:
+                    ans = parse_answer(f)
+                    events = self.sender.on_answer(f, now) if ans is not None else []
+                    if ans is None:
+                        other.append(f)
+                    elif events:  # it answers our frame
+                        ex.status = ans.status
+                for ev in events:
+                    done = self._event(ev, ex) or done
+            if not done:
                 for ev in self.sender.poll(clock()):
-                    done_at = self._event(ev, ex, clock(), done_at)
+                    done = self._event(ev, ex) or done
         ex.other = list(other)
+        ex.missing_results = self.sender.stats.missing_results - missing_before
         ex.seconds = clock() - start
         return ex
 
-    def _event(self, ev: Retransmit | Delivered | Failed, ex: Exchange, now: float,
-               done_at: float | None) -> float | None:
+    @staticmethod
+    def _well_formed(result: ActionFrame) -> bool:
+        """A result whose layout is known decodes (one that passed the CRC by chance does not)."""
+        if int(result.sub) not in RESULT_SUBS:
+            return True
+        try:
+            decode_result(int(result.sub), result.data)
+        except FrameError:
+            return False
+        return True
+
+    def _event(self, ev: ArqEvent, ex: Exchange) -> bool:
+        """Apply one sender event to ``ex``; True when the exchange is over."""
         if isinstance(ev, Retransmit):
             self._write(ev.data)
             ex.attempts = ev.attempt
-            return done_at
+            return False
+        if isinstance(ev, Acknowledged):
+            return False
         ex.attempts = ev.attempts
         if isinstance(ev, Delivered):
             ex.delivered = True
         else:
             ex.reason = ev.reason
-        return now
+        return True
 
     def query(self, sub: SubCommand | int, data: bytes = b"", *, machine: int = 0,
               itype: InstructionType | int = InstructionType.READ_PC) -> Result:

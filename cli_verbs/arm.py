@@ -191,6 +191,7 @@ def _summary(run: PickPlaceRun, as_json: bool) -> None:
     step_ms = [s * 1e3 for s in run.step_seconds] or [0.0]
     row = {"done": task.failure is None and task.done, "failure": task.failure,
            "waypoints": len(task.reached), "worst_error_mm": round(worst * 1000, 3),
+           "grip": task.grip.result if task.grip else None,
            "seconds": round(run.sim_seconds, 3), "frames": run.bus_frames,
            "worst_step_ms": round(max(step_ms), 3)}
     if as_json:
@@ -199,6 +200,9 @@ def _summary(run: PickPlaceRun, as_json: bool) -> None:
     table = Table(show_header=False, title="pick and place", title_justify="left")
     table.add_row("result", "done" if row["done"] else f"FAILED: {task.failure}")
     table.add_row("waypoints", f"{row['waypoints']} (worst error {row['worst_error_mm']} mm)")
+    if task.grip is not None:
+        table.add_row("grip", f"{task.grip.result}: {task.grip.capacity_n:.1f} N of friction "
+                      f"for {task.grip.needed_n:.1f} N")
     table.add_row("time", f"{row['seconds']} s, {row['frames']} CAN frames")
     table.add_row("control step", f"worst {row['worst_step_ms']} ms of {task.cfg.period * 1e3:.0f}")
     console.print(table)

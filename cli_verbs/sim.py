@@ -109,10 +109,14 @@ def _old_pace(value: str) -> str:
               help="Capture the robot link (both directions, as the host sees them): pcapng, "
                    "or MCAP with the decoded messages for a .mcap name.")
 @FOXGLOVE
+@click.option("--flash", "flash_path", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE", help="fish: keep its flash (user configuration, stored actions, "
+              "firmware banks) in FILE across restarts (created when missing).")
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: str,
             old_pace: str | None, speed: float, step_ms: int, baud: int, link_path: str | None,
             wait_for_host: bool, watchdog_ms: int | None, as_json: bool, record: str | None,
-            foxglove: bool, foxglove_host: str, foxglove_port: int) -> None:
+            foxglove: bool, foxglove_host: str, foxglove_port: int,
+            flash_path: str | None) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
     The robot link speaks the seed-002 frames (velocity commands in,
@@ -132,8 +136,15 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     if old_pace is not None:
         pacing = _old_pace(old_pace)
     spec = _faults(faults, seed)
+    if flash_path is not None and model != "fish":
+        fail("--flash is for the fish (its main controller's flash)")
     try:
-        endpoint = SimEndpoint(model, pacing=pacing, speed=speed, step_ms=step_ms, faults=spec,
+        robot: Any = model
+        if flash_path is not None:
+            from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
+
+            robot = RobotFish(FishParams(flash=flash_path))
+        endpoint = SimEndpoint(robot, pacing=pacing, speed=speed, step_ms=step_ms, faults=spec,
                                baud=baud, watchdog_ms=watchdog_ms)
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:

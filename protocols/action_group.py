@@ -1,6 +1,7 @@
 """Action-group payload: the data of sub-commands 0x31/0x32 (PROTOCOLS.md 3.4).
 
-Read off the patent's worked example, the only specimen there is::
+Read off the patent's worked example, the only specimen there is (the
+timing fields below are a **choice** that reads the example consistently)::
 
     header_raw   16 bytes        meaning unknown
     step         repeated:
@@ -10,6 +11,22 @@ Read off the patent's worked example, the only specimen there is::
       servos         (step_length - 12) / 4 entries:
                      servo_id u8, speed u8, angle int16 (degrees)
     trailer_raw  0..11 bytes     meaning unknown (00 00 00 da f3)
+
+Timing (the patent: action type, timeout, repeat count, each step's sync
+bit), read from bytes kept raw, so a payload still re-encodes byte-exact:
+
+- ``header_raw[0]`` action type: 0 single (run ``repeat`` times), 1
+  continuous (repeat until another command); others run as single.
+- ``header_raw[10:12]`` u16 the number of steps (2 in the example; not
+  enforced), ``header_raw[12:14]`` u16 the repeat count (2 in the example:
+  two strokes; 0 = once).
+- ``prefix_raw[1]`` the step's sync byte: consecutive steps with the same
+  non-zero sync byte start at the same moment, and the next step waits for
+  all of them; 0 (the example) = the step runs alone.
+- ``params_raw[2:4]`` u16 the step timeout in ms (0x0D40 = 3392 in the
+  example; 0 = the player's default), ``params_raw[4]`` the wait mask: bit
+  k-1 set = servo k must reach its target before the step is done (0x07 =
+  servos 1-3 in the example; 0 = every servo of the step).
 
 **Choice**: steps follow the group header while at least 12 bytes remain;
 fewer than 12 left over are the trailer. A step whose length field is not
@@ -90,6 +107,31 @@ class Step:
         """The step's length field: 12 header bytes + 4 per servo."""
         return STEP_HEADER_SIZE + SERVO_SIZE * len(self.servos)
 
+    @property
+    def sync(self) -> int:
+        """Sync byte: steps in a row with the same non-zero value start together."""
+        return self.prefix_raw[1] if len(self.prefix_raw) > 1 else 0
+
+    @property
+    def timeout_ms(self) -> int:
+        """The step's timeout in ms (0: the player's default)."""
+        return int.from_bytes(self.params_raw[2:4], "little") if len(self.params_raw) >= 4 else 0
+
+    @property
+    def wait_mask(self) -> int:
+        """Bit k-1: servo k must reach its target (0: every servo of the step)."""
+        return self.params_raw[4] if len(self.params_raw) > 4 else 0
+
+    @staticmethod
+    def timed(servos: tuple[ServoEntry, ...], *, sync: int = 0, timeout_ms: int = 0,
+              wait_mask: int = 0) -> Step:
+        """A step with its timing fields set (the other raw bytes zero)."""
+        if not (0 <= sync <= 0xFF and 0 <= timeout_ms <= 0xFFFF and 0 <= wait_mask <= 0xFF):
+            raise FieldValueError(NAME, "step timing", f"sync {sync}, timeout_ms {timeout_ms}, "
+                                  f"wait_mask {wait_mask} out of range")
+        params = bytes(2) + timeout_ms.to_bytes(2, "little") + bytes((wait_mask,)) + bytes(3)
+        return Step(servos, bytes((0, sync)), params)
+
 
 @dataclass(frozen=True, slots=True)
 class ActionGroup:
@@ -98,6 +140,28 @@ class ActionGroup:
     steps: tuple[Step, ...]
     header_raw: bytes = bytes(GROUP_HEADER_SIZE)
     trailer_raw: bytes = b""
+
+    @property
+    def action_type(self) -> int:
+        """0 single (``repeat`` runs), 1 continuous (until another command)."""
+        return self.header_raw[0] if self.header_raw else 0
+
+    @property
+    def repeat(self) -> int:
+        """Runs of a single group (the header's repeat count; 0 reads as 1)."""
+        value = int.from_bytes(self.header_raw[12:14], "little") if len(
+            self.header_raw) >= 14 else 0
+        return max(1, value)
+
+    @staticmethod
+    def timed(steps: tuple[Step, ...], *, action_type: int = 0, repeat: int = 1) -> ActionGroup:
+        """A group with its action type, step count and repeat count set."""
+        if not (0 <= action_type <= 0xFF and 0 <= repeat <= 0xFFFF):
+            raise FieldValueError(NAME, "group timing", f"action_type {action_type}, repeat "
+                                  f"{repeat} out of range")
+        header = (bytes((action_type,)) + bytes(9) + min(len(steps), 0xFFFF).to_bytes(2, "little")
+                  + repeat.to_bytes(2, "little") + bytes(2))
+        return ActionGroup(steps, header)
 
 
 _SERVO_SCHEMA = Struct("servo_id" / Int8ul, "speed" / Int8ul, "angle" / Int16sl)

@@ -26,6 +26,7 @@ from fwbridge.protocols.errors import ConfigError, FieldValueError, StateError
 __all__ = [
     "ANSWER_OFFSET",
     "REQUEST_TYPES",
+    "Acknowledged",
     "Answer",
     "Answered",
     "ArqEvent",
@@ -161,7 +162,16 @@ class Failed:
     reason: str
 
 
-ArqEvent = Retransmit | Delivered | Failed
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    """A read was answered OK; its result is awaited until ``deadline``."""
+
+    frame: ActionFrame
+    attempts: int
+    deadline: float
+
+
+ArqEvent = Retransmit | Delivered | Failed | Acknowledged
 
 
 @dataclass(slots=True)
@@ -175,6 +185,7 @@ class SenderStats(Counters):
     timeouts: int = 0
     naks: int = 0
     ignored: int = 0  # frames fed that answer nothing outstanding (late or stray answers)
+    missing_results: int = 0  # reads answered OK whose result did not come in time
 
 
 class StopAndWaitSender:
@@ -186,6 +197,13 @@ class StopAndWaitSender:
     Every frame sent ends in exactly one :class:`Delivered` or :class:`Failed`.
     Answers carry no sequence number: a late answer to an earlier frame with
     the same machine code, type and sub-command counts for the current one.
+
+    A read (``send(..., result_timeout=S)``) is delivered by its result, fed
+    to :meth:`on_result`, not by its answer: the OK answer gives
+    :class:`Acknowledged`, and a result that does not come within ``S``
+    (lost, or rejected as corrupt) asks again. Reads are idempotent, so this
+    spends the same retry budget as a lost answer. A result that comes
+    before its answer (the answer lost) delivers the read too.
     """
 
     def __init__(self, *, timeout: float = 0.2, retries: int = 3, crc: str = DEFAULT_CRC) -> None:
@@ -202,6 +220,8 @@ class StopAndWaitSender:
         self._data = b""
         self._attempts = 0
         self._deadline: float | None = None
+        self._result_timeout: float | None = None
+        self._acknowledged = False
 
     @property
     def busy(self) -> bool:
@@ -217,8 +237,13 @@ class StopAndWaitSender:
         """When :meth:`poll` has something to do (``None`` when idle)."""
         return self._deadline
 
-    def send(self, frame: ActionFrame, now: float) -> tuple[bytes, float]:
-        """Start sending ``frame``; return its bytes and the answer deadline."""
+    def send(self, frame: ActionFrame, now: float, *,
+             result_timeout: float | None = None) -> tuple[bytes, float]:
+        """Start sending ``frame``; return its bytes and the answer deadline.
+
+        ``result_timeout``: ``frame`` is a read; after its OK answer wait this
+        long for the result (:meth:`on_result`) before asking again.
+        """
         if self._frame is not None:
             raise StateError(f"a frame is outstanding (attempt {self._attempts}); wait for its "
                              "Delivered or Failed event before sending the next")
@@ -227,16 +252,22 @@ class StopAndWaitSender:
         self._frame = frame
         self._attempts = 1
         self._deadline = now + self.timeout
+        self._result_timeout = result_timeout
+        self._acknowledged = False
         self.stats.sent += 1
         return self._data, self._deadline
 
     def on_answer(self, frame: ActionFrame, now: float) -> list[ArqEvent]:
         """A frame arrived from the peer; events if it answers the outstanding frame."""
         req = self._frame
-        if req is None or not is_answer_to(frame, req):
+        if req is None or self._acknowledged or not is_answer_to(frame, req):
             self.stats.ignored += 1
             return []
         status = frame.data[0]
+        if status == Status.OK and self._result_timeout is not None:
+            self._acknowledged = True
+            self._deadline = now + self._result_timeout
+            return [Acknowledged(req, self._attempts, self._deadline)]
         if status == Status.OK:
             self.stats.delivered += 1
             attempts = self._attempts
@@ -248,11 +279,26 @@ class StopAndWaitSender:
     #: The name DESIGN.md uses for :meth:`on_answer`.
     receive = on_answer
 
+    def on_result(self, now: float) -> list[ArqEvent]:
+        """The outstanding read's result arrived (the caller matched it to the request)."""
+        req = self._frame
+        if req is None or self._result_timeout is None:
+            self.stats.ignored += 1
+            return []
+        self.stats.delivered += 1
+        attempts = self._attempts
+        self._idle()
+        return [Delivered(req, attempts)]
+
     def poll(self, now: float) -> list[ArqEvent]:
-        """Time passes: retransmit or fail when the answer deadline has passed."""
+        """Time passes: retransmit or fail when the answer (or result) deadline has passed."""
         if self._deadline is None or now < self._deadline:
             return []
         self.stats.timeouts += 1
+        if self._acknowledged:
+            self._acknowledged = False
+            self.stats.missing_results += 1
+            return self._again(now, "no result before the deadline")
         return self._again(now, "no answer before the deadline")
 
     def _again(self, now: float, why: str) -> list[ArqEvent]:
@@ -269,6 +315,8 @@ class StopAndWaitSender:
         return [Retransmit(self._data, self._deadline, self._attempts)]
 
     def _idle(self) -> None:
+        self._acknowledged = False
+        self._result_timeout = None
         self._frame = None
         self._data = b""
         self._deadline = None

@@ -49,12 +49,18 @@ from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.action_group import ServoEntry
 from fwbridge.protocols.arq import ANSWER_OFFSET, REQUEST_TYPES
 from fwbridge.protocols.errors import FieldValueError, LengthError
+from fwbridge.protocols.fish_commands import (
+    COMMAND_RESULT_SUBS,
+    CommandResult,
+    decode_command_result,
+)
 
 __all__ = [
     "DECISION_SOURCES",
     "FISH_SERVOS",
     "FREE_ACTIONS",
     "QUERY_SUBS",
+    "RESULT_SUBS",
     "STORED_ACTION_BASE",
     "BuoyancyInfo",
     "CanErrorInfo",
@@ -120,6 +126,9 @@ STORED_ACTION_BASE = 0x80
 DECISION_SOURCES = ("none", "scene", "avoid", "random", "idle")
 QUERY_SUBS = frozenset({SubCommand.QUERY_ROBOT_INFO, SubCommand.QUERY_SERVO_INFO,
                         SubCommand.QUERY_BUOYANCY_INFO, SubCommand.QUERY_CAN_ERROR_RATE})
+#: Sub-commands whose result frame has a layout :func:`decode_result` knows
+#: (the queries, and the system commands of :mod:`fwbridge.protocols.fish_commands`).
+RESULT_SUBS = QUERY_SUBS | COMMAND_RESULT_SUBS
 
 
 def action_code(name: str) -> int:
@@ -295,12 +304,12 @@ class CanErrorInfo:
                 "error_ppm": self.error_ppm, "nodes": [n.as_dict() for n in self.nodes]}
 
 
-Result = RobotInfo | tuple[ServoInfo, ...] | BuoyancyInfo | CanErrorInfo
+Result = RobotInfo | tuple[ServoInfo, ...] | BuoyancyInfo | CanErrorInfo | CommandResult
 
 
 def encode_result(result: Result) -> bytes:
     """The data of a query result: status 0x00, then the fields."""
-    if isinstance(result, tuple):
+    if isinstance(result, tuple):  # servo info
         if len(result) > 0xFF:
             raise FieldValueError(NAME, "servos", f"{len(result)} entries do not fit a count byte")
         body = bytes((len(result),)) + b"".join(s.pack() for s in result)
@@ -341,6 +350,8 @@ def decode_result(sub: int, data: bytes) -> Result:
         _need(body, _CAN_HEAD.size + n * size, "CAN error rate")
         nodes = tuple(CanNodeInfo.unpack(body, _CAN_HEAD.size + k * size) for k in range(n))
         return CanErrorInfo(ms, frames, errors, ppm, nodes)
+    if sub in COMMAND_RESULT_SUBS:
+        return decode_command_result(sub, body)
     raise FieldValueError(NAME, "sub", f"0x{sub:02x} is not a query with a result")
 
 

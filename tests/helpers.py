@@ -5,6 +5,7 @@ stand-in. Test modules import from here, never from each other."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import shutil
 import subprocess
@@ -19,13 +20,18 @@ from typing import Any
 
 import can
 import pytest
+import serial
 
+from fwbridge.bridge.action_link import ActionLink
 from fwbridge.bridge.base_core import NodeEvent
 from fwbridge.bridge.config import RobotConfig, parse_config
 from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.sim.models.fish import RobotFish
+from fwbridge.bridge.transports import PtyPair, register_url_handlers
+from fwbridge.can_bus.ids import Direction, from_message
+from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group, cmd_frame
-from fwbridge.protocols.action_frame import ActionFrame
+from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.hextext import parse_hex
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
@@ -274,10 +280,20 @@ _PATENT = action_frame.decode(parse_hex((FIXTURES / "patent_example.hex").read_t
 EXAMPLE = ActionFrame(_PATENT.machine, _PATENT.type, _PATENT.sub, _PATENT.data)
 STEPS = [[(e.servo_id, e.speed, e.angle) for e in st.servos]
          for st in action_group.from_frame(EXAMPLE).steps]
+REPEAT = action_group.from_frame(EXAMPLE).repeat
 
 
 # -- the stand-in of Webots' controller module -------------------------------------------
 STANDIN = Path(__file__).parent / "webots_standin"
+
+
+@pytest.fixture
+def controller(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    monkeypatch.syspath_prepend(str(STANDIN))
+    sys.modules.pop("controller", None)
+    module = importlib.import_module("controller")
+    yield module
+    sys.modules.pop("controller", None)
 
 
 def world(controller: ModuleType, end_ms: int, step: float = 8.0) -> tuple[object, object, object]:
@@ -309,3 +325,41 @@ def drain(rx: object) -> bytes:
         out += rx.getBytes()  # type: ignore[attr-defined]
         rx.nextPacket()  # type: ignore[attr-defined]
     return out
+
+
+# -- the robot fish behind sim:// ------------------------------------------------------
+FISH_URL = "sim://fish?pacing=afap"
+
+
+class Fish:
+    """A fish behind sim://, the host's ActionLink on it, and a CAN spy."""
+
+    def __init__(self) -> None:
+        register_url_handlers()
+        self.port = serial.serial_for_url(FISH_URL, timeout=0.1)
+        self.world = self.port.endpoint.world
+        self.model: RobotFish = self.port.endpoint.model
+        self.link = ActionLink(self.port)
+        # The spy acknowledges like any node and keeps every servo command.
+        self.spy = FwBridgeBus(self.model.can_channel, rx_queue_size=50_000, name="spy")
+        self.spy.set_filters([{"can_id": 0x100, "can_mask": 0x700, "extended": False}])
+
+    def close(self) -> None:
+        self.spy.shutdown()
+        self.model.close()
+        self.port.close()
+
+    def commands(self, command: int = SubCommand.SET_SERVO_POSITION
+                 ) -> list[tuple[float, int, int, int]]:
+        """(bus time, module, speed, angle) of the servo commands seen so far."""
+        out = []
+        while (msg := self.spy.recv(0)) is not None:
+            got = from_message(msg)
+            if got is not None and got.direction is Direction.COMMAND \
+                    and got.struct.command == command:
+                s = got.struct
+                out.append((msg.timestamp - self.spy.sim.epoch, got.module, s.speed, s.angle))
+        return out
+
+    def run_until_group_done(self, limit_ms: int = 10_000) -> None:
+        assert self.world.run_until(lambda: not self.model.controller.player.running, limit_ms)

@@ -13,11 +13,11 @@ from fwbridge.bridge.arm.pick_place import Phase, PickPlaceConfig
 from fwbridge.can_bus.ids import from_message
 from fwbridge.protocols.actuator import fine_position
 
-GEOM = ScaraGeometry()
+GEOM = ScaraGeometry(z_min=0.0, z_max=0.4)  # the earlier slide, with the precise settings
 
 
 def test_seed_pick_and_place_on_the_bus() -> None:
-    cfg = PickPlaceConfig(pick=(0.45, 0.15, 0.12), place=(0.2, -0.25, 0.15))
+    cfg = PickPlaceConfig(pick=(0.45, 0.15, 0.12), place=(0.2, -0.25, 0.15)).precise()
     start = Pose(0.5, 0.3, 0.2)
     run = run_pick_place(cfg, GEOM, start=start)
     task = run.task

@@ -12,7 +12,8 @@ from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward,
 from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove, Trapezoid
 from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 
-GEOM = ScaraGeometry()
+# The earlier 0.4 m slide and the precise settings (PickPlaceConfig.precise()).
+GEOM = ScaraGeometry(z_min=0.0, z_max=0.4)
 
 
 @given(st.floats(-3, 3), st.floats(-3, 3), st.floats(0.1, 6), st.floats(0.5, 30),
@@ -82,7 +83,7 @@ def run_task(task: PickAndPlace, start: Joints, tau: float = 0.05) -> list[tuple
 
 
 def test_pick_and_place_reaches_every_waypoint_within_1mm_and_keeps_safe_z() -> None:
-    task = PickAndPlace(GEOM, PickPlaceConfig())
+    task = PickAndPlace(GEOM, PickPlaceConfig().precise())
     start = Pose(0.5, 0.3, 0.2)  # below the safe height: the reset lifts straight up
     trace = run_task(task, inverse(GEOM, start))
     assert task.phase is Phase.DONE, task.failure
@@ -100,7 +101,7 @@ def test_pick_and_place_reaches_every_waypoint_within_1mm_and_keeps_safe_z() -> 
 
 
 def test_task_fails_with_a_reason_when_the_arm_does_not_follow() -> None:
-    task = PickAndPlace(GEOM, PickPlaceConfig(settle_timeout=0.5))
+    task = PickAndPlace(GEOM, PickPlaceConfig(settle_timeout=0.5).precise())
     stuck = inverse(GEOM, Pose(0.4, 0.0, 0.1))
     for k in range(2000):
         task.step(k * 0.016, stuck)  # feedback never moves
@@ -112,6 +113,6 @@ def test_task_fails_with_a_reason_when_the_arm_does_not_follow() -> None:
 
 def test_targets_are_checked_up_front() -> None:
     with pytest.raises(ValueError, match="above the safe height"):
-        PickAndPlace(GEOM, PickPlaceConfig(pick=(0.45, 0.15, 0.4)))
+        PickAndPlace(GEOM, PickPlaceConfig(pick=(0.45, 0.15, 0.4)).precise())
     with pytest.raises(ValueError, match="outside the workspace"):
         PickAndPlace(GEOM, PickPlaceConfig(place=(1.5, 0.0, 0.1)))

@@ -74,7 +74,7 @@ def test_send_ack_delivered() -> None:
     assert tx.on_answer(make_answer(REQ), now=10.2) == [Delivered(REQ, 1)]
     assert not tx.busy and tx.deadline is None
     assert tx.stats.as_dict() == {"sent": 1, "retransmitted": 0, "delivered": 1, "failed": 0,
-                                  "timeouts": 0, "naks": 0, "ignored": 0}
+                                  "timeouts": 0, "naks": 0, "ignored": 0, "missing_results": 0}
 
 
 def test_timeouts_retransmit_then_fail() -> None:

@@ -18,7 +18,7 @@ from fwbridge.can_bus.pcapng import PcapngWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
-from tests.cli_helpers import run_cli
+from tests.helpers import run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 

@@ -105,7 +105,7 @@ def test_committed_firmware_code_is_what_the_generator_writes() -> None:
 
 def test_gen_c_cli_writes_files_that_compile(tmp_path: Path) -> None:
     from tests.c_harness import CFLAGS, compiler
-    from tests.cli_helpers import run_cli
+    from tests.helpers import run_cli
 
     imu = str(FIXTURES / "frames" / "imu.toml")
     proc = run_cli("gen", "c", imu, "action", "-o", str(tmp_path), "--name", "robot")

@@ -16,8 +16,8 @@ from fwbridge.protocols.actuator import ActuatorStruct, Fault, fine_position, wi
 from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.description import load
 from fwbridge.protocols.frame_codec import FrameCodec
-from tests.cli_helpers import ROOT, run_cli
 from tests.conftest import FIXTURES
+from tests.helpers import ROOT, run_cli
 
 cantools = pytest.importorskip("cantools", reason="cantools is in the test extra")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fwbridge.protocols import odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
-from tests.cli_helpers import cli_env, fwbridge_argv, run_cli
+from tests.helpers import cli_env, fwbridge_argv, run_cli
 
 #: A peak far below what a table held in memory needs (about 1 GB on 5 MB before).
 RSS_LIMIT_MB = 150

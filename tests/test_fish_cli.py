@@ -28,7 +28,7 @@ from fwbridge.protocols import action_frame
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.action_receiver import ActionReceiver
 from fwbridge.protocols.fish_payloads import CanErrorInfo, RobotInfo, decode_result
-from tests.helpers import EXAMPLE, STANDIN, STEPS, drain, run_cli, world
+from tests.helpers import EXAMPLE, REPEAT, STANDIN, STEPS, drain, run_cli, world
 
 URL = "sim://fish?pacing=afap"
 
@@ -126,7 +126,7 @@ def test_fish_on_a_pty_with_the_wall_clock() -> None:
     for k in (1, 2, 3):
         seq = [c[1:] for c in spy_cmds if c[0] == k]
         distinct = [v for i, v in enumerate(seq) if i == 0 or seq[i - 1] != v]
-        assert distinct == [(s, a) for st in STEPS for i, s, a in st if i == k]
+        assert distinct == [(s, a) for st in STEPS for i, s, a in st if i == k] * REPEAT
 
 
 def test_fwbridge_sim_fish_runs() -> None:

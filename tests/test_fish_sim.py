@@ -12,15 +12,12 @@ import math
 from collections.abc import Iterator
 
 import pytest
-import serial
 
-from fwbridge.bridge.action_link import ActionLink
 from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
 from fwbridge.bridge.sim.fish.body import Obstacle
 from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
 from fwbridge.bridge.transports import register_url_handlers
-from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
@@ -41,45 +38,12 @@ from fwbridge.protocols.fish_payloads import (
     encode_result,
     encode_servo_targets,
 )
-from tests.helpers import EXAMPLE, STEPS
+from tests.helpers import EXAMPLE, REPEAT, STEPS, Fish
 
 register_url_handlers()  # serial.serial_for_url("sim://…") below
 
 
 SIM_URL = "sim://fish?pacing=afap"
-
-
-class Fish:
-    """A fish behind sim://, the host's ActionLink on it, and a CAN spy."""
-
-    def __init__(self) -> None:
-        self.port = serial.serial_for_url(SIM_URL, timeout=0.1)
-        self.world = self.port.endpoint.world
-        self.model: RobotFish = self.port.endpoint.model
-        self.link = ActionLink(self.port)
-        # The spy acknowledges like any node and keeps every servo command.
-        self.spy = FwBridgeBus(self.model.can_channel, rx_queue_size=50_000, name="spy")
-        self.spy.set_filters([{"can_id": 0x100, "can_mask": 0x700, "extended": False}])
-
-    def close(self) -> None:
-        self.spy.shutdown()
-        self.model.close()
-        self.port.close()
-
-    def commands(self, command: int = SubCommand.SET_SERVO_POSITION
-                 ) -> list[tuple[float, int, int, int]]:
-        """(bus time, module, speed, angle) of the servo commands seen so far."""
-        out = []
-        while (msg := self.spy.recv(0)) is not None:
-            got = from_message(msg)
-            if got is not None and got.direction is Direction.COMMAND \
-                    and got.struct.command == command:
-                s = got.struct
-                out.append((msg.timestamp - self.spy.sim.epoch, got.module, s.speed, s.angle))
-        return out
-
-    def run_until_group_done(self, limit_ms: int = 10_000) -> None:
-        assert self.world.run_until(lambda: not self.model.controller.player.running, limit_ms)
 
 
 @pytest.fixture
@@ -103,7 +67,9 @@ def check_example_on_the_bus(fish: Fish) -> None:
     fish.world.run_for(300)  # the last step's targets hold: let the servos settle
     cmds = fish.commands()
     for k in (1, 2, 3):
-        assert distinct_in_order(cmds, k) == [(s, a) for st in STEPS for i, s, a in st if i == k]
+        # The example's header asks for two runs (repeat count 2: two strokes).
+        assert distinct_in_order(cmds, k) == [(s, a) for st in STEPS for i, s, a in st
+                                              if i == k] * REPEAT
     # In step order: every servo got its step-1 command before any step-2 command went out.
     first_of: dict[tuple[int, int, int], float] = {}
     for t, k, speed, angle in cmds:
@@ -128,7 +94,8 @@ def test_worked_example_executes_end_to_end(fish: Fish) -> None:
     fish.run_until_group_done()
     check_example_on_the_bus(fish)
     st = fish.model.controller.player.stats
-    assert (st.groups_done, st.steps_done, st.step_timeouts) == (1, 2, 0)
+    assert REPEAT == 2
+    assert (st.groups_done, st.runs_done, st.steps_done, st.step_timeouts) == (1, 2, 4, 0)
     assert fish.model.responder.stats.as_dict() == {"answered": 1, "acks": 1, "naks": 0,
                                                     "duplicates": 0}
 
@@ -281,7 +248,7 @@ def test_servo_commands_queries_and_refusals(fish: Fish) -> None:
     assert {(k, a) for _, k, _, a in fish.commands(SubCommand.REALTIME_SERVO_CONTROL)} == {(3, 10)}
     # Refusals: unknown sub-command, malformed servo list; each gives up after the retries.
     link.sender.retries = 0
-    for frame, status in ((ActionFrame(0, 6, SubCommand.ERASE_COMMAND_FLASH), Status.UNKNOWN_SUB),
+    for frame, status in ((ActionFrame(0, 6, 0x50), Status.UNKNOWN_SUB),
                           (ActionFrame(0, 6, SubCommand.SET_SERVO_POSITION, b"\x01\x02\x03"),
                            Status.LENGTH_ERROR),
                           (ActionFrame(0, 6, SubCommand.TEST_ACTION_GROUP, b"\x00" * 5),

@@ -16,8 +16,8 @@ from fwbridge.bridge.capture import FRAMES_INTERFACE, LINKTYPE_USER1, read_captu
 from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols.description import load
 from fwbridge.protocols.frame_codec import FrameCodec
-from tests.bridge_support import FirmwarePeer, run_verb, spawn_verb
 from tests.conftest import FIXTURES
+from tests.helpers import FirmwarePeer, run_verb, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 

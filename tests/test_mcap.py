@@ -37,7 +37,7 @@ from fwbridge.can_bus.mcap_capture import (  # noqa: E402
 from fwbridge.can_bus.mcap_io import read_mcap  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
-from tests.bridge_support import run_verb, spawn_verb  # noqa: E402
+from tests.helpers import run_verb, spawn_verb  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 

@@ -28,7 +28,7 @@ from fwbridge.bridge.ros2.config import Ros2Settings, parse_ros2  # noqa: E402
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
 from fwbridge.bridge.ros2.participant import zenoh_config  # noqa: E402
 from fwbridge.bridge.topics import Qos  # noqa: E402
-from tests.cli_helpers import ROOT, run_cli  # noqa: E402
+from tests.helpers import ROOT, run_cli  # noqa: E402
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "ros2_rmw_zenoh_golden.json")
                     .read_text())
@@ -320,7 +320,7 @@ def test_arm_joint_states_and_module_health() -> None:
 def test_fleet_stops_cleanly_on_a_signal(sig: str) -> None:
     import signal
 
-    from tests.cli_helpers import cli_env, fwbridge_argv
+    from tests.helpers import cli_env, fwbridge_argv
 
     proc = subprocess.Popen([*fwbridge_argv(), "fleet", "2", "--connect",
                              f"tcp/127.0.0.1:{_free_port()}"], stdout=subprocess.PIPE,
@@ -362,7 +362,7 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
     robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
                      f'namespace = "/robot7"\nconnect = ["{endpoint}"]\n')
     try:
-        from tests.cli_helpers import cli_env, fwbridge_argv
+        from tests.helpers import cli_env, fwbridge_argv
 
         proc = subprocess.Popen([*fwbridge_argv(), "bridge", str(robot), "--ros2", "--duration",
                                  "6", "--every", "1000"], stdout=subprocess.PIPE,

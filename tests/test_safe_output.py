@@ -15,7 +15,7 @@ import pytest
 
 from fwbridge.bridge.capture import read_capture
 from fwbridge.bridge.transports import PtyPair
-from tests.bridge_support import FirmwarePeer, run_verb, spawn_verb
+from tests.helpers import FirmwarePeer, run_verb, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 

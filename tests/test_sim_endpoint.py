@@ -340,7 +340,7 @@ def test_sim_url_options_and_errors() -> None:
 
 
 def test_old_pacing_spellings_still_work_with_a_warning() -> None:
-    # One vocabulary (realtime/afap); the old `pace=fast` is read, and says so.
+    # One vocabulary (realtime/afap); the old `pacing=afap` is read, and says so.
     with pytest.warns(FutureWarning, match="pacing"):
         port = serial.serial_for_url("sim://echo?pace=fast", timeout=0.05)
     try:

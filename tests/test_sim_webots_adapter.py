@@ -8,10 +8,8 @@ import the real module.
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -23,15 +21,6 @@ from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.helpers import STANDIN, drain, world
-
-
-@pytest.fixture
-def controller(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    monkeypatch.syspath_prepend(str(STANDIN))
-    sys.modules.pop("controller", None)
-    module = importlib.import_module("controller")
-    yield module
-    sys.modules.pop("controller", None)
 
 
 def test_controller_module_is_the_stand_in(controller: ModuleType) -> None:

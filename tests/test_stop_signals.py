@@ -20,7 +20,7 @@ from fwbridge.bridge.capture import read_capture
 from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
-from tests.bridge_support import FirmwarePeer, spawn_verb
+from tests.helpers import FirmwarePeer, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 

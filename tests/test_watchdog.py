@@ -24,9 +24,9 @@ from fwbridge.bridge.transports import open_link
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
-from tests.bridge_support import spawn_verb
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
+from tests.helpers import spawn_verb
 
 DEADLINE = 20.0
 GO = cmd_frame.encode(CmdFrame(0.3, 0.0, 0.0))
@@ -45,7 +45,7 @@ def _odometry_vx(link: Any, sim_seconds: float) -> list[float]:
 @pytest.mark.parametrize("query,stops", [("", True), ("&watchdog=0", False)],
                          ids=["default", "seed-behaviour"])
 def test_simulated_base_stops_when_commands_stop(query: str, stops: bool) -> None:
-    link = open_link(f"sim://mecanum?pace=fast{query}", 115200)
+    link = open_link(f"sim://mecanum?pacing=afap{query}", 115200)
     try:
         for _ in range(25):  # 0.5 s of commands at 50 Hz, then the host is gone
             link.write(GO)

@@ -15,8 +15,8 @@ from fwbridge.cli_verbs.frames import FrameTap
 from fwbridge.protocols import action_frame
 from fwbridge.protocols.described import Described
 from fwbridge.protocols.description import load
-from tests.cli_helpers import run_cli
 from tests.conftest import FIXTURES
+from tests.helpers import run_cli
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning"),

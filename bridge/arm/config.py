@@ -7,11 +7,16 @@
     l2 = 0.4             # m
     limit1 = 2.967       # rad, |theta1|
     limit2 = 2.967       # rad, |theta2|
-    z_min = 0.0          # m, slide range
-    z_max = 0.4
-    safe_z = 0.35        # m, XY moves only at or above this height
+    z_min = 0.10         # m, slide range: the seed's 150 mm stroke
+    z_max = 0.25
+    safe_z = 0.25        # m, XY moves only at or above this height
     home = [0.4, 0.0]    # m, where the tool waits
-    tolerance = 0.001    # m, feedback to waypoint
+    joint_tolerance = 0.015  # rad / m, feedback to waypoint joints (the seed's); 0: off
+    tolerance = 0.001    # m, feedback to waypoint (Cartesian), when joint_tolerance = 0
+    ramp = true          # the seed's ramp speeds (0.8 / 1.0 rad/s, 0.4 m/s); false: motor tops
+
+The values before the seed's were adopted: ``z_min = 0.0``, ``z_max = 0.4``,
+``safe_z = 0.35``, ``joint_tolerance = 0``, ``ramp = false``.
 
 Unknown keys are errors naming the key, as in the rest of the file.
 """
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbridge.bridge.arm.kinematics import ArmConfigError, ScaraGeometry
+from fwbridge.bridge.arm.motion import RampSpeeds
 from fwbridge.bridge.arm.pick_place import PickPlaceConfig
 
 if sys.version_info >= (3, 11):
@@ -34,7 +40,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 
 _GEOMETRY = ("l1", "l2", "limit1", "limit2", "z_min", "z_max")
-_TASK = ("safe_z", "tolerance")
+_TASK = ("safe_z", "tolerance", "joint_tolerance")
 
 
 __all__ = ["ArmConfigError", "load_arm_config", "parse_arm"]
@@ -52,12 +58,19 @@ def parse_arm(table: dict[str, Any], source: str = "<config>"
                 raise ArmConfigError(f"{where}: must be [x, y] in m, got {value!r}")
             task_kw["home"] = (float(value[0]), float(value[1]))
             continue
+        if key == "ramp":
+            if not isinstance(value, bool):
+                raise ArmConfigError(f"{where}: must be true or false, got {value!r}")
+            task_kw["ramp"] = RampSpeeds() if value else None
+            continue
         if key not in _GEOMETRY + _TASK:
-            known = ", ".join(sorted((*_GEOMETRY, *_TASK, "home")))
+            known = ", ".join(sorted((*_GEOMETRY, *_TASK, "home", "ramp")))
             raise ArmConfigError(f"{where}: unknown key (known: {known})")
         if not _is_number(value):
             raise ArmConfigError(f"{where}: must be a number, got {value!r}")
         (geom_kw if key in _GEOMETRY else task_kw)[key] = float(value)
+    if task_kw.get("joint_tolerance") == 0.0:
+        task_kw["joint_tolerance"] = None
     try:
         geom = ScaraGeometry(**geom_kw)  # type: ignore[arg-type]
     except ValueError as exc:

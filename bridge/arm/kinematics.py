@@ -97,8 +97,9 @@ class ScaraGeometry:
     limit1: float = 2.967  # rad, symmetric
     limit2: float = 2.967
     limit4: float = math.pi
-    z_min: float = 0.0
-    z_max: float = 0.4
+    # The seed's 150 mm slide stroke, mounted to reach its pick height (PROTOCOLS.md 6.3).
+    z_min: float = 0.10
+    z_max: float = 0.25
     # Motor maxVelocity of the seed's world file: joints 1, 2 (rad/s), 3 (m/s), 4 (rad/s).
     vmax: tuple[float, float, float, float] = (2.0, 4.0, 0.5, 6.0)
 

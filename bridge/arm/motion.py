@@ -2,8 +2,10 @@
 
 Pure functions of time (``t`` in seconds since the move started): the task
 samples them every control period. Velocity limits are the seed's motor
-limits; the acceleration limits are a choice (each joint reaches its top
-speed in 0.25 s), kept in :class:`Limits`.
+limits, or the seed's ramp speeds (:class:`RampSpeeds`, the pick-and-place
+default); the acceleration limits are a choice (each joint reaches its top
+speed in 0.25 s), kept in :class:`Limits`. :class:`MoveL` is the seed's
+``MoveL(start, end, duration)``.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from fwbridge.bridge.arm.kinematics import (
+    ArmConfigError,
     Joints,
     Pose,
     ScaraGeometry,
+    UnreachableError,
     inverse,
     inverse_path,
     normalize_angle,
@@ -166,3 +170,75 @@ class LinearMove:
         """Joints at time ``t``; call with increasing ``t`` (continuity)."""
         self._last = inverse(self.geom, self._pose_at(t), self._last)
         return self._last
+
+
+@dataclass(frozen=True, slots=True)
+class RampSpeeds:
+    """The seed's ramp speeds (``setMotorTargetWithSmoothing``): rad/s for the revolute
+    joints while resetting and while moving, m/s for the slide."""
+
+    reset: float = 0.8
+    move: float = 1.0
+    slide: float = 0.4
+
+    def limits(self, resetting: bool, base: Limits | None = None) -> Limits:
+        """:class:`Limits` with these speeds (each joint at top speed in 0.25 s, as before)."""
+        base = base or Limits()
+        r = self.reset if resetting else self.move
+        vmax = (r, r, self.slide, r)
+        return Limits(vmax=vmax, amax=tuple(4.0 * v for v in vmax),  # type: ignore[arg-type]
+                      cartesian_speed=base.cartesian_speed, cartesian_accel=base.cartesian_accel)
+
+
+class MoveL:
+    """The seed's ``MoveL(start, end, duration)``: the tool on a straight line, a new
+    target every ``period`` (its 16 ms), position interpolated linearly in time, so the
+    move takes exactly ``duration`` seconds.
+
+    ``joints``: the arm's joints now (each sample is solved nearest to the one
+    before, so the elbow never flips). ``limits``: the joint speeds the move may
+    ask for; a duration too short for them is refused (ValueError) with the
+    shortest one that fits, rather than met late.
+    """
+
+    def __init__(self, geom: ScaraGeometry, start: Pose, end: Pose, duration: float,
+                 joints: Joints, *, period: float = 0.016, limits: Limits | None = None) -> None:
+        if not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):
+            raise ArmConfigError(f"MoveL duration must be a positive number of seconds, "
+                             f"got {duration!r}")
+        if not (math.isfinite(period) and period > 0):
+            raise ArmConfigError(f"MoveL period must be positive, got {period!r}")
+        self.geom, self.start, self.end = geom, start, end
+        self.duration, self.period = float(duration), period
+        self.steps = max(1, math.ceil(self.duration / period))
+        poses = np.array([self.pose(min(k * period, self.duration))
+                          for k in range(self.steps + 1)])
+        path = inverse_path(geom, poses, joints)  # raises UnreachableError off the workspace
+        deltas = np.diff(np.vstack([np.asarray(joints, dtype=np.float64), path]), axis=0)
+        for col in (0, 1, 3):  # angles: the short way round
+            deltas[:, col] = (deltas[:, col] + math.pi) % (2 * math.pi) - math.pi
+        vmax = np.asarray((limits or Limits.from_geometry(geom)).vmax)
+        # The first row is the jump from the joints now to the start pose (not a speed).
+        need = (np.abs(deltas[1:]) / period).max(axis=0) if len(deltas) > 1 else np.zeros(4)
+        over = float((need / vmax).max())
+        if over > 1.0001:
+            # The speed asked scales as 1/duration; 3 % for the sampling of the line.
+            shortest = math.ceil(self.duration * over * 1.03 * 1000) / 1000
+            raise UnreachableError(f"MoveL over {start.distance(end) * 1000:.0f} mm in "
+                             f"{self.duration:g} s asks a joint for {over:.2f}x its speed "
+                             f"limit; {shortest:.3f} s at least")
+        self._path = [Joints(*(float(v) for v in row)) for row in path]
+
+    def pose(self, t: float) -> Pose:
+        """The tool's target at ``t`` (clamped to the move)."""
+        f = min(max(t / self.duration, 0.0), 1.0)
+        a, b = self.start, self.end
+        return Pose(a.x + f * (b.x - a.x), a.y + f * (b.y - a.y), a.z + f * (b.z - a.z),
+                    a.phi + f * normalize_angle(b.phi - a.phi))
+
+    def sample(self, t: float) -> Joints:
+        """The joint target of the control period that contains ``t``."""
+        k = min(max(math.floor(t / self.period + 1e-9), 0), self.steps)
+        if k >= self.steps or t >= self.duration:
+            return self._path[-1]
+        return self._path[k]

@@ -4,8 +4,17 @@ Phases: reset (lift to the safe height, then home), above pick, descend,
 close gripper, ascend, above place, descend, open gripper, ascend, home.
 XY moves happen only at the safe height; below it the tool moves straight
 up or down (MoveL). Every setpoint is checked against that rule, and a
-phase ends only when the joint *feedback* is within ``tolerance`` (1 mm by
-default) of its waypoint, so the task never runs ahead of the arm.
+phase ends only when the joint *feedback* is within the seed's 0.015 (rad
+for the revolute joints, m for the slide) of the waypoint's joints, or,
+with ``joint_tolerance=None``, within ``tolerance`` (1 mm) in Cartesian
+terms, so the task never runs ahead of the arm.
+
+The seed's values are the defaults (PROTOCOLS.md 6.3): ramp speeds 0.8 rad/s
+resetting, 1.0 rad/s moving, 0.4 m/s for the slide; the 0.015 joint
+tolerance; the safe height at the top of its 150 mm slide stroke; a gripper
+closing with 20 N per finger on its 200 g block, with a grip/slip result.
+:meth:`PickPlaceConfig.precise` gives the earlier values (motor top speeds,
+1 mm, safe height 0.35 m on a 0.4 m slide).
 
 Feed it ``step(now, feedback)`` every control period; it returns the joint
 and gripper setpoint. Time is an argument; nothing here sleeps.
@@ -15,7 +24,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fwbridge.bridge.arm.kinematics import (
     ArmConfigError,
@@ -24,11 +33,15 @@ from fwbridge.bridge.arm.kinematics import (
     ScaraGeometry,
     forward,
     inverse,
+    normalize_angle,
 )
-from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove
+from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove, RampSpeeds
 from fwbridge.protocols.errors import ArmError
 
-__all__ = ["Phase", "PickAndPlace", "PickPlaceConfig", "Reached", "SafeZViolation", "Setpoint"]
+__all__ = ["Grip", "Phase", "PickAndPlace", "PickPlaceConfig", "Reached", "SafeZViolation",
+           "Setpoint"]
+
+G = 9.81  # m/s^2
 
 
 class Phase(enum.Enum):
@@ -67,6 +80,27 @@ class Reached:
     error_m: float
 
 
+@dataclass(frozen=True, slots=True)
+class Grip:
+    """Whether the closed gripper holds the payload through the lift.
+
+    Friction from both fingers (``2 * mu * force``) against what the lift asks:
+    the weight plus the slide's top acceleration (``m * (g + a)``).
+    """
+
+    force_n: float  # per finger
+    capacity_n: float
+    needed_n: float
+
+    @property
+    def held(self) -> bool:
+        return self.capacity_n >= self.needed_n
+
+    @property
+    def result(self) -> str:
+        return "held" if self.held else "slipped"
+
+
 @dataclass(slots=True)
 class _Active:
     phase: Phase
@@ -74,6 +108,7 @@ class _Active:
     target: Pose
     move: JointMove | LinearMove | None
     gripper: float
+    goal: Joints | None = None  # the waypoint's joints
     reached_at: float | None = None
 
 
@@ -82,13 +117,34 @@ class PickPlaceConfig:
     pick: tuple[float, float, float] = (0.45, 0.15, 0.12)
     place: tuple[float, float, float] = (0.2, -0.25, 0.15)
     home: tuple[float, float] = (0.4, 0.0)
-    safe_z: float = 0.35
+    safe_z: float = 0.25  # the top of the seed's 150 mm stroke (PROTOCOLS.md 6.3)
     phi: float = 0.0
     period: float = 0.016  # the seed's basicTimeStep
-    tolerance: float = 0.001  # m, feedback to waypoint
+    tolerance: float = 0.001  # m, feedback to waypoint (when joint_tolerance is None)
+    joint_tolerance: float | None = 0.015  # the seed's: rad (revolute), m (slide)
+    ramp: RampSpeeds | None = field(default_factory=RampSpeeds)  # None: motor top speeds
     gripper_time: float = 0.5  # s to close or open
     settle_timeout: float = 3.0  # s after a move ends before the task fails
     limits: Limits = field(default_factory=Limits)
+    grip_force: float = 20.0  # N per finger, the seed's maxForce
+    friction: float = 0.8  # the seed's ContactProperties (Coulomb)
+    payload_kg: float = 0.2  # the seed's 200 g block
+
+    def precise(self) -> PickPlaceConfig:
+        """The earlier defaults: motor top speeds, 1 mm Cartesian tolerance, the safe
+        height 0.35 m (use it with ``ScaraGeometry(z_min=0.0, z_max=0.4)``)."""
+        return replace(self, safe_z=0.35, joint_tolerance=None, ramp=None)
+
+    def phase_limits(self, phase: Phase) -> Limits:
+        if self.ramp is None:
+            return self.limits
+        return self.ramp.limits(phase in (Phase.RESET_LIFT, Phase.RESET_HOME), self.limits)
+
+    def grip(self) -> Grip:
+        """The grip the gripper makes on the payload (slide acceleration of the lift)."""
+        accel = self.phase_limits(Phase.ASCEND_PICK).amax[2]
+        return Grip(self.grip_force, 2.0 * self.friction * self.grip_force,
+                    self.payload_kg * (G + accel))
 
 
 class PickAndPlace:
@@ -102,6 +158,7 @@ class PickAndPlace:
                 raise ArmConfigError(f"{name} z={xyz[2]} is above the safe height {cfg.safe_z}")
             inverse(geom, Pose(*xyz, cfg.phi))  # raises UnreachableError early
         self.reached: list[Reached] = []
+        self.grip: Grip | None = None  # set when the gripper has closed on the payload
         self.failure: str | None = None
         self._active: _Active | None = None
         self._command: Joints | None = None
@@ -144,16 +201,26 @@ class PickAndPlace:
         here = forward(self.geom, self._command)
         target, straight, gripper = self._waypoint(phase, here)
         move: JointMove | LinearMove | None
+        limits = self.cfg.phase_limits(phase)
+        goal = inverse(self.geom, target, self._command)
         if phase in (Phase.CLOSE_GRIPPER, Phase.OPEN_GRIPPER):
             move = None
+            goal = self._command
         elif straight:
-            move = LinearMove(
-                self.geom, here, target, self._command, self.cfg.limits, self.cfg.period
-            )
+            move = LinearMove(self.geom, here, target, self._command, limits, self.cfg.period)
         else:
-            goal = inverse(self.geom, target, self._command)
-            move = JointMove(self._command, goal, self.cfg.limits)
-        self._active = _Active(phase, now, target, move, gripper)
+            move = JointMove(self._command, goal, limits)
+        self._active = _Active(phase, now, target, move, gripper, goal)
+
+    def _within(self, feedback: Joints, act: _Active, error: float) -> bool:
+        tol = self.cfg.joint_tolerance
+        if tol is None or act.goal is None:
+            return error <= self.cfg.tolerance
+        g = act.goal
+        return (abs(normalize_angle(feedback.theta1 - g.theta1)) < tol
+                and abs(normalize_angle(feedback.theta2 - g.theta2)) < tol
+                and abs(feedback.d3 - g.d3) < tol
+                and abs(normalize_angle(feedback.theta4 - g.theta4)) < tol)
 
     # -- the loop ---------------------------------------------------------
     def step(self, now: float, feedback: Joints, gripper_feedback: float | None = None) -> Setpoint:
@@ -176,8 +243,16 @@ class PickAndPlace:
             finished = t >= self.cfg.gripper_time and g_ok
         if finished:
             error = forward(self.geom, feedback).distance(act.target)
-            if error <= self.cfg.tolerance:
+            if self._within(feedback, act, error):
                 self.reached.append(Reached(act.phase, now, error))
+                if act.phase is Phase.CLOSE_GRIPPER:
+                    self.grip = grip = self.cfg.grip()
+                    if not grip.held:
+                        self.failure = (
+                            f"close-gripper: the payload slips: {grip.capacity_n:.2f} N of "
+                            f"friction ({self.cfg.grip_force:g} N per finger) for "
+                            f"{grip.needed_n:.2f} N of weight and lift")
+                        return Setpoint(self._command, self._gripper, self.phase)
                 self._advance(now)
             else:
                 end = act.move.duration if act.move is not None else self.cfg.gripper_time

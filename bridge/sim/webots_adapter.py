@@ -10,10 +10,13 @@ controller file of two lines runs the same model the emulation runs::
 The robot node needs the serial devices of PROTOCOLS.md 5 (the adapter sets
 their channels): ``Emitter { name "serialComTx" type "serial" }``,
 ``Receiver { name "serialComRx" type "serial" }``, and optionally
-``supervisorComTx``/``supervisorComRx``. Only the serial link is Webots':
-the model keeps its own body (motors, encoders, IMU, pose), advanced once
-per ``Robot.step``; the Webots robot node carries the controller and its
-devices.
+``supervisorComTx``/``supervisorComRx``. When the robot node also has the
+Zumo's or the mecanum base's motors and encoders
+(:mod:`fwbridge.bridge.sim.webots_devices`), the model drives them and reads
+its encoders, line sensors, buttons, keyboard and heading from Webots, and
+its LED and buzzer play on Webots' LED and Speaker; otherwise the model keeps
+its own body (motors, encoders, IMU, pose), advanced once per
+``Robot.step``.
 
 Time: the board's clock steps ``Robot.step(basicTimeStep)``, so ``millis``,
 ``delay`` and the HAL's blocking calls behave as ZumoHALWebots' ``SimTime``.
@@ -30,6 +33,7 @@ from typing import Any
 
 from fwbridge.bridge.sim.clock import SimClock
 from fwbridge.bridge.sim.models import MODELS, create_model
+from fwbridge.bridge.sim.webots_devices import MecanumDevices, ZumoDevices, devices_for
 from fwbridge.bridge.sim.world import RobotModel
 
 __all__ = ["WebotsBoard", "controller_available", "main", "run_controller"]
@@ -48,6 +52,7 @@ class WebotsBoard:
         step = int(time_step_ms or robot.getBasicTimeStep())
         self.clock = SimClock(step, stepper=self._step)
         self.model: RobotModel | None = None
+        self.devices: ZumoDevices | MecanumDevices | None = None
         self.ended = False
 
     def getDevice(self, name: str) -> Any:
@@ -61,7 +66,10 @@ class WebotsBoard:
             self.ended = True
             return -1
         self.clock.advance()
-        if self.model is not None:
+        dev = self.devices
+        if dev is not None:
+            dev.sense(self.clock.dt)
+        if self.model is not None and (dev is None or dev.keeps_physics):
             self.model.physics(self.clock.dt)
         return 0
 
@@ -81,9 +89,12 @@ def run_controller(
     m: RobotModel = create_model(model) if isinstance(model, str) else model
     m.setup(board)
     board.model = m
+    board.devices = devices_for(board, m)
     steps = 0
     while board.clock.step() != -1:
         m.loop()
+        if board.devices is not None:
+            board.devices.actuate()
         steps += 1
         if max_steps is not None and steps >= max_steps:
             break

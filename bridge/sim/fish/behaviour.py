@@ -42,6 +42,9 @@ class Sensors:
     depth: float = 0.0
     water_ingress: bool = False
     battery: float = 1.0  # 0..1
+    light_left: float = 0.0  # lux at the side light sensors
+    light_right: float = 0.0
+    laser: int = -1  # the laser receiver lit now, -1 none
 
 
 @dataclass(frozen=True, slots=True)

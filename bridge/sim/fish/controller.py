@@ -4,11 +4,12 @@ Runs on a :class:`~can_bus.nodes.MainController` (the CAN master: periodic
 targets, per-module health) and is stepped with it: ``step(now, sensors)``.
 
 - **Action groups** (:class:`GroupPlayer`): each step's servo entries become
-  set-absolute-position (0x38) targets; the next step starts once every
-  servo of the step reports (in its CAN feedback) an angle within
-  ``tolerance`` of its target after at least one command went out (the
-  patent's "action synchronisation"), or after ``step_timeout`` (its
-  "action timeout": counted, and the group goes on). A group runs once.
+  set-absolute-position (0x38) targets; steps that share a sync byte start
+  together; a step is done once every servo of its wait mask reports (in
+  its CAN feedback) an angle within ``tolerance`` of its target after at
+  least one command went out (the patent's "action synchronisation"), or
+  after its timeout (its "action timeout": counted, and the group goes
+  on). A group runs ``repeat`` times, or until stopped when continuous.
 - **Servo commands** (0x21, 0x38) set targets at once and stop a running group.
 - **Idle** (0x3A): no group, no free mode; every servo holds where it is
   (0x3A on CAN), the ballast pump stops.
@@ -16,7 +17,12 @@ targets, per-module health) and is stepped with it: ``step(now, sensors)``.
   :class:`~fwbridge.bridge.sim.fish.behaviour.FreeBehaviour` decides: a scene or an
   obstacle pre-empts the running free action at once; a random action is
   drawn only when none runs. A user action group runs first (free mode waits).
-  Free actions are built-in groups (below) and the stored groups.
+  Free actions are built-in groups (below) and the stored groups; the scenes,
+  the decision period, the avoidance distance and the stored groups'
+  probability come from the user configuration (:meth:`apply_config`).
+- **Stand still** (0x02): every servo to 0° and held there.
+- **CAN flash mode** (0x42): :meth:`stop_commanding`: no servo target is
+  sent any more (feedback is still read) until the controller is rebuilt.
 """
 
 from __future__ import annotations
@@ -26,12 +32,19 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from fwbridge.bridge.sim.fish.behaviour import Decision, FreeBehaviour, RandomAction, Sensors
+from fwbridge.bridge.sim.fish.behaviour import (
+    Decision,
+    FreeBehaviour,
+    RandomAction,
+    SceneMode,
+    Sensors,
+)
 from fwbridge.can_bus.nodes import MainController
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step
 from fwbridge.protocols.counters import Counters
-from fwbridge.protocols.fish_payloads import FISH_SERVOS
+from fwbridge.protocols.fish_commands import Scene, SceneSensor, UserConfig
+from fwbridge.protocols.fish_payloads import FISH_SERVOS, action_name
 
 __all__ = ["BUILTIN_ACTIONS", "BUOYANCY_TARGETS", "FishController", "GroupPlayer", "Mode",
            "Running"]
@@ -40,6 +53,35 @@ __all__ = ["BUILTIN_ACTIONS", "BUOYANCY_TARGETS", "FishController", "GroupPlayer
 class Mode(IntEnum):
     IDLE = 0
     FREE = 1
+
+
+def _sensor_value(sensor: int, s: Sensors) -> float:
+    """A scene's sensor in its threshold's unit."""
+    if sensor == SceneSensor.SONAR_LEFT_MM:
+        return s.sonar_left * 1000.0
+    if sensor == SceneSensor.SONAR_RIGHT_MM:
+        return s.sonar_right * 1000.0
+    if sensor == SceneSensor.DEPTH_CM:
+        return s.depth * 100.0
+    if sensor == SceneSensor.WATER_INGRESS:
+        return 1.0 if s.water_ingress else 0.0
+    if sensor == SceneSensor.LIGHT_LEFT_LUX:
+        return s.light_left
+    if sensor == SceneSensor.LIGHT_RIGHT_LUX:
+        return s.light_right
+    if sensor == SceneSensor.LASER:
+        return float(s.laser)
+    return s.battery * 100.0
+
+
+def scene_mode(k: int, scene: Scene) -> SceneMode:
+    """The behaviour's scene for the configuration's ``scene``."""
+    sensor = SceneSensor(scene.sensor).name.lower() if (
+        scene.sensor in SceneSensor._value2member_map_) else str(scene.sensor)
+    op = "<>="[scene.op] if 0 <= scene.op <= 2 else "?"
+    return SceneMode(f"scene-{k}:{sensor}{op}{scene.threshold}",
+                     lambda s: scene.matches(_sensor_value(scene.sensor, s)),
+                     action_name(scene.action))
 
 
 class Running(IntEnum):
@@ -80,14 +122,35 @@ BUOYANCY_TARGETS = {"dive": 0.8, "ascend": 0.2, "surface": 0.0}
 class PlayerStats(Counters):
     groups_started: int = 0
     groups_done: int = 0
+    runs_done: int = 0  # passes through a group (a group repeats its steps ``repeat`` times)
     steps_done: int = 0
     step_timeouts: int = 0
     unknown_servos: int = 0  # entries for IDs the fish does not have (skipped)
     preempted: int = 0
 
 
+@dataclass
+class _Waiting:
+    """One step of the running phase: the servos it waits for, since when, how long."""
+
+    targets: dict[int, int]
+    sent_at_start: dict[int, int]
+    timeout: float
+
+
 class GroupPlayer:
-    """Runs one action group at a time, step by step, on the main controller."""
+    """Runs one action group at a time on the main controller, as the patent describes it.
+
+    A *phase* is one step, or several consecutive steps with the same non-zero
+    sync byte: all their targets go out at the same moment (a later step's
+    entry for a servo overrides an earlier one's). Each step of the phase is
+    done when every servo of its wait mask reports (CAN feedback, after a
+    command went out) an angle within ``tolerance`` of the angle commanded,
+    or when its own timeout (default ``step_timeout``) has passed (counted);
+    the next phase starts when all are done. After the last phase a single
+    group runs again until it has run ``repeat`` times; a continuous group
+    (action type 1) runs until stopped.
+    """
 
     def __init__(self, ctrl: MainController, servos: Iterable[int], *, tolerance: float = 2.0,
                  step_timeout: float = 3.0) -> None:
@@ -100,10 +163,13 @@ class GroupPlayer:
         self.name = ""
         self.source = Running.NONE
         self.targets: dict[int, int] = {}  # last angle commanded per servo
-        self._index = 0
-        self._started = 0.0
-        self._sent_at_start: dict[int, int] = {}
-        self._step_targets: dict[int, int] = {}
+        self.phase_started = 0.0  # when the running phase's targets went out
+        self.log: list[tuple[float, int, int]] = []  # (time, run, first step) of recent phases
+        self._index = 0  # the first step of the running phase
+        self._next = 0  # the step after it
+        self._run = 0
+        self._played = False  # this run sent at least one target
+        self._waiting: list[_Waiting] = []
 
     @property
     def running(self) -> bool:
@@ -114,55 +180,86 @@ class GroupPlayer:
             self.stats.preempted += 1
         self.group, self.name, self.source = group, name, source
         self.stats.groups_started += 1
-        self._index = 0
+        self._index = self._next = self._run = 0
+        self._played = False
         self._begin(now)
 
     def stop(self) -> None:
         self.group, self.name, self.source = None, "", Running.NONE
+        self._waiting = []
 
     def update(self, now: float) -> None:
-        """Next step when the current one is in sync or timed out; end after the last."""
+        """Next phase when every step of this one is in sync or timed out."""
         if self.group is None:
             return
         health = self.ctrl.health
-        synced = True
-        for k, angle in self._step_targets.items():
-            h = health[k]
-            fb = h.feedback
-            if (h.commands_sent <= self._sent_at_start[k] or fb is None
-                    or abs(fb.angle - angle) > self.tolerance):
-                synced = False
-                break
-        if not synced:
-            if now - self._started < self.step_timeout:
-                return
-            self.stats.step_timeouts += 1
-        self.stats.steps_done += 1
-        self._index += 1
-        self._begin(now)
+        still: list[_Waiting] = []
+        for w in self._waiting:
+            synced = True
+            for k, angle in w.targets.items():
+                h = health[k]
+                fb = h.feedback
+                if (h.commands_sent <= w.sent_at_start[k] or fb is None
+                        or abs(fb.angle - angle) > self.tolerance):
+                    synced = False
+                    break
+            if synced:
+                self.stats.steps_done += 1
+            elif now - self.phase_started >= w.timeout:
+                self.stats.steps_done += 1
+                self.stats.step_timeouts += 1
+            else:
+                still.append(w)
+        self._waiting = still
+        if not still:
+            self._index = self._next
+            self._begin(now)
 
     def _begin(self, now: float) -> None:
         group = self.group
         assert group is not None
-        while self._index < len(group.steps):
-            step = group.steps[self._index]
-            self._step_targets = {}
-            for e in step.servos:
-                if e.servo_id not in self.servos:
-                    self.stats.unknown_servos += 1
-                    continue
-                angle = max(-128, min(127, e.angle))  # the CAN struct's int8
-                self.ctrl.set_target(e.servo_id, angle, e.speed, SubCommand.SET_SERVO_POSITION)
-                self.targets[e.servo_id] = angle
-                self._step_targets[e.servo_id] = angle
-            if self._step_targets:
-                self._started = now
-                self._sent_at_start = {k: self.ctrl.health[k].commands_sent
-                                       for k in self._step_targets}
+        steps = group.steps
+        while True:
+            if self._index >= len(steps):
+                self._run += 1
+                self.stats.runs_done += 1
+                again = group.action_type == 1 or self._run < group.repeat
+                if not (again and self._played):  # a run that did nothing does not loop
+                    self.stats.groups_done += 1
+                    self.stop()
+                    return
+                self._index, self._played = 0, False
+            first = steps[self._index]
+            end = self._index + 1
+            while first.sync and end < len(steps) and steps[end].sync == first.sync:
+                end += 1
+            self._next = end
+            sent: dict[int, int] = {}
+            for step in steps[self._index:end]:
+                for e in step.servos:
+                    if e.servo_id not in self.servos:
+                        self.stats.unknown_servos += 1
+                        continue
+                    angle = max(-128, min(127, e.angle))  # the CAN struct's int8
+                    self.ctrl.set_target(e.servo_id, angle, e.speed,
+                                         SubCommand.SET_SERVO_POSITION)
+                    self.targets[e.servo_id] = sent[e.servo_id] = angle
+            if sent:
+                self._played = True
+                self.phase_started = now
+                self.log.append((now, self._run, self._index))
+                del self.log[:-64]  # bounded
+                self._waiting = []
+                for step in steps[self._index:end]:
+                    mask = step.wait_mask
+                    waits = {e.servo_id: sent[e.servo_id] for e in step.servos
+                             if e.servo_id in sent and (not mask or mask >> (e.servo_id - 1) & 1)}
+                    timeout = step.timeout_ms / 1000.0 if step.timeout_ms else self.step_timeout
+                    self._waiting.append(_Waiting(waits, {
+                        k: self.ctrl.health[k].commands_sent for k in waits}, timeout))
                 return
-            self._index += 1  # a step with nothing this fish can do
-        self.stats.groups_done += 1
-        self.stop()
+            self.stats.steps_done += end - self._index  # steps with nothing this fish can do
+            self._index = end
 
 
 class FishController:
@@ -185,8 +282,49 @@ class FishController:
         self.decisions = 0
         self.buoyancy_target: float | None = None  # tank fill the pump works towards
         self.holding: set[int] = set()  # servos told to hold where they are
+        self.commanding = True  # False in CAN flash mode
         self._next_free = 0.0
         self.hold_all()
+
+    # -- configuration ----------------------------------------------------------------------
+    def apply_config(self, cfg: UserConfig) -> None:
+        """The user configuration: scenes, decision period, avoidance, stored probability."""
+        self.free_period = cfg.free_period_ms / 1000.0
+        self.stored_probability = cfg.stored_probability_pct / 100.0
+        self.behaviour.avoid_distance = cfg.avoid_mm / 1000.0
+        self.behaviour.scenes = [scene_mode(k, sc) for k, sc in enumerate(cfg.scenes)]
+        for slot in range(len(self.groups)):
+            self.behaviour.add_action(RandomAction(f"group-{slot}", self.stored_probability))
+
+    def clear_groups(self) -> None:
+        """0x34: the stored groups are gone (a running one is stopped)."""
+        if self.player.running and self.player.name.startswith("group-"):
+            self.player.stop()
+        self.behaviour.actions = tuple(a for a in self.behaviour.actions
+                                       if not a.name.startswith("group-"))
+        self.groups.clear()
+
+    def release(self, module: int) -> None:
+        """A module enters its own CAN flash mode: no more targets for it."""
+        self.ctrl.targets.pop(module, None)
+        self.servos = tuple(k for k in self.servos if k != module)
+        self.player.servos = frozenset(self.servos)
+        self.holding.discard(module)
+
+    def stop_commanding(self) -> None:
+        """CAN flash mode: nothing runs, no servo is commanded."""
+        self.player.stop()
+        self.mode = Mode.IDLE
+        self.commanding = False
+        self.ctrl.targets.clear()
+        self.buoyancy_target = None
+
+    def stand_still(self) -> None:
+        """0x02: stop, every servo to 0° (slowly) and held there."""
+        self.mode = Mode.IDLE
+        self.player.stop()
+        self.set_servos((ServoEntry(k, 30, 0) for k in self.servos),
+                        SubCommand.SET_SERVO_POSITION)
 
     # -- commands ---------------------------------------------------------------
     def hold_all(self) -> None:
@@ -259,6 +397,8 @@ class FishController:
         the sonars and the rest; it is called on free-mode ticks only (the patent's
         sonars range intermittently)."""
         self.ctrl.step(now)
+        if not self.commanding:
+            return
         self.player.update(now)
         if self.mode is Mode.FREE and now >= self._next_free:
             self._next_free = max(self._next_free + self.free_period, now)

@@ -10,6 +10,9 @@ executed:
 ======  =====================================================================
  sub    what the fish does
 ======  =====================================================================
+ 0x01   answers a status result (16 bytes: mode, firmware bank and version, ...)
+ 0x02   stand still: every servo to 0° and held, the tank keeps its fill
+ 0x03   free swimming: as 0x39
  0x11   answers a robot-info result (24 bytes)
  0x12   answers servo info: 8 bytes per servo (data: module IDs; none: all)
  0x13   answers buoyancy-module info (14 bytes)
@@ -19,11 +22,22 @@ executed:
  0x32   runs an action group now, step by step, as 0x38 targets on CAN
  0x38   absolute servo positions (as 0x21), CAN 0x38
  0x39   free mode: scene, sonar avoidance, random actions (seeded)
+ 0x33   writes the user configuration to flash and applies it
+ 0x34   erases the stored action groups (the command flash)
+ 0x35   firmware upgrade (IAP): begin, chunks, end, abort, reset; dual bank
+ 0x36   answers the user configuration
+ 0x37   answers the stored action groups (a list, or one slot's payload)
  0x3A   idle: stop, every servo holds (CAN 0x3A), pump off
+ 0x41   read types: answers the error codes; others: module (data) enters
+        its CAN flash mode (no more targets for it)
+ 0x42   CAN flash mode: no servo commands; only 0x35 and 0x42 are answered
+        (others ``0x05`` busy) until an IAP reset or end reboots the fish
 ======  =====================================================================
 
-Result layouts: :mod:`fwbridge.protocols.fish_payloads`. Other sub-commands are answered
-``0x04`` (unknown); a malformed group or servo list ``0x02`` (length). Any
+Result layouts: :mod:`fwbridge.protocols.fish_payloads` and
+:mod:`fwbridge.protocols.fish_commands` (system commands:
+:mod:`fwbridge.bridge.sim.fish.system`). Sub-commands outside the patent's
+table are answered ``0x04`` (unknown); malformed data ``0x02`` (length). Any
 request type (0x01..0x07) is accepted for any sub-command; the answer's type
 is T + 0x10. Frames for another machine code are counted, not answered. A
 duplicate (the same frame again after its answer was lost) is answered again
@@ -36,8 +50,12 @@ CAN: seven :class:`~can_bus.nodes.ActuatorModule` servos (IDs of
 (:class:`~can_bus.nodes.MainController`) on an ``fwbridge`` channel of its
 own, as-fast-as-possible pacing, advanced to the world's time every step.
 Body: :class:`~fwbridge.bridge.sim.fish.body.FishBody` (pose, sonars, ballast tank).
+Flash (:class:`~fwbridge.bridge.sim.fish.flash.FishFlash`): user configuration,
+stored groups and the firmware banks, kept in ``FishParams.flash`` (a file)
+across restarts; a restart is a power cycle (an upgrade in progress is lost).
 Supervisor link: a JSON status line every 100 ms; JSON commands ``status``,
-``obstacle`` (x, y, r), ``clear_obstacles``, ``can_fault`` (module,
+``obstacle`` (x, y, r), ``clear_obstacles``, ``light`` (x, y, lux at 1 m),
+``clear_lights``, ``laser`` (receiver 0..3), ``can_fault`` (module,
 ``stuck_dominant``/``disconnected``/``bit_error_rate``; module 0 = the main
 controller).
 """
@@ -49,16 +67,20 @@ import json
 import math
 import os
 import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from fwbridge.bridge.sim.fish.behaviour import Sensors
 from fwbridge.bridge.sim.fish.body import FishBody, FishBodyParams, Obstacle
 from fwbridge.bridge.sim.fish.controller import FishController, Mode
+from fwbridge.bridge.sim.fish.flash import FishFlash
+from fwbridge.bridge.sim.fish.queries import FishQueries
+from fwbridge.bridge.sim.fish.senses import Light, Senses
+from fwbridge.bridge.sim.fish.system import SYSTEM_SUBS, SystemCommands
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
 from fwbridge.bridge.sim.world import Board, open_serial
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.modeltypes import ErrorState
 from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand, encode
@@ -67,18 +89,11 @@ from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC
-from fwbridge.protocols.errors import ConfigError, FrameError
+from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.fish_commands import UserConfig
 from fwbridge.protocols.fish_payloads import (
     FISH_SERVOS,
-    BuoyancyInfo,
-    CanErrorInfo,
-    CanNodeInfo,
-    Health,
     Result,
-    RobotInfo,
-    ServoInfo,
-    action_code,
-    decode_module_ids,
     decode_servo_targets,
     encode_result,
     result_frame,
@@ -90,12 +105,10 @@ HANDLED = frozenset({
     SubCommand.QUERY_ROBOT_INFO, SubCommand.QUERY_SERVO_INFO, SubCommand.QUERY_BUOYANCY_INFO,
     SubCommand.QUERY_CAN_ERROR_RATE, SubCommand.REALTIME_SERVO_CONTROL,
     SubCommand.WRITE_ACTION_GROUP, SubCommand.TEST_ACTION_GROUP, SubCommand.SET_SERVO_POSITION,
-    SubCommand.ENTER_FREE_MODE, SubCommand.ENTER_IDLE,
+    SubCommand.ENTER_FREE_MODE, SubCommand.ENTER_IDLE, *SYSTEM_SUBS,
 })
 _GROUP_SUBS = (SubCommand.WRITE_ACTION_GROUP, SubCommand.TEST_ACTION_GROUP)
 _SERVO_SUBS = (SubCommand.REALTIME_SERVO_CONTROL, SubCommand.SET_SERVO_POSITION)
-_HEALTH = {"unknown": Health.UNKNOWN, "ok": Health.OK, "degraded": Health.DEGRADED,
-           "silent": Health.SILENT}
 _SUP_LINE_MAX = 4096
 _names = itertools.count(1)
 
@@ -113,8 +126,11 @@ class FishParams:
     tolerance: float = 2.0  # degrees: an action-group step is in sync
     step_timeout: float = 3.0  # s: an action-group step gives up waiting
     free_period: float = 0.1  # s between free-mode decisions (and sonar pings)
+    rx_gap: float = 0.02  # s of silence on the robot link that ends a held candidate
     seed: int = 0  # free mode's random actions
     status_period_ms: int = 100
+    flash: str | None = None  # file keeping the flash across restarts (None: in memory)
+    boot_ms: int = 50  # a reboot (IAP) takes this long; bytes arriving meanwhile are lost
     body: FishBodyParams = field(default_factory=FishBodyParams)
 
 
@@ -129,6 +145,8 @@ class FishCounters(Counters):
     duplicates_skipped: int = 0
     bad_payloads: int = 0
     status_sent: int = 0
+    reboots: int = 0
+    lost_booting: int = 0  # bytes that arrived while the fish was rebooting
 
 
 def _shutdown(buses: list[FwBridgeBus]) -> None:
@@ -136,11 +154,23 @@ def _shutdown(buses: list[FwBridgeBus]) -> None:
         bus.shutdown()
 
 
-def _u16(value: float) -> int:
-    return int(min(max(round(value), 0), 0xFFFF))
+#: CAN nodes of fish that were garbage-collected unclosed, shut down at the next
+#: safe moment. Not in the collector itself: it can run inside the CAN
+#: simulator's registry lock (while a channel is being opened), which shutting a
+#: node down takes too, and that deadlocks. ``deque.append`` takes no lock.
+_orphans: deque[list[FwBridgeBus]] = deque()
 
 
-class RobotFish:
+def _shutdown_orphans() -> None:
+    while _orphans:
+        try:
+            buses = _orphans.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        _shutdown(buses)
+
+
+class RobotFish(FishQueries):
     """The fish: main-controller firmware on the serial link, servos on CAN, a body."""
 
     name = "fish"
@@ -151,11 +181,17 @@ class RobotFish:
         self.rx = ActionReceiver(crc=p.crc, keep_rejects=True)
         self.responder = Responder(crc=p.crc, known_subs=set(HANDLED))
         self.body = FishBody(p.body)
+        self.senses = Senses()  # side light sensors, laser receivers
+        self.flash = FishFlash.open(p.flash)  # a bad file fails here, before anything runs
+        self.boot_time = 0.0  # when the firmware last started (fish time)
+        self._booting_until = 0.0
+        self._reboot_pending = False
         self.serial: WebotsSerialDrv | None = None
         self.supervisor: WebotsSerialDrv | None = None
         self.buses: list[FwBridgeBus] = []
         self.modules: dict[int, ActuatorModule] = {}
         self._sup_buf = bytearray()
+        self._last_rx = 0.0
         self._t0 = 0.0
         self._next_status = 0
 
@@ -168,13 +204,14 @@ class RobotFish:
         except RuntimeError:
             self.supervisor = None
         p = self.params
+        _shutdown_orphans()
         self.can_channel = p.channel or f"fish-{os.getpid()}-{next(_names)}"
         kw: dict[str, Any] = {"bitrate": p.bitrate, "pacing": "afap",
                               "auto_recovery": p.auto_recovery}
         self.main_bus = FwBridgeBus(self.can_channel, name="main", **kw)
         self.buses = [self.main_bus]
         # Closed when the fish is: sim:// and the CLI stop the world, not the model.
-        self._finalizer = weakref.finalize(self, _shutdown, self.buses)
+        self._finalizer = weakref.finalize(self, _orphans.append, self.buses)
         for spec in FISH_SERVOS:
             bus = FwBridgeBus(self.can_channel, name=spec.name, **kw)
             self.buses.append(bus)
@@ -184,17 +221,46 @@ class RobotFish:
             m.bus.node_id: k for k, m in self.modules.items() if isinstance(m.bus, FwBridgeBus)}}
         self.master = MainController(self.main_bus, self.modules, silence_timeout=p.silence_timeout,
                                      command_period=p.command_period)
-        self.controller = FishController(self.master, seed=p.seed, tolerance=p.tolerance,
-                                         step_timeout=p.step_timeout, free_period=p.free_period)
         self._t0 = self.clock.seconds
+        self._boot(0.0)
         self._next_status = self.clock.millis() + p.status_period_ms
 
+    def _boot(self, now: float) -> None:
+        """Start the firmware: a fresh controller with the flash's configuration and groups."""
+        p = self.params
+        self.master.targets.clear()
+        self.controller = FishController(self.master, seed=p.seed, tolerance=p.tolerance,
+                                         step_timeout=p.step_timeout, free_period=p.free_period)
+        try:
+            self.controller.apply_config(UserConfig.unpack(self.flash.user_config))
+        except FrameError:
+            self.stats.bad_payloads += 1  # a damaged configuration: the built-in one stays
+        for payload in self.flash.actions:
+            try:
+                self.controller.store_group(action_group.decode(payload))
+            except FrameError:
+                self.stats.bad_payloads += 1
+        self.system = SystemCommands(self)
+        self.flash.boot()
+        self.boot_time = now
+
+    def reboot_after_answer(self) -> None:
+        """Reboot once the frame being handled has had its answer and result."""
+        self._reboot_pending = True
+
+    @property
+    def uptime(self) -> float:
+        return self.now - self.boot_time
+
     def close(self) -> None:
-        """Shut the CAN nodes down (also done when the fish is garbage-collected).
-        A closed fish does nothing more: its firmware and body stop."""
+        """Shut the CAN nodes down (a fish garbage-collected unclosed has them shut
+        down when the next fish starts or closes). A closed fish does nothing more:
+        its firmware and body stop."""
         if self.buses:
-            self._finalizer()
+            self._finalizer.detach()
+            _shutdown(self.buses)
             self.buses = []
+        _shutdown_orphans()
 
     @property
     def now(self) -> float:
@@ -217,8 +283,18 @@ class RobotFish:
         if not self.buses:
             return  # closed
         now = self.now
+        if now < self._booting_until:
+            if serial.available():
+                self.stats.lost_booting += len(serial.read_all())
+            return
         if serial.available():
+            self._last_rx = now
             for rec in self.rx.feed(serial.read_all()):
+                self._on_frame(rec.frame, now)
+        elif self.rx.pending and now - self._last_rx >= self.params.rx_gap:
+            # A silent line ends what was sent: a candidate held by a corrupted
+            # length field is decided now, not when 1 kB more has come.
+            for rec in self.rx.finish():
                 self._on_frame(rec.frame, now)
         for rej in self.rx.take_rejects():
             if rej.machine == self.params.machine:
@@ -245,8 +321,11 @@ class RobotFish:
         left, right = self.body.sonars()
         ingress = any(h.feedback is not None and h.feedback.fault & Fault.WATER_INGRESS
                       for h in self.master.health.values())
-        return Sensors(sonar_left=left, sonar_right=right, depth=self.body.depth,
-                       water_ingress=ingress)
+        b, now = self.body, self.now
+        light_left, light_right = self.senses.light_levels(b.x, b.y, b.yaw)
+        return Sensors(sonar_left=left, sonar_right=right, depth=b.depth,
+                       water_ingress=ingress, light_left=light_left, light_right=light_right,
+                       laser=self.senses.laser(now))
 
     # -- action frames --------------------------------------------------------------
     def _on_frame(self, frame: ActionFrame, now: float) -> None:
@@ -257,7 +336,10 @@ class RobotFish:
             return
         if int(frame.type) not in REQUEST_TYPES:
             return  # an answer or a result: not for the fish
-        status, work = self._check(frame)
+        status = self.system.check(frame)
+        work = None
+        if status is None:
+            status, work = self._check(frame)
         ans = self.responder.answer(frame, status)
         if ans is None:
             return
@@ -277,6 +359,7 @@ class RobotFish:
             ctl.store_group(work, duplicate=ans.duplicate)
             if len(ctl.groups) > before:
                 c.groups_stored += 1
+                self.flash.store_action(frame.data)
             else:
                 c.duplicates_skipped += 1
         elif sub in _SERVO_SUBS:
@@ -284,13 +367,25 @@ class RobotFish:
             ctl.set_servos(work, int(sub))
         elif sub == SubCommand.ENTER_FREE_MODE:
             ctl.enter_free(now)
+            self.system.still = False
         elif sub == SubCommand.ENTER_IDLE:
             ctl.enter_idle()
+            self.system.still = False
+        elif sub in SYSTEM_SUBS:
+            got = self.system.execute(frame, now)
+            if got is not None:
+                self._send_result(frame, got)
+            if self._reboot_pending:
+                self._reboot_pending = False
+                c.reboots += 1
+                self._booting_until = now + self.params.boot_ms / 1000.0
+                self._boot(now)
         else:
-            result = encode(result_frame(frame, encode_result(self.result(int(sub), frame.data))),
-                            crc=self.params.crc)
-            self._write(result)
-            c.results += 1
+            self._send_result(frame, self.result(int(sub), frame.data))
+
+    def _send_result(self, frame: ActionFrame, result: Result) -> None:
+        self._write(encode(result_frame(frame, encode_result(result)), crc=self.params.crc))
+        self.stats.results += 1
 
     def _check(self, frame: ActionFrame) -> tuple[Status | None, Any]:
         """The status to answer (None: the Responder decides) and the decoded data."""
@@ -309,76 +404,6 @@ class RobotFish:
             self.stats.bad_payloads += 1
             return Status.LENGTH_ERROR, None
         return None, None
-
-    # -- queries --------------------------------------------------------------------
-    def result(self, sub: int, data: bytes = b"") -> Result:
-        """What a query of ``sub`` (0x11..0x14) answers now."""
-        if sub == SubCommand.QUERY_ROBOT_INFO:
-            return self.robot_info()
-        if sub == SubCommand.QUERY_SERVO_INFO:
-            return self.servo_info(decode_module_ids(data))
-        if sub == SubCommand.QUERY_BUOYANCY_INFO:
-            return self.buoyancy_info()
-        if sub == SubCommand.QUERY_CAN_ERROR_RATE:
-            return self.can_error_info()
-        raise ConfigError(f"0x{sub:02x} is not a query")
-
-    def robot_info(self) -> RobotInfo:
-        ctl, body, st = self.controller, self.body, self.responder.stats
-        left, right = body.sonars()
-        d = ctl.last_decision
-        source = ("none", "scene", "avoid", "random", "idle").index(d.source) if d else 0
-        return RobotInfo(
-            mode=int(ctl.mode), running=int(ctl.running), servos=len(self.modules),
-            stored_groups=len(ctl.groups), uptime_ms=round(self.now * 1000) & 0xFFFFFFFF,
-            heading_cdeg=round(body.heading_deg * 100),
-            depth_cm=_u16(body.depth * 100),
-            sonar_left_mm=0xFFFF if math.isinf(left) else _u16(min(left * 1000, 0xFFFE)),
-            sonar_right_mm=0xFFFF if math.isinf(right) else _u16(min(right * 1000, 0xFFFE)),
-            decision_source=source, decision_action=action_code(d.action) if d else 0xFF,
-            frames=self.stats.frames & 0xFFFF, duplicates=st.duplicates & 0xFFFF,
-            naks=st.naks & 0xFFFF)
-
-    def servo_info(self, ids: tuple[int, ...] = ()) -> tuple[ServoInfo, ...]:
-        """IDs the fish does not have are left out; none asked: all seven."""
-        roles = {s.module_id: s.role for s in FISH_SERVOS}
-        out = []
-        for k in ids or tuple(roles):
-            if k not in roles:
-                continue
-            h = self.master.health[k]
-            fb = h.feedback
-            angle = fb.angle if fb else 0
-            target = self.controller.target(k)
-            out.append(ServoInfo(
-                module_id=k, role=int(roles[k]), health=int(_HEALTH[h.status.value]),
-                angle=angle, target=angle if target is None else target,
-                speed=fb.speed if fb else 0, current=fb.current if fb else 0,
-                fault=int(fb.fault) if fb else 0))
-        return tuple(out)
-
-    def buoyancy_info(self) -> BuoyancyInfo:
-        b = self.body
-        return BuoyancyInfo(fill_pct=round(b.fill * 100), pump=b.pump, depth_cm=_u16(b.depth * 100),
-                            pressure_hpa=_u16(b.pressure_hpa),
-                            water_in_ml=round(b.water_in_ml) & 0xFFFFFFFF,
-                            water_out_ml=round(b.water_out_ml) & 0xFFFFFFFF)
-
-    def can_error_info(self) -> CanErrorInfo:
-        """From the simulator's counters. A real main controller knows its own; here
-        every node answers as if each module reported its counters."""
-        ch = self.main_bus.sim
-        with ch.lock:
-            st = ch.stats()
-        frames, errors = st["frames"], st["error_frames"]
-        nodes = sorted(
-            (CanNodeInfo(self.node_modules.get(n["id"], 0xFF), int(ErrorState[n["state"]]),
-                         min(n["tec"], 0xFFFF), min(n["rec"], 0xFFFF),
-                         min(n["bus_offs"], 0xFFFF))
-             for n in st["nodes"][:255]), key=lambda n: n.module_id)
-        ppm = round(errors * 1_000_000 / (frames + errors)) if frames + errors else 0
-        return CanErrorInfo(round(st["bus_time"] * 1000) & 0xFFFFFFFF, frames & 0xFFFFFFFF,
-                            errors & 0xFFFFFFFF, ppm, tuple(nodes))
 
     # -- supervisor -----------------------------------------------------------------
     def _supervisor_input(self, data: bytes) -> None:
@@ -406,6 +431,12 @@ class RobotFish:
             self.body.add_obstacle(Obstacle(float(msg["x"]), float(msg["y"]), float(msg["r"])))
         elif cmd == "clear_obstacles":
             self.body.obstacles.clear()
+        elif cmd == "light":
+            self.senses.add_light(Light(float(msg["x"]), float(msg["y"]), float(msg["lux"])))
+        elif cmd == "clear_lights":
+            self.senses.lights.clear()
+        elif cmd == "laser":
+            self.senses.laser_hit(int(msg["receiver"]), self.now)
         elif cmd == "can_fault":
             k = int(msg["module"])
             bus = self.main_bus if k == 0 else self.modules[k].bus

@@ -24,9 +24,11 @@ from fwbridge.bridge.sim.models.zumo_hal import (
     MAX_SPEED,
     SPEED_SCALE,
     FloorMap,
+    Keyboard,
     ZumoBody,
     ZumoButton,
     ZumoBuzzer,
+    ZumoLED,
     ZumoMotors,
     ZumoReflectanceSensorArray,
 )
@@ -71,6 +73,8 @@ class Zumo(FirmwareBase):
         self.button_b = ZumoButton(self.body, "B")
         self.button_c = ZumoButton(self.body, "C")
         self.buzzer = ZumoBuzzer(self.body)
+        self.led = ZumoLED(self.body)
+        self.keyboard = Keyboard(self.body)
         super().setup(board)
 
     # -- firmware ---------------------------------------------------------
@@ -92,6 +96,9 @@ class Zumo(FirmwareBase):
             self.buzzer.playFrequency(880, 40)  # commands resumed
 
     def control(self, now_ms: int) -> None:
+        self.keyboard.getPressedButtons()  # the seed's REQ-4: at the start of every loop
+        moving = any(self.motors.speeds)
+        self.led.setColor(0, 255 if moving else 0, 0 if moving else 64)  # green: driving
         self.buzzer.process()
 
     def odometry(self, now_ms: int) -> OdomFrame:
@@ -107,6 +114,9 @@ class Zumo(FirmwareBase):
     def supervisor_command(self, msg: dict[str, Any]) -> None:
         if msg.get("cmd") == "press" and str(msg.get("button", "")).upper() in ("A", "B", "C"):
             self.body.press(str(msg["button"]), int(msg.get("ms", 100)))
+        elif msg.get("cmd") == "key" and isinstance(msg.get("key"), str) and len(msg["key"]) == 1:
+            keys = self.body.keys
+            (keys.add if msg.get("down", True) else keys.discard)(ord(msg["key"]))
         else:
             super().supervisor_command(msg)
 
@@ -118,6 +128,7 @@ class Zumo(FirmwareBase):
             "sensors": self.sensors.read(),
             "buttons": "".join(k for k, s in b.buttons.items() if s.pressed),
             "buzzer": self.buzzer.isPlaying(),
+            "led": list(b.led),
         }
 
     # -- body ---------------------------------------------------------------

@@ -6,12 +6,22 @@ The classes keep the HAL's names and semantics:
   ``speed * 0.01`` rad/s (so ±4 rad/s) on velocity-controlled motors that
   reach their set-point at the next step (Webots' default, infinite
   acceleration); encoder counts integrate the wheel velocity every step;
-  ``setBrake`` holds 0, ``setCoast`` lets the wheels spin down freely.
+  ``setBrake`` holds 0; ``setCoast`` is the seed's infinite-position mode:
+  the motors are released to velocity control and run free, neither driven
+  to a new speed nor braked (Webots' motors have no friction of their own,
+  so a free-running wheel keeps the speed it had until the next command).
 - :class:`ZumoReflectanceSensorArray`: six downward sensors over a
   :class:`FloorMap`; ``read`` gives raw 0..1023, ``calibrate`` records each
   sensor's minimum and maximum, ``readCalibrated`` scales to 0..1000.
   **choice**: 0 is the most reflective (white) and 1000 the least (black),
   as Pololu's library does; the seed's sentence says the reverse of itself.
+  ``read(sensor)`` (the seed's overload) reads one sensor, ``read(values)``
+  all six. ``getWhiteLine`` is the position of a white line on a dark floor
+  (below).
+- :class:`ZumoLED`: the RGB LED, each channel's brightness 0..255.
+- :class:`Keyboard`: ``getPressedButtons`` reads the simulator's keyboard
+  (call it at the start of every loop, as the seed's REQ-4 says); keys A, B
+  and C press the Zumo's buttons while they are held.
 - :class:`ZumoButton`: ``isPressed`` (now), ``wasPressed`` (a press began
   since the last call), ``waitForPress``/``waitForRelease`` step simulated
   time until it happens.
@@ -27,22 +37,26 @@ import itertools
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import ClassVar, overload
 
 from fwbridge.bridge.sim.clock import SimClock
 from fwbridge.bridge.sim.kinematics import DiffDrive
 
 __all__ = [
     "FloorMap",
+    "Keyboard",
     "ZumoBody",
     "ZumoButton",
     "ZumoBuzzer",
+    "ZumoLED",
     "ZumoMotors",
     "ZumoReflectanceSensorArray",
 ]
 
 SPEED_SCALE = 0.01  # HAL speed unit -> rad/s
 MAX_SPEED = 400
-COAST_TAU = 0.15  # s: free-wheel spin-down of a coasting motor
+LINE_NOISE = 50  # calibrated readings at or below this are ignored by the line position
+LINE_SEEN = 200  # a reading above this means the sensor sees the line
 SENSOR_COUNT = 6
 
 
@@ -105,6 +119,11 @@ class ZumoBody:
         self.count_acc = [0.0, 0.0]  # counts, fractional
         self.buttons = {name: _ButtonState() for name in "ABC"}
         self.sound_end_ms = -1
+        self.led = [0, 0, 0]  # RGB brightness 0..255
+        self.keys: set[int] = set()  # keyboard keys held down (key codes)
+        self.key_buttons: set[str] = set()  # buttons held by a key
+        self.external = False  # Webots moves the tracks (webots_devices): no own motion
+        self.external_raw: list[int] | None = None  # line readings from Webots sensors
         self.sound_log: deque[tuple[int, float, int]] = deque(maxlen=64)  # (t, Hz, ms)
         mid = (SENSOR_COUNT - 1) / 2.0
         # Sensor 0 is the leftmost (+y), as on Pololu's array seen from above.
@@ -120,12 +139,10 @@ class ZumoBody:
         for state in self.buttons.values():
             if state.pressed and 0 <= state.release_ms <= now:
                 state.pressed = False
+        if self.external:
+            return
         v = self.velocity
-        if self.coasting:
-            decay = math.exp(-dt / COAST_TAU)
-            v[0] *= decay
-            v[1] *= decay
-        else:
+        if not self.coasting:  # coasting: free-running, the wheels keep their speed
             v[0], v[1] = self.setpoint
         left, right = v
         if left or right:
@@ -142,6 +159,8 @@ class ZumoBody:
         return math.floor(self.count_acc[side])
 
     def sensor_raw(self, i: int) -> int:
+        if self.external_raw is not None:
+            return self.external_raw[i]
         ax, ay = self.sensor_offsets[i]
         c, s = math.cos(self.yaw), math.sin(self.yaw)
         dark = self.floor.darkness(self.x + ax * c - ay * s, self.y + ax * s + ay * c)
@@ -213,13 +232,23 @@ class ZumoReflectanceSensorArray:
         self.body = body
         self.calibrated_min = [1023] * SENSOR_COUNT
         self.calibrated_max = [0] * SENSOR_COUNT
+        self._last_white = 0
 
     def init(self) -> None:
         self.calibrated_min = [1023] * SENSOR_COUNT
         self.calibrated_max = [0] * SENSOR_COUNT
 
-    def read(self, values: list[int] | None = None) -> list[int]:
-        """All six raw readings (filled into ``values`` when given)."""
+    @overload
+    def read(self, values: int, /) -> int: ...
+
+    @overload
+    def read(self, values: list[int] | None = None, /) -> list[int]: ...
+
+    def read(self, values: list[int] | int | None = None, /) -> list[int] | int:
+        """All six raw readings (filled into ``values`` when given); ``read(sensor)``
+        with a sensor index, the seed's ``read(uint8_t sensor)``: that one reading."""
+        if isinstance(values, int):
+            return self.body.sensor_raw(values)
         raw = [self.body.sensor_raw(i) for i in range(SENSOR_COUNT)]
         if values is not None:
             values[:] = raw
@@ -227,6 +256,24 @@ class ZumoReflectanceSensorArray:
 
     def readSensor(self, sensor: int) -> int:
         return self.body.sensor_raw(sensor)
+
+    def getWhiteLine(self) -> int:
+        """Where a white line is under the array, 0 (under sensor 0) .. 5000 (sensor 5).
+
+        The seed's formula over the calibrated readings ``c_i`` (0 white .. 1000
+        black), each turned into whiteness ``w_i = 1000 - c_i``::
+
+            position = sum(1000 * i * w_i) / sum(w_i)   over the w_i > 50
+
+        (integer division). When no sensor sees the line (every ``w_i <= 200``)
+        it is 0 or 5000, the side it was last seen on.
+        """
+        white = [1000 - self.readCalibrated(i) for i in range(SENSOR_COUNT)]
+        if not any(w > LINE_SEEN for w in white):
+            return 0 if self._last_white < (SENSOR_COUNT - 1) * 500 else (SENSOR_COUNT - 1) * 1000
+        total = sum(w for w in white if w > LINE_NOISE)
+        self._last_white = sum(1000 * i * w for i, w in enumerate(white) if w > LINE_NOISE) // total
+        return self._last_white
 
     def calibrate(self) -> None:
         """Widen each sensor's recorded range with one reading (call it while sweeping)."""
@@ -328,3 +375,65 @@ class ZumoBuzzer:
         if self._playing and not self.isSoundPlaying():
             self.body.clock.step()  # as the HAL does, to let the simulator finish the sound
             self._playing = False
+
+
+class ZumoLED:
+    """``ZumoLED``: the RGB LED, each channel's brightness 0..255 (0: off)."""
+
+    def __init__(self, body: ZumoBody) -> None:
+        self.body = body
+
+    def _set(self, channel: int, value: int) -> None:
+        self.body.led[channel] = max(0, min(255, int(value)))
+
+    def setRed(self, value: int) -> None:
+        self._set(0, value)
+
+    def setGreen(self, value: int) -> None:
+        self._set(1, value)
+
+    def setBlue(self, value: int) -> None:
+        self._set(2, value)
+
+    def setColor(self, red: int, green: int, blue: int) -> None:
+        for k, v in enumerate((red, green, blue)):
+            self._set(k, v)
+
+    def off(self) -> None:
+        self.setColor(0, 0, 0)
+
+    def getColor(self) -> tuple[int, int, int]:
+        r, g, b = self.body.led
+        return r, g, b
+
+    @property
+    def rgb(self) -> int:
+        """0xRRGGBB, the value a Webots RGB ``LED.set`` takes."""
+        r, g, b = self.body.led
+        return r << 16 | g << 8 | b
+
+
+class Keyboard:
+    """``Keyboard::getPressedButtons``: the simulator's keyboard drives the buttons.
+
+    Keys ``A``, ``B``, ``C`` (upper or lower case) hold the button of that name
+    pressed while they are down: a key going down is one press, going up its
+    release. Call it at the start of every loop.
+    """
+
+    KEYS: ClassVar[dict[int, str]] = {ord("A"): "A", ord("B"): "B", ord("C"): "C",
+                                      ord("a"): "A", ord("b"): "B", ord("c"): "C"}
+
+    def __init__(self, body: ZumoBody) -> None:
+        self.body = body
+
+    def getPressedButtons(self) -> tuple[str, ...]:
+        """Refresh the buttons from the keys held now; the buttons held by keys."""
+        body = self.body
+        held = {self.KEYS[k] for k in body.keys if k in self.KEYS}
+        for name in sorted(held - body.key_buttons):
+            body.press(name, ms=0)
+        for name in sorted(body.key_buttons - held):
+            body.release(name)
+        body.key_buttons = held
+        return tuple(sorted(held))

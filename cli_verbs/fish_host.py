@@ -1,0 +1,190 @@
+"""``fwbridge fish --port PORT status|config get|config set FILE|flash FILE|actions|errors|erase``.
+
+The fish's system commands (PROTOCOLS.md 6, "fish commands") with the
+acknowledged action link underneath: each command is retransmitted on a
+lost answer, and a read is asked again until its result comes, up to
+``--retries``. Exit 0 on success, 2 with one ``error: …`` line otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fwbridge.bridge.action_link import ActionLink
+from fwbridge.bridge.fish_client import FishClient, FishError
+from fwbridge.bridge.transports import IO_ERRORS
+from fwbridge.cli_verbs.common import fail, json_line
+from fwbridge.cli_verbs.link import BAUD, open_port
+from fwbridge.protocols.errors import ConfigError, FrameError
+from fwbridge.protocols.fish_commands import UserConfig
+
+__all__ = ["fish_group"]
+
+MAX_FILE = 1 << 20  # bytes: a configuration or image larger than this is not one
+
+
+@click.group("fish")
+@click.option("-p", "--port", required=True, metavar="PORT",
+              help="The fish's serial port (a device, a pty or sim://fish).")
+@click.option("--machine", type=click.IntRange(0, 255), default=0, show_default=True,
+              help="The fish's machine code.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=0.5,
+              show_default=True, metavar="S", help="Seconds to wait for each answer or result.")
+@click.option("--retries", type=click.IntRange(0, 100), default=5, show_default=True,
+              help="Retransmissions after the first attempt.")
+@BAUD
+@click.pass_context
+def fish_group(ctx: click.Context, port: str, machine: int, timeout: float, retries: int,
+               baud: int) -> None:
+    """The robot fish's status, configuration, stored actions and firmware."""
+    ctx.meta["fish"] = (port, machine, timeout, retries, baud)
+
+
+@contextlib.contextmanager
+def _client(ctx: click.Context) -> Iterator[FishClient]:
+    port, machine, timeout, retries, baud = ctx.meta["fish"]
+    serial_port = open_port(port, baud)
+    try:
+        yield FishClient(ActionLink(serial_port, timeout=timeout, retries=retries), machine)
+    except FishError as exc:
+        fail(str(exc))
+    except (FrameError, ConfigError) as exc:
+        fail(str(exc))
+    except IO_ERRORS as exc:
+        fail(f"{port} went away: {exc}")
+    finally:
+        with contextlib.suppress(*IO_ERRORS):
+            serial_port.close()
+
+
+def _show(fields: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        json_line(fields)
+        return
+    for key, value in fields.items():
+        if isinstance(value, list):
+            click.echo(f"{key}:")
+            for row in value:
+                click.echo("  " + (json.dumps(row) if isinstance(row, dict) else str(row)))
+        else:
+            click.echo(f"{key}: {value}")
+
+
+AS_JSON = click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+
+
+def _simple(name: str, help_text: str, run: Callable[[FishClient], dict[str, Any]]
+            ) -> click.Command:
+    @click.command(name, help=help_text)
+    @AS_JSON
+    @click.pass_context
+    def cmd(ctx: click.Context, as_json: bool) -> None:
+        with _client(ctx) as fish:
+            fields = run(fish)
+        _show(fields, as_json)
+    return cmd
+
+
+def _done(action: Callable[[FishClient], None], what: str) -> Callable[[FishClient], Any]:
+    def run(fish: FishClient) -> dict[str, Any]:
+        action(fish)
+        return {"done": what}
+    return run
+
+
+fish_group.add_command(_simple("status", "0x01: mode, firmware bank and version, uptime.",
+                               lambda f: f.status().as_dict()))
+fish_group.add_command(_simple("actions", "0x37: the stored action groups.",
+                               lambda f: f.actions().as_dict()))
+fish_group.add_command(_simple("errors", "0x41: the error codes the fish keeps.",
+                               lambda f: f.error_codes().as_dict()))
+fish_group.add_command(_simple("erase", "0x34: erase the stored action groups.",
+                               _done(FishClient.erase_actions, "erased")))
+fish_group.add_command(_simple("still", "0x02: stand still (servos to 0° and held).",
+                               _done(FishClient.stand_still, "standing still")))
+fish_group.add_command(_simple("free", "0x03: free swimming.",
+                               _done(FishClient.free_swimming, "free swimming")))
+fish_group.add_command(_simple("reset", "0x35 reset: reboot the main controller.",
+                               lambda f: f.reset().as_dict()))
+
+
+@fish_group.group("config")
+def config_group() -> None:
+    """The user configuration (scenes for free action, decision period, avoidance)."""
+
+
+@config_group.command("get")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Write it to FILE (JSON, written whole) instead of stdout.")
+@click.pass_context
+def config_get(ctx: click.Context, output: str | None) -> None:
+    """0x36: read the user configuration, as JSON."""
+    with _client(ctx) as fish:
+        cfg = fish.config_get()
+    text = json.dumps(cfg.as_dict(), indent=2) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    from fwbridge.bridge.sim.fish.flash import write_whole
+
+    write_whole(Path(output), text)
+
+
+@config_group.command("set")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+def config_set(ctx: click.Context, file: str) -> None:
+    """0x33: write the user configuration of FILE (JSON, as `config get` prints it)."""
+    cfg = _load_config(file)
+    with _client(ctx) as fish:
+        fish.config_set(cfg)
+        back = fish.config_get()
+    if back != cfg:
+        fail("the fish reads back a different configuration")
+    click.echo(f"configuration written: {len(cfg.scenes)} scenes", err=True)
+
+
+def _load_config(file: str) -> UserConfig:
+    try:
+        raw = _read_file(file)
+        return UserConfig.from_dict(json.loads(raw.decode("utf-8")))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{file}: not JSON: {exc}")
+    except FrameError as exc:
+        fail(f"{file}: {exc}")
+
+
+def _read_file(file: str) -> bytes:
+    try:
+        with open(file, "rb") as fh:
+            raw = fh.read(MAX_FILE + 1)
+    except OSError as exc:
+        fail(f"{file}: {exc.strerror or exc}")
+    if len(raw) > MAX_FILE:
+        fail(f"{file}: larger than {MAX_FILE} bytes")
+    return raw
+
+
+@fish_group.command("flash")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--chunk", type=click.IntRange(1, 512), default=256, show_default=True,
+              help="Image bytes per frame.")
+@AS_JSON
+@click.pass_context
+def flash_cmd(ctx: click.Context, file: str, chunk: int, as_json: bool) -> None:
+    """0x35: upgrade the fish's firmware to the image in FILE (IAP, dual bank)."""
+    image = _read_file(file)
+
+    def progress(done: int, total: int) -> None:
+        if not as_json:
+            click.echo(f"\rchunk {done}/{total}", nl=done == total, err=True)
+
+    with _client(ctx) as fish:
+        report = fish.flash(image, chunk_size=chunk, progress=progress)
+    _show(report.as_dict(), as_json)
