@@ -6,14 +6,14 @@
     calibration = "calib.json"     # optional, relative to this file; $VARS and ~ expand
 
     [link]
-    url = "/dev/ttyUSB0"           # device path or pyserial URL (socket://, rfc2217://, loop://)
+    url = "/dev/ttyUSB0"           # device path or an allowed URL (socket://, rfc2217://, loop://)
     baud = 115200
     protocol = "odom-cmd"          # seed-002 frames: odometry in, velocity commands out
     exclusive = true               # lock the device against a second program
 
     [sim]
-    url = "sim://mecanum"          # a pyserial URL served by the simulated endpoints
-    handler_package = "fwbridge.bridge.sim" # the package holding protocol_<scheme>
+    url = "sim://mecanum"          # sim://MODEL: a built-in model or one a package provides
+                                   # through the fwbridge.sim_models entry-point group
 
     [control]
     rate_hz = 100                  # command frames per second
@@ -30,7 +30,10 @@
 
 Every key is optional except ``link.url`` (or ``sim.url`` with
 ``use_sim = true``). Unknown keys are errors, so a typo cannot silently
-leave a default in place.
+leave a default in place. A config names links and numbers, never a file to
+write or a module to import: URL schemes are checked against the allow-list
+of :mod:`~fwbridge.bridge.link_urls` (no ``spy://``), and every number is
+finite and within the range its key documents.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+
+from fwbridge.bridge.link_urls import UnsafeURLError, check_link_url
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,7 +74,6 @@ class RobotConfig:
     exclusive: bool = True
     use_sim: bool = False
     sim_url: str | None = None
-    sim_handler_package: str | None = None
     rate_hz: float = 100.0
     watchdog: bool = True
     cmd_timeout: float = 0.5
@@ -88,11 +92,6 @@ class RobotConfig:
             key = "sim.url" if self.use_sim else "link.url"
             raise ConfigError(f"{self.source}: {key} is required")
         return url
-
-    @property
-    def handler_package(self) -> str | None:
-        """The URL-handler package for :attr:`link_url` (only set for the sim URL)."""
-        return self.sim_handler_package if self.use_sim else None
 
     @property
     def period(self) -> float:
@@ -150,6 +149,22 @@ def _text(key: str, value: Any) -> str:
     return os.path.expanduser(os.path.expandvars(value.strip()))
 
 
+def _url(key: str, value: Any) -> str:
+    url = _text(key, value)
+    try:
+        check_link_url(url)
+    except UnsafeURLError as exc:
+        raise _Bad(key, str(exc)) from None
+    return url
+
+
+def _removed(reason: str) -> Callable[[str, Any], Any]:
+    def check(key: str, value: Any) -> Any:
+        raise _Bad(key, reason)
+
+    return check
+
+
 def _protocol(key: str, value: Any) -> str:
     if value not in PROTOCOLS:
         raise _Bad(key, f"unknown protocol {value!r} (known: {', '.join(sorted(PROTOCOLS))})")
@@ -165,12 +180,14 @@ class _Bad(Exception):
 _SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
     ("", "use_sim"): ("use_sim", _boolean),
     ("", "calibration"): ("calibration", _text),
-    ("link", "url"): ("url", _text),
+    ("link", "url"): ("url", _url),
     ("link", "baud"): ("baud", _positive(int)),
     ("link", "protocol"): ("protocol", _protocol),
     ("link", "exclusive"): ("exclusive", _boolean),
-    ("sim", "url"): ("sim_url", _text),
-    ("sim", "handler_package"): ("sim_handler_package", _text),
+    ("sim", "url"): ("sim_url", _url),
+    ("sim", "handler_package"): ("", _removed(
+        "no longer accepted: a config names a model (sim.url = \"sim://MODEL\"), never a module;"
+        " packages provide models through the fwbridge.sim_models entry-point group")),
     ("control", "rate_hz"): ("rate_hz", _positive(float)),
     ("watchdog", "enabled"): ("watchdog", _boolean),
     ("watchdog", "cmd_timeout"): ("cmd_timeout", _positive(float)),

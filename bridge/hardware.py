@@ -185,7 +185,7 @@ class LinkHardware(HardwareInterface):
         """Open the config's link (real or simulated); :class:`LinkError` on failure."""
         cfg = self.config
         link = self._opener(
-            cfg.link_url, cfg.baud, exclusive=cfg.exclusive, handler_package=cfg.handler_package
+            cfg.link_url, cfg.baud, exclusive=cfg.exclusive
         )
         self._link, self._write, self._sender = link, writer_for(link), None
         return link

@@ -13,7 +13,7 @@ from rich.table import Table
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
-from fwbridge.bridge.sim.models import MODELS
+from fwbridge.bridge.sim.models import model_names
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
@@ -64,7 +64,7 @@ def _status_text(st: dict[str, Any]) -> str:
 
 
 @click.command("sim")
-@click.argument("model", type=click.Choice([*sorted(MODELS), "scara"], case_sensitive=False))
+@click.argument("model", type=click.Choice([*model_names(), "scara"], case_sensitive=False))
 @FAULTS
 @SEED
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,

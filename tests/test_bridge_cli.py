@@ -23,7 +23,9 @@ from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
+from tests import sim_stub
 from tests.bridge_support import FirmwarePeer, run_verb, spawn_verb
+from tests.cli_helpers import ROOT, run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -326,11 +328,14 @@ def test_bridge_use_sim_through_the_cli(tmp_path: Path) -> None:
     cfg = tmp_path / "robot.toml"
     cfg.write_text(
         f'use_sim = true\n[link]\nurl = "{tmp_path / "ttyUSB0"}"\n'
-        '[sim]\nurl = "simstub://"\nhandler_package = "tests.sim_stub"\n'
+        '[sim]\nurl = "sim://simstub"\n'
     )
-    sim = run_verb("bridge", str(cfg), "--duration", "0.4")
+    # The model comes from an installed package's fwbridge.sim_models entry point.
+    site = sim_stub.install_entry_point(tmp_path / "site")
+    path = os.pathsep.join((str(site), str(ROOT)))
+    sim = run_cli("bridge", str(cfg), "--duration", "0.4", env={"PYTHONPATH": path})
     assert sim.returncode == 0, sim.stderr
-    assert b"simulated endpoint simstub://" in sim.stderr
+    assert b"simulated endpoint sim://simstub" in sim.stderr
     assert json.loads(sim.stdout.decode().splitlines()[-1])["child_frame_id"] == "base_link"
     real = run_verb("bridge", str(cfg), "--real", "--duration", "0.4")  # same file, real port
     assert "no such device" in one_error_line(real)

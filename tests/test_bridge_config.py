@@ -31,7 +31,6 @@ exclusive = false
 
 [sim]
 url = "sim://mecanum?seed=3"
-handler_package = "fwbridge.bridge.sim"
 
 [control]
 rate_hz = 50
@@ -63,7 +62,6 @@ def test_full_config_is_read(tmp_path: Path) -> None:
         0.2, 1.0, 5,
     )
     assert cfg.calibration == tmp_path / "calib.json"  # relative to the config file
-    assert cfg.handler_package is None  # the real port needs no URL handler
 
 
 def test_defaults_match_the_design(tmp_path: Path) -> None:
@@ -75,7 +73,7 @@ def test_defaults_match_the_design(tmp_path: Path) -> None:
 def test_use_sim_swaps_only_the_link_url(tmp_path: Path) -> None:
     real = load_config(write(tmp_path, FULL))
     sim = load_config(write(tmp_path, FULL.replace("use_sim = false", "use_sim = true"), "s.toml"))
-    assert sim.link_url == "sim://mecanum?seed=3" and sim.handler_package == "fwbridge.bridge.sim"
+    assert sim.link_url == "sim://mecanum?seed=3"
     differing = {
         f.name for f in dataclasses.fields(real) if getattr(real, f.name) != getattr(sim, f.name)
     }

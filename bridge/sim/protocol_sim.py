@@ -37,7 +37,7 @@ from serial.serialutil import (
 
 from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
-from fwbridge.bridge.sim.models import MODELS
+from fwbridge.bridge.sim.models import model_factory
 
 __all__ = ["Serial", "parse_url"]
 
@@ -54,10 +54,10 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
     if parts.scheme.lower() != "sim":
         raise SerialException(f"expected a URL of the form {_FORM}, got {url!r}")
     model = (parts.netloc or parts.path.lstrip("/")).lower()
-    if model not in MODELS:
-        raise SerialException(
-            f"sim://: unknown model {model!r} (known: {', '.join(sorted(MODELS))})"
-        )
+    try:
+        model_factory(model)
+    except ValueError as exc:
+        raise SerialException(f"sim://: {exc}") from None
     opts: dict[str, Any] = {}
     faults: list[str] = []
     seed = 0
