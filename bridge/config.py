@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbridge.bridge.link_urls import UnsafeURLError, check_link_url
+from fwbridge.bridge.numbers import out_of_range
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -107,34 +108,23 @@ class RobotConfig:
 
 
 # -- validation -----------------------------------------------------------------
-def _positive(kind: type) -> Callable[[str, Any], Any]:
+def _number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False,
+            unit: str = "") -> Callable[[str, Any], Any]:
+    """A finite number (or integer) in ``lo..hi`` (``lo`` excluded when ``lo_open``)."""
+
     def check(key: str, value: Any) -> Any:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if kind is int and not isinstance(value, int):
+        if integer and not isinstance(value, int):
             ok = False
-        if not ok or not math.isfinite(value) or value <= 0:
-            want = "a positive integer" if kind is int else "a positive number"
-            raise _Bad(key, f"must be {want}, got {value!r}")
-        return kind(value)
+        if not ok:
+            kind = "an integer" if integer else "a number"
+            raise _Bad(key, f"must be {kind}, got {value!r}")
+        why = out_of_range(value, lo, hi, lo_open=lo_open, unit=unit)
+        if why is not None:
+            raise _Bad(key, why)
+        return int(value) if integer else float(value)
 
     return check
-
-
-def _non_negative(key: str, value: Any) -> Any:
-    if (
-        not isinstance(value, (int, float))
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise _Bad(key, f"must be a number >= 0, got {value!r}")
-    return value
-
-
-def _count(key: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise _Bad(key, f"must be an integer >= 0, got {value!r}")
-    return value
 
 
 def _boolean(key: str, value: Any) -> bool:
@@ -181,20 +171,21 @@ _SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
     ("", "use_sim"): ("use_sim", _boolean),
     ("", "calibration"): ("calibration", _text),
     ("link", "url"): ("url", _url),
-    ("link", "baud"): ("baud", _positive(int)),
+    ("link", "baud"): ("baud", _number(50, 12_000_000, integer=True, unit="baud")),
     ("link", "protocol"): ("protocol", _protocol),
     ("link", "exclusive"): ("exclusive", _boolean),
     ("sim", "url"): ("sim_url", _url),
     ("sim", "handler_package"): ("", _removed(
         "no longer accepted: a config names a model (sim.url = \"sim://MODEL\"), never a module;"
         " packages provide models through the fwbridge.sim_models entry-point group")),
-    ("control", "rate_hz"): ("rate_hz", _positive(float)),
+    ("control", "rate_hz"): ("rate_hz", _number(0, 1000, lo_open=True, unit="Hz")),
     ("watchdog", "enabled"): ("watchdog", _boolean),
-    ("watchdog", "cmd_timeout"): ("cmd_timeout", _positive(float)),
-    ("watchdog", "garbage_timeout"): ("garbage_timeout", _non_negative),
-    ("reconnect", "min_delay"): ("reconnect_min_delay", _positive(float)),
-    ("reconnect", "max_delay"): ("reconnect_max_delay", _positive(float)),
-    ("reconnect", "attempts"): ("reconnect_attempts", _count),
+    ("watchdog", "cmd_timeout"): ("cmd_timeout", _number(0, 60, lo_open=True, unit="s")),
+    ("watchdog", "garbage_timeout"): ("garbage_timeout", _number(0, 3600, unit="s")),
+    ("reconnect", "min_delay"): ("reconnect_min_delay", _number(0, 60, lo_open=True, unit="s")),
+    ("reconnect", "max_delay"): ("reconnect_max_delay", _number(0, 3600, lo_open=True,
+                                                                unit="s")),
+    ("reconnect", "attempts"): ("reconnect_attempts", _number(0, 1_000_000, integer=True)),
 }
 _SECTIONS = sorted({s for s, _ in _SCHEMA if s})
 #: Tables of the same file read by other loaders (``[arm]``: bridge.arm.config).

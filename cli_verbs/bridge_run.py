@@ -37,14 +37,15 @@ def parse_request(line: str) -> tuple[float, float, float] | None:
     return out[0], out[1], out[2]
 
 
-def _read_requests(node: BaseNode) -> None:
-    """Feed velocity requests from stdin lines until end of input."""
+def _read_requests(node: BaseNode, refused: list[int]) -> None:
+    """Feed velocity requests from stdin lines until end of input; count refused lines."""
     for lineno, line in enumerate(sys.stdin, 1):
         try:
             req = parse_request(line)
             if req is not None:
                 node.request(*req)
         except (ValueError, TypeError) as exc:
+            refused[0] += 1
             click.echo(f"bridge: stdin line {lineno} ignored: {exc}", err=True)
 
 
@@ -96,8 +97,9 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         fail(str(exc))
     source = "simulated endpoint" if cfg.use_sim else "port"
     click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands", err=True)
+    refused = [0]  # stdin lines refused (bad syntax or values)
     if cmd_stdin:
-        threading.Thread(target=_read_requests, args=(node,), daemon=True).start()
+        threading.Thread(target=_read_requests, args=(node, refused), daemon=True).start()
     deadline = Deadline(duration)
     try:
         while node.running and not deadline.expired and not fatal:
@@ -108,7 +110,10 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         node.stop()
         if capture is not None:
             capture.close()
-    print_counters(node.stats(), "bridge")
+    stats = node.stats()
+    if cmd_stdin:
+        stats["stdin_refused"] = refused[0]
+    print_counters(stats, "bridge")
     if fatal:
         fail(fatal[0])
     if node.error is not None:

@@ -32,6 +32,7 @@ from fwbridge.cli_verbs.link import (
     until_interrupted,
     write_line,
 )
+from fwbridge.cli_verbs.params import FLOAT32, RATE, SPEED, TIMEOUT_MAX, Finite
 from fwbridge.protocols import cmd_frame, odom_frame
 
 __all__ = ["ports_cmd", "record_cmd", "replay_cmd", "send_group", "sniff_cmd"]
@@ -76,7 +77,7 @@ def ports_cmd(as_json: bool) -> None:
 def _send_options(fn: Any) -> Any:
     fn = click.option("--count", type=click.IntRange(min=0), default=1, show_default=True,
                       help="Frames to send (0: until Ctrl-C).")(fn)
-    fn = click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=10.0,
+    fn = click.option("--rate", type=RATE, default=10.0,
                       show_default=True, metavar="HZ", help="Frames per second.")(fn)
     return BAUD(fn)
 
@@ -114,9 +115,9 @@ def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int
 
 
 @send_group.command("cmd")
-@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
+@click.option("--vx", type=FLOAT32, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=FLOAT32, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=FLOAT32, default=0.0, show_default=True, help="rad/s")
 @_send_options
 @click.pass_context
 def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rate: float,
@@ -130,10 +131,10 @@ def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rat
 
 
 @send_group.command("odom")
-@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
-@click.option("--yaw", type=float, default=0.0, show_default=True, help="degrees")
+@click.option("--vx", type=FLOAT32, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=FLOAT32, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=FLOAT32, default=0.0, show_default=True, help="rad/s")
+@click.option("--yaw", type=FLOAT32, default=0.0, show_default=True, help="degrees")
 @_send_options
 @click.pass_context
 def send_odom(ctx: click.Context, vx: float, vy: float, wz: float, yaw: float, baud: int,
@@ -177,9 +178,9 @@ def _errors(stats: dict[str, int]) -> int:
               help="Also capture the raw bytes to a pcapng file.")
 @DURATION
 @BAUD
-@click.option("--garbage-timeout", type=click.FloatRange(min=0), default=3.0, show_default=True,
-              metavar="S", help="Stop with 'wrong baud rate?' after S s of bytes and no frame "
-              "(0: never).")
+@click.option("--garbage-timeout", type=Finite(0, TIMEOUT_MAX, unit="s"), default=3.0,
+              show_default=True, metavar="S",
+              help="Stop with 'wrong baud rate?' after S s of bytes and no frame (0: never).")
 def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
               duration: float | None, baud: int, garbage_timeout: float) -> None:
     """Decode the frames arriving on PORT as they come, with a live rate/error line.
@@ -271,7 +272,7 @@ def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
 @click.command("replay")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("port")
-@click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0,
+@click.option("--speed", type=SPEED, default=1.0,
               show_default=True, help="Time scale: 2 plays twice as fast.")
 @click.option("--loop", "loop", is_flag=True, help="Start over at the end, until Ctrl-C.")
 @click.option("--direction", type=click.Choice([RX, TX]), default=RX, show_default=True,

@@ -18,6 +18,7 @@ from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
+from fwbridge.cli_verbs.params import DURATION, SPEED, Baud, Finite
 
 FAULTS = click.option(
     "--faults", default="", metavar="NAME=RATE,...",
@@ -67,16 +68,16 @@ def _status_text(st: dict[str, Any]) -> str:
 @click.argument("model", type=click.Choice([*model_names(), "scara"], case_sensitive=False))
 @FAULTS
 @SEED
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--duration", type=DURATION, default=None,
               metavar="S", help="Stop after S seconds of simulated time (default: Ctrl-C).")
 @click.option("--pace", type=click.Choice(PACES), default="realtime", show_default=True,
               help="realtime: simulated time follows the clock; fast: as fast as the "
               "reader allows (deterministic).")
-@click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0,
+@click.option("--speed", type=SPEED, default=1.0,
               show_default=True, help="realtime: simulated seconds per wall-clock second.")
 @click.option("--step-ms", type=click.IntRange(1, 100), default=1, show_default=True,
               help="Basic time step of the world, ms.")
-@click.option("--baud", type=int, default=-1, show_default=True,
+@click.option("--baud", type=Baud(none=-1), default=-1, show_default=True,
               help="Emulate this line rate (8N1); -1: none, as in Webots.")
 @click.option("--link", "link_path", type=click.Path(dir_okay=False), default=None,
               metavar="PATH", help="Also make PATH a symlink to the port.")
@@ -235,7 +236,7 @@ def _plot(res: SquareResult, path: str, side: float) -> None:
 @click.command("demo")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also draw the path (odometry and truth) to a PNG file.")
-@click.option("--side", type=click.FloatRange(0.2, 5.0), default=1.0, show_default=True,
+@click.option("--side", type=Finite(0.2, 5.0, unit="m"), default=1.0, show_default=True,
               help="Side of the square, m.")
 @FAULTS
 @SEED

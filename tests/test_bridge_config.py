@@ -93,8 +93,8 @@ def test_environment_variables_and_home_expand(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ('[link]\nurl = "/dev/x"\nbaud = "fast"\n', "link.baud: must be a positive integer"),
-        ('[link]\nurl = "/dev/x"\n[control]\nrate_hz = 0\n', "control.rate_hz: must be a positive"),
+        ('[link]\nurl = "/dev/x"\nbaud = "fast"\n', "link.baud: must be an integer"),
+        ('[link]\nurl = "/dev/x"\n[control]\nrate_hz = 0\n', "control.rate_hz: must be > 0"),
         ('[link]\nurl = "/dev/x"\n[watchdog]\ncmd_timeout = -1\n', "watchdog.cmd_timeout"),
         ('[link]\nurl = "/dev/x"\nbuad = 9600\n', "link.buad: unknown key (known here: baud"),
         ('[link]\nurl = "/dev/x"\n[controll]\nrate_hz = 5\n', "controll: unknown section"),
