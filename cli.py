@@ -77,6 +77,17 @@ def fwbridge(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
+def describe(exc: BaseException) -> str:
+    """What went wrong, in words: the message, never the exception's class name."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = exc.filename if exc.filename is not None else ""
+        return f"{where}: {exc.strerror}" if where else exc.strerror
+    text = str(exc).strip()
+    if isinstance(exc, KeyError) and exc.args:
+        text = f"unknown key {exc.args[0]!r}"
+    return " ".join(text.split()) or "unexpected failure"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: one ``error: …`` line instead of a traceback."""
     args = sys.argv[1:] if argv is None else argv
@@ -99,11 +110,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)  # the reader (head, less) went away: not an error
-    except Exception as exc:  # a bug or an unforeseen OS error: still one line
+    except Exception as exc:  # an unforeseen failure: still one line, no class name
         if "--debug" in args:
             raise
-        click.echo(f"error: {type(exc).__name__}: {exc} (--debug shows the traceback)", err=True)
-        sys.exit(1)
+        click.echo(f"error: {describe(exc)} (--debug shows the traceback)", err=True)
+        sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
