@@ -77,6 +77,14 @@ def fwbridge(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
+class _Never(Exception):
+    """Stands in for NoArgsIsHelpError on click < 8.2 (which prints the help itself)."""
+
+
+#: click >= 8.2 raises this for a group given no subcommand (its message is the whole help).
+_NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", _Never)
+
+
 def describe(exc: BaseException) -> str:
     """What went wrong, in words: the message, never the exception's class name."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -97,6 +105,10 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("interrupted", err=True)
         sys.exit(130)
     except click.UsageError as exc:
+        if isinstance(exc, _NO_ARGS_IS_HELP) and exc.ctx is not None:
+            # A group alone (`fwbridge`, `fwbridge can`): its help on stdout, exit 2, as git does.
+            click.echo(exc.ctx.get_help())
+            sys.exit(2)
         verb = exc.ctx.command_path.partition(" ")[2] if exc.ctx else ""
         hint = f" (see 'fwbridge {verb} --help')".replace("  ", " ")
         message = " ".join(exc.format_message().split())  # click's choice lists span lines

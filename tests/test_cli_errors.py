@@ -90,3 +90,12 @@ def test_main_describes_exceptions_without_their_class() -> None:
         "/x: No such file or directory")
     assert describe(KeyError(99)) == "unknown key 99"
     assert describe(RuntimeError()) == "unexpected failure"
+
+
+@pytest.mark.parametrize("args", [[], ["can"], ["arm"], ["encode"], ["send"], ["can", "send"]])
+def test_a_group_alone_prints_its_help_on_stdout_exit_2(args: list[str]) -> None:
+    proc = run_cli(*args)
+    assert proc.returncode == 2, proc.stderr
+    out = proc.stdout.decode()
+    assert out.startswith("Usage: fwbridge") and "\nCommands:\n" in out
+    assert proc.stderr == b""
