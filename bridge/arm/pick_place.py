@@ -76,6 +76,7 @@ class PickPlaceConfig:
     phi: float = 0.0
     period: float = 0.016  # the seed's basicTimeStep
     tolerance: float = 0.001  # m, feedback to waypoint
+    phi_tolerance: float = 0.01  # rad, the tool's yaw: feedback to waypoint
     gripper_time: float = 0.5  # s to close or open
     settle_timeout: float = 3.0  # s after a move ends before the task fails
     limits: Limits = field(default_factory=Limits)
@@ -165,8 +166,10 @@ class PickAndPlace:
             g_ok = gripper_feedback is None or abs(gripper_feedback - act.gripper) < 0.05
             finished = t >= self.cfg.gripper_time and g_ok
         if finished:
-            error = forward(self.geom, feedback).distance(act.target)
-            if error <= self.cfg.tolerance:
+            measured = forward(self.geom, feedback)
+            error = measured.distance(act.target)
+            turn = measured.turn(act.target)  # a wrist that spun the wrong way shows here
+            if error <= self.cfg.tolerance and turn <= self.cfg.phi_tolerance:
                 self.reached.append(Reached(act.phase, now, error))
                 self._advance(now)
             else:
@@ -174,7 +177,8 @@ class PickAndPlace:
                 if t - end > self.cfg.settle_timeout:
                     self.failure = (
                         f"{act.phase.value}: feedback still {error * 1000:.1f} mm from the "
-                        f"waypoint {self.cfg.settle_timeout} s after the move ended"
+                        f"waypoint, tool yaw {math.degrees(turn):.1f} deg off, "
+                        f"{self.cfg.settle_timeout} s after the move ended"
                     )
         return Setpoint(self._command, self._gripper, self.phase)
 
