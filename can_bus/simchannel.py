@@ -264,7 +264,10 @@ class SimChannel:
 
 
 _channels: dict[str, SimChannel] = {}
-_registry_lock = threading.Lock()
+# Re-entrant: a bus's finalizer (a model or bus nobody shut down, collected by the
+# garbage collector while open_channel allocates under this lock) calls release_channel
+# on the same thread; a plain Lock deadlocks there.
+_registry_lock = threading.RLock()
 
 
 def open_channel(name: str, *, bitrate: int | None, pacing: str | None, **options: Any
