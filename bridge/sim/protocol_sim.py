@@ -19,10 +19,15 @@ inside this object's calls, so a run is a deterministic function of them.
 *simulated* time have passed (``timeout=None``: until it has them);
 ``in_waiting`` steps once when nothing is buffered, so a polling loop
 makes progress; ``flush`` steps until the written bytes are on the ether.
+
+asyncio polls a file descriptor: the first :meth:`Serial.fileno` serves the
+endpoint on a pty (:class:`~fwbridge.bridge.sim.pty_link.PtyLink`) and the
+port then reads and writes the pty, so pyserial-asyncio works on ``sim://``.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.parse
 from typing import Any
@@ -97,6 +102,10 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.endpoint: SimEndpoint | None = None
         self.is_open: bool = False
+        self._started = False
+        self._start_lock = threading.Lock()
+        self._pty: Any = None  # the PtyLink once fileno() was asked for
+        self._pty_port: Any = None  # the pty's port: reads and writes go there then
         super().__init__(*args, **kwargs)
 
     def open(self) -> None:
@@ -110,23 +119,74 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         except ValueError as exc:
             raise SerialException(f"sim://: {exc}") from None
         self.endpoint = ep
-        if ep.pace == "realtime":
-            ep.start()
+        self._started = False  # realtime: the world starts at the first I/O (or fileno())
         self.is_open = True
 
     def close(self) -> None:
+        if self._pty_port is not None:
+            self._pty_port.close()
+            self._pty_port = None
         if self.is_open and self.endpoint is not None:
             self.endpoint.stop()
+        if self._pty is not None:
+            self._pty.close()
+            self._pty = None
         self.is_open = False
         super().close()
 
     def _reconfigure_port(self) -> None:
-        pass  # no baud rate, parity or flow control in simulation
+        # No baud rate, parity or flow control in simulation; the pty's port takes the timeouts.
+        if self._pty_port is not None:
+            self._pty_port.timeout = self._timeout
+            self._pty_port.write_timeout = self._write_timeout
 
     def _ep(self) -> SimEndpoint:
         if not self.is_open or self.endpoint is None:
             raise PortNotOpenError()
-        return self.endpoint
+        ep = self.endpoint
+        if not self._started:
+            with self._start_lock:
+                if not self._started:
+                    if ep.pace == "realtime":
+                        ep.start()
+                    self._started = True
+        return ep
+
+    def fileno(self) -> int:
+        """A descriptor asyncio can poll: the simulation moves onto a pty.
+
+        pyserial-asyncio (and fwbridge's asyncio runtime) poll the port's file
+        descriptor; the simulation has none, so the first ``fileno()`` serves
+        the endpoint on a pty pair (as ``fwbridge sim`` does) and this port
+        reads and writes the pty from then on. It must come before the first
+        read or write (asyncio transports ask at once).
+        """
+        if self._pty_port is not None:
+            fd: int = self._pty_port.fileno()
+            return fd
+        if not self.is_open or self.endpoint is None:
+            raise PortNotOpenError()
+        with self._start_lock:
+            if self._started:
+                raise SerialException(
+                    "sim://: fileno() after the port was used: the simulation cannot move "
+                    "onto a pty now; ask for the descriptor first (asyncio does)")
+            import serial as pyserial
+
+            from fwbridge.bridge.sim.pty_link import PtyLink
+
+            link = PtyLink(self.endpoint, supervisor=False)
+            try:
+                port = pyserial.serial_for_url(link.path, timeout=self._timeout,
+                                               write_timeout=self._write_timeout)
+            except Exception:
+                link.close()
+                raise
+            self._pty, self._pty_port = link, port
+            self.endpoint.start()
+            self._started = True
+        fd = port.fileno()
+        return fd
 
     @property
     def _fast(self) -> bool:
@@ -134,6 +194,9 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
 
     @property
     def in_waiting(self) -> int:
+        if self._pty_port is not None:
+            waiting: int = self._pty_port.in_waiting
+            return waiting
         ep = self._ep()
         if ep.pace == "fast" and not ep.link.in_waiting:
             ep.world.step()
@@ -144,6 +207,9 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         return self._ep().link.pending_in
 
     def read(self, size: int = 1) -> bytes:
+        if self._pty_port is not None:
+            data: bytes = self._pty_port.read(size)
+            return data
         ep = self._ep()
         port = ep.link
         out = bytearray()
@@ -170,10 +236,15 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
                 return bytes(out)  # timed out, or cancel_read()
 
     def cancel_read(self) -> None:
-        if self.endpoint is not None:
+        if self._pty_port is not None:
+            self._pty_port.cancel_read()
+        elif self.endpoint is not None:
             self.endpoint.link.cancel()
 
     def write(self, data: Any) -> int:
+        if self._pty_port is not None:
+            done: int = self._pty_port.write(data)
+            return done
         ep = self._ep()
         raw = to_bytes(data)
         view = memoryview(raw)
@@ -193,6 +264,9 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         return len(raw) - len(view)
 
     def flush(self) -> None:
+        if self._pty_port is not None:
+            self._pty_port.flush()
+            return
         if not self.is_open or self.endpoint is None:
             return  # io's close() flushes after we are closed
         ep = self.endpoint
@@ -234,8 +308,3 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
     @property
     def cd(self) -> bool:
         return True
-
-    def fileno(self) -> int:
-        raise SerialException(
-            "sim:// has no file descriptor; use a pty endpoint (fwbridge sim) for asyncio"
-        )
