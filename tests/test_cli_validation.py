@@ -140,3 +140,15 @@ def test_finite_param_type_messages() -> None:
     with pytest.raises(click.BadParameter, match="must be > 0 and <= 1000 Hz, not 0"):
         RATE.convert("0", None, None)
     assert Finite(-1, 1).convert("-0.5", None, None) == -0.5
+
+
+@pytest.mark.parametrize("line, needle", [
+    ("limit1 = 4.0", "arm.limit1: must be > 0 and <= 3.14159 rad"),
+    ("l1 = 1e300", "arm.l1: must be > 0 and <= 10 m"),
+    ("tolerance = 0", "arm.tolerance"),
+])
+def test_arm_config_numbers_are_ranged(tmp_path: Path, line: str, needle: str) -> None:
+    cfg = tmp_path / "arm.toml"
+    cfg.write_text(f"[arm]\n{line}\n")
+    assert needle in one_error_line(run_cli("arm", "ik", "0.5", "0.2", "0.1",
+                                            "--config", str(cfg)))

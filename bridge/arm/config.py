@@ -26,6 +26,7 @@ from typing import Any
 
 from fwbridge.bridge.arm.kinematics import ScaraGeometry
 from fwbridge.bridge.arm.pick_place import PickPlaceConfig
+from fwbridge.bridge.numbers import out_of_range
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,6 +40,14 @@ class ArmConfigError(ValueError):
 
 _GEOMETRY = ("l1", "l2", "limit1", "limit2", "z_min", "z_max")
 _TASK = ("safe_z", "tolerance")
+#: key -> (low, high, low excluded, unit). The joint limits stop short of a half turn
+#: each way (at most pi): the IK's angles are in (-pi, pi] and the joints never wrap.
+_RANGES: dict[str, tuple[float, float, bool, str]] = {
+    "l1": (0.0, 10.0, True, "m"), "l2": (0.0, 10.0, True, "m"),
+    "limit1": (0.0, math.pi, True, "rad"), "limit2": (0.0, math.pi, True, "rad"),
+    "z_min": (-10.0, 10.0, False, "m"), "z_max": (-10.0, 10.0, False, "m"),
+    "safe_z": (-10.0, 10.0, False, "m"), "tolerance": (0.0, 0.1, True, "m"),
+}
 
 
 def parse_arm(table: dict[str, Any], source: str = "<config>"
@@ -58,6 +67,10 @@ def parse_arm(table: dict[str, Any], source: str = "<config>"
             raise ArmConfigError(f"{where}: unknown key (known: {known})")
         if not _is_number(value):
             raise ArmConfigError(f"{where}: must be a number, got {value!r}")
+        lo, hi, lo_open, unit = _RANGES[key]
+        why = out_of_range(float(value), lo, hi, lo_open=lo_open, unit=unit)
+        if why is not None:
+            raise ArmConfigError(f"{where}: {why}")
         (geom_kw if key in _GEOMETRY else task_kw)[key] = float(value)
     try:
         geom = ScaraGeometry(**geom_kw)  # type: ignore[arg-type]
