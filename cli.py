@@ -114,9 +114,9 @@ def main(argv: list[str] | None = None) -> None:
         message = " ".join(exc.format_message().split())  # click's choice lists span lines
         click.echo(f"error: {message}{hint}", err=True)
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # fail()'s CliError, click's FileError, ...: one line
+        click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)

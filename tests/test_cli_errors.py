@@ -99,3 +99,14 @@ def test_a_group_alone_prints_its_help_on_stdout_exit_2(args: list[str]) -> None
     out = proc.stdout.decode()
     assert out.startswith("Usage: fwbridge") and "\nCommands:\n" in out
     assert proc.stderr == b""
+
+
+def test_click_exceptions_are_one_error_line_exit_2() -> None:
+    import sys
+
+    script = _FAULTY.replace('raise ValueError("the widget is 3 sizes too small")',
+                             'raise click.FileError("/x/y", "it is locked")')
+    proc = subprocess.run([sys.executable, "-c", script, "boom"], capture_output=True,
+                          timeout=60, check=False)
+    line = one_error_line(proc)
+    assert line.startswith("error: Could not open file") and "it is locked" in line
