@@ -7,11 +7,16 @@ runs, so ``fwbridge encode cmd`` does not pay for numpy, python-can or the arm.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+
+from fwbridge.cli_verbs import stopping
+from fwbridge.protocols.errors import Error
 
 #: Top-level verbs: name -> (module in fwbridge.cli_verbs, attribute, one-line help).
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -21,13 +26,18 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "decode": ("codec", "decode_cmd", "Decode the frames in a file or stdin (raw, hex or pcapng)."),
     "demo": ("sim", "demo_cmd", "Drive a simulated base around a square through the bridge."),
     "encode": ("codec", "encode_group", "Build one frame and print it as hex."),
+    "fleet": ("ros2", "fleet_cmd", "N simulated bases as ROS 2 nodes /robotK, one Zenoh network."),
+    "frames": ("frames", "frames_cmd", "List the built-in and given frame descriptions."),
+    "gen": ("gen", "gen_group", "Generate C, a Wireshark dissector or a DBC from descriptions."),
     "ports": ("serial", "ports_cmd", "List serial ports with their USB vendor:product ids."),
     "record": ("serial", "record_cmd", "Capture the bytes arriving on a port to a pcapng file."),
     "replay": ("serial", "replay_cmd", "Play one direction of a capture to a port, timed."),
+    "ros2": ("ros2", "ros2_group", "ROS 2 over Zenoh without ROS: topics, echo, pub."),
     "send": ("serial", "send_group", "Send frames to a port at a steady rate."),
     "sim": ("sim", "sim_cmd", "Run a simulated robot's firmware on a new pty."),
     "sniff": ("serial", "sniff_cmd", "Decode the frames arriving on a port, with live rates."),
     "teleop": ("teleop", "teleop_cmd", "Drive the base on a port from the keyboard."),
+    "wireshark": ("gen", "wireshark_group", "Install the Wireshark dissector of the captures."),
 }
 
 #: Subcommands that live in another family's module: (group, name) -> (module, attribute).
@@ -61,6 +71,13 @@ class LazyGroup(click.Group):
                 if group == cmd_name and name not in command.commands:
                     command.add_command(load_command(module, attribute), name)
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # click turns a broken pipe into a silent exit 1; main() decides instead.
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise stopping.PipeClosed(exc) from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The help lists verbs from the registry: `fwbridge --help` imports none of them.
@@ -100,10 +117,10 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: one ``error: …`` line instead of a traceback."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        rc: Any = fwbridge.main(args=args, prog_name="fwbridge", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+        with stopping.stop_signals():  # SIGINT, SIGTERM, SIGHUP: one way to stop, every verb
+            rc: Any = fwbridge.main(args=args, prog_name="fwbridge", standalone_mode=False)
+    except click.exceptions.Abort:  # click's form of a KeyboardInterrupt it caught
+        _stopped()
     except click.UsageError as exc:
         if isinstance(exc, _NO_ARGS_IS_HELP) and exc.ctx is not None:
             # A group alone (`fwbridge`, `fwbridge can`): its help on stdout, exit 2, as git does.
@@ -118,16 +135,35 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)  # the reader (head, less) went away: not an error
-    except Exception as exc:  # an unforeseen failure: still one line, no class name
+        _stopped()
+    except (BrokenPipeError, stopping.PipeClosed) as exc:
+        if stopping.stdout_closed() or isinstance(exc, BrokenPipeError):
+            stopping.silence_stdout()  # the reader (head, less) went away: not an error
+            sys.exit(0)
+        if "--debug" in args:
+            raise
+        click.echo(f"error: {exc} (--debug shows the traceback)", err=True)
+        sys.exit(1)
+    except Error as exc:  # raised on purpose: the user can act on it
+        if "--debug" in args:
+            raise
+        click.echo(f"error: {describe(exc)}", err=True)
+        sys.exit(2)
+    except Exception as exc:  # a bug or an unforeseen OS error: still one line, no class name
         if "--debug" in args:
             raise
         click.echo(f"error: {describe(exc)} (--debug shows the traceback)", err=True)
-        sys.exit(2)
-    sys.exit(rc if isinstance(rc, int) else 0)
+        sys.exit(1)
+    code = stopping.exit_code()  # a verb that stopped on a signal ended normally: 128 + N
+    sys.exit(code if code is not None else rc if isinstance(rc, int) else 0)
+
+
+def _stopped() -> NoReturn:
+    """A stop signal ended the verb before it could print its summary."""
+    sig = stopping.received() or signal.SIGINT
+    with contextlib.suppress(OSError):
+        click.echo(f"stopped by {signal.Signals(sig).name}", err=True)
+    sys.exit(128 + sig)
 
 
 if __name__ == "__main__":

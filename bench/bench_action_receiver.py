@@ -32,7 +32,7 @@ from bench.baselines.patent_receiver import PatentReceiver
 from bench.common import best_of, machine, table
 from fwbridge.protocols import action_frame as af
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.action_receiver import ActionReceiver, Received
+from fwbridge.protocols.action_receiver import ActionReceived, ActionReceiver
 
 CHUNK = 4096
 GOAL = 3.0
@@ -101,9 +101,9 @@ def count_patent(parts: list[bytes]) -> int:
     return n
 
 
-def collect_ours(parts: list[bytes]) -> list[Received]:
+def collect_ours(parts: list[bytes]) -> list[ActionReceived]:
     rx = ActionReceiver()
-    out: list[Received] = []
+    out: list[ActionReceived] = []
     for part in parts:
         out.extend(rx.feed(part))
     out.extend(rx.finish())
@@ -118,7 +118,7 @@ def collect_patent(parts: list[bytes]) -> list[ActionFrame]:
     return out
 
 
-def recovered_ours(found: list[Received], offsets: list[int], sent: list[ActionFrame]) -> int:
+def recovered_ours(found: list[ActionReceived], offsets: list[int], sent: list[ActionFrame]) -> int:
     got = {r.offset: r.frame for r in found}
     return sum(1 for off, f in zip(offsets, sent) if got.get(off) == f)
 

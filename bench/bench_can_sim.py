@@ -30,7 +30,7 @@ import can
 from bench.common import best_of, machine, table
 from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.model import BusModel, Delivered
+from fwbridge.can_bus.model import BusModel, FrameDelivered
 
 BITRATE = 1_000_000
 NODES = 16
@@ -57,11 +57,11 @@ def run_periodic(seconds: float, load: float = 1.0, ber: float = 0.0) -> dict[st
     t0 = time.perf_counter()
     while nxt[0][0] < end:
         t, k = heapq.heappop(nxt)
-        frames += sum(1 for e in m.run_until(t) if type(e) is Delivered)
+        frames += sum(1 for e in m.run_until(t) if type(e) is FrameDelivered)
         m.submit(ids[k], _frame(k, count[k]))
         count[k] += 1
         heapq.heappush(nxt, (t + int(period), k))
-    frames += sum(1 for e in m.run_until(end) if type(e) is Delivered)
+    frames += sum(1 for e in m.run_until(end) if type(e) is FrameDelivered)
     wall = time.perf_counter() - t0
     return {"frames": frames, "bus_s": seconds, "wall_s": wall, "load": m.busy_bits / end,
             "errors": m.error_frames}
@@ -84,7 +84,7 @@ def run_saturated(seconds: float, backlog: int = 4) -> dict[str, float]:
         t = m.next_event_time()
         assert t is not None
         for e in m.run_until(min(t, end)):
-            if type(e) is Delivered:
+            if type(e) is FrameDelivered:
                 frames += 1
                 k = by_id[e.transmitters[0]]
                 m.submit(e.transmitters[0], _frame(k, count[k]))  # refill the backlog

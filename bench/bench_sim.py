@@ -1,14 +1,14 @@
 """Simulated endpoints: how fast the mecanum world runs, and the link's round-trip latency.
 
 - Real-time factor (simulated seconds per wall second) of one mecanum robot
-  at 1 ms steps in ``fast`` pacing: the world alone (a command given once
+  at 1 ms steps in ``afap`` pacing: the world alone (a command given once
   on the ether, odometry sent to nobody), the world on a pty with a host
   thread (same process, so it shares the interpreter lock) reading every
   frame and commanding at 50 Hz of simulated time, and the ``sim://`` URL
   read in-process.
 - Round trip host -> pty -> simulated firmware -> host, p50/p99: a 15-byte
   command frame written to the pty, echoed by the loopback firmware through
-  the Webots serial emulation (``fast`` and ``realtime`` pacing), next to a
+  the Webots serial emulation (``afap`` and ``realtime`` pacing), next to a
   raw pty echo (a process copying the master back to itself) in the same
   run. Every server is its own process, as a firmware would be.
 
@@ -37,7 +37,7 @@ import serial
 from bench.common import machine, table
 from fwbridge.bridge.sim import World
 from fwbridge.bridge.sim.endpoint import HostPort, SimEndpoint
-from fwbridge.bridge.sim.models.mecanum import MecanumBase
+from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
 from fwbridge.bridge.transports import PtyPair
@@ -51,7 +51,7 @@ CMD = cmd_frame.encode(CmdFrame(0.3, 0.1, 0.5))
 def rtf_world(seconds: float) -> tuple[float, dict[str, Any]]:
     """The world alone: mecanum firmware + body, one command, 1 ms steps."""
     world = World(1)
-    model = MecanumBase()
+    model = MecanumBase(MecanumParams(cmd_timeout_ms=0))  # one command drives the whole run
     world.add_robot(model)
     host = HostPort(world, "host", ROBOT_LINK)
     world.pre_step.append(host.pre_step)
@@ -93,7 +93,7 @@ def _pty_host(path: str, frames: int, done: threading.Event, out: dict[str, int]
 
 def rtf_pty(seconds: float) -> tuple[float, dict[str, Any]]:
     """The world on a pty in fast pacing, a host thread reading and commanding."""
-    endpoint = SimEndpoint("mecanum", pace="fast")
+    endpoint = SimEndpoint("mecanum", pacing="afap")
     link = PtyLink(endpoint, supervisor=False)
     frames = round(seconds * 50)
     done = threading.Event()
@@ -116,8 +116,8 @@ def rtf_pty(seconds: float) -> tuple[float, dict[str, Any]]:
 
 
 def rtf_url(seconds: float) -> tuple[float, dict[str, Any]]:
-    """``sim://mecanum?pace=fast`` read in-process (simulated time advances inside read)."""
-    port = serial.serial_for_url("sim://mecanum?pace=fast", timeout=None)
+    """``sim://mecanum?pacing=afap`` read in-process (simulated time advances inside read)."""
+    port = serial.serial_for_url("sim://mecanum?pacing=afap", timeout=None)
     port.write(CMD)
     frames = round(seconds * 50)
     t0 = time.perf_counter()
@@ -131,9 +131,9 @@ def rtf_url(seconds: float) -> tuple[float, dict[str, Any]]:
 
 
 # -- latency --------------------------------------------------------------------------
-def serve_sim_echo(pace: str, conn: Connection) -> None:
+def serve_sim_echo(pacing: str, conn: Connection) -> None:
     """Child process: the loopback firmware on a pty until told to stop."""
-    endpoint = SimEndpoint("echo", pace=pace)
+    endpoint = SimEndpoint("echo", pacing=pacing)
     link = PtyLink(endpoint, supervisor=False)
     endpoint.start()
     conn.send(link.path)
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     lat: dict[str, Any] = {}
     runs = (
         ("raw pty echo (baseline)", serve_raw_echo, ()),
-        ("sim echo firmware, fast", serve_sim_echo, ("fast",)),
+        ("sim echo firmware, afap", serve_sim_echo, ("afap",)),
         ("sim echo firmware, realtime 1 ms", serve_sim_echo, ("realtime",)),
     )
     for label, target, extra_args in runs:
@@ -251,12 +251,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
     print(f"## Round trip host -> pty -> firmware -> host, 15-byte frames ({trips} trips)")
     print(table(["path", "p50 µs", "p99 µs", "mean µs", "p99 / raw p99"], rows))
-    fast = lat["sim echo firmware, fast"]
+    fast = lat["sim echo firmware, afap"]
     ok = fast["p99_us"] <= 2 * raw["p99_us"]
     world_ok = rtf["world alone (no link)"]["rtf"] >= 50
     print(
         f"\ngoals: world >= 50x real time: {'met' if world_ok else 'NOT met'}; "
-        f"fast p99 within 2x raw echo p99: {'met' if ok else 'NOT met'} "
+        f"afap p99 within 2x raw echo p99: {'met' if ok else 'NOT met'} "
         f"({fast['p99_us'] / raw['p99_us']:.2f}x)"
     )
     print("realtime pacing delivers a packet after the step it was sent in, so its round")

@@ -27,12 +27,16 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_sum8_receiver", "odometry receiver vs the seed's GetOneByte"),
     ("bench_action_receiver", "action-frame receiver vs the patent's receiver"),
     ("bench_c_receivers", "C firmware receivers vs the seed's C GetOneByte"),
+    ("bench_codegen", "receivers from descriptions (Python, generated C) vs hand-written ones"),
     ("bench_bridge_latency", "serial round trip and base-node CPU"),
     ("bench_sim", "simulated world speed and round trip"),
     ("bench_can_sim", "CAN bus simulator vs python-can's virtual bus"),
     ("bench_arm", "SCARA IK and the pick-and-place control loop"),
     ("fault_suite", "fault injection: recovery, false accepts, resync distance"),
     ("bench_resources", "a gigabyte of random bytes: memory and time per MB"),
+    ("bench_ros2", "ROS 2 over Zenoh: odometry latency, fleet CPU scaling"),
+    ("bench_decode_table", "decode on 50 MB of odometry: streaming table vs --json"),
+    ("bench_cli_startup", "CLI start-up vs a bare `import click`"),
 ]
 
 

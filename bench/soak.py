@@ -75,7 +75,7 @@ class BaseRig:
     name = "base"
 
     def __init__(self, faults: FaultSpec, phase: float = 4.0) -> None:
-        self.endpoint = SimEndpoint(MecanumBase(), pace="realtime", faults=faults)
+        self.endpoint = SimEndpoint(MecanumBase(), pacing="realtime", faults=faults)
         self.link = PtyLink(self.endpoint, supervisor=False)
         config = RobotConfig(sim_url=self.link.path, use_sim=True, rate_hz=50.0,
                              source="<soak>")
@@ -166,7 +166,7 @@ class FishRig:
         from fwbridge.bridge.transports import open_link
 
         self.model = RobotFish(FishParams(seed=seed))
-        self.endpoint = SimEndpoint(self.model, pace="realtime", faults=faults)
+        self.endpoint = SimEndpoint(self.model, pacing="realtime", faults=faults)
         self.link = PtyLink(self.endpoint, supervisor=False)
         self.port = open_link(self.link.path, timeout=0.05)
         self.action = ActionLink(self.port, timeout=0.2, retries=5)

@@ -8,7 +8,7 @@ or a negative answer, and returns an :class:`Exchange` saying whether the
 frame was delivered, after how many attempts, and the query result if one
 was asked for. It never raises on a lost frame: failure is a value.
 
-Time: the link's clock. On a ``sim://`` port in ``fast`` pacing that is the
+Time: the link's clock. On a ``sim://`` port in ``afap`` pacing that is the
 simulation's clock (simulated time advances only inside the port's calls),
 so timeouts count simulated seconds and a run is deterministic; otherwise
 the wall clock (``time.monotonic``).
@@ -34,7 +34,7 @@ from fwbridge.protocols.arq import (
     parse_answer,
 )
 from fwbridge.protocols.crc import DEFAULT_CRC
-from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.errors import FrameError, LinkError
 from fwbridge.protocols.fish_payloads import Result, decode_result, is_result_to
 
 __all__ = ["ActionLink", "Exchange", "LinkFailed", "link_clock"]
@@ -57,7 +57,7 @@ class SerialLike(Protocol):
     def in_waiting(self) -> int: ...
 
 
-class LinkFailed(Exception):
+class LinkFailed(LinkError):
     """A query got no delivered answer or no well-formed result."""
 
 
@@ -84,7 +84,7 @@ class Exchange:
 def link_clock(port: Any) -> Callable[[], float]:
     """The clock timeouts on ``port`` are counted in (see the module docstring)."""
     endpoint = getattr(port, "endpoint", None)
-    if endpoint is not None and getattr(endpoint, "pace", None) == "fast":
+    if endpoint is not None and getattr(endpoint, "pacing", None) == "afap":
         clock = endpoint.world.clock
         return lambda: float(clock.seconds)
     return time.monotonic

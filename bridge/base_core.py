@@ -17,7 +17,6 @@ The runtimes around it: :class:`bridge.base_node.BaseNode` (blocking) and
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -27,12 +26,11 @@ from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
-from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event"]
 
-log = logging.getLogger("fwbridge.bridge")
 
 ZERO_FRAME = cmd_frame.encode(cmd_frame.ZERO)
 
@@ -66,7 +64,7 @@ class BaseNodeCore:
         now: float = 0.0,
     ) -> None:
         if not rate_hz > 0:
-            raise ValueError(f"rate_hz must be positive, got {rate_hz!r}")
+            raise ConfigError(f"rate_hz must be positive, got {rate_hz!r}")
         self.period = 1.0 / rate_hz
         self.cmd_timeout = cmd_timeout
         self.watchdog = watchdog
@@ -105,11 +103,11 @@ class BaseNodeCore:
         """The latest velocity request (m/s, m/s, rad/s); it stays until replaced or stale."""
         req = CmdFrame(float(vx), float(vy), float(wz))
         if req.nonfinite:
-            raise ValueError(f"velocity request is not finite: {', '.join(req.nonfinite)}")
+            raise ConfigError(f"velocity request is not finite: {', '.join(req.nonfinite)}")
         try:  # a finite double can still overflow the frame's float32 (1e300)
             cmd_frame.encode(req)
         except FrameError as exc:
-            raise ValueError(f"velocity request cannot be sent: {exc}") from None
+            raise ConfigError(f"velocity request cannot be sent: {exc}") from None
         self._request, self._request_at = req, now
         if self._tripped:
             self._tripped = False
@@ -250,5 +248,7 @@ def paced(records: Sequence[R], budget: float, clock: Callable[[], float]
 
 def log_event(event: NodeEvent) -> None:
     """The default event handler: the ``fwbridge.bridge`` logger."""
+    import logging  # here, not at the top: logging starts threading, the core has none
+
     level = logging.INFO if event.kind in ("resumed", "link-restored") else logging.WARNING
-    log.log(level, "%s", event.message)
+    logging.getLogger("fwbridge.bridge").log(level, "%s", event.message)

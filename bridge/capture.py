@@ -6,35 +6,35 @@ under DLT_USER), nanosecond timestamps (``if_tsresol`` = 9) and each packet's
 direction in the EPB flags (bits 0-1: 1 inbound = received from the device,
 2 outbound = sent to it). A packet is one read or one write on the link.
 
-Written and read with python-pcapng, which handles this layout exactly
-(custom link type, ``epb_flags``, ``if_tsresol``); the tests check the
-files with tshark where it is installed.
+Written and read through :mod:`fwbridge.protocols.pcapng`, the blocks the
+CAN captures use too; the tests check the files with tshark.
 """
 
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-import pcapng.blocks as pcapng_blocks
-from pcapng import FileScanner, FileWriter
-from pcapng.exceptions import PcapngException
-from pcapng.utils import pack_timestamp_resolution
-
-# python-pcapng 2.1 warns about its own option table (``if_tsresol`` has no
-# declared type) on every block it handles; nothing a caller can act on.
-warnings.filterwarnings("ignore", "Field type should not be", DeprecationWarning, "pcapng")
+from fwbridge.protocols.errors import CaptureError, ConfigError
+from fwbridge.protocols.pcapng import (
+    INBOUND,
+    MAGIC,
+    OUTBOUND,
+    enhanced_packet,
+    interface_description,
+    section_header,
+)
 
 __all__ = [
+    "FRAMES_INTERFACE",
     "INBOUND",
     "LINKTYPE_USER0",
+    "LINKTYPE_USER1",
     "OUTBOUND",
     "RX",
     "TX",
@@ -47,18 +47,16 @@ __all__ = [
 ]
 
 LINKTYPE_USER0 = 147
-INBOUND = 1  # EPB flags direction: received by the host (device -> host)
-OUTBOUND = 2  # sent by the host (host -> device)
+#: The frames a receiver accepted, one per packet, on a second interface beside
+#: the raw reads: Wireshark dissects those whole even when the reads split them.
+LINKTYPE_USER1 = 148
+FRAMES_INTERFACE = "fwbridge-frames"
 RX, TX = "rx", "tx"
 _FLAG = {RX: INBOUND, TX: OUTBOUND}
 _NAME = {INBOUND: RX, OUTBOUND: TX}
 #: First bytes of every pcapng file: the Section Header Block type.
-PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+PCAPNG_MAGIC = MAGIC
 SNAPLEN = 65535
-
-
-class CaptureError(ValueError):
-    """A capture file that cannot be read: names the file and the problem."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +67,7 @@ class Packet:
     direction: str
     data: bytes
     interface: str = ""
+    link_type: int = LINKTYPE_USER0  # LINKTYPE_USER1: an accepted frame, not a read
 
 
 def looks_like_pcapng(head: bytes) -> bool:
@@ -90,6 +89,7 @@ class CaptureWriter:
         port: str = "serial",
         description: str = "",
         clock_ns: Callable[[], int] = time.time_ns,
+        frames: str | None = None,
     ) -> None:
         if isinstance(target, (str, os.PathLike)):
             self.path: Path | None = Path(target)
@@ -100,49 +100,50 @@ class CaptureWriter:
         self._lock = threading.Lock()
         self.packets = 0
         self.bytes = 0
-        shb = pcapng_blocks.SectionHeader(options={"shb_userappl": "fwbridge"})
-        opts: dict[str, Any] = {"if_name": port, "if_tsresol": pack_timestamp_resolution(10, 9)}
-        if description:
-            opts["if_description"] = description
-        shb.new_member(
-            pcapng_blocks.InterfaceDescription,
-            link_type=LINKTYPE_USER0,
-            snaplen=SNAPLEN,
-            options=opts,
-        )
-        self._shb = shb
-        self._writer: Any = FileWriter(self._stream, shb)
+        self._open = True
+        self._stream.write(section_header()
+                           + interface_description(LINKTYPE_USER0, SNAPLEN, port, description))
+        self._frames_iface = frames is not None
+        if frames is not None:  # interface 1: whole frames, named by their family
+            self._stream.write(interface_description(LINKTYPE_USER1, SNAPLEN, FRAMES_INTERFACE,
+                                                     f"fwbridge frames: {frames}"))
+        self.frames = 0
         self._stream.flush()
 
-    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
-        """Record ``data`` read (``"rx"``) or written (``"tx"``) at ``ts_ns`` (default: now)."""
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None,
+              interface: int = 0) -> None:
+        """Record ``data`` read (``"rx"``) or written (``"tx"``) at ``ts_ns`` (default: now).
+
+        ``interface=1`` (a writer made with ``frames=``): ``data`` is one whole frame a
+        receiver accepted, not a read; see :meth:`write_frame`.
+        """
         if not data:
             return
         flag = _FLAG[direction]
         ts = self._clock_ns() if ts_ns is None else ts_ns
         with self._lock:
-            if self._writer is None:
+            if not self._open:
                 return  # closed while another thread was still reading: drop, don't crash
             for start in range(0, len(data), SNAPLEN):
                 chunk = bytes(data[start : start + SNAPLEN])
-                epb = self._shb.new_member(
-                    pcapng_blocks.EnhancedPacket,
-                    interface_id=0,
-                    timestamp_high=ts >> 32,
-                    timestamp_low=ts & 0xFFFFFFFF,
-                    packet_data=chunk,
-                    options={"epb_flags": flag},
-                )
-                self._writer.write_block(epb)
-                self.packets += 1
-                self.bytes += len(chunk)
+                self._stream.write(enhanced_packet(interface, ts, chunk, flag))
+                if interface:
+                    self.frames += 1
+                else:
+                    self.packets += 1
+                    self.bytes += len(chunk)
             self._stream.flush()
+
+    def write_frame(self, direction: str, frame: bytes, ts_ns: int | None = None) -> None:
+        """Record one whole accepted frame on the frames interface (``frames=`` given)."""
+        if self._frames_iface:
+            self.write(direction, frame, ts_ns, interface=1)
 
     def close(self) -> None:
         with self._lock:
-            if self._writer is None:
+            if not self._open:
                 return
-            self._writer = None
+            self._open = False
             self._stream.flush()
             if self.path is not None:
                 self._stream.close()
@@ -154,64 +155,25 @@ class CaptureWriter:
         self.close()
 
 
-def _resolution_ns(iface: Any) -> tuple[int, int]:
-    """(multiplier, divisor) turning raw timestamp units into nanoseconds, exactly."""
-    raw = iface.options.get("if_tsresol") if "if_tsresol" in iface.options else None
-    if not raw:
-        return 1000, 1  # the pcapng default: microseconds
-    code = raw[0]
-    exp = code & 0x7F
-    if code & 0x80:  # a power of two
-        return 10**9, 2**exp
-    return (10 ** (9 - exp), 1) if exp <= 9 else (1, 10 ** (exp - 9))
-
-
 def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
-    """Every packet of a pcapng file, in file order.
+    """Every packet of a pcapng serial capture, in file order.
 
-    Enhanced and simple packet blocks are read; other blocks are skipped. A
-    file cut short after its last complete packet (a killed recorder) reads
-    up to that packet.
+    Enhanced and simple packet blocks are read; other blocks are skipped.
+    Every fault is a :class:`CaptureError` naming the offset (see
+    :mod:`bridge.capture_reader`); a file cut short (a killed recorder) gives
+    its whole packets, then ``CaptureTruncated``.
     """
-    p = Path(path)
-    try:
-        stream = open(p, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise CaptureError(f"{p}: no such capture file") from None
-    except IsADirectoryError:
-        raise CaptureError(f"{p}: is a directory, not a capture file") from None
-    except PermissionError:
-        raise CaptureError(f"{p}: permission denied") from None
-    with stream:
-        if not looks_like_pcapng(stream.read(4)):
-            raise CaptureError(f"{p}: not a pcapng file")
-        stream.seek(0)
-        scales: dict[int, tuple[int, int]] = {}
-        try:
-            for block in FileScanner(stream):
-                if isinstance(block, pcapng_blocks.EnhancedPacket):
-                    iface = block.interface
-                    key = id(iface)
-                    if key not in scales:
-                        scales[key] = _resolution_ns(iface)
-                    mul, div = scales[key]
-                    raw = (block.timestamp_high << 32) | block.timestamp_low
-                    flags = block.options.get("epb_flags") if "epb_flags" in block.options else None
-                    direction = _NAME.get(int(flags) & 3, "") if flags is not None else ""
-                    name = iface.options.get("if_name", "") if "if_name" in iface.options else ""
-                    yield Packet(raw * mul // div, direction, bytes(block.packet_data), name)
-                elif isinstance(block, pcapng_blocks.SimplePacket):
-                    yield Packet(0, "", bytes(block.packet_data))
-        except (PcapngException, struct.error, ValueError) as exc:
-            if "truncat" in type(exc).__name__.lower() or isinstance(exc, struct.error):
-                return  # cut short mid-block: keep what was complete
-            raise CaptureError(f"{p}: corrupt pcapng: {exc}") from None
+    from fwbridge.bridge.capture_reader import read_packets  # it builds on this module
+
+    return read_packets(path)
 
 
 def read_payloads(path: str | os.PathLike[str], direction: str | None = None) -> Iterator[bytes]:
     """The bytes of a capture's packets, optionally one direction (``"rx"``/``"tx"``)."""
     if direction not in (None, RX, TX):
-        raise ValueError(f"direction must be 'rx', 'tx' or None, not {direction!r}")
+        raise ConfigError(f"direction must be 'rx', 'tx' or None, not {direction!r}")
     for packet in read_capture(path):
+        if packet.link_type == LINKTYPE_USER1:
+            continue  # accepted frames, copies of bytes the reads already hold
         if direction is None or packet.direction == direction:
             yield packet.data

@@ -49,6 +49,7 @@ from typing import Any
 
 from fwbridge.bridge.link_urls import UnsafeURLError, check_link_url
 from fwbridge.bridge.numbers import out_of_range
+from fwbridge.protocols.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,10 +60,6 @@ __all__ = ["PROTOCOLS", "ConfigError", "RobotConfig", "load_config", "parse_conf
 
 #: Link protocols a node can run: name -> what flows each way.
 PROTOCOLS = {"odom-cmd": "odometry frames in, velocity-command frames out (seed 002)"}
-
-
-class ConfigError(ValueError):
-    """A config file that cannot be used: names the file and the key."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +158,7 @@ def _protocol(key: str, value: Any) -> str:
     return str(value)
 
 
-class _Bad(Exception):
+class _Bad(ConfigError):  # a key and a reason; parse_config adds the file
     def __init__(self, key: str, reason: str) -> None:
         super().__init__(f"{key}: {reason}")
 
@@ -188,8 +185,9 @@ _SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
     ("reconnect", "attempts"): ("reconnect_attempts", _number(0, 1_000_000, integer=True)),
 }
 _SECTIONS = sorted({s for s, _ in _SCHEMA if s})
-#: Tables of the same file read by other loaders (``[arm]``: bridge.arm.config).
-_OTHER_SECTIONS = ("arm",)
+#: Tables of the same file read by other loaders (``[arm]``: bridge.arm.config;
+#: ``[ros2]``: bridge.ros2.config).
+_OTHER_SECTIONS = ("arm", "ros2")
 
 
 def parse_config(

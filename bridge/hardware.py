@@ -36,6 +36,7 @@ import serial
 
 from fwbridge.bridge.config import Calibration, RobotConfig, load_calibration
 from fwbridge.bridge.transports import IO_ERRORS, LinkError, LinkLost, open_link, writer_for
+from fwbridge.protocols.errors import LifecycleError
 
 __all__ = [
     "Calibration",
@@ -53,10 +54,6 @@ class LifecycleState(enum.Enum):
     ACTIVE = "active"
     FINALIZED = "finalized"
     ERROR_PROCESSING = "error-processing"  # only while on_error runs
-
-
-class LifecycleError(RuntimeError):
-    """A transition that is not allowed from the current state."""
 
 
 _S = LifecycleState

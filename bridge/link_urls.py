@@ -15,6 +15,8 @@ Pure: no serial port is touched here.
 
 from __future__ import annotations
 
+from fwbridge.protocols.errors import ConfigError
+
 __all__ = [
     "REFUSED_SCHEMES",
     "SAFE_SCHEMES",
@@ -41,7 +43,7 @@ REFUSED_SCHEMES: dict[str, str] = {
 URL_HANDLERS: dict[str, str] = {"sim": "fwbridge.bridge.sim"}
 
 
-class UnsafeURLError(ValueError):
+class UnsafeURLError(ConfigError):
     """A link URL whose scheme is not on the allow-list."""
 
 

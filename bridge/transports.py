@@ -4,8 +4,11 @@ A link is a pyserial object: a device path (``/dev/ttyUSB0``, ``COM3``) or a
 pyserial URL whose scheme is on the allow-list of :mod:`~fwbridge.bridge.link_urls`
 (``socket://host:port``, ``loop://``, ``rfc2217://host:port``, ``sim://MODEL?opts``,
 or a scheme registered in code with :func:`register_url_handler`); ``spy://``,
-``alt://`` and ``hwgrep://`` are refused. Transports only move bytes; the receivers of
-``protocols`` turn them into frames.
+``alt://`` and ``hwgrep://`` are refused. Nothing is registered with pyserial at
+import: :func:`register_url_handlers` does it, and every opener here calls it
+(call it yourself before ``serial.serial_for_url("sim://…")``).
+Transports only move bytes; the receivers of ``protocols`` turn them into
+frames.
 
 URL handlers follow pyserial's ``protocol_handler_packages`` mechanism: the
 package ``P`` registered for scheme ``s`` provides ``P.protocol_s`` with a
@@ -43,6 +46,7 @@ from fwbridge.bridge.link_urls import (
     register_url_handler,
     url_scheme,
 )
+from fwbridge.protocols.errors import LinkError, StateError
 
 __all__ = [
     "URL_HANDLERS",
@@ -50,15 +54,20 @@ __all__ = [
     "LinkError",
     "LinkLost",
     "LinkNotFound",
+    "LinkPathTaken",
     "LinkPermissionDenied",
     "LinkURLError",
+    "PortError",
     "PtyPair",
     "available_ports",
+    "claim_pty_link",
+    "classify_open_error",
     "open_async_streams",
     "open_link",
     "poller_for",
     "read_some",
     "register_url_handler",
+    "register_url_handlers",
     "url_scheme",
     "writer_for",
 ]
@@ -69,8 +78,12 @@ IO_ERRORS = (serial.SerialException, OSError)
 READ_MAX = 4096
 
 
-class LinkError(Exception):
-    """A link could not be opened or went away; the message says what to do."""
+class PortError(LinkError, serial.SerialException):  # type: ignore[misc]  # pyserial ships no hints
+    """A port failed as pyserial reports it (a ``SerialException``), raised by fwbridge."""
+
+
+class LinkPathTaken(LinkError, FileExistsError):
+    """A ``--link`` path that is the user's, or another program's: never replaced."""
 
 
 class LinkNotFound(LinkError):
@@ -91,6 +104,21 @@ class LinkURLError(LinkError):
 
 class LinkLost(LinkError):
     """The device went away while open (unplugged, pty closed)."""
+
+
+def register_url_handlers() -> None:
+    """Make ``serial.serial_for_url`` serve every scheme of :data:`URL_HANDLERS`.
+
+    The one place fwbridge touches pyserial's ``protocol_handler_packages``;
+    idempotent. :func:`open_link` and :func:`open_async_streams` call it.
+    """
+    for package in URL_HANDLERS.values():
+        _install(package)
+
+
+def _install(package: str) -> None:
+    if package not in serial.protocol_handler_packages:
+        serial.protocol_handler_packages.append(package)
 
 
 def _builtin_scheme(scheme: str) -> bool:
@@ -117,8 +145,7 @@ def _ensure_handler(scheme: str) -> None:
                 f"'{scheme}://' URLs are served by {module}, which is not available here"
             ) from None
         raise
-    if package not in serial.protocol_handler_packages:
-        serial.protocol_handler_packages.append(package)
+    register_url_handlers()
 
 
 def available_ports() -> list[str]:
@@ -132,7 +159,7 @@ def available_ports() -> list[str]:
     return out
 
 
-def _classify(url: str, exc: BaseException) -> LinkError:
+def classify_open_error(url: str, exc: BaseException) -> LinkError:
     """Turn pyserial's open error into a LinkError that names the fix."""
     code = getattr(exc, "errno", None)
     text = str(exc)
@@ -191,7 +218,7 @@ def open_link(
     except ValueError as exc:
         raise LinkError(f"cannot open {url}: {exc}") from None
     except (serial.SerialException, OSError) as exc:
-        raise _classify(url, exc) from None
+        raise classify_open_error(url, exc) from None
 
 
 def read_some(link: serial.SerialBase, limit: int = READ_MAX) -> bytes:
@@ -241,9 +268,9 @@ def poller_for(link: serial.SerialBase, limit: int = READ_MAX) -> Callable[[floa
         except BlockingIOError:
             return b""  # the port is non-blocking: a spurious wake-up
         except OSError as exc:
-            raise serial.SerialException(f"read failed: {exc}") from exc
+            raise PortError(f"read failed: {exc}") from exc
         if not data:  # what a disconnected tty does
-            raise serial.SerialException(
+            raise PortError(
                 "device reports readiness to read but returned no data (device disconnected?)"
             )
         return data
@@ -270,7 +297,7 @@ def writer_for(link: serial.SerialBase) -> Callable[[bytes], object]:
         except BlockingIOError:
             done = 0
         except OSError as exc:
-            raise serial.SerialException(f"write failed: {exc}") from exc
+            raise PortError(f"write failed: {exc}") from exc
         if done < len(data):
             link.write(data[done:])
 
@@ -309,6 +336,35 @@ def check_pollable(link: serial.SerialBase) -> None:
         ) from None
 
 
+def _points_at(link: Path, target: str) -> bool:
+    try:
+        return bool(target) and os.readlink(link) == target
+    except OSError:
+        return False
+
+
+def claim_pty_link(link: Path) -> None:
+    """Refuse a ``link`` path that holds something other than a stale pty symlink.
+
+    Only a missing path, or a symlink to a ``/dev/pts/N`` that no longer
+    exists (left by a process that was killed), may be replaced: never a
+    user's file, and never a link to a pty that is in use, which may belong
+    to another simulation or, after its number was reused, to a terminal.
+    """
+    if not os.path.lexists(link):
+        return
+    if not link.is_symlink():
+        raise LinkPathTaken(f"{link} exists and is not a symlink: refusing to replace it "
+                              "(choose another path)")
+    target = os.readlink(link)
+    if not target.startswith("/dev/pts/"):
+        raise LinkPathTaken(f"{link} is a symlink to {target}, not to a pty: refusing to "
+                              "replace it (choose another path)")
+    if os.path.exists(target):
+        raise LinkPathTaken(f"{link} points at {target}, which is in use (another simulation?"
+                              "): refusing to take it over (remove the link if it is stale)")
+
+
 class PtyPair:
     """A pseudo-terminal pair: the master side plays the device, the slave is its port.
 
@@ -325,6 +381,8 @@ class PtyPair:
         self.master_fd = -1
         self._slave_fd = -1
         self.slave_name = ""
+        if self.link is not None:
+            claim_pty_link(self.link)
         self.plug()
 
     @property
@@ -339,7 +397,7 @@ class PtyPair:
     def plug(self) -> None:
         """Create a fresh pair (and point the symlink at it)."""
         if self.plugged:
-            raise RuntimeError("pty pair is already plugged in")
+            raise StateError("pty pair is already plugged in")
         import pty  # POSIX only: imported here so the module still loads on Windows
         import tty
 
@@ -348,15 +406,15 @@ class PtyPair:
         self.master_fd, self._slave_fd = master, slave
         self.slave_name = os.ttyname(slave)
         if self.link is not None:
-            tmp = self.link.with_name(self.link.name + ".new")
+            tmp = self.link.with_name(f".{self.link.name}.{os.getpid()}.new")
             tmp.unlink(missing_ok=True)
             tmp.symlink_to(self.slave_name)
             tmp.replace(self.link)  # atomic: an opener never sees a missing link mid-plug
 
     def unplug(self) -> None:
         """Close both sides: programs holding the port see it vanish."""
-        if self.link is not None:
-            self.link.unlink(missing_ok=True)
+        if self.link is not None and _points_at(self.link, self.slave_name):
+            self.link.unlink(missing_ok=True)  # ours only: not what replaced it since
         for fd in (self.master_fd, self._slave_fd):
             if fd >= 0:
                 os.close(fd)

@@ -10,3 +10,153 @@
 - :mod:`can_bus.nodes`: main controller and actuator modules on any python-can bus.
 - :mod:`can_bus.capture`, :mod:`can_bus.pcapng`: log files and Wireshark captures.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fwbridge.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from fwbridge.can_bus.bits import (
+        Frame as Frame,
+    )
+    from fwbridge.can_bus.bits import (
+        frame_bits as frame_bits,
+    )
+    from fwbridge.can_bus.bits import (
+        frame_length as frame_length,
+    )
+    from fwbridge.can_bus.capture import (
+        open_writer as open_writer,
+    )
+    from fwbridge.can_bus.capture import (
+        read_messages as read_messages,
+    )
+    from fwbridge.can_bus.ids import (
+        ActuatorMessage as ActuatorMessage,
+    )
+    from fwbridge.can_bus.ids import (
+        Direction as Direction,
+    )
+    from fwbridge.can_bus.ids import (
+        command_id as command_id,
+    )
+    from fwbridge.can_bus.ids import (
+        drain as drain,
+    )
+    from fwbridge.can_bus.ids import (
+        feedback_id as feedback_id,
+    )
+    from fwbridge.can_bus.ids import (
+        from_message as from_message,
+    )
+    from fwbridge.can_bus.ids import (
+        to_message as to_message,
+    )
+    from fwbridge.can_bus.interface import FwBridgeBus as FwBridgeBus
+    from fwbridge.can_bus.model import (
+        BusModel as BusModel,
+    )
+    from fwbridge.can_bus.model import (
+        ErrorFrame as ErrorFrame,
+    )
+    from fwbridge.can_bus.model import (
+        ErrorState as ErrorState,
+    )
+    from fwbridge.can_bus.model import (
+        FrameDelivered as FrameDelivered,
+    )
+    from fwbridge.can_bus.model import (
+        Node as Node,
+    )
+    from fwbridge.can_bus.model import (
+        StateChanged as StateChanged,
+    )
+    from fwbridge.can_bus.nodes import (
+        ActuatorModule as ActuatorModule,
+    )
+    from fwbridge.can_bus.nodes import (
+        MainController as MainController,
+    )
+    from fwbridge.can_bus.nodes import (
+        NodeRunner as NodeRunner,
+    )
+    from fwbridge.can_bus.pcapng import (
+        PcapngReader as PcapngReader,
+    )
+    from fwbridge.can_bus.pcapng import (
+        PcapngWriter as PcapngWriter,
+    )
+    from fwbridge.can_bus.pcapng import (
+        read_pcap as read_pcap,
+    )
+    from fwbridge.can_bus.simchannel import (
+        SimBusError as SimBusError,
+    )
+    from fwbridge.can_bus.simchannel import (
+        SimBusInitError as SimBusInitError,
+    )
+
+__all__ = [
+    "ActuatorMessage",
+    "ActuatorModule",
+    "BusModel",
+    "Direction",
+    "ErrorFrame",
+    "ErrorState",
+    "Frame",
+    "FrameDelivered",
+    "FwBridgeBus",
+    "MainController",
+    "Node",
+    "NodeRunner",
+    "PcapngReader",
+    "PcapngWriter",
+    "SimBusError",
+    "SimBusInitError",
+    "StateChanged",
+    "command_id",
+    "drain",
+    "feedback_id",
+    "frame_bits",
+    "frame_length",
+    "from_message",
+    "open_writer",
+    "read_messages",
+    "read_pcap",
+    "to_message",
+]
+
+#: Public name -> the module that defines it (loaded on first use).
+_EXPORTS = {
+    "FwBridgeBus": "fwbridge.can_bus.interface",
+    "SimBusError": "fwbridge.can_bus.simchannel",
+    "SimBusInitError": "fwbridge.can_bus.simchannel",
+    "ActuatorMessage": "fwbridge.can_bus.ids",
+    "Direction": "fwbridge.can_bus.ids",
+    "command_id": "fwbridge.can_bus.ids",
+    "drain": "fwbridge.can_bus.ids",
+    "feedback_id": "fwbridge.can_bus.ids",
+    "from_message": "fwbridge.can_bus.ids",
+    "to_message": "fwbridge.can_bus.ids",
+    "ActuatorModule": "fwbridge.can_bus.nodes",
+    "MainController": "fwbridge.can_bus.nodes",
+    "NodeRunner": "fwbridge.can_bus.nodes",
+    "BusModel": "fwbridge.can_bus.model",
+    "ErrorFrame": "fwbridge.can_bus.model",
+    "ErrorState": "fwbridge.can_bus.model",
+    "FrameDelivered": "fwbridge.can_bus.model",
+    "Node": "fwbridge.can_bus.model",
+    "StateChanged": "fwbridge.can_bus.model",
+    "Frame": "fwbridge.can_bus.bits",
+    "frame_bits": "fwbridge.can_bus.bits",
+    "frame_length": "fwbridge.can_bus.bits",
+    "PcapngReader": "fwbridge.can_bus.pcapng",
+    "PcapngWriter": "fwbridge.can_bus.pcapng",
+    "read_pcap": "fwbridge.can_bus.pcapng",
+    "open_writer": "fwbridge.can_bus.capture",
+    "read_messages": "fwbridge.can_bus.capture",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from fwbridge.protocols.errors import CanFrameError
+
 __all__ = [
     "CRC_POLY",
     "TAIL_BITS",
@@ -64,7 +66,7 @@ class Frame(NamedTuple):
         ext = can_id > 0x7FF if extended is None else extended
         if not 0 <= can_id <= (0x1FFFFFFF if ext else 0x7FF):
             kind = "an extended" if ext else "a standard"
-            raise ValueError(f"CAN ID 0x{can_id:X} out of range for {kind} frame")
+            raise CanFrameError(f"CAN ID 0x{can_id:X} out of range for {kind} frame")
         if remote:
             n = len(data) if dlc is None else dlc
             data = b""
@@ -72,9 +74,9 @@ class Frame(NamedTuple):
             data = bytes(data)
             n = len(data) if dlc is None else dlc
             if n != len(data):
-                raise ValueError(f"DLC {n} does not match {len(data)} data bytes")
+                raise CanFrameError(f"DLC {n} does not match {len(data)} data bytes")
         if not 0 <= n <= 8:
-            raise ValueError(f"DLC {n} out of range 0..8 (classic CAN)")
+            raise CanFrameError(f"DLC {n} out of range 0..8 (classic CAN)")
         return cls(can_id, ext, remote, n, data)
 
 

@@ -26,15 +26,16 @@ from can.io.logger import MESSAGE_WRITERS
 
 from fwbridge.can_bus.ids import ActuatorMessage, from_message
 from fwbridge.can_bus.pcapng import PcapngWriter, read_pcap
-from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.errors import CaptureError, FrameError
 
-__all__ = ["PCAP_SUFFIXES", "CaptureReadError", "candump_line", "decode_actuators",
+__all__ = ["PCAP_SUFFIXES", "CaptureNotFound", "CaptureReadError", "candump_line",
+           "decode_actuators",
            "format_frame", "open_writer", "parse_frame", "read_messages", "writable_suffixes"]
 
 PCAP_SUFFIXES = (".pcapng", ".pcap")
 
 
-class CaptureReadError(ValueError):
+class CaptureReadError(CaptureError):
     """A capture that cannot be read: corrupt, truncated, or another format."""
 
 
@@ -61,22 +62,26 @@ def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
     if p.suffix.lower() == ".pcapng":
         return PcapngWriter(p, **kwargs)
     if p.suffix.lower() == ".pcap":
-        raise ValueError(f"{p}: write .pcapng (classic .pcap is read only)")
+        raise CaptureError(f"{p}: write .pcapng (classic .pcap is read only)")
     if p.suffix.lower() not in MESSAGE_WRITERS:
-        raise ValueError(f"{p}: unknown capture format {p.suffix!r}; use one of "
+        raise CaptureError(f"{p}: unknown capture format {p.suffix!r}; use one of "
                          + ", ".join(writable_suffixes()))
     if not _writer_available(p.suffix.lower()):
-        raise ValueError(f"{p}: writing {p.suffix} needs the {_WRITER_NEEDS[p.suffix.lower()]} "
+        raise CaptureError(f"{p}: writing {p.suffix} needs the {_WRITER_NEEDS[p.suffix.lower()]} "
                          "package, which is not installed; use one of "
                          + ", ".join(writable_suffixes()))
     return can.Logger(p, **kwargs)
+
+
+class CaptureNotFound(CaptureError, FileNotFoundError):
+    """No capture file at that path (a ``FileNotFoundError`` too, for callers that catch it)."""
 
 
 def read_messages(path: str | Path) -> Iterator[can.Message]:
     """Every message in a capture file, in file order."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such file")
+        raise CaptureNotFound(f"{p}: no such file")
     if p.suffix.lower() in PCAP_SUFFIXES:
         yield from read_pcap(p)
         return
@@ -113,20 +118,20 @@ def parse_frame(text: str) -> can.Message:
     """A message from can-utils notation: 3 hex digits = standard ID, 8 = extended."""
     m = _SPEC.match(text.strip())
     if m is None:
-        raise ValueError(f"{text!r}: expected ID#DATA (e.g. 123#DEADBEEF, 1F334455#11, 123#R)")
+        raise CaptureError(f"{text!r}: expected ID#DATA (e.g. 123#DEADBEEF, 1F334455#11, 123#R)")
     id_text = m["id"]
     if len(id_text) not in (3, 8):
-        raise ValueError(f"{text!r}: the ID needs 3 hex digits (standard) or 8 (extended)")
+        raise CaptureError(f"{text!r}: the ID needs 3 hex digits (standard) or 8 (extended)")
     extended = len(id_text) == 8
     can_id = int(id_text, 16)
     if can_id > (0x1FFFFFFF if extended else 0x7FF):
-        raise ValueError(f"{text!r}: ID 0x{can_id:X} out of range")
+        raise CaptureError(f"{text!r}: ID 0x{can_id:X} out of range")
     if m["rtr"]:
         return can.Message(arbitration_id=can_id, is_extended_id=extended, is_remote_frame=True,
                            dlc=int(m["len"] or 0))
     data = bytes.fromhex((m["data"] or "").replace(".", ""))
     if len(data) > 8:
-        raise ValueError(f"{text!r}: {len(data)} data bytes, classic CAN carries at most 8")
+        raise CaptureError(f"{text!r}: {len(data)} data bytes, classic CAN carries at most 8")
     return can.Message(arbitration_id=can_id, is_extended_id=extended, data=data)
 
 

@@ -11,22 +11,24 @@ from typing import NamedTuple
 
 from fwbridge.can_bus.bits import Frame, stuffed_length
 from fwbridge.can_bus.faults import RECOVERY_TAIL, Outcome
-from fwbridge.can_bus.modeltypes import ErrorFrame, ErrorState, Event, Node, StateChanged, _Entry
+from fwbridge.can_bus.modeltypes import ErrorFrame, ErrorState, Event, Node, StateChanged, TxEntry
 
-__all__ = ["REC_MAX", "FaultConfinement"]
+__all__ = ["REC_MAX", "SUSPEND_BITS", "FaultConfinement", "Flight"]
 
 REC_MAX = 255  # an 8-bit counter, as in common controllers
 SUSPEND_BITS = 8
 
 
-class _Flight(NamedTuple):
+class Flight(NamedTuple):
+    """The frame (or dominant run) on the wire now: when it ends and who sent it."""
+
     done_at: int
     free_at: int
     tail_start: int  # first bit of the recessive run that follows
     start: int
     frame: Frame | None
     tx: tuple[Node, ...]
-    entries: tuple[_Entry, ...]
+    entries: tuple[TxEntry, ...]
     outcome: Outcome | None
 
 
@@ -41,7 +43,7 @@ class FaultConfinement:
     _dirty: bool
     _resort: bool
     _recovering: list[Node]
-    _flight: _Flight | None
+    _flight: Flight | None
     dominant_timeout: int
     error_frames: int
 
@@ -97,9 +99,9 @@ class FaultConfinement:
         if self._recovering:
             self._end_run(s)
         d = self.dominant_timeout
-        self._flight = _Flight(s + d, s + d + RECOVERY_TAIL, s + d, s, None, (n,), (), None)
+        self._flight = Flight(s + d, s + d + RECOVERY_TAIL, s + d, s, None, (n,), (), None)
 
-    def _finish_dominant(self, f: _Flight) -> None:
+    def _finish_dominant(self, f: Flight) -> None:
         """ISO rule 6 through a dominant burst: REC + 1 at the stuff error, + 8 per 8 bits."""
         s, end = f.start, f.done_at
         steps = [(s + 6, 1)] + [(s + 26 + 8 * j, 8) for j in range((end - s - 26 + 7) // 8)

@@ -16,6 +16,7 @@ from can.typechecking import CanFilter
 
 from fwbridge.protocols import actuator
 from fwbridge.protocols.actuator import ActuatorStruct
+from fwbridge.protocols.errors import CanFrameError
 
 __all__ = [
     "COMMAND_BASE",
@@ -56,7 +57,7 @@ class ActuatorMessage(NamedTuple):
 
 def _check_module(module: int) -> int:
     if not 0 <= module <= MAX_MODULE:
-        raise ValueError(f"module ID {module} out of range 0..{MAX_MODULE}")
+        raise CanFrameError(f"module ID {module} out of range 0..{MAX_MODULE}")
     return module
 
 

@@ -44,13 +44,15 @@ from collections.abc import Callable
 from typing import Any
 
 import can
-from can import BusState, CanInitializationError, CanOperationError
+from can import BusState
 from can.typechecking import AutoDetectedConfig, CanFilters
 
 from fwbridge.can_bus.model import ErrorState, StateChanged
 from fwbridge.can_bus.simchannel import (
     PACINGS,
     Rules,
+    SimBusError,
+    SimBusInitError,
     SimChannel,
     channels,
     compile_filters,
@@ -59,7 +61,7 @@ from fwbridge.can_bus.simchannel import (
     release_channel,
 )
 
-__all__ = ["FwBridgeBus"]
+__all__ = ["FwBridgeBus", "SimBusError", "SimBusInitError"]
 
 SHUTDOWN_LINGER = 2.0  # seconds a closing realtime bus waits for its queued frames
 
@@ -84,22 +86,22 @@ class FwBridgeBus(can.BusABC):
                  modules: int = 0, capture: str | None = None, name: str | None = None,
                  **kwargs: Any) -> None:
         if _as_bool(kwargs.get("fd", False)):
-            raise CanInitializationError("the fwbridge simulator is classic CAN only (no FD)")
+            raise SimBusInitError("the fwbridge simulator is classic CAN only (no FD)")
         timing = kwargs.get("timing")
         if bitrate is None and timing is not None and hasattr(timing, "bitrate"):
             bitrate = int(timing.bitrate)
         if pacing is not None:
             pacing = str(pacing).lower()
             if pacing not in PACINGS:
-                raise CanInitializationError(
+                raise SimBusInitError(
                     f"pacing must be one of {', '.join(PACINGS)}, not {pacing!r}")
         if bitrate is not None and int(bitrate) <= 0:
-            raise CanInitializationError(f"bit rate must be positive, got {bitrate}")
+            raise SimBusInitError(f"bit rate must be positive, got {bitrate}")
         if str(tx_order) not in ("priority", "fifo"):
-            raise CanInitializationError(f"tx_order must be priority or fifo, not {tx_order!r}")
+            raise SimBusInitError(f"tx_order must be priority or fifo, not {tx_order!r}")
         ber = float(bit_error_rate)  # --bus-kwargs hands "1e-3" over as a string
         if not 0.0 <= ber <= 1.0:
-            raise CanInitializationError(f"bit_error_rate {ber} not in 0..1")
+            raise SimBusInitError(f"bit_error_rate {ber} not in 0..1")
         self.channel_name = str(channel)
         self.receive_own_messages = _as_bool(receive_own_messages)
         self.receive_error_frames = _as_bool(receive_error_frames)
@@ -141,10 +143,13 @@ class FwBridgeBus(can.BusABC):
     def _apply_filters(self, filters: CanFilters | None) -> None:
         self.rx_rules = compile_filters(filters)
 
-    def _put(self, msg: can.Message) -> None:
+    # -- the channel's Endpoint protocol ------------------------------------------
+    def deliver(self, msg: can.Message) -> None:
+        """Queue a frame the channel delivers to this node (called under the channel lock)."""
         self._rx.append(msg)
 
-    def _state_changed(self, event: StateChanged) -> None:
+    def state_changed(self, event: StateChanged) -> None:
+        """The channel reports a change of this node's error state."""
         pass  # state is read from the model when asked
 
     def _recv_internal(self, timeout: float | None) -> tuple[can.Message | None, bool]:
@@ -157,7 +162,7 @@ class FwBridgeBus(can.BusABC):
                 if self._rx:
                     return self._rx.popleft(), True
                 if self._closed:
-                    raise CanOperationError(f"{self.channel_info}: bus is shut down")
+                    raise SimBusError(f"{self.channel_info}: bus is shut down")
                 if ch.afap and timeout != 0:
                     ch.pump(stop=lambda: bool(self._rx))
                     if self._rx:
@@ -181,17 +186,17 @@ class FwBridgeBus(can.BusABC):
         deadline = None if timeout is None else time.monotonic() + timeout
         with ch.lock:
             if self._closed:
-                raise CanOperationError(f"{self.channel_info}: bus is shut down")
+                raise SimBusError(f"{self.channel_info}: bus is shut down")
             node = model.node(nid)
             if node.listen_only:
-                raise CanOperationError(f"{self.channel_info}: listen-only, cannot send")
+                raise SimBusError(f"{self.channel_info}: listen-only, cannot send")
             if not ch.afap:
                 ch.sync()
             # the one frame on the wire can be ours: + 1 is the cheap upper bound
             while (len(node.tx) + 1 >= self.tx_queue_size
                    and model.outstanding(nid) >= self.tx_queue_size):
                 if node.stalled:
-                    raise CanOperationError(
+                    raise SimBusError(
                         f"{self.channel_info}: transmit buffer full, no acknowledgement: no other"
                         f" node on {self.channel_name} can receive")
                 if ch.afap:
@@ -200,12 +205,12 @@ class FwBridgeBus(can.BusABC):
                     if model.outstanding(nid) < self.tx_queue_size or node.stalled:
                         continue
                     if idle:  # bus-off without recovery: nothing will free the buffer
-                        raise CanOperationError(
+                        raise SimBusError(
                             f"{self.channel_info}: transmit buffer full ({self.tx_queue_size}"
                             f" frames, node {node.state.name.lower().replace('_', '-')})")
                 remaining = 1.0 if deadline is None else deadline - time.monotonic()
                 if remaining <= 0:
-                    raise CanOperationError(
+                    raise SimBusError(
                         f"{self.channel_info}: transmit buffer full ({self.tx_queue_size} frames,"
                         f" node {node.state.name.lower().replace('_', '-')})")
                 ch.wait(min(remaining, 1.0))
@@ -239,7 +244,7 @@ class FwBridgeBus(can.BusABC):
                 model.set_listen_only(self.node_id, False)
                 model.request_recovery(self.node_id)
             else:
-                raise CanOperationError("a node cannot be put into bus-off on request")
+                raise SimBusError("a node cannot be put into bus-off on request")
 
     def shutdown(self) -> None:
         if self._is_shutdown or self._closed:
@@ -389,8 +394,8 @@ class _Tap:
         self.writer = writer
         self.node_id = -1
 
-    def _put(self, msg: can.Message) -> None:
+    def deliver(self, msg: can.Message) -> None:
         self.writer.on_message_received(msg)
 
-    def _state_changed(self, event: StateChanged) -> None:
+    def state_changed(self, event: StateChanged) -> None:
         pass

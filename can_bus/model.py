@@ -44,20 +44,29 @@ import math
 import random
 
 from fwbridge.can_bus.bits import EOF_END, TAIL_BITS, Frame, arbitration_key, stuffed_length
-from fwbridge.can_bus.confinement import REC_MAX, SUSPEND_BITS, FaultConfinement, _Flight
+from fwbridge.can_bus.confinement import REC_MAX, SUSPEND_BITS, FaultConfinement, Flight
 from fwbridge.can_bus.faults import FLAG_BITS, RECOVERY_TAIL, Outcome, Party, first_misread, resolve
 from fwbridge.can_bus.modeltypes import (
-    Delivered,
     ErrorFrame,
     ErrorState,
     Event,
+    FrameDelivered,
     Node,
     StateChanged,
     TxBuffer,
 )
+from fwbridge.protocols.errors import ConfigError
 
-__all__ = ["BusModel", "Delivered", "ErrorFrame", "ErrorState", "Event", "Node", "StateChanged",
-           "TxBuffer"]
+__all__ = [
+    "BusModel",
+    "ErrorFrame",
+    "ErrorState",
+    "Event",
+    "FrameDelivered",
+    "Node",
+    "StateChanged",
+    "TxBuffer",
+]
 
 _FAR = 1 << 62  # "no horizon" for run_until_idle
 RECOVERY_OCCURRENCES = 128
@@ -71,7 +80,7 @@ class BusModel(FaultConfinement):
     def __init__(self, bitrate: int = 500_000, *, seed: int = 0,
                  dominant_timeout: float = 1e-3) -> None:
         if bitrate <= 0:
-            raise ValueError(f"bit rate must be positive, got {bitrate}")
+            raise ConfigError(f"bit rate must be positive, got {bitrate}")
         self.bitrate = int(bitrate)
         self.seed = seed
         self.dominant_timeout = max(1, math.ceil(dominant_timeout * self.bitrate))
@@ -83,7 +92,7 @@ class BusModel(FaultConfinement):
         self._run_start = 0
         self._nodes: dict[int, Node] = {}
         self._next_id = 1
-        self._flight: _Flight | None = None
+        self._flight: Flight | None = None
         self._events: list[Event] = []
         self._pending: dict[int, Node] = {}
         self._listeners: list[Node] = []
@@ -134,7 +143,7 @@ class BusModel(FaultConfinement):
         """Queue ``frame`` at the model's current time; a node sends its lowest ID first."""
         n = self._nodes[nid]
         if n.listen_only:
-            raise ValueError(f"{n.name} is listen-only and cannot transmit")
+            raise ConfigError(f"{n.name} is listen-only and cannot transmit")
         if not n.tx:
             n.ready = self.now
         n.tx.push((frame, arbitration_key(frame)))
@@ -163,7 +172,7 @@ class BusModel(FaultConfinement):
         n = self._nodes[nid]
         if bit_error_rate is not None:
             if not 0.0 <= bit_error_rate <= 1.0:
-                raise ValueError(f"bit error rate {bit_error_rate} not in 0..1")
+                raise ConfigError(f"bit error rate {bit_error_rate} not in 0..1")
             n.bit_error_rate = bit_error_rate
         if seed is not None:
             n.rng = random.Random(seed)
@@ -344,7 +353,7 @@ class BusModel(FaultConfinement):
                         draws[n.id] = k
             if not draws:
                 win.tx.pop()
-                self._flight = _Flight(s + s_len + EOF_END, s + s_len + TAIL_BITS,
+                self._flight = Flight(s + s_len + EOF_END, s + s_len + TAIL_BITS,
                                        s + s_len + 2, s, frame, (win,), (first,), None)
                 if not win.tx:
                     del self._pending[win.id]
@@ -366,9 +375,9 @@ class BusModel(FaultConfinement):
         else:
             done = s + out.position + 1 + FLAG_BITS
             free, tail = done + RECOVERY_TAIL, done
-        self._flight = _Flight(done, free, tail, s, out.frame, tuple(contenders), entries, out)
+        self._flight = Flight(done, free, tail, s, out.frame, tuple(contenders), entries, out)
 
-    def _complete(self, f: _Flight) -> None:
+    def _complete(self, f: Flight) -> None:
         t = f.done_at
         self._free_at, self._run_start = f.free_at, f.tail_start
         self.busy_bits += f.free_at - f.start
@@ -387,13 +396,13 @@ class BusModel(FaultConfinement):
                 n.suspend_until = f.free_at + SUSPEND_BITS
             if self._rec_nonzero:
                 self._received(set(self._others[n.id]), t)
-            self._events.append(Delivered(t, f.start, f.frame, (n.id,), self._others[n.id]))
+            self._events.append(FrameDelivered(t, f.start, f.frame, (n.id,), self._others[n.id]))
         else:
             self._apply(f, out, t)
         if self._dirty:
             self._refresh()
 
-    def _apply(self, f: _Flight, out: Outcome, t: int) -> None:
+    def _apply(self, f: Flight, out: Outcome, t: int) -> None:
         nodes = self._nodes
         by_id = {n.id: (n, e) for n, e in zip(f.tx, f.entries)}
         for nid, inc in out.tec.items():
@@ -432,7 +441,8 @@ class BusModel(FaultConfinement):
                              if i not in by_id and i not in out.rejected)
             self._received(set(accepted), t)
             if out.ok_tx or accepted:
-                self._events.append(Delivered(t, f.start, out.frame, tuple(out.ok_tx), accepted))
+                self._events.append(
+                    FrameDelivered(t, f.start, out.frame, tuple(out.ok_tx), accepted))
         if out.error is not None:
             self.error_frames += 1
             self._events.append(ErrorFrame(t, f.start, out.frame, out.error, out.detector, txs,

@@ -10,8 +10,10 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from fwbridge.can_bus.bits import Frame
+from fwbridge.protocols.errors import StateError
 
-__all__ = ["Delivered", "ErrorFrame", "ErrorState", "Event", "Node", "StateChanged", "TxBuffer"]
+__all__ = ["ErrorFrame", "ErrorState", "Event", "FrameDelivered", "Node", "StateChanged",
+           "TxBuffer", "TxEntry"]
 
 
 class ErrorState(IntEnum):
@@ -22,7 +24,7 @@ class ErrorState(IntEnum):
     BUS_OFF = 2
 
 
-class Delivered(NamedTuple):
+class FrameDelivered(NamedTuple):
     """A frame transmitted without error; ``time`` is the end of its EOF (bit time)."""
 
     time: int
@@ -56,8 +58,8 @@ class StateChanged(NamedTuple):
     rec: int
 
 
-Event = Delivered | ErrorFrame | StateChanged
-_Entry = tuple[Frame, int]  # frame, arbitration key
+Event = FrameDelivered | ErrorFrame | StateChanged
+TxEntry = tuple[Frame, int]  # frame, arbitration key
 
 
 class TxBuffer:
@@ -69,15 +71,15 @@ class TxBuffer:
 
     def __init__(self, fifo: bool = False) -> None:
         self.fifo = fifo
-        self.first: _Entry | None = None
-        self._queues: dict[int, deque[_Entry]] = {}
+        self.first: TxEntry | None = None
+        self._queues: dict[int, deque[TxEntry]] = {}
         self._keys: list[int] = []
         self._n = 0
 
     def __len__(self) -> int:
         return self._n
 
-    def push(self, entry: _Entry, front: bool = False) -> None:
+    def push(self, entry: TxEntry, front: bool = False) -> None:
         """Queue a frame; ``front``: a frame that failed is first in line again."""
         slot = 0 if self.fifo else entry[1]
         q = self._queues.get(slot)
@@ -91,7 +93,7 @@ class TxBuffer:
         self._n += 1
         self.first = self._queues[self._keys[0]][0]
 
-    def pop(self) -> _Entry:
+    def pop(self) -> TxEntry:
         slot = self._keys[0]
         q = self._queues[slot]
         entry = q.popleft()
@@ -102,10 +104,10 @@ class TxBuffer:
         self.first = self._queues[self._keys[0]][0] if self._n else None
         return entry
 
-    def head(self) -> _Entry:
+    def head(self) -> TxEntry:
         first = self.first
         if first is None:
-            raise IndexError("empty transmit buffer")
+            raise StateError("empty transmit buffer")
         return first
 
     def clear(self) -> None:

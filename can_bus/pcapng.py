@@ -16,6 +16,7 @@ handle ``.pcapng`` once they are registered under python-can's
 
 from __future__ import annotations
 
+import io
 import math
 import struct
 from collections.abc import Iterator
@@ -26,6 +27,16 @@ import can
 from can.io.generic import BinaryIOMessageReader, BinaryIOMessageWriter
 from can.typechecking import StringPathLike
 
+from fwbridge.protocols.errors import CaptureError
+from fwbridge.protocols.pcapng import (
+    INBOUND,
+    OUTBOUND,
+    enhanced_packet,
+    interface_description,
+    iter_packets,
+    section_header,
+)
+
 __all__ = ["LINKTYPE_CAN_SOCKETCAN", "PcapngReader", "PcapngWriter", "decode_packet",
            "encode_packet", "parse", "read_pcap"]
 
@@ -33,8 +44,6 @@ LINKTYPE_CAN_SOCKETCAN = 227
 CAN_EFF_FLAG, CAN_RTR_FLAG, CAN_ERR_FLAG = 0x80000000, 0x40000000, 0x20000000
 CAN_EFF_MASK = 0x1FFFFFFF
 _FRAME = struct.Struct(">IBBBB8s")
-_SHB, _IDB, _SPB, _EPB = 0x0A0D0D0A, 0x00000001, 0x00000003, 0x00000006
-_BOM = 0x1A2B3C4D
 _SNAPLEN = 16
 
 
@@ -49,7 +58,7 @@ def encode_packet(msg: can.Message) -> bytes:
         can_id = CAN_ERR_FLAG | (msg.arbitration_id & CAN_EFF_MASK)
     data = b"" if msg.is_remote_frame else bytes(msg.data or b"")
     if len(data) > 8:
-        raise ValueError("CAN FD frames do not fit link type 227's classic layout")
+        raise CaptureError("CAN FD frames do not fit link type 227's classic layout")
     return _FRAME.pack(can_id, msg.dlc if msg.is_remote_frame else len(data), 0, 0, 0,
                        data.ljust(8, b"\0"))
 
@@ -58,7 +67,7 @@ def decode_packet(packet: bytes, timestamp: float = 0.0, channel: Any = None,
                   is_rx: bool = True) -> can.Message:
     """A python-can message from a SocketCAN frame (8..16 bytes)."""
     if len(packet) < 8:
-        raise ValueError(f"SocketCAN frame too short: {len(packet)} bytes")
+        raise CaptureError(f"SocketCAN frame too short: {len(packet)} bytes")
     can_id, length = struct.unpack_from(">IB", packet)
     rtr, err = bool(can_id & CAN_RTR_FLAG), bool(can_id & CAN_ERR_FLAG)
     ext = bool(can_id & CAN_EFF_FLAG)
@@ -69,15 +78,6 @@ def decode_packet(packet: bytes, timestamp: float = 0.0, channel: Any = None,
                        dlc=length, data=data, channel=channel, is_rx=is_rx)
 
 
-def _opt(code: int, value: bytes) -> bytes:
-    return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
-
-
-def _block(kind: int, body: bytes) -> bytes:
-    total = 12 + len(body)
-    return struct.pack("<II", kind, total) + body + struct.pack("<I", total)
-
-
 class PcapngWriter(BinaryIOMessageWriter):
     """python-can MessageWriter for pcapng (a Listener: hand it to a Notifier, or call it)."""
 
@@ -85,8 +85,7 @@ class PcapngWriter(BinaryIOMessageWriter):
                  **kwargs: Any) -> None:
         # A new section is always written; appending one to an existing file is valid pcapng.
         super().__init__(file, mode="ab" if append else "wb")
-        shb = struct.pack("<IHHq", _BOM, 1, 0, -1) + _opt(4, b"fwbridge") + _opt(0, b"")
-        self.file.write(_block(_SHB, shb))
+        self.file.write(section_header())
         self._ifaces: dict[str, int] = {}
         self.count = 0
 
@@ -95,9 +94,7 @@ class PcapngWriter(BinaryIOMessageWriter):
         idx = self._ifaces.get(name)
         if idx is None:
             idx = self._ifaces[name] = len(self._ifaces)
-            body = struct.pack("<HHI", LINKTYPE_CAN_SOCKETCAN, 0, _SNAPLEN)
-            body += _opt(2, name.encode()) + _opt(9, b"\x09") + _opt(0, b"")
-            self.file.write(_block(_IDB, body))
+            self.file.write(interface_description(LINKTYPE_CAN_SOCKETCAN, _SNAPLEN, name))
         return idx
 
     def on_message_received(self, msg: can.Message) -> None:
@@ -105,10 +102,8 @@ class PcapngWriter(BinaryIOMessageWriter):
         ts = msg.timestamp or 0.0
         whole = math.floor(ts)  # the fraction is exact in a float; scale only that
         ns = whole * 10**9 + round((ts - whole) * 1e9)
-        flags = struct.pack("<I", 0x1 if msg.is_rx else 0x2)  # direction: inbound / outbound
-        body = struct.pack("<IIIII", self._iface(msg.channel), ns >> 32, ns & 0xFFFFFFFF,
-                           len(packet), len(packet)) + packet + _opt(2, flags) + _opt(0, b"")
-        self.file.write(_block(_EPB, body))
+        flags = INBOUND if msg.is_rx else OUTBOUND
+        self.file.write(enhanced_packet(self._iface(msg.channel), ns, packet, flags))
         self.count += 1
 
 
@@ -123,21 +118,6 @@ class PcapngReader(BinaryIOMessageReader):
         self.stop()
 
 
-def _options(buf: bytes, e: str) -> Iterator[tuple[int, bytes]]:
-    pos = 0
-    while pos + 4 <= len(buf):
-        code, n = struct.unpack_from(e + "HH", buf, pos)
-        if code == 0:
-            return
-        yield code, buf[pos + 4:pos + 4 + n]
-        pos += 4 + n + (-n % 4)
-
-
-def _ticks_per_second(raw: bytes) -> int:
-    v = raw[0]
-    return int(2 ** (v & 0x7F) if v & 0x80 else 10**v)
-
-
 def read_pcap(path: str | Path) -> Iterator[can.Message]:
     """CAN messages from a pcapng or classic pcap file with link type 227."""
     yield from parse(Path(path).read_bytes())
@@ -146,77 +126,45 @@ def read_pcap(path: str | Path) -> Iterator[can.Message]:
 def parse(data: bytes) -> Iterator[can.Message]:
     """CAN messages in the bytes of a pcapng or classic pcap file.
 
-    Packets of other link types are skipped; a truncated last block ends the
-    iteration; a malformed file raises ``ValueError`` naming the offset.
+    Packets of other link types are skipped (a file with no CAN packet among
+    them is refused, naming the link type found); a malformed or truncated
+    file raises :class:`CaptureError` (a ``ValueError``) naming the offset,
+    after the messages before it.
     """
     if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
                     b"\xa1\xb2\x3c\x4d"):
         yield from _read_classic(data)
         return
-    try:
-        yield from _read_blocks(data)
-    except struct.error as exc:  # a block shorter than its fixed fields
-        raise ValueError(f"malformed pcapng block: {exc}") from None
-
-
-def _read_blocks(data: bytes) -> Iterator[can.Message]:
-    pos, e = 0, "<"
-    ifaces: list[tuple[int, int, str | None, float]] = []  # linktype, ticks/s, name, offset
-    while pos + 12 <= len(data):
-        kind = struct.unpack_from("<I", data, pos)[0]
-        if kind == _SHB:
-            bom = data[pos + 8:pos + 12]
-            e = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else ""
-            if not e:
-                raise ValueError(f"offset {pos}: bad byte-order magic {bom.hex()}")
-            ifaces = []
-        elif pos == 0:
-            raise ValueError("not a pcapng file (no section header block)")
-        kind, total = struct.unpack_from(e + "II", data, pos)
-        if total < 12 or total % 4 or pos + total > len(data):
-            if pos + total > len(data):
-                return  # truncated capture: keep what is complete
-            raise ValueError(f"offset {pos}: bad block length {total}")
-        body = data[pos + 8:pos + total - 4]
-        if kind == _IDB:
-            linktype = struct.unpack_from(e + "H", body)[0]
-            res, name, offset = 10**6, None, 0.0
-            for code, val in _options(body[8:], e):
-                if code == 9 and val:
-                    res = _ticks_per_second(val)
-                elif code == 2:
-                    name = val.rstrip(b"\0").decode(errors="replace")
-                elif code == 14 and len(val) == 8:
-                    offset = float(struct.unpack(e + "q", val)[0])
-            ifaces.append((linktype, res, name, offset))
-        elif kind == _EPB:
-            iface, hi, lo, caplen, _ = struct.unpack_from(e + "IIIII", body)
-            if iface >= len(ifaces):
-                raise ValueError(f"offset {pos}: packet on undeclared interface {iface}")
-            linktype, res, name, offset = ifaces[iface]
-            if linktype == LINKTYPE_CAN_SOCKETCAN:
-                is_rx = True
-                opts_at = 20 + caplen + (-caplen % 4)
-                for code, val in _options(body[opts_at:], e):
-                    if code == 2 and len(val) == 4:
-                        is_rx = (struct.unpack(e + "I", val)[0] & 0x3) != 2
-                ts = ((hi << 32) | lo) / res + offset  # int / int: correctly rounded
-                yield decode_packet(body[20:20 + caplen], ts, name, is_rx)
-        pos += total
+    can_packets, other = 0, set()
+    for pkt in iter_packets(io.BytesIO(data).read):
+        if pkt.linktype == LINKTYPE_CAN_SOCKETCAN:
+            can_packets += 1
+            is_rx = pkt.flags is None or (pkt.flags & 0x3) != OUTBOUND
+            yield decode_packet(pkt.data, pkt.ts, pkt.name or None, is_rx)
+        else:
+            other.add(pkt.linktype)
+    if other and not can_packets:
+        kinds = ", ".join("147 (a fwbridge serial capture)" if t == 147 else str(t)
+                          for t in sorted(other))
+        raise CaptureError(f"no CAN frames: its packets are of link type {kinds}, not 227 "
+                           "(SocketCAN)")
 
 
 def _read_classic(data: bytes) -> Iterator[can.Message]:
     if len(data) < 24:
-        raise ValueError(f"classic pcap: {len(data)}-byte file, shorter than its 24-byte header")
+        raise CaptureError(f"classic pcap: {len(data)}-byte file, shorter than its 24-byte header")
     magic = data[:4]
     e = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
     frac = 10**9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 10**6
     linktype = struct.unpack_from(e + "I", data, 20)[0] & 0x0FFFFFFF
     pos = 24
-    while pos + 16 <= len(data):
+    while pos < len(data):
+        if pos + 16 > len(data):
+            raise CaptureError(f"offset {pos}: truncated: the file ends inside a packet header")
         sec, sub, caplen, _ = struct.unpack_from(e + "IIII", data, pos)
         if pos + 16 + caplen > len(data):
-            return
+            raise CaptureError(f"offset {pos}: truncated or corrupt: a {caplen}-byte packet, but "
+                             f"the file ends {len(data) - pos - 16} bytes into it")
         if linktype == LINKTYPE_CAN_SOCKETCAN:
             yield decode_packet(data[pos + 16:pos + 16 + caplen], sec + sub / frac)
         pos += 16 + caplen

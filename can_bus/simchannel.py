@@ -25,13 +25,22 @@ from typing import Any, Protocol
 import can
 
 from fwbridge.can_bus.bits import Frame
-from fwbridge.can_bus.model import BusModel, Delivered, ErrorFrame, ErrorState, Event, StateChanged
+from fwbridge.can_bus.model import (
+    BusModel,
+    ErrorFrame,
+    ErrorState,
+    Event,
+    FrameDelivered,
+    StateChanged,
+)
+from fwbridge.protocols.errors import CanError
+from fwbridge.protocols.pacing import PACINGS, parse_pacing
 
-__all__ = ["PACINGS", "Endpoint", "SimChannel", "channels", "get_channel", "open_channel",
+__all__ = ["PACINGS", "Endpoint", "SimBusError", "SimBusInitError", "SimChannel", "channels",
+           "get_channel", "open_channel",
            "release_channel"]
 
 log = logging.getLogger("fwbridge.can_bus.simchannel")
-PACINGS = ("realtime", "afap")
 PUMP_LIMIT = 20_000  # events per pump: an endless fault loop cannot hold a caller forever
 
 # SocketCAN error-frame layout (linux/can/error.h), so candump-style tools read ours.
@@ -43,6 +52,14 @@ _CRTL = {ErrorState.PASSIVE: 0x30, ErrorState.ACTIVE: 0x40}  # RX/TX passive, ba
 
 
 Rules = list[tuple[int, int, bool | None]]  # (can_id & mask, mask, extended or None)
+
+
+class SimBusInitError(CanError, can.CanInitializationError):
+    """The simulated bus cannot open with these keywords (python-can's and fwbridge's error)."""
+
+
+class SimBusError(CanError, can.CanOperationError):
+    """The simulated bus refuses an operation (python-can's and fwbridge's error)."""
 
 
 def compile_filters(filters: Any) -> Rules | None:
@@ -68,9 +85,9 @@ class Endpoint(Protocol):
     receive_error_frames: bool
     rx_rules: Rules | None  # acceptance filter applied at delivery, as hardware would
 
-    def _put(self, msg: can.Message) -> None: ...
+    def deliver(self, msg: can.Message) -> None: ...
 
-    def _state_changed(self, event: StateChanged) -> None: ...
+    def state_changed(self, event: StateChanged) -> None: ...
 
 
 class SimChannel:
@@ -79,8 +96,7 @@ class SimChannel:
 
     def __init__(self, name: str, bitrate: int, pacing: str, *, epoch: float | None = None,
                  seed: int = 0, dominant_timeout: float = 1e-3) -> None:
-        if pacing not in PACINGS:
-            raise ValueError(f"pacing must be one of {', '.join(PACINGS)}, not {pacing!r}")
+        pacing = parse_pacing(pacing)
         self.name = name
         self.pacing = pacing
         self.afap = pacing == "afap"
@@ -152,7 +168,7 @@ class SimChannel:
     def advance_to(self, t: float) -> None:
         """Afap: run the bus up to bus time ``t`` seconds (idle time included)."""
         if not self.afap:
-            raise can.CanOperationError(f"{self.name} runs in real time; only afap buses advance")
+            raise SimBusError(f"{self.name} runs in real time; only afap buses advance")
         self.dispatch(self.model.run_until(self.model.bits(t)))
 
     def _drive(self) -> None:
@@ -185,7 +201,7 @@ class SimChannel:
         eps = self.endpoints
         epoch, rate, name = self.epoch, self.model.bitrate, self.name
         for ev in events:
-            if type(ev) is Delivered:
+            if type(ev) is FrameDelivered:
                 frame = ev.frame
                 can_id, ext, rtr, dlc, data = frame
                 ts = epoch + ev.time / rate
@@ -193,14 +209,14 @@ class SimChannel:
                     ep = eps.get(rid)
                     if ep is not None and (ep.rx_rules is None
                                            or matches(ep.rx_rules, can_id, ext)):
-                        ep._put(can.Message(timestamp=ts, arbitration_id=can_id,
+                        ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id,
                                             is_extended_id=ext, is_remote_frame=rtr, dlc=dlc,
                                             data=data, channel=name))
                 for tid in ev.transmitters:
                     ep = eps.get(tid)
                     if ep is not None and ep.receive_own_messages and (
                             ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
-                        ep._put(can.Message(timestamp=ts, arbitration_id=can_id,
+                        ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id,
                                             is_extended_id=ext, is_remote_frame=rtr, dlc=dlc,
                                             data=data, channel=name, is_rx=False))
             elif type(ev) is ErrorFrame:
@@ -208,9 +224,9 @@ class SimChannel:
             elif type(ev) is StateChanged:
                 ep = eps.get(ev.node)
                 if ep is not None:
-                    ep._state_changed(ev)
+                    ep.state_changed(ev)
                     if ep.receive_error_frames:
-                        ep._put(self._state_message(ev))
+                        ep.deliver(self._state_message(ev))
         self.rx_cond.notify_all()
 
     def _error_frame(self, ev: ErrorFrame) -> None:
@@ -231,7 +247,7 @@ class SimChannel:
             data[3] = 0x08 if ev.kind == "crc" else 0  # CAN_ERR_PROT_LOC_CRC_SEQ
             tec, rec = counters.get(nid, (node.tec, node.rec))
             data[6], data[7] = min(tec, 255), min(rec, 255)
-            ep._put(can.Message(timestamp=ts, arbitration_id=can_id, is_error_frame=True,
+            ep.deliver(can.Message(timestamp=ts, arbitration_id=can_id, is_error_frame=True,
                                 is_extended_id=False, dlc=8, data=data, channel=self.name))
 
     def _state_message(self, ev: StateChanged) -> can.Message:
@@ -280,11 +296,11 @@ def open_channel(name: str, *, bitrate: int | None, pacing: str | None, **option
             _channels[name] = ch
         else:
             if bitrate is not None and bitrate != ch.bitrate:
-                raise can.CanInitializationError(
+                raise SimBusInitError(
                     f"channel {name} runs at {ch.bitrate} bit/s, not {bitrate}: a node at another"
                     " bit rate would only see errors")
             if pacing is not None and pacing != ch.pacing:
-                raise can.CanInitializationError(
+                raise SimBusInitError(
                     f"channel {name} is paced {ch.pacing}, not {pacing}")
         ch.users += 1
         return ch
@@ -320,11 +336,11 @@ def make_frame(msg: can.Message) -> Frame:
             and 0 <= can_id <= (0x1FFFFFFF if msg.is_extended_id else 0x7FF)):
         return Frame(can_id, msg.is_extended_id, False, msg.dlc, bytes(data))  # the usual case
     if msg.is_error_frame:
-        raise can.CanOperationError("error frames are not transmitted: the bus makes them")
+        raise SimBusError("error frames are not transmitted: the bus makes them")
     if msg.is_fd:
-        raise can.CanOperationError("CAN FD frames are not supported: classic CAN only")
+        raise SimBusError("CAN FD frames are not supported: classic CAN only")
     try:
         return Frame.make(msg.arbitration_id, bytes(msg.data or b""), extended=msg.is_extended_id,
                           remote=msg.is_remote_frame, dlc=msg.dlc)
     except ValueError as exc:
-        raise can.CanOperationError(str(exc)) from None
+        raise SimBusError(str(exc)) from None

@@ -3,3 +3,5 @@
 ``cli.py`` assembles them into one click group; nothing else imports this
 package.
 """
+
+__all__: list[str] = []  # the command line is the interface; no Python API here

@@ -7,15 +7,20 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
 from fwbridge.cli_verbs.common import Decoder, console, fail
-from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
-from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver, Received
 from fwbridge.protocols.crc import DEFAULT_CRC, preset_names
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, parse_hex, to_hex
+
+# The receiver, the action groups (numpy) and rich's tables load where they are
+# used: `fwbridge encode` imports this module and must start fast.
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from fwbridge.protocols.action_group import ActionGroup
+    from fwbridge.protocols.action_receiver import ActionReceived, ActionReceiver
 
 __all__ = [
     "ByteEnum",
@@ -107,6 +112,8 @@ _COLUMNS = ("machine", "type", "sub", "length", "data", "defects")
 
 
 def _make_receiver(opts: dict[str, Any]) -> ActionReceiver:
+    from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
+
     try:
         return ActionReceiver(
             crc=opts.get("crc") or DEFAULT_CRC,
@@ -117,7 +124,7 @@ def _make_receiver(opts: dict[str, Any]) -> ActionReceiver:
         fail(str(exc))
 
 
-def _row(item: Received) -> dict[str, Any]:
+def _row(item: ActionReceived) -> dict[str, Any]:
     frame = item.frame
     row: dict[str, Any] = {
         "machine": frame.machine,
@@ -142,11 +149,15 @@ def action_decoder() -> Decoder:
 
 
 # -- action groups --------------------------------------------------------------
-def action_group_table(source: ActionFrame | action_group.ActionGroup, title: str = "") -> Table:
+def action_group_table(source: ActionFrame | ActionGroup, title: str = "") -> Table:
     """A table of the steps of an action group (or of the group a 0x31/0x32 frame carries).
 
     Raises a ``FrameError`` when the frame carries no well-formed action group.
     """
+    from rich.table import Table
+
+    from fwbridge.protocols import action_group
+
     group = action_group.from_frame(source) if isinstance(source, ActionFrame) else source
     table = Table(
         "step", "servo", "speed", "angle", "step length", "prefix_raw", "params_raw",
@@ -169,7 +180,7 @@ def action_group_table(source: ActionFrame | action_group.ActionGroup, title: st
     return table
 
 
-def print_action_group(source: ActionFrame | action_group.ActionGroup, title: str = "") -> None:
+def print_action_group(source: ActionFrame | ActionGroup, title: str = "") -> None:
     """Print :func:`action_group_table` on the console; a bad payload is one error line."""
     try:
         console.print(action_group_table(source, title))

@@ -114,9 +114,13 @@ def _bus_kwargs(interface: str | None, channel: str | None, bitrate: int | None
 @_CONFIG
 @click.option("--json", "as_json", is_flag=True,
               help="JSON lines: one per waypoint, then a summary.")
+@click.option("--ros2", "ros2", multiple=True, metavar="ENDPOINT",
+              help="Also publish the measured joints as ROS 2 joint_states via the Zenoh "
+              "router at ENDPOINT (fwbridge[ros2]).")
 def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, float],
                    interface: str | None, channel: str | None, bitrate: int | None,
-                   realtime: bool, config: str | None, as_json: bool) -> None:
+                   realtime: bool, config: str | None, as_json: bool,
+                   ros2: tuple[str, ...]) -> None:
     """One pick-and-place cycle (seed 001): safe height for XY moves, straight descents."""
     geom, base = _geometry(config)
     cfg = PickPlaceConfig(**{**base.__dict__, "pick": pick, "place": place})
@@ -125,9 +129,12 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
     except (ValueError, UnreachableError) as exc:
         fail(str(exc))
     reported = 0
+    ros_arm = _ros2_arm(ros2) if ros2 else None
 
     def on_step(now: float, t: PickAndPlace, fb: Joints) -> None:
         nonlocal reported
+        if ros_arm is not None:
+            ros_arm.publish_joints(dict(zip(("theta1", "theta2", "d3", "theta4"), fb)))
         while reported < len(t.reached):
             r = t.reached[reported]
             reported += 1
@@ -142,22 +149,45 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
         if realtime and interface is None:
             time.sleep(cfg.period)
 
-    if interface in (None, "fwbridge"):  # the simulated arm, in this process
-        run = run_pick_place(cfg, geom, on_step=on_step, bitrate=bitrate or 1_000_000)
-    else:
-        import can
+    try:
+        if interface in (None, "fwbridge"):  # the simulated arm, in this process
+            run = run_pick_place(cfg, geom, on_step=on_step, bitrate=bitrate or 1_000_000)
+        else:
+            import can
 
-        try:
-            bus = can.Bus(**_bus_kwargs(interface, channel, bitrate))
-        except (can.CanError, OSError, ValueError, ImportError) as exc:
-            fail(f"cannot open the CAN bus: {exc}")
-        try:
-            run = drive_pick_place(bus, task, geom, on_step=on_step)
-        finally:
-            bus.shutdown()
+            try:
+                bus = can.Bus(**_bus_kwargs(interface, channel, bitrate))
+            except (can.CanError, OSError, ValueError, ImportError) as exc:
+                fail(f"cannot open the CAN bus: {exc}")
+            try:
+                run = drive_pick_place(bus, task, geom, on_step=on_step)
+            finally:
+                bus.shutdown()
+    finally:
+        if ros_arm is not None:
+            time.sleep(0.2)  # the last samples leave before the session closes
+            ros_arm.participant.close()
     _summary(run, as_json)
     if run.task.failure:
         sys.exit(1)
+
+
+def _ros2_arm(connect: tuple[str, ...]) -> Any:
+    try:
+        import rosbags  # noqa: F401
+        import zenoh  # noqa: F401
+    except ImportError:
+        fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
+    from fwbridge.bridge import topics
+    from fwbridge.bridge.ros2.arm import Ros2Arm
+    from fwbridge.bridge.ros2.participant import Participant
+
+    topics.typestore()  # loaded now, not inside the first control step
+    participant = Participant(connect=connect, wait=3.0)
+    if not participant.is_open:
+        participant.close()
+        fail(f"no Zenoh router reachable at {', '.join(connect)}")
+    return Ros2Arm(participant)
 
 
 def _summary(run: PickPlaceRun, as_json: bool) -> None:

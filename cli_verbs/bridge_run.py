@@ -6,6 +6,7 @@ import json
 import sys
 import threading
 import time
+from typing import Any
 
 import click
 
@@ -14,9 +15,11 @@ from fwbridge.bridge.capture import CaptureWriter
 from fwbridge.bridge.config import ConfigError, load_config
 from fwbridge.bridge.hardware import LifecycleError
 from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.safe_output import OutputError, PendingFile
 from fwbridge.bridge.transports import LinkError
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
-from fwbridge.cli_verbs.link import DURATION, Deadline
+from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
+from fwbridge.cli_verbs.stopping import silence_stdout
 
 
 def parse_request(line: str) -> tuple[float, float, float] | None:
@@ -27,12 +30,12 @@ def parse_request(line: str) -> tuple[float, float, float] | None:
     if text.startswith("{"):
         obj = json.loads(text)
         if not isinstance(obj, dict):
-            raise ValueError("expected a JSON object")
+            raise ConfigError("expected a JSON object")
         vals = [obj.get(k, 0.0) for k in ("vx", "vy", "wz")]
     else:
         vals = text.replace(",", " ").split()
         if len(vals) != 3:
-            raise ValueError("expected three numbers: vx vy wz")
+            raise ConfigError("expected three numbers: vx vy wz")
     out = tuple(float(v) for v in vals)
     return out[0], out[1], out[2]
 
@@ -60,20 +63,26 @@ def _read_requests(node: BaseNode, refused: list[int]) -> None:
               help="Read velocity requests from stdin, one per line: 'vx vy wz' or JSON.")
 @click.option("--every", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="Print every Nth odometry record.")
+@click.option("--ros2", "ros2", is_flag=True,
+              help="Also be a ROS 2 node over Zenoh (the config's [ros2] table; needs "
+              "fwbridge[ros2]).")
 def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record: str | None,
-               cmd_stdin: bool, every: int) -> None:
+               cmd_stdin: bool, every: int, ros2: bool) -> None:
     """Run the mobile-base node of CONFIG (a robot TOML file).
 
     Sends velocity commands at the control rate (zero when requests stop:
     the watchdog), integrates odometry and prints it to stdout as JSON
     lines; reports, and reconnects, when the port goes away. Node events go
-    to stderr.
+    to stderr. With --ros2 (or ``[ros2] enabled = true``) it is also a ROS 2
+    node: odom, /tf, cmd_vel and /diagnostics over Zenoh.
     """
     try:
         cfg = load_config(config, use_sim=use_sim)
+        ros2_settings = _ros2_settings(config, ros2)
     except ConfigError as exc:
         fail(str(exc))
     fatal: list[str] = []
+    reader_gone = threading.Event()  # stdout's reader went away (| head): stop the base
 
     def on_event(event: NodeEvent) -> None:
         click.echo(f"bridge: {event.message}", err=True)
@@ -81,40 +90,97 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
             fatal.append(event.message.replace("link.baud", f"link.baud in {config}"))
 
     def on_odometry(odom: Odometry) -> None:
-        if odom.seq % every == 0:
-            json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
+        if odom.seq % every == 0 and not reader_gone.is_set():
+            try:
+                json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
+            except BrokenPipeError:
+                silence_stdout()
+                reader_gone.set()
 
+    # The capture goes beside --record until the link works: a failed start leaves it as it was.
+    try:
+        pending = PendingFile(record) if record else None
+    except OutputError as exc:
+        fail(f"--record {exc}")
     capture = (
-        CaptureWriter(record, port=cfg.link_url, description=f"{cfg.baud} baud")
-        if record else None
+        CaptureWriter(pending.stream, port=cfg.link_url, description=f"{cfg.baud} baud")
+        if pending is not None else None
     )
     node = BaseNode(cfg, on_odometry=on_odometry, on_event=on_event, capture=capture)
     try:
         node.start()
     except (LinkError, ConfigError, LifecycleError) as exc:
-        if capture is not None:
+        if capture is not None and pending is not None:
             capture.close()
+            pending.discard()
         fail(str(exc))
-    source = "simulated endpoint" if cfg.use_sim else "port"
-    click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands", err=True)
+    except BaseException:
+        if pending is not None:
+            pending.discard()
+        raise
+    ros: Any = None
     refused = [0]  # stdin lines refused (bad syntax or values)
-    if cmd_stdin:
-        threading.Thread(target=_read_requests, args=(node, refused), daemon=True).start()
     deadline = Deadline(duration)
     try:
-        while node.running and not deadline.expired and not fatal:
-            time.sleep(deadline.left(0.1))
-    except KeyboardInterrupt:
-        click.echo("", err=True)
+        with until_interrupted():  # any stop from here on reaches the safe stop below
+            if pending is not None:
+                pending.publish()
+            source = "simulated endpoint" if cfg.use_sim else "port"
+            click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands",
+                       err=True)
+            if ros2_settings is not None:
+                ros = _start_ros2(node, ros2_settings)
+            if cmd_stdin:
+                threading.Thread(target=_read_requests, args=(node, refused),
+                                 daemon=True).start()
+            while node.running and not deadline.expired and not fatal:
+                if reader_gone.wait(deadline.left(0.1)):
+                    break
     finally:
-        node.stop()
-        if capture is not None:
+        if ros is not None:
+            ros.stop()
+        node.stop()  # the safe stop: zero velocity, whatever ended the run
+        if capture is not None and pending is not None:
             capture.close()
+            pending.close()
     stats = node.stats()
     if cmd_stdin:
         stats["stdin_refused"] = refused[0]
     print_counters(stats, "bridge")
+    if ros is not None:
+        print_counters(ros.stats(), "ros2")
     if fatal:
         fail(fatal[0])
     if node.error is not None:
         fail(str(node.error))
+
+
+def _ros2_settings(config: str, flag: bool) -> Any:
+    """The [ros2] settings when ROS 2 is on (flag or table), else None."""
+    from fwbridge.bridge.ros2.config import load_ros2
+
+    settings = load_ros2(config)
+    if not (flag or settings.enabled):
+        return None
+    try:
+        import rosbags  # noqa: F401
+        import zenoh  # noqa: F401
+    except ImportError:
+        fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
+    return settings
+
+
+def _start_ros2(node: BaseNode, settings: Any) -> Any:
+    from fwbridge.bridge.ros2.base import Ros2Base
+
+    ros = Ros2Base(node, settings, say=lambda text: click.echo(f"bridge: {text}", err=True))
+    try:
+        ros.start()
+    except Exception as exc:  # a bad endpoint or Zenoh refusing: stop the robot, say why
+        node.stop()
+        fail(f"ros2: {exc}")
+    ns = settings.namespace.rstrip("/")
+    click.echo(f"bridge: ROS 2 node {ns}/{settings.node_name} (domain {settings.domain}, "
+               f"{settings.distro}): {ros.odom_pub.topic}, {ros.tf_pub.topic}, "
+               f"{ros.cmd_sub.topic}, {ros.diag_pub.topic}", err=True)
+    return ros

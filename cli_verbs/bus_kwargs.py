@@ -16,6 +16,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from fwbridge.protocols.errors import ConfigError
+
 __all__ = ["BusKwargError", "check_bus_kwargs"]
 
 #: Keywords python-can's Bus() handles itself, whatever the interface.
@@ -24,7 +26,7 @@ _COMMON = frozenset({"bitrate", "data_bitrate", "fd", "can_filters", "receive_ow
 _INT_LIMIT = 2**31
 
 
-class BusKwargError(ValueError):
+class BusKwargError(ConfigError):
     """A ``--bus-kwarg`` the chosen bus does not take, or a value out of range."""
 
 

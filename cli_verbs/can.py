@@ -46,7 +46,7 @@ from fwbridge.cli_verbs.can_common import (
     parse_command,
     target,
 )
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
@@ -250,11 +250,13 @@ def _raw_fields(msg: can.Message, channel: str) -> dict[str, Any]:
 def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float | None) -> None:
     """Record frames to FILE; the extension picks the format (.log candump, .asc, .blf,
     .csv, .trc, .pcapng for Wireshark)."""
+    writable(file)
+    bus = open_bus(options(ctx))  # FILE is created only once the bus is open
     try:
         writer = open_writer(file)
     except (ValueError, OSError) as exc:
+        bus.shutdown()
         fail(str(exc))
-    bus = open_bus(options(ctx))
     n = 0
     try:
         with StatusLine() as status, until_interrupted():

@@ -14,6 +14,7 @@ from fwbridge.cli_verbs.bus_kwargs import BusKwargError, check_bus_kwargs
 from fwbridge.cli_verbs.common import CliError
 from fwbridge.cli_verbs.params import DURATION as DURATION_S
 from fwbridge.protocols.action_frame import SubCommand, as_sub_command
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["COUNT", "DURATION", "BusOptions", "actuator_fields",
            "actuator_text", "bus_label", "lone_hint", "open_bus", "options", "parse_command",
@@ -99,9 +100,9 @@ def parse_command(text: str) -> SubCommand | int:
         if key in SubCommand.__members__:
             return SubCommand[key]
         names = ", ".join(n.lower().replace("_", "-") for n in SubCommand.__members__)
-        raise ValueError(f"unknown command {text!r}; use a number or one of: {names}") from None
+        raise ConfigError(f"unknown command {text!r}; use a number or one of: {names}") from None
     if not 0 <= value <= 255:
-        raise ValueError(f"command {value} out of range 0..255")
+        raise ConfigError(f"command {value} out of range 0..255")
     return as_sub_command(value)
 
 

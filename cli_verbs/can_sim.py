@@ -25,10 +25,11 @@ from fwbridge.can_bus.capture import open_writer
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
 from fwbridge.cli_verbs.can_common import open_bus, options, target
-from fwbridge.cli_verbs.common import console, fail, json_line
+from fwbridge.cli_verbs.common import console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
 from fwbridge.cli_verbs.params import DURATION, Finite
 from fwbridge.protocols.actuator import Fault
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["sim_cmd"]
 
@@ -54,10 +55,10 @@ def parse_fault(text: str) -> Injection:
     kinds = ["stuck", "disconnected", "ber=RATE", "clear", *SENSOR_FAULTS]
     if m is None or (m["what"] not in ("stuck", "disconnected", "ber", "clear")
                      and m["what"] not in SENSOR_FAULTS):
-        raise ValueError(f"--fault {text!r}: expected K:KIND[@T] with KIND one of "
+        raise ConfigError(f"--fault {text!r}: expected K:KIND[@T] with KIND one of "
                          + ", ".join(kinds))
     if m["what"] == "ber" and m["value"] is None:
-        raise ValueError(f"--fault {text!r}: ber needs a rate, e.g. 3:ber=1e-3@0.5")
+        raise ConfigError(f"--fault {text!r}: ber needs a rate, e.g. 3:ber=1e-3@0.5")
     return Injection(int(m["k"]), m["what"], float(m["value"] or 0), float(m["t"] or 0))
 
 
@@ -96,6 +97,8 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
     for p in plan:
         if not 1 <= p.module <= count:
             fail(f"--fault: no module {p.module} (modules are 1..{count})")
+    if capture:
+        writable(capture, "--capture")
     extra: dict[str, Any] = {"pacing": pacing} if fw and pacing else {}
     buses: list[can.BusABC] = []
     writer = notifier = cap_bus = None

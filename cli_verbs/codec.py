@@ -4,27 +4,41 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
-from rich.table import Table
 
-from fwbridge.bridge.capture import CaptureError, looks_like_pcapng, read_payloads
 from fwbridge.cli_verbs.action import action_decoder
-from fwbridge.cli_verbs.common import CliError, Decoder, console, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import CliError, Decoder, fail, json_line, print_counters
+from fwbridge.cli_verbs.frames import (
+    EncodeGroup,
+    ProtocolParam,
+    description_decoder,
+    is_description,
+)
 from fwbridge.cli_verbs.params import WIRE_FLOAT
+from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+# Receivers (numpy), captures (python-pcapng) and rich's tables load in the
+# decode path: `fwbridge encode` imports this module and must start fast.
+if TYPE_CHECKING:
+    from fwbridge.protocols.sum8 import Sum8Codec
+    from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 READ_CHUNK = 1 << 16
 
 
 # -- encode -----------------------------------------------------------------
-@click.group("encode")
+@click.group("encode", cls=EncodeGroup)
 def encode_group() -> None:
-    """Build one frame and print it as hex."""
+    """Build one frame and print it as hex.
+
+    Besides the frames below: ``fwbridge encode DESC.toml FIELD=VALUE…`` for
+    a frame described in a file (docs/FRAMES.md).
+    """
 
 
 
@@ -80,6 +94,26 @@ def encode_odom(
 
 
 # -- decode -----------------------------------------------------------------
+def _hex_blocks(path: str, first: bytes, stream: BinaryIO) -> Iterator[bytes]:
+    """The bytes of hex text, parsed a block of whole lines at a time."""
+    pending, line = first, 1
+    while True:
+        more = stream.read(READ_CHUNK)
+        cut = len(pending) if not more else pending.rfind(b"\n") + 1
+        if cut or not more:
+            text = pending[:cut].decode("ascii", errors="replace")
+            try:
+                yield parse_hex(text, line)
+            except HexTextError as exc:
+                raise CliError(f"{path}: {exc}") from None
+            line += len(text.splitlines())
+            pending = pending[cut:]
+        if not more:
+            return
+        pending += more
+
+
+
 def _sum8_row(item: Any) -> dict[str, Any]:
     frame = item.frame
     row = {name: getattr(frame, name) for name in frame.__slots__}
@@ -88,28 +122,58 @@ def _sum8_row(item: Any) -> dict[str, Any]:
     return row
 
 
+def _sum8_receiver(codec: Sum8Codec[Any]) -> Sum8Receiver[Any]:
+    from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+    return Sum8Receiver(codec)
+
+
 DECODERS: dict[str, Decoder] = {
     "odom": Decoder(
-        ("vx", "vy", "wz", "yaw_deg"), lambda opts: Sum8Receiver(odom_frame.CODEC), _sum8_row
+        ("vx", "vy", "wz", "yaw_deg"), lambda opts: _sum8_receiver(odom_frame.CODEC), _sum8_row
     ),
-    "cmd": Decoder(("vx", "vy", "wz"), lambda opts: Sum8Receiver(cmd_frame.CODEC), _sum8_row),
+    "cmd": Decoder(("vx", "vy", "wz"), lambda opts: _sum8_receiver(cmd_frame.CODEC), _sum8_row),
     "action": action_decoder(),
 }
 
 
 def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[bytes]:
     """The packet bytes of a pcapng serial capture (one direction: ``"rx"``/``"tx"``)."""
+    from fwbridge.bridge.capture import CaptureError, read_payloads
+
     try:
         yield from read_payloads(path, direction)
     except CaptureError as exc:
         raise CliError(str(exc)) from None
 
 
-def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[bytes]:
+#: The side of a two-direction capture that carries each frame family.
+CARRIER = {"odom": "rx", "cmd": "tx"}
+_SIDE = {"rx": "rx (firmware -> host)", "tx": "tx (host -> firmware)"}
+
+
+def _both_directions(path: str) -> bool:
+    """True when a pcapng capture holds packets of both directions (stops at the first pair)."""
+    from fwbridge.bridge.capture import CaptureError, read_capture
+
+    seen: set[str] = set()
+    try:
+        for packet in read_capture(path):
+            seen.add(packet.direction)
+            if {"rx", "tx"} <= seen:
+                return True
+    except CaptureError:
+        pass  # reported with its offset by the decoding pass itself
+    return False
+
+
+def read_input(path: str, fmt: str, direction: str | None = None,
+               prefer: str | None = None) -> Iterator[bytes]:
     """Chunks of the input's bytes: raw binary, hex text or a pcapng serial capture.
 
     ``auto`` tells them apart by the first bytes; ``direction`` picks one side
-    (``rx``/``tx``) of a capture of both directions.
+    (``rx``/``tx``) of a capture of both directions, ``prefer`` the side taken
+    when none is given and the capture has both. A CAN capture is refused.
     """
     try:
         stream: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
@@ -119,34 +183,36 @@ def read_input(path: str, fmt: str, direction: str | None = None) -> Iterator[by
         fail(f"{path}: is a directory, not a capture file")
     except PermissionError:
         fail(f"{path}: permission denied")
+    from fwbridge.bridge.capture_reader import capture_kind
+
     with stream:
         first = stream.read(READ_CHUNK)
+        kind = capture_kind(first)
+        if kind is not None and "serial" not in kind and fmt in ("auto", "pcapng"):
+            hint = " (decode it with 'fwbridge can decode')" if "CAN" in kind else ""
+            fail(f"{path}: a {kind}, not a serial capture or byte stream{hint}")
         if fmt == "auto":
+            from fwbridge.bridge.capture import looks_like_pcapng
+
             fmt = ("pcapng" if looks_like_pcapng(first)
                    else "hex" if looks_like_hex(first) else "raw")
         if fmt == "pcapng":
             if path == "-":
                 fail("pcapng captures are read from a file, not from stdin")
+            if direction is None and prefer is not None and _both_directions(path):
+                direction = prefer
+                click.echo(f"decode: {path} holds both directions; decoding {_SIDE[prefer]}, "
+                           "the side these frames travel (--direction to choose)", err=True)
             yield from read_pcapng_payloads(path, direction)
             return
         if direction is not None:
             fail("--direction applies to pcapng captures only")
-        if fmt == "hex":
-            text = (first + stream.read()).decode("ascii", errors="replace")
-            try:
-                yield parse_hex(text)
-            except HexTextError as exc:
-                raise CliError(f"{path}: {exc}") from None
+        if fmt == "hex":  # a block of whole lines at a time: bounded memory on long files
+            yield from _hex_blocks(path, first, stream)
             return
         while first:
             yield first
             first = stream.read(READ_CHUNK)
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
 
 
 def _action_extras(item: Any, as_json: bool) -> None:
@@ -164,16 +230,18 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.command("decode")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @click.option(
-    "-p", "--protocol", type=click.Choice([*sorted(DECODERS), "actuator"]), required=True,
-    help="Frame family on this stream; 'actuator' reads a CAN capture (.log, .asc, .blf, "
-         ".pcapng) and decodes its actuator structs.",
+    "-p", "--protocol", type=ProtocolParam([*sorted(DECODERS), "actuator"]), required=True,
+    help="Frame family on this stream, or a description file (FILE.toml); 'actuator' reads "
+         "a CAN capture (.log, .asc, .blf, .pcapng) and decodes its actuator structs.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["auto", "raw", "hex", "pcapng"]), default="auto",
     show_default=True, help="Input encoding.",
 )
 @click.option("--direction", type=click.Choice(["rx", "tx"]), default=None,
-              help="pcapng captures: decode one direction only (default: both, in order).")
+              help="pcapng captures: decode one direction only (default: the side the "
+                   "frames travel when the capture has both, rx for odom and tx for cmd; "
+                   "both, in order, for action frames).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--crc", default=None, metavar="NAME",
               help="Action frames: CRC-16 preset (default crc-ccitt-false).")
@@ -196,35 +264,41 @@ def decode_cmd(
 
         click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None)
         return
-    dec = DECODERS[protocol]
     opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
             if v not in (None, False)}
-    if opts and protocol != "action":
+    if is_description(protocol):
+        protocol, dec = description_decoder(protocol)
+        if set(opts) - {"max_length"}:
+            fail(f"--{next(iter(set(opts) - {'max_length'}))} applies to --protocol action only;"
+                 " a description names its own checksum")
+        opts = {**opts, "described": True}
+    else:
+        dec = DECODERS[protocol]
+    if opts and protocol != "action" and "described" not in opts:
         fail(f"--{next(iter(opts)).replace('_', '-')} applies to --protocol action only")
     try:
         rx = dec.make(opts)
     except ConfigError as exc:
         fail(str(exc))
-    rows: list[tuple[int, dict[str, Any]]] = []
-    extras: list[Any] = []
+    chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
+    first = next(chunks, b"")  # input errors come before any output
+    # Rows stream as they are decoded (bounded memory, never cut when piped).
+    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames")
 
     def take(items: list[Any]) -> None:
         for item in items:
             fields = dec.row(item)
-            if as_json:
+            if table is None:
                 json_line({"offset": item.offset, "protocol": protocol, **fields})
             else:
-                rows.append((item.offset, fields))
-                extras.append(item)
+                table.row(item.offset, fields)
+                if protocol == "action":
+                    _action_extras(item, as_json)
 
-    for chunk in read_input(source, fmt, direction):
+    take(rx.feed(first))
+    for chunk in chunks:
         take(rx.feed(chunk))
     take(rx.finish())
-    if not as_json:
-        table = Table("offset", *dec.columns, title=f"{protocol} frames", title_justify="left")
-        for offset, fields in rows:
-            table.add_row(str(offset), *(_format_value(fields.get(c, "")) for c in dec.columns))
-        console.print(table)
-        for item in extras:
-            _action_extras(item, as_json)
+    if table is not None:
+        table.flush()
     print_counters(rx.stats.as_dict())

@@ -7,17 +7,42 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
-from rich.console import Console
+
+from fwbridge.protocols.errors import Error
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class _LazyConsole:
+    """A rich ``Console`` made on first use: importing rich costs more than the
+    whole of ``fwbridge encode``, which never prints through it."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            # Piped, rich would fit tables to 80 columns and cut cells ("test-actio…"):
+            # a reader of a pipe gets them whole.
+            wide = self._stderr or sys.stdout.isatty()
+            self._console = Console(stderr=self._stderr, highlight=False,
+                                    width=None if wide else 100_000)
+        return getattr(self._console, name)
+
 
 #: Human output (tables, status lines) goes to stdout; counters and errors to stderr.
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = cast("Console", _LazyConsole(stderr=False))
+err_console = cast("Console", _LazyConsole(stderr=True))
 
 
-class CliError(click.ClickException):
+class CliError(Error, click.ClickException):
     """An error the user can fix: printed as one ``error: …`` line, exit 2."""
 
     exit_code = 2
@@ -29,6 +54,16 @@ class CliError(click.ClickException):
 def fail(message: str) -> NoReturn:
     """Stop the command with one ``error: …`` line."""
     raise CliError(message)
+
+
+def writable(path: str, option: str = "") -> None:
+    """Check an output path before a run: one ``error:`` line if it cannot be written."""
+    from fwbridge.bridge.safe_output import OutputError, check_writable
+
+    try:
+        check_writable(path)
+    except OutputError as exc:
+        fail(f"{option} {exc}".strip())
 
 
 def _jsonable(value: Any) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -17,6 +16,7 @@ from fwbridge.bridge.transports import LinkError, open_link
 from fwbridge.cli_verbs.common import console, err_console, fail
 from fwbridge.cli_verbs.params import DURATION as DURATION_S
 from fwbridge.cli_verbs.params import Baud
+from fwbridge.cli_verbs.stopping import Stop, stoppable
 
 BAUD = click.option(
     "-b", "--baud", type=Baud(), default=115200, show_default=True,
@@ -115,10 +115,7 @@ def write_line(text: str) -> None:
     sys.stdout.flush()
 
 
-@contextlib.contextmanager
-def until_interrupted() -> Iterator[None]:
-    """Ctrl-C ends a streaming verb normally: its summary still prints, exit 0."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        click.echo("", err=True)
+def until_interrupted() -> contextlib.AbstractContextManager[Stop]:
+    """A stop signal (Ctrl-C, SIGTERM, SIGHUP) or a closed stdout ends a streaming verb
+    normally: its summary still prints (see :mod:`cli_verbs.stopping` for the exit status)."""
+    return stoppable()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from typing import Any
 
@@ -10,7 +11,14 @@ import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from serial.tools import list_ports
 
-from fwbridge.bridge.capture import RX, TX, CaptureError, CaptureWriter, read_capture
+from fwbridge.bridge.capture import (
+    LINKTYPE_USER1,
+    RX,
+    TX,
+    CaptureError,
+    CaptureWriter,
+    read_capture,
+)
 from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.transports import IO_ERRORS, read_some
 from fwbridge.cli_verbs.codec import DECODERS
@@ -21,6 +29,16 @@ from fwbridge.cli_verbs.common import (
     fail,
     json_line,
     print_counters,
+    writable,
+)
+from fwbridge.cli_verbs.frames import (
+    DescribedGroup,
+    FrameTap,
+    ProtocolParam,
+    described,
+    description_decoder,
+    is_description,
+    tap_for,
 )
 from fwbridge.cli_verbs.link import (
     BAUD,
@@ -34,6 +52,7 @@ from fwbridge.cli_verbs.link import (
 )
 from fwbridge.cli_verbs.params import FLOAT32, RATE, SPEED, TIMEOUT_MAX, Finite
 from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["ports_cmd", "record_cmd", "replay_cmd", "send_group", "sniff_cmd"]
 
@@ -82,36 +101,65 @@ def _send_options(fn: Any) -> Any:
     return BAUD(fn)
 
 
-@click.group("send")
+def _send_described(ctx: click.Context, d: Any, frame: bytes, opts: dict[str, Any]) -> None:
+    _send(ctx.meta["send.port"], opts["baud"], frame, d.desc.name, opts["rate"], opts["count"])
+
+
+def _send_params() -> list[click.Parameter]:
+    holder = _send_options(lambda: None)
+    return list(reversed(holder.__click_params__))
+
+
+class SendGroup(DescribedGroup):
+    """``fwbridge send PORT``: its own frames, and ``send PORT DESC.toml FIELD=VALUE…``."""
+
+    action = staticmethod(_send_described)
+    extra_params = staticmethod(_send_params)
+
+
+@click.group("send", cls=SendGroup)
 @click.argument("port")
 @click.pass_context
 def send_group(ctx: click.Context, port: str) -> None:
-    """Send frames to PORT at a steady rate (a device path or pyserial URL)."""
+    """Send frames to PORT at a steady rate (a device path or pyserial URL).
+
+    Besides the frames below: ``fwbridge send PORT DESC.toml FIELD=VALUE…`` for
+    a frame described in a file (docs/FRAMES.md).
+    """
     ctx.meta["send.port"] = port
 
 
-def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int) -> None:
+def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int,
+          on_stop: bytes = b"") -> None:
+    """``frame`` ``count`` times at ``rate``; ``on_stop`` once more if stopped before the
+    end (zero velocity after a stop signal: the robot must not keep the last command)."""
     link = open_port(port, baud)
     sent = 0
     period = 1.0 / rate
     next_at = time.monotonic()
-    with until_interrupted():
-        try:
-            while count == 0 or sent < count:
-                link.write(frame)
-                sent += 1
-                if count and sent >= count:
-                    break
-                next_at += period
-                time.sleep(max(0.0, next_at - time.monotonic()))
-            with contextlib.suppress(*IO_ERRORS):
-                link.flush()  # the last frame must leave before close drops the queue
-        except IO_ERRORS as exc:
-            fail(f"{port} went away after {sent} frames: {exc}")
-        finally:
-            with contextlib.suppress(*IO_ERRORS):
-                link.close()
-    click.echo(f"sent {sent} {kind} frame{'s' if sent != 1 else ''} to {port}", err=True)
+    stopped = False
+    try:
+        with until_interrupted() as stop:
+            try:
+                while count == 0 or sent < count:
+                    link.write(frame)
+                    sent += 1
+                    if count and sent >= count:
+                        break
+                    next_at += period
+                    time.sleep(max(0.0, next_at - time.monotonic()))
+            except IO_ERRORS as exc:
+                fail(f"{port} went away after {sent} frames: {exc}")
+        stopped = stop.early
+    finally:
+        with contextlib.suppress(*IO_ERRORS):
+            if on_stop and (stopped or sys.exc_info()[0] is not None):
+                link.write(on_stop)
+            link.flush()  # the last frame must leave before close drops the queue
+        with contextlib.suppress(*IO_ERRORS):
+            link.close()
+    then = ", then zero velocity" if on_stop and stopped else ""
+    click.echo(f"sent {sent} {kind} frame{'s' if sent != 1 else ''} to {port}{then}", err=True)
 
 
 @send_group.command("cmd")
@@ -127,7 +175,8 @@ def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rat
         frame = cmd_frame.encode(cmd_frame.CmdFrame(vx, vy, wz))
     except ValueError as exc:
         fail(str(exc))
-    _send(ctx.meta["send.port"], baud, frame, "cmd", rate, count)
+    _send(ctx.meta["send.port"], baud, frame, "cmd", rate, count,
+          on_stop=cmd_frame.encode(cmd_frame.ZERO))
 
 
 @send_group.command("odom")
@@ -150,6 +199,8 @@ def send_odom(ctx: click.Context, vx: float, vy: float, wz: float, yaw: float, b
 # -- sniff --------------------------------------------------------------------------
 def decoder_for(protocol: str) -> Decoder:
     """The protocol's decoder from the ``decode`` registry (action frames when available)."""
+    if is_description(protocol):
+        return description_decoder(protocol)[1]
     if protocol in DECODERS:
         return DECODERS[protocol]
     if protocol == "action":
@@ -171,8 +222,8 @@ def _errors(stats: dict[str, int]) -> int:
 
 @click.command("sniff")
 @click.argument("port")
-@click.option("-p", "--protocol", type=click.Choice(SNIFF_PROTOCOLS), required=True,
-              help="Frame family arriving on PORT.")
+@click.option("-p", "--protocol", type=ProtocolParam(SNIFF_PROTOCOLS), required=True,
+              help="Frame family arriving on PORT, or a description file (FILE.toml).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also capture the raw bytes to a pcapng file.")
@@ -189,9 +240,15 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
     at the end.
     """
     dec = decoder_for(protocol)
+    tap = tap_for(protocol) if record else None
+    if is_description(protocol):
+        protocol = described(protocol).desc.name
     rx = dec.make({})
+    if record:
+        writable(record, "--record")  # before the port: a bad path is one line, not a late error
     link = open_port(port, baud)
-    capture = CaptureWriter(record, port=port, description=f"{baud} baud") if record else None
+    capture = CaptureWriter(record, port=port, description=f"{baud} baud",
+                            frames=protocol) if record else None
     deadline = Deadline(duration)
     start = time.monotonic()
     watch = GarbageWatch(garbage_timeout, start)
@@ -218,8 +275,11 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
                 if data:
                     if capture is not None:
                         capture.write(RX, data)
+                    if tap is not None:
+                        tap.feed(data)
                     for item in rx.feed(data):
                         emit(item)
+                        _record_frame(capture, tap, item)
                 stats = rx.stats.as_dict()
                 garbage = watch.update(stats["frames"], stats["bytes"], _errors(stats), now)
                 if garbage is not None:
@@ -231,6 +291,7 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
         tail = rx.finish()
         for item in tail if isinstance(tail, list) else ():
             emit(item)
+            _record_frame(capture, tap, item)
     finally:
         link.close()
         if capture is not None:
@@ -240,18 +301,34 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
         fail(garbage.message(port, baud, "change it with --baud"))
 
 
+def _record_frame(capture: CaptureWriter | None, tap: FrameTap | None, item: Any) -> None:
+    """Put an accepted frame on the capture's frames interface, whole."""
+    if capture is not None and tap is not None:
+        frame = tap.frame(item.offset)
+        if frame is not None:
+            capture.write_frame(RX, frame)
+
+
 # -- record / replay ----------------------------------------------------------------
 @click.command("record")
 @click.argument("port")
 @click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-p", "--protocol", type=ProtocolParam(SNIFF_PROTOCOLS), default=None,
+              help="Also put each frame the receiver accepts on a second interface, whole "
+              "(Wireshark dissects frames split across reads from it).")
 @DURATION
 @BAUD
-def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
+def record_cmd(port: str, file: str, protocol: str | None, duration: float | None,
+               baud: int) -> None:
     """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay)."""
-    link = open_port(port, baud)
+    writable(file)
+    rx = decoder_for(protocol).make({}) if protocol else None
+    tap = tap_for(protocol) if protocol else None
+    name = described(protocol).desc.name if protocol and is_description(protocol) else protocol
+    link = open_port(port, baud)  # FILE is created only once PORT is open
     deadline = Deadline(duration)
     rate = Rate()
-    with CaptureWriter(file, port=port, description=f"{baud} baud") as cap:
+    with CaptureWriter(file, port=port, description=f"{baud} baud", frames=name) as cap:
         try:
             with StatusLine() as status, until_interrupted():
                 while not deadline.expired:
@@ -261,12 +338,20 @@ def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
                         fail(f"{port} went away (unplugged?) after {cap.packets} packets: {exc}; "
                              f"the capture up to then is in {file}")
                     cap.write(RX, data)
+                    if rx is not None and tap is not None and data:
+                        tap.feed(data)
+                        for item in rx.feed(data):
+                            _record_frame(cap, tap, item)
                     status.update(f"{port} -> {file}: {cap.packets} packets, {cap.bytes} bytes, "
                                   f"{rate(cap.bytes):.0f} B/s")
+            if rx is not None:
+                for item in rx.finish():
+                    _record_frame(cap, tap, item)
         finally:
             link.close()
-    click.echo(f"recorded {cap.packets} packets ({cap.bytes} bytes) from {port} to {file}",
-               err=True)
+    frames = f", {cap.frames} {name} frames" if protocol else ""
+    click.echo(f"recorded {cap.packets} packets ({cap.bytes} bytes{frames}) from {port} to "
+               f"{file}", err=True)
 
 
 @click.command("replay")
@@ -277,12 +362,16 @@ def record_cmd(port: str, file: str, duration: float | None, baud: int) -> None:
 @click.option("--loop", "loop", is_flag=True, help="Start over at the end, until Ctrl-C.")
 @click.option("--direction", type=click.Choice([RX, TX]), default=RX, show_default=True,
               help="Which side to play: rx = what the device sent, tx = what the host sent.")
+@click.option("-p", "--protocol", type=ProtocolParam(SNIFF_PROTOCOLS), default=None,
+              help="Accepted like record's and checked, but replay plays the raw reads, "
+              "whatever the frames: it never replays the frames interface.")
 @BAUD
 def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
-               baud: int) -> None:
+               protocol: str | None, baud: int) -> None:
     """Write one direction of a pcapng capture to PORT, keeping its recorded timing."""
+    del protocol  # byte-level: the raw reads are played as they were read
     try:
-        everything = list(read_capture(file))
+        everything = [p for p in read_capture(file) if p.link_type != LINKTYPE_USER1]
     except CaptureError as exc:
         fail(str(exc))
     packets = [p for p in everything if p.direction == direction]
@@ -303,9 +392,12 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
         transient=True,
     )
     task = progress.add_task("replay", total=None if loop else len(packets))
+    # Replaying velocity commands commands motion: a stop before the end sends zero velocity.
+    commands = _carries_commands(packets)
+    stopped = False
     t0 = time.monotonic()
     try:
-        with progress, until_interrupted():
+        with progress, until_interrupted() as stop:
             while True:
                 for off, packet in zip(offsets, packets):
                     delay = t0 + laps * lap + off - time.monotonic()
@@ -320,9 +412,26 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
                 laps += 1
                 if not loop:
                     break
-            with contextlib.suppress(*IO_ERRORS):
-                link.flush()
+        stopped = stop.early
     finally:
+        with contextlib.suppress(*IO_ERRORS):
+            if commands and (stopped or sys.exc_info()[0] is not None):
+                link.write(cmd_frame.encode(cmd_frame.ZERO))
+            link.flush()
         link.close()
-    click.echo(f"replayed {sent} {direction} packets from {file} to {port}", err=True)
+    then = ", then zero velocity" if commands and stopped else ""
+    click.echo(f"replayed {sent} {direction} packets from {file} to {port}{then}", err=True)
+
+
+def _carries_commands(packets: list[Any]) -> bool:
+    """True when the first 64 KiB of the packets hold velocity-command frames."""
+    rx = Sum8Receiver(cmd_frame.CODEC)
+    seen = 0
+    for packet in packets:
+        if rx.feed(packet.data):
+            return True
+        seen += len(packet.data)
+        if seen >= 1 << 16:
+            break
+    return False
 

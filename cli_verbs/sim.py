@@ -5,20 +5,23 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from typing import Any
 
 import click
 from rich.table import Table
 
 from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
+from fwbridge.bridge.sim.endpoint import PACINGS, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import model_names
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
 from fwbridge.cli_verbs.params import DURATION, SPEED, Baud, Finite
+from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.pacing import parse_pacing
 
 FAULTS = click.option(
     "--faults", default="", metavar="NAME=RATE,...",
@@ -64,15 +67,29 @@ def _status_text(st: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
+def _old_pace(value: str) -> str:
+    """``--pace`` (realtime|fast): still read, with a deprecation line on stderr."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # said once, below, as one line
+            pacing = parse_pacing(value, "--pace")
+    except ConfigError as exc:
+        fail(str(exc))
+    click.echo(f"warning: --pace is deprecated; use --pacing {pacing}", err=True)
+    return pacing
+
+
 @click.command("sim")
 @click.argument("model", type=click.Choice([*model_names(), "scara"], case_sensitive=False))
 @FAULTS
 @SEED
 @click.option("--duration", type=DURATION, default=None,
               metavar="S", help="Stop after S seconds of simulated time (default: Ctrl-C).")
-@click.option("--pace", type=click.Choice(PACES), default="realtime", show_default=True,
-              help="realtime: simulated time follows the clock; fast: as fast as the "
+@click.option("--pacing", type=click.Choice(PACINGS), default="realtime", show_default=True,
+              help="realtime: simulated time follows the clock; afap: as fast as the "
               "reader allows (deterministic).")
+@click.option("--pace", "old_pace", default=None, hidden=True,
+              help="Old spelling of --pacing (fast = afap).")
 @click.option("--speed", type=SPEED, default=1.0,
               show_default=True, help="realtime: simulated seconds per wall-clock second.")
 @click.option("--step-ms", type=click.IntRange(1, 100), default=1, show_default=True,
@@ -83,11 +100,14 @@ def _status_text(st: dict[str, Any]) -> str:
               metavar="PATH", help="Also make PATH a symlink to the port.")
 @click.option("--wait-for-host", is_flag=True,
               help="Do not start the clock before the first byte from the host "
-              "(with --pace fast: runs then repeat byte for byte).")
+              "(with --pacing afap: runs then repeat byte for byte).")
+@click.option("--watchdog", "watchdog_ms", type=click.IntRange(min=0), default=None,
+              metavar="MS", help="mecanum: stop the motors after MS ms without a command "
+              "(default 500; 0: never, as the seed firmware).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
-def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: str, speed: float,
-            step_ms: int, baud: int, link_path: str | None, wait_for_host: bool,
-            as_json: bool) -> None:
+def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: str,
+            old_pace: str | None, speed: float, step_ms: int, baud: int, link_path: str | None,
+            wait_for_host: bool, watchdog_ms: int | None, as_json: bool) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
     The robot link speaks the seed-002 frames (velocity commands in,
@@ -104,28 +124,30 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pace: st
 
         scara_sim(duration, as_json)
         return
+    if old_pace is not None:
+        pacing = _old_pace(old_pace)
     spec = _faults(faults, seed)
     try:
-        endpoint = SimEndpoint(model, pace=pace, speed=speed, step_ms=step_ms, faults=spec,
-                               baud=baud)
+        endpoint = SimEndpoint(model, pacing=pacing, speed=speed, step_ms=step_ms, faults=spec,
+                               baud=baud, watchdog_ms=watchdog_ms)
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
         fail(str(exc))
-    ready = {
-        "event": "ready", "model": model, "port": link.path,
-        "supervisor_port": link.supervisor_path, "pace": pace, "step_ms": step_ms,
-        "faults": str(spec), "seed": seed,
-    }
-    if as_json:
-        json_line(ready)
-    else:
-        click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
-                   f"{pace}, step {step_ms} ms, faults: {spec}")
-        click.echo(f"open {link.path} with any serial program (no baud rate needed); "
-                   "Ctrl-C stops", err=True)
     stop = endpoint.stop_event
     interrupted = False
-    try:
+    try:  # from here every stop removes what was created (the ptys, the --link)
+        ready = {
+            "event": "ready", "model": model, "port": link.path,
+            "supervisor_port": link.supervisor_path, "pacing": pacing, "step_ms": step_ms,
+            "faults": str(spec), "seed": seed,
+        }
+        if as_json:
+            json_line(ready)
+        else:
+            click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
+                       f"{pacing}, step {step_ms} ms, faults: {spec}")
+            click.echo(f"open {link.path} with any serial program (no baud rate needed); "
+                       "Ctrl-C stops", err=True)
         if wait_for_host:
             link.wait_for_host(stop)
         endpoint.start(None if duration is None else round(duration * 1000))
@@ -191,6 +213,10 @@ def _summary(res: SquareResult, side: float) -> Table:
     table.add_row("bridge", f"{ns.get('commands', 0)} commands, {ns.get('frames', 0)} odometry "
                   f"frames, {ns.get('checksum_errors', 0)} checksum errors, "
                   f"{ns.get('watchdog_trips', 0)} watchdog trips")
+    if "cmd_vel_received" in ns:
+        table.add_row("ROS 2", f"{ns['cmd_vel_received']} cmd_vel received, "
+                      f"{ns['odometry_published']} odom published, "
+                      f"{ns.get('odom_received_by_driver', 0)} odom received by the driver")
     st = res.sim_status
     fw = st.get("firmware", {})
     table.add_row("firmware", f"{fw.get('cmd_applied', 0)} commands applied, "
@@ -241,15 +267,29 @@ def _plot(res: SquareResult, path: str, side: float) -> None:
 @FAULTS
 @SEED
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of the live display.")
-def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool) -> None:
+@click.option("--ros2", "ros2", is_flag=True,
+              help="Drive through ROS 2: cmd_vel out, odom back, over Zenoh (fwbridge[ros2]).")
+@click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
+              help="With --ros2: also join the Zenoh router here (default: in-process only).")
+def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool,
+             ros2: bool, connect: tuple[str, ...]) -> None:
     """Drive a simulated mecanum base around a square through the bridge.
 
     Starts the mecanum firmware simulation on a pty, runs the mobile-base
     node on that pty, and drives a square on the node's odometry, printing
     it live; ends with the link statistics and how well the square closed.
-    No hardware and no network; about 30 seconds.
+    No hardware and no network; about 30 seconds. With --ros2 the driver is
+    a ROS 2 node on /robot1/cmd_vel and /robot1/odom.
     """
     spec = _faults(faults, seed)
+    if connect and not ros2:
+        fail("--connect goes with --ros2")
+    if plot:  # checked now, not after the 30 s run
+        writable(plot, "--plot")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            fail("--plot needs matplotlib: pip install 'fwbridge[plot]'")
     driver = SquareDriver(side=side)
     stop = threading.Event()
     t0 = time.monotonic()
@@ -280,10 +320,14 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
             click.echo(text)
 
     try:
-        res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop)
-    except KeyboardInterrupt:
+        if ros2:
+            res = _square_ros2(driver, spec, on_tick, stop, connect)
+        else:
+            res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop)
+    except KeyboardInterrupt:  # a stop signal: the run's own clean-up stopped the base
         stop.set()
-        fail("interrupted")
+        click.echo("\ndemo: stopped before the square was done", err=True)
+        return
     if live:
         console.print()
     if plot:
@@ -300,3 +344,18 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
             click.echo(f"path plot written to {plot}")
     if not res.completed:
         fail("the square was not completed (see the statistics above)")
+
+
+def _square_ros2(driver: SquareDriver, spec: FaultSpec, on_tick: Any, stop: threading.Event,
+                 connect: tuple[str, ...]) -> SquareResult:
+    try:
+        import rosbags  # noqa: F401
+        import zenoh  # noqa: F401
+    except ImportError:
+        fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
+    from fwbridge.cli_verbs.demo_ros2 import run_square_ros2
+
+    click.echo("through ROS 2: square_driver -> /robot1/cmd_vel -> base_bridge -> "
+               "/robot1/odom -> square_driver", err=True)
+    return run_square_ros2(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
+                           connect=connect)

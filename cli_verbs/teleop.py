@@ -5,7 +5,9 @@ quits, any other key stops. The current command is resent at ``--rate`` so
 a firmware watchdog stays fed; a key takes effect at once. On a terminal,
 stdin is put in raw mode (like the seed's ``tty.setraw``; output processing
 stays on so lines end properly, also under tmux); Ctrl-C and Ctrl-D quit.
-Keys can also be piped in; end of input quits. Quitting sends zero velocity.
+Keys can also be piped in; end of input quits. Quitting, and every stop
+signal (SIGINT, SIGTERM, SIGHUP), sends zero velocity and restores the
+terminal.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import click
 
 from fwbridge.bridge.transports import IO_ERRORS
 from fwbridge.cli_verbs.common import fail
-from fwbridge.cli_verbs.link import BAUD, open_port
+from fwbridge.cli_verbs.link import BAUD, open_port, until_interrupted
 from fwbridge.cli_verbs.params import RATE, Finite
 from fwbridge.protocols import cmd_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
@@ -56,7 +58,8 @@ def raw_terminal(fd: int) -> Iterator[bool]:
         termios.tcsetattr(fd, termios.TCSANOW, mode)
         yield True
     finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        with contextlib.suppress(termios.error, OSError):  # a terminal that hung up (SIGHUP)
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
 @click.command("teleop")
@@ -86,7 +89,8 @@ def teleop_cmd(port: str, baud: int, rate: float, linear: float, angular: float)
         sent += 1
 
     try:
-        with raw_terminal(fd):
+        # Stop signals end the loop inside the raw mode: the terminal is restored after it.
+        with raw_terminal(fd), until_interrupted():
             click.echo(f"teleop on {port}: w/s forward/back, a/d turn, other keys stop, q quits",
                        err=True)
             next_at = time.monotonic()
@@ -116,4 +120,5 @@ def teleop_cmd(port: str, baud: int, rate: float, linear: float, angular: float)
             link.write(cmd_frame.encode(cmd_frame.ZERO))  # leave the robot stopped
             link.flush()
         link.close()
-    click.echo(f"teleop: sent {sent} frames, then zero velocity", err=True)
+    with contextlib.suppress(OSError):  # stderr may be the terminal that hung up
+        click.echo(f"teleop: sent {sent} frames, then zero velocity", err=True)

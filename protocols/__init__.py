@@ -3,3 +3,309 @@
 Sans-I/O: bytes in, events out; no serial, sockets, threads or clocks (time
 comes in as an argument). See ``DESIGN.md`` for the floors above it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fwbridge.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from fwbridge.protocols.action_frame import (
+        ActionFrame as ActionFrame,
+    )
+    from fwbridge.protocols.action_frame import (
+        InstructionType as InstructionType,
+    )
+    from fwbridge.protocols.action_frame import (
+        SubCommand as SubCommand,
+    )
+    from fwbridge.protocols.action_group import (
+        ActionGroup as ActionGroup,
+    )
+    from fwbridge.protocols.action_group import (
+        ServoEntry as ServoEntry,
+    )
+    from fwbridge.protocols.action_group import (
+        Step as Step,
+    )
+    from fwbridge.protocols.action_receiver import (
+        ActionReceived as ActionReceived,
+    )
+    from fwbridge.protocols.action_receiver import (
+        ActionReceiver as ActionReceiver,
+    )
+    from fwbridge.protocols.action_receiver import (
+        Rejected as Rejected,
+    )
+    from fwbridge.protocols.actuator import (
+        ActuatorStruct as ActuatorStruct,
+    )
+    from fwbridge.protocols.actuator import (
+        Fault as Fault,
+    )
+    from fwbridge.protocols.arq import (
+        Answer as Answer,
+    )
+    from fwbridge.protocols.arq import (
+        Delivered as Delivered,
+    )
+    from fwbridge.protocols.arq import (
+        Failed as Failed,
+    )
+    from fwbridge.protocols.arq import (
+        Responder as Responder,
+    )
+    from fwbridge.protocols.arq import (
+        Retransmit as Retransmit,
+    )
+    from fwbridge.protocols.arq import (
+        Status as Status,
+    )
+    from fwbridge.protocols.arq import (
+        StopAndWaitSender as StopAndWaitSender,
+    )
+    from fwbridge.protocols.arq import (
+        make_answer as make_answer,
+    )
+    from fwbridge.protocols.arq import (
+        parse_answer as parse_answer,
+    )
+    from fwbridge.protocols.cmd_frame import CmdFrame as CmdFrame
+    from fwbridge.protocols.crc import (
+        DEFAULT_CRC as DEFAULT_CRC,
+    )
+    from fwbridge.protocols.crc import (
+        crc16 as crc16,
+    )
+    from fwbridge.protocols.crc import (
+        crc_function as crc_function,
+    )
+    from fwbridge.protocols.crc import (
+        preset_names as preset_names,
+    )
+    from fwbridge.protocols.errors import (
+        ArmError as ArmError,
+    )
+    from fwbridge.protocols.errors import (
+        CanError as CanError,
+    )
+    from fwbridge.protocols.errors import (
+        CanFrameError as CanFrameError,
+    )
+    from fwbridge.protocols.errors import (
+        CaptureError as CaptureError,
+    )
+    from fwbridge.protocols.errors import (
+        ChecksumError as ChecksumError,
+    )
+    from fwbridge.protocols.errors import (
+        ConfigError as ConfigError,
+    )
+    from fwbridge.protocols.errors import (
+        Error as Error,
+    )
+    from fwbridge.protocols.errors import (
+        FieldValueError as FieldValueError,
+    )
+    from fwbridge.protocols.errors import (
+        FrameError as FrameError,
+    )
+    from fwbridge.protocols.errors import (
+        HeaderError as HeaderError,
+    )
+    from fwbridge.protocols.errors import (
+        LengthError as LengthError,
+    )
+    from fwbridge.protocols.errors import (
+        LifecycleError as LifecycleError,
+    )
+    from fwbridge.protocols.errors import (
+        LinkError as LinkError,
+    )
+    from fwbridge.protocols.errors import (
+        SimStopped as SimStopped,
+    )
+    from fwbridge.protocols.errors import (
+        StateError as StateError,
+    )
+    from fwbridge.protocols.errors import (
+        TrailerError as TrailerError,
+    )
+    from fwbridge.protocols.fish_payloads import (
+        Result as Result,
+    )
+    from fwbridge.protocols.fish_payloads import (
+        decode_result as decode_result,
+    )
+    from fwbridge.protocols.fish_payloads import (
+        encode_result as encode_result,
+    )
+    from fwbridge.protocols.hextext import (
+        HexTextError as HexTextError,
+    )
+    from fwbridge.protocols.hextext import (
+        parse_hex as parse_hex,
+    )
+    from fwbridge.protocols.hextext import (
+        to_hex as to_hex,
+    )
+    from fwbridge.protocols.odom_frame import OdomFrame as OdomFrame
+    from fwbridge.protocols.pacing import (
+        PACINGS as PACINGS,
+    )
+    from fwbridge.protocols.pacing import (
+        parse_pacing as parse_pacing,
+    )
+    from fwbridge.protocols.pcapng import (
+        PcapngPacket as PcapngPacket,
+    )
+    from fwbridge.protocols.pcapng import (
+        enhanced_packet as enhanced_packet,
+    )
+    from fwbridge.protocols.pcapng import (
+        interface_description as interface_description,
+    )
+    from fwbridge.protocols.pcapng import (
+        iter_packets as iter_packets,
+    )
+    from fwbridge.protocols.pcapng import (
+        section_header as section_header,
+    )
+    from fwbridge.protocols.sum8 import Sum8Codec as Sum8Codec
+    from fwbridge.protocols.sum8_receiver import (
+        Sum8Received as Sum8Received,
+    )
+    from fwbridge.protocols.sum8_receiver import (
+        Sum8Receiver as Sum8Receiver,
+    )
+    from fwbridge.protocols.sum8_receiver import (
+        decode_columns as decode_columns,
+    )
+
+__all__ = [
+    "DEFAULT_CRC",
+    "PACINGS",
+    "ActionFrame",
+    "ActionGroup",
+    "ActionReceived",
+    "ActionReceiver",
+    "ActuatorStruct",
+    "Answer",
+    "ArmError",
+    "CanError",
+    "CanFrameError",
+    "CaptureError",
+    "ChecksumError",
+    "CmdFrame",
+    "ConfigError",
+    "Delivered",
+    "Error",
+    "Failed",
+    "Fault",
+    "FieldValueError",
+    "FrameError",
+    "HeaderError",
+    "HexTextError",
+    "InstructionType",
+    "LengthError",
+    "LifecycleError",
+    "LinkError",
+    "OdomFrame",
+    "PcapngPacket",
+    "Rejected",
+    "Responder",
+    "Result",
+    "Retransmit",
+    "ServoEntry",
+    "SimStopped",
+    "StateError",
+    "Status",
+    "Step",
+    "StopAndWaitSender",
+    "SubCommand",
+    "Sum8Codec",
+    "Sum8Received",
+    "Sum8Receiver",
+    "TrailerError",
+    "crc16",
+    "crc_function",
+    "decode_columns",
+    "decode_result",
+    "encode_result",
+    "enhanced_packet",
+    "interface_description",
+    "iter_packets",
+    "make_answer",
+    "parse_answer",
+    "parse_hex",
+    "parse_pacing",
+    "preset_names",
+    "section_header",
+    "to_hex",
+]
+
+#: Public name -> the module that defines it (loaded on first use).
+_EXPORTS = {
+    "ActionFrame": "fwbridge.protocols.action_frame",
+    "InstructionType": "fwbridge.protocols.action_frame",
+    "SubCommand": "fwbridge.protocols.action_frame",
+    "CmdFrame": "fwbridge.protocols.cmd_frame",
+    "OdomFrame": "fwbridge.protocols.odom_frame",
+    "ActuatorStruct": "fwbridge.protocols.actuator",
+    "Fault": "fwbridge.protocols.actuator",
+    "ActionGroup": "fwbridge.protocols.action_group",
+    "ServoEntry": "fwbridge.protocols.action_group",
+    "Step": "fwbridge.protocols.action_group",
+    "Sum8Codec": "fwbridge.protocols.sum8",
+    "ActionReceived": "fwbridge.protocols.action_receiver",
+    "ActionReceiver": "fwbridge.protocols.action_receiver",
+    "Rejected": "fwbridge.protocols.action_receiver",
+    "Sum8Received": "fwbridge.protocols.sum8_receiver",
+    "Sum8Receiver": "fwbridge.protocols.sum8_receiver",
+    "decode_columns": "fwbridge.protocols.sum8_receiver",
+    "Answer": "fwbridge.protocols.arq",
+    "Delivered": "fwbridge.protocols.arq",
+    "Failed": "fwbridge.protocols.arq",
+    "Responder": "fwbridge.protocols.arq",
+    "Retransmit": "fwbridge.protocols.arq",
+    "Status": "fwbridge.protocols.arq",
+    "StopAndWaitSender": "fwbridge.protocols.arq",
+    "make_answer": "fwbridge.protocols.arq",
+    "parse_answer": "fwbridge.protocols.arq",
+    "DEFAULT_CRC": "fwbridge.protocols.crc",
+    "crc16": "fwbridge.protocols.crc",
+    "crc_function": "fwbridge.protocols.crc",
+    "preset_names": "fwbridge.protocols.crc",
+    "HexTextError": "fwbridge.protocols.hextext",
+    "parse_hex": "fwbridge.protocols.hextext",
+    "to_hex": "fwbridge.protocols.hextext",
+    "PACINGS": "fwbridge.protocols.pacing",
+    "parse_pacing": "fwbridge.protocols.pacing",
+    "PcapngPacket": "fwbridge.protocols.pcapng",
+    "enhanced_packet": "fwbridge.protocols.pcapng",
+    "interface_description": "fwbridge.protocols.pcapng",
+    "iter_packets": "fwbridge.protocols.pcapng",
+    "section_header": "fwbridge.protocols.pcapng",
+    "Result": "fwbridge.protocols.fish_payloads",
+    "decode_result": "fwbridge.protocols.fish_payloads",
+    "encode_result": "fwbridge.protocols.fish_payloads",
+    "ArmError": "fwbridge.protocols.errors",
+    "CanError": "fwbridge.protocols.errors",
+    "CanFrameError": "fwbridge.protocols.errors",
+    "CaptureError": "fwbridge.protocols.errors",
+    "ChecksumError": "fwbridge.protocols.errors",
+    "ConfigError": "fwbridge.protocols.errors",
+    "Error": "fwbridge.protocols.errors",
+    "FieldValueError": "fwbridge.protocols.errors",
+    "FrameError": "fwbridge.protocols.errors",
+    "HeaderError": "fwbridge.protocols.errors",
+    "LengthError": "fwbridge.protocols.errors",
+    "LifecycleError": "fwbridge.protocols.errors",
+    "LinkError": "fwbridge.protocols.errors",
+    "SimStopped": "fwbridge.protocols.errors",
+    "StateError": "fwbridge.protocols.errors",
+    "TrailerError": "fwbridge.protocols.errors",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -29,22 +29,11 @@ from enum import IntEnum
 from functools import cache
 from typing import Any
 
-from construct import (
-    Bytes,
-    Checksum,
-    Const,
-    ConstructError,
-    Enum,
-    Int8ul,
-    Int16ul,
-    RawCopy,
-    Rebuild,
-    Struct,
-    len_,
-    this,
-)
+from construct import ConstructError, Struct
 
+from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
+from fwbridge.protocols.description_schema import build_schema
 from fwbridge.protocols.errors import (
     ChecksumError,
     FieldValueError,
@@ -55,12 +44,15 @@ from fwbridge.protocols.errors import (
 from fwbridge.protocols.sum8 import fast_constructor
 
 __all__ = [
+    "DESCRIPTION",
     "HEADER",
     "MAX_LENGTH",
     "OVERHEAD",
     "RELAXED_HEADERS",
     "SCHEMA",
+    "SUB_OF",
     "TRAILER",
+    "TYPE_OF",
     "ActionFrame",
     "InstructionType",
     "SubCommand",
@@ -71,12 +63,14 @@ __all__ = [
     "decode_with_schema",
     "encode",
     "encode_with_schema",
+    "make_unchecked",
     "schema",
 ]
 
 NAME = "action"
-HEADER = b"\xfe\xef"
-TRAILER = b"\xfd\xdf"
+DESCRIPTION = builtin("action")  # protocols/frames/action.toml
+HEADER = DESCRIPTION.header  # FE EF
+TRAILER = DESCRIPTION.trailer  # FD DF
 #: Header, machine, type, length, sub-command, CRC and trailer: 11 + N bytes a frame.
 OVERHEAD = 11
 #: The largest N the 16-bit length field can carry.
@@ -140,22 +134,22 @@ class SubCommand(IntEnum):
 
 # Byte -> enum member or the plain int: one index per decoded frame instead
 # of a try/except around the enum call.
-_TYPE_OF: tuple[InstructionType | int, ...] = tuple(
+TYPE_OF: tuple[InstructionType | int, ...] = tuple(
     InstructionType(v) if v in InstructionType._value2member_map_ else v for v in range(256)
 )
-_SUB_OF: tuple[SubCommand | int, ...] = tuple(
+SUB_OF: tuple[SubCommand | int, ...] = tuple(
     SubCommand(v) if v in SubCommand._value2member_map_ else v for v in range(256)
 )
 
 
 def as_instruction_type(value: int) -> InstructionType | int:
     """The :class:`InstructionType` member for ``value``, or ``value`` when unknown."""
-    return _TYPE_OF[value] if 0 <= value <= 0xFF else value
+    return TYPE_OF[value] if 0 <= value <= 0xFF else value
 
 
 def as_sub_command(value: int) -> SubCommand | int:
     """The :class:`SubCommand` member for ``value``, or ``value`` when unknown."""
-    return _SUB_OF[value] if 0 <= value <= 0xFF else value
+    return SUB_OF[value] if 0 <= value <= 0xFF else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +181,8 @@ class ActionFrame:
         return len(self.data)
 
 
-_make = fast_constructor(ActionFrame, ("machine", "type", "sub", "data"))
+#: ActionFrame from already checked fields, without the dataclass __init__ (receivers' hot path).
+make_unchecked = fast_constructor(ActionFrame, ("machine", "type", "sub", "data"))
 _HEAD = struct.Struct("<2sBBHB")  # header, machine, type, length, sub-command
 
 
@@ -199,20 +194,9 @@ def schema(crc: str = DEFAULT_CRC, relaxed: bool = False) -> Struct:
     ``relaxed``: any two header bytes and no CRC check (the CRC field is read
     as a plain uint16), for the patent's worked example and similar captures.
     """
-    func = crc_function(crc)
-    body = Struct(
-        "machine" / Int8ul,
-        "type" / Enum(Int8ul, InstructionType),
-        "length" / Rebuild(Int16ul, len_(this.data)),
-        "sub" / Enum(Int8ul, SubCommand),
-        "data" / Bytes(this.length),
-    )
-    return Struct(
-        "header" / (Bytes(2) if relaxed else Const(HEADER)),
-        "body" / RawCopy(body),
-        "crc" / (Int16ul if relaxed else Checksum(Int16ul, func, this.body.data)),
-        "trailer" / Const(TRAILER),
-    )
+    crc_function(crc)  # the frame's CRC field has two bytes: CRC-16 presets only
+    # Built from protocols/frames/action.toml, the same description as user frames.
+    return build_schema(DESCRIPTION, algorithm_name=crc, relaxed=relaxed)
 
 
 SCHEMA = schema()
@@ -298,7 +282,7 @@ def decode(
     """
     raw = bytes(data)
     check(raw, crc=crc, relaxed=relaxed)
-    return _make(raw[2], _TYPE_OF[raw[3]], _SUB_OF[raw[6]], raw[7:-4])
+    return make_unchecked(raw[2], TYPE_OF[raw[3]], SUB_OF[raw[6]], raw[7:-4])
 
 
 def decode_with_schema(

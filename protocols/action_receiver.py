@@ -32,15 +32,15 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from fwbridge.protocols.action_frame import (
-    _SUB_OF,
-    _TYPE_OF,
     HEADER,
     OVERHEAD,
     RELAXED_HEADERS,
+    SUB_OF,
+    TYPE_OF,
     ActionFrame,
     InstructionType,
     SubCommand,
-    _make,
+    make_unchecked,
 )
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
@@ -48,9 +48,9 @@ from fwbridge.protocols.errors import ConfigError
 
 __all__ = [
     "DEFAULT_MAX_LENGTH",
+    "ActionReceived",
     "ActionReceiver",
     "ActionReceiverStats",
-    "Received",
     "Rejected",
 ]
 
@@ -61,7 +61,7 @@ _FD, _DF = 0xFD, 0xDF
 _PRIMARY = HEADER[0] << 8 | HEADER[1]
 
 
-class Received(NamedTuple):
+class ActionReceived(NamedTuple):
     """A decoded frame and the stream offset of its first header byte.
 
     ``defects`` names the checks a relaxed-mode frame failed (``"header"``,
@@ -105,7 +105,7 @@ class ActionReceiverStats(Counters):
 
 
 class ActionReceiver:
-    """Byte stream in, :class:`Received` action frames out.
+    """Byte stream in, :class:`ActionReceived` action frames out.
 
     ``crc``: the link's CRC-16 preset name. ``max_length``: the largest data
     length accepted (longer is a ``length_errors`` rejection). ``relaxed``:
@@ -153,7 +153,7 @@ class ActionReceiver:
         """Bytes held back for the next call (less than ``11 + max_length`` + one chunk)."""
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[ActionReceived]:
         """Take the next chunk of the stream; return the frames it completes."""
         if not data:
             return []
@@ -168,7 +168,7 @@ class ActionReceiver:
             buf = chunk
         return self._scan(buf, final=False)
 
-    def finish(self) -> list[Received]:
+    def finish(self) -> list[ActionReceived]:
         """End of stream: decide the held-back candidates; return the frames behind them.
 
         A candidate still incomplete is rejected (``truncated``), and the bytes
@@ -196,15 +196,15 @@ class ActionReceiver:
         n = len(buf)
         if n - i < 4:  # machine code and type not received: nothing to attribute
             return
-        sub = _SUB_OF[buf[i + 6]] if n - i > 6 else None
-        self.rejects.append(Rejected(self._base + i, reason, buf[i + 2], _TYPE_OF[buf[i + 3]], sub))
+        sub = SUB_OF[buf[i + 6]] if n - i > 6 else None
+        self.rejects.append(Rejected(self._base + i, reason, buf[i + 2], TYPE_OF[buf[i + 3]], sub))
 
-    def _scan(self, buf: bytes, final: bool) -> list[Received]:
+    def _scan(self, buf: bytes, final: bool) -> list[ActionReceived]:
         """Resolve ``buf`` (held bytes + new chunk) as far as its bytes allow."""
         st = self.stats
-        out: list[Received] = []
+        out: list[ActionReceived] = []
         append = out.append
-        new = tuple.__new__  # Received's own __new__ is a Python call; skip it
+        new = tuple.__new__  # ActionReceived's own __new__ is a Python call; skip it
         crcf = self._crc
         n = len(buf)
         base = self._base
@@ -215,8 +215,8 @@ class ActionReceiver:
         find = buf.find
         startswith = buf.startswith
         keep_rejects = self.keep_rejects
-        make = _make
-        type_of, sub_of = _TYPE_OF, _SUB_OF
+        make = make_unchecked
+        type_of, sub_of = TYPE_OF, SUB_OF
         cur = 0  # bytes before cur are accounted for (in a frame or discarded)
         gap = self._gap
         pos = 0
@@ -291,7 +291,7 @@ class ActionReceiver:
                 st.discarded += i - cur
                 gap = False
             frame = make(buf[i + 2], type_of[buf[i + 3]], sub_of[buf[i + 6]], buf[i + 7 : end - 4])
-            append(new(Received, (base + i, frame, defects)))
+            append(new(ActionReceived, (base + i, frame, defects)))
             cur = pos = end
         if keep > cur:
             st.discarded += keep - cur

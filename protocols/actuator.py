@@ -23,13 +23,16 @@ from dataclasses import dataclass
 from enum import IntFlag
 from typing import Any
 
-from construct import ConstructError, Enum, FlagsEnum, Int8sl, Int8ul, Struct
+from construct import ConstructError
 
 from fwbridge.protocols.action_frame import SubCommand, as_sub_command
+from fwbridge.protocols.builtin_frames import builtin
+from fwbridge.protocols.description_schema import build_schema
 from fwbridge.protocols.errors import FieldValueError, LengthError
 
-__all__ = ["SCHEMA", "SIZE", "ActuatorStruct", "Fault", "decode", "decode_with_schema", "encode",
-           "encode_with_schema", "fine_position", "with_fine_position"]
+__all__ = ["DESCRIPTION", "SCHEMA", "SIZE", "ActuatorStruct", "Fault", "decode",
+           "decode_with_schema", "encode", "encode_with_schema", "fine_position",
+           "with_fine_position"]
 
 NAME = "actuator"
 SIZE = 8
@@ -75,20 +78,11 @@ class ActuatorStruct:
         return self.current * 100
 
 
-_FIELDS = ("angle", "speed", "current", "module_id", "command", "fault", "reserved_a",
-           "reserved_b")
+DESCRIPTION = builtin("actuator")  # protocols/frames/actuator.toml
+_FIELDS = DESCRIPTION.field_names
 _STRUCT = struct.Struct("<bBBBBBBB")
 
-SCHEMA = Struct(
-    "angle" / Int8sl,
-    "speed" / Int8ul,
-    "current" / Int8ul,
-    "module_id" / Int8ul,
-    "command" / Enum(Int8ul, SubCommand),
-    "fault" / FlagsEnum(Int8ul, Fault),
-    "reserved_a" / Int8ul,
-    "reserved_b" / Int8ul,
-)
+SCHEMA = build_schema(DESCRIPTION)
 
 
 def _values(value: ActuatorStruct) -> tuple[int, ...]:

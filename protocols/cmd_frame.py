@@ -9,12 +9,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fwbridge.protocols.builtin_frames import builtin
+from fwbridge.protocols.frame_codec import sum8_codec
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
-__all__ = ["CODEC", "FIELDS", "HEADER", "SCHEMA", "SIZE", "ZERO", "CmdFrame", "decode", "encode"]
+__all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SCHEMA", "SIZE", "ZERO", "CmdFrame",
+           "decode", "encode"]
 
 
-FIELDS = ("vx", "vy", "wz")  # wire order
+DESCRIPTION = builtin("cmd")  # protocols/frames/cmd.toml
+FIELDS = DESCRIPTION.field_names  # wire order: vx, vy, wz
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +43,7 @@ def _values(frame: CmdFrame) -> tuple[float, ...]:
     return (frame.vx, frame.vy, frame.wz)
 
 
-CODEC: Sum8Codec[CmdFrame] = Sum8Codec("cmd", FIELDS, CmdFrame, _values)
+CODEC: Sum8Codec[CmdFrame] = sum8_codec(DESCRIPTION, CmdFrame, _values)
 SCHEMA = CODEC.schema
 SIZE = CODEC.size  # 15
 ZERO = CmdFrame()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+__all__ = ["Counters"]
+
 
 @dataclass(slots=True)
 class Counters:

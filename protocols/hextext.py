@@ -9,18 +9,26 @@ from __future__ import annotations
 
 import re
 
+from fwbridge.protocols.errors import Error
+
+__all__ = ["HexTextError", "looks_like_hex", "parse_hex", "to_hex"]
+
 _SEPARATORS = re.compile(r"[\s,:;\-]+")
 _HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 
 
-class HexTextError(ValueError):
+class HexTextError(Error, ValueError):
     """Text that is not valid hex: says where and what."""
 
 
-def parse_hex(text: str) -> bytes:
-    """Bytes from hex text; raises :class:`HexTextError` on bad input."""
+def parse_hex(text: str, first_line: int = 1) -> bytes:
+    """Bytes from hex text; raises :class:`HexTextError` on bad input.
+
+    Lines are independent, so a long text can be parsed a block of whole
+    lines at a time; ``first_line`` numbers the block's lines in errors.
+    """
     out = bytearray()
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), first_line):
         line = line.split("#", 1)[0]
         for token in _SEPARATORS.split(line):
             if not token:

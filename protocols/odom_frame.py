@@ -14,12 +14,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fwbridge.protocols.builtin_frames import builtin
+from fwbridge.protocols.frame_codec import sum8_codec
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
-__all__ = ["CODEC", "FIELDS", "HEADER", "SCHEMA", "SIZE", "OdomFrame", "decode", "encode"]
+__all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SCHEMA", "SIZE", "OdomFrame", "decode",
+           "encode"]
 
 
-FIELDS = ("vx", "vy", "wz", "yaw_deg")  # wire order
+DESCRIPTION = builtin("odom")  # protocols/frames/odom.toml
+FIELDS = DESCRIPTION.field_names  # wire order: vx, vy, wz, yaw_deg
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +56,7 @@ def _values(frame: OdomFrame) -> tuple[float, ...]:
     return (frame.vx, frame.vy, frame.wz, frame.yaw_deg)
 
 
-CODEC: Sum8Codec[OdomFrame] = Sum8Codec("odom", FIELDS, OdomFrame, _values)
+CODEC: Sum8Codec[OdomFrame] = sum8_codec(DESCRIPTION, OdomFrame, _values)
 SCHEMA = CODEC.schema
 SIZE = CODEC.size  # 19
 

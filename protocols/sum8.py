@@ -31,6 +31,8 @@ from construct import (
 
 from fwbridge.protocols.errors import ChecksumError, FieldValueError, HeaderError, LengthError
 
+__all__ = ["HEADER", "Sum8Codec", "build_schema", "fast_constructor", "sum8"]
+
 HEADER = b"\xaa\x55"
 
 T = TypeVar("T")

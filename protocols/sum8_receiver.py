@@ -26,13 +26,15 @@ import numpy as np
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec, fast_constructor
 
+__all__ = ["Columns", "ReceiverStats", "Sum8Received", "Sum8Receiver", "decode_columns"]
+
 T = TypeVar("T")
 
 _AA = HEADER[0]
 _55 = HEADER[1]
 
 
-class Received(NamedTuple):
+class Sum8Received(NamedTuple):
     """A decoded frame and the stream offset of its first header byte.
 
     A named tuple rather than a dataclass: receivers make one per frame, and
@@ -124,7 +126,7 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
 
 
 class Sum8Receiver(Generic[T]):
-    """Byte stream in, :class:`Received` frames out, for one sum-8 frame family.
+    """Byte stream in, :class:`Sum8Received` frames out, for one sum-8 frame family.
 
     Every header position is a candidate, including those inside a frame
     just accepted: so a false header in noise whose checksum happens to
@@ -139,7 +141,7 @@ class Sum8Receiver(Generic[T]):
 
     def __init__(self, codec: Sum8Codec[T]) -> None:
         self.codec = codec
-        self._make_received = fast_constructor(codec.cls, codec.fields, Received)
+        self._make_received = fast_constructor(codec.cls, codec.fields, Sum8Received)
         self.stats = ReceiverStats()
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
@@ -151,24 +153,24 @@ class Sum8Receiver(Generic[T]):
         """Bytes held back for the next call (always less than one frame)."""
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Sum8Received]:
         """Take the next chunk of the stream; return the frames it completes."""
         if not data:
             return []
         base = self._base
-        buf, scan = self._resolve(bytes(data), len(self._buf) + len(data) >= self.vector_threshold)
+        buf, scan = self.resolve(bytes(data), len(self._buf) + len(data) >= self.vector_threshold)
         make = self.codec.make
         if scan.values is not None:
             # map keeps the per-frame loop in C but for one generated constructor.
             offsets = (np.asarray(scan.accepted) + base).tolist()
             return list(map(self._make_received, offsets, *scan.values.T.tolist()))
-        new = tuple.__new__  # Received's own __new__ is a Python call; skip it
+        new = tuple.__new__  # Sum8Received's own __new__ is a Python call; skip it
         unpack = self.codec.struct.unpack_from
-        out = [new(Received, (base + p, make(*unpack(buf, p + 2)))) for p in scan.accepted]
+        out = [new(Sum8Received, (base + p, make(*unpack(buf, p + 2)))) for p in scan.accepted]
         self.stats.nonfinite += sum(1 for r in out if r.frame.nonfinite)
         return out
 
-    def _resolve(self, data: bytes, vector: bool) -> tuple[bytes, _Scan]:
+    def resolve(self, data: bytes, vector: bool) -> tuple[bytes, _Scan]:
         """Scan held-back bytes + ``data``; update counters and the held-back tail."""
         stats = self.stats
         stats.bytes += len(data)
@@ -258,7 +260,7 @@ class Sum8Receiver(Generic[T]):
         st.resyncs += resyncs
         st.overlapping += overlapping
 
-    def finish(self) -> list[Received]:
+    def finish(self) -> list[Sum8Received]:
         """End of stream: count the held-back tail as discarded.
 
         Returns the frames only the end of the stream could decide: always
@@ -294,7 +296,7 @@ def decode_columns(codec: Sum8Codec[Any], data: bytes | bytearray | memoryview) 
     whole buffer and calling ``finish()``; made for offline analysis.
     """
     rx: Sum8Receiver[Any] = Sum8Receiver(codec)
-    _, scan = rx._resolve(bytes(data), vector=True)
+    _, scan = rx.resolve(bytes(data), vector=True)
     rx.finish()
     offsets = np.asarray(scan.accepted, dtype=np.int64)
     values = scan.values

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
-# The pty fixtures of the bridge tests (``pair``, ``peer``), for every test module.
-from tests.bridge_support import pair, peer  # noqa: F401
-
-FIXTURES = Path(__file__).parent / "fixtures"
+# The pty fixtures of the bridge tests (``pair``, ``peer``), for every test module;
+# FIXTURES for the modules that take it from here.
+from tests.helpers import FIXTURES, pair, peer  # noqa: F401
 
 # "ci" keeps the suite to a few minutes on two cores; "long" is for hunting.
 # Health checks judge the generators, not the code: on a loaded two-core CI

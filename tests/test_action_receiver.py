@@ -13,7 +13,7 @@ from bench.baselines.patent_receiver import PatentReceiver
 from fwbridge.protocols import action_frame as af
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.action_receiver import ActionReceiver, Received, Rejected
+from fwbridge.protocols.action_receiver import ActionReceived, ActionReceiver, Rejected
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.hextext import parse_hex
 from tests.conftest import FIXTURES
@@ -30,8 +30,8 @@ noise_byte = st.sampled_from([0xFE, 0xEF, 0xFD, 0xDF, 0xFF, 0x00]) | st.integers
 noise = st.lists(noise_byte, max_size=30).map(bytes)
 
 
-def run(rx: ActionReceiver, chunks: list[bytes]) -> list[Received]:
-    out: list[Received] = []
+def run(rx: ActionReceiver, chunks: list[bytes]) -> list[ActionReceived]:
+    out: list[ActionReceived] = []
     for c in chunks:
         out += rx.feed(c)
     out += rx.finish()

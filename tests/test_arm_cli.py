@@ -10,7 +10,7 @@ import can
 from fwbridge.bridge.arm.can_arm import drive_pick_place, run_modules
 from fwbridge.bridge.arm.kinematics import ScaraGeometry
 from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
-from tests.cli_helpers import run_cli
+from tests.helpers import run_cli
 
 
 def test_pick_place_cli_on_the_simulated_arm() -> None:

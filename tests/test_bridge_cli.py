@@ -24,8 +24,7 @@ from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
 from tests import sim_stub
-from tests.bridge_support import FirmwarePeer, run_verb, spawn_verb
-from tests.cli_helpers import ROOT, run_cli
+from tests.helpers import ROOT, FirmwarePeer, LagMeter, run_cli, run_verb, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -111,7 +110,7 @@ def test_sniff_decodes_live_frames_and_records_them(pair: PtyPair, tmp_path: Pat
         lines.append(json.loads(proc.stdout.readline()))
     proc.send_signal(signal.SIGINT)  # Ctrl-C ends a sniff normally, with its counters
     out, err = proc.communicate(timeout=10)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 130, err  # 128 + SIGINT, after the summary
     assert b"counters: frames=" in err
     assert out == b""
     yaws = [int(r["yaw_deg"]) for r in lines]  # type: ignore[call-overload]
@@ -193,7 +192,7 @@ def test_record_then_replay_reproduces_bytes_and_timing(tmp_path: Path) -> None:
         until(lambda: sum(len(p.data) for p in read_capture(capture)) >= 90)
         recorder.send_signal(signal.SIGINT)
         _, err = recorder.communicate(timeout=10)
-    assert recorder.returncode == 0 and b"recorded " in err
+    assert recorder.returncode == 130 and b"recorded " in err
     packets = [p for p in read_capture(capture) if p.data.strip(b"\x00")]
     assert b"".join(p.data for p in packets).lstrip(b"\x00") == b"".join(frames)
     rec_t = [p.ts_ns / 1e9 for p in packets if p.data.lstrip(b"\x00")[:2] == b"\xaa\x55"]
@@ -202,20 +201,30 @@ def test_record_then_replay_reproduces_bytes_and_timing(tmp_path: Path) -> None:
         peer = FirmwarePeer(dst)
         peer.start()
         try:
-            proc = run_verb("replay", str(capture), dst.path, "--speed", "2")
+            spawned = time.monotonic()
+            with LagMeter() as lag:
+                proc = run_verb("replay", str(capture), dst.path, "--speed", "2")
             assert proc.returncode == 0, proc.stderr
             assert peer.wait_for(lambda a: len(a) == 6)
         finally:
             peer.stop()
     assert bytes(peer.raw).lstrip(b"\x00") == b"".join(frames)
     rep_t = [a.t for a in peer.arrivals]
+    # The replay sends packet i no earlier than its start + (its capture offset) / 2,
+    # and it starts after we spawned it; a loaded machine only makes it later.
+    # So this bound holds however slow the machine is, and fails a replay
+    # that ignores the timing or the speed (sending early or all at once).
+    schedule = [(t - rec_t[0]) / 2 for t in rec_t]
+    assert all(arrived - spawned >= due for arrived, due in zip(rep_t, schedule))
+    # Late can be the machine's doing: the rhythm (each gap half the recorded
+    # one, so a replay at the wrong speed fails) is checked only when the lag
+    # measured alongside shows the machine kept real time.
+    if lag.worst > 0.03:
+        pytest.skip(f"the machine could not keep real time (woke {lag.worst * 1e3:.0f} ms late)")
     rec_gaps = [b - a for a, b in itertools.pairwise(rec_t)]
     rep_gaps = [b - a for a, b in itertools.pairwise(rep_t)]
-    # Same rhythm: each gap's share of the whole, recorded vs replayed ...
-    for r, p in zip(rec_gaps, rep_gaps):
-        assert p / sum(rep_gaps) == pytest.approx(r / sum(rec_gaps), abs=0.08)
-    # ... at twice the speed.
-    assert sum(rep_gaps) / sum(rec_gaps) == pytest.approx(0.5, abs=0.15)
+    for r, p in zip(rec_gaps, rep_gaps):  # at 1x the 0.12 s gap would be 60 ms off
+        assert p == pytest.approx(r / 2, abs=0.01 + lag.worst)
     none = run_verb("replay", str(capture), "loop://", "--direction", "tx")
     assert "no tx packets (it has rx=" in one_error_line(none)
 

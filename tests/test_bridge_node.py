@@ -18,15 +18,7 @@ from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
 from tests import sim_stub
-from tests.bridge_support import FirmwarePeer, Recorder, config
-
-pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
-
-
-
-
-
-
+from tests.helpers import FirmwarePeer, ManualClock, Recorder, config
 
 
 def moving(frames: list[CmdFrame]) -> list[CmdFrame]:
@@ -36,21 +28,32 @@ def moving(frames: list[CmdFrame]) -> list[CmdFrame]:
 def test_commands_arrive_byte_exact_at_the_requested_rate(
     pair: PtyPair, peer: FirmwarePeer
 ) -> None:
-    rate = 100.0
+    # The rate is counted against the node's own (injected) clock: one frame
+    # per period of it, however slowly the machine runs the test.
+    rate = 64.0  # a period exact in binary: the schedule accumulates no rounding
+    clock = ManualClock()
     want = cmd_frame.encode(CmdFrame(0.3, -0.1, 0.25))
     node = BaseNode(config(pair.path, control={"rate_hz": rate}, watchdog={"cmd_timeout": 30.0}),
-                    on_event=None)
+                    on_event=None, clock=clock)
+    periods = 60
     with node:
+        # The clock stands still: the activation's zero and the first tick, nothing more.
+        assert peer.wait_for(lambda a: len(a) >= 2)
         node.request(0.3, -0.1, 0.25)
-        assert peer.wait_for(lambda a: sum(x.raw == want for x in a) >= 60)
+        for k in range(1, periods + 1):
+            clock.advance(1 / rate)
+            assert peer.wait_for(lambda a, k=k: sum(x.raw == want for x in a) >= k)
+        # Half a period more: not due yet, so no frame, however long we wait.
+        clock.advance(0.5 / rate)
+        assert not peer.wait_for(lambda a: len(a) > 2 + periods, timeout=0.3)
+        assert node.stats()["commands"] == 1 + periods  # the activation zero is the hardware's
     assert peer.wait_for(lambda a: a[-1].raw == ZERO_FRAME)  # deactivation: the safe stop
     arrivals = peer.arrivals
+    assert len(arrivals) == 2 + periods + 1
     assert arrivals[0].raw == ZERO_FRAME  # activation: the reset state
-    run = [a for a in arrivals if a.raw == want]
-    assert all(a.raw in (want, ZERO_FRAME) for a in arrivals)  # byte-exact, nothing else
+    assert [a.raw for a in arrivals[2:-1]] == [want] * periods  # one per period, byte-exact
+    assert all(a.raw in (want, ZERO_FRAME) for a in arrivals)  # nothing else
     assert bytes(peer.raw) == b"".join(a.raw for a in arrivals)  # no stray byte on the wire
-    mean = (run[-1].t - run[0].t) / (len(run) - 1)
-    assert 0.75 / rate < mean < 1.25 / rate
 
 
 def test_odometry_over_a_pty_integrates_to_the_closed_form(

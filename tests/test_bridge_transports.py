@@ -20,7 +20,7 @@ from fwbridge.bridge.transports import (
     LinkPermissionDenied,
     LinkURLError,
     PtyPair,
-    _classify,
+    classify_open_error,
     open_async_streams,
     open_link,
     read_some,
@@ -94,7 +94,7 @@ def test_missing_device_lists_what_exists(tmp_path: Path) -> None:
 def test_permission_denied_names_the_dialout_fix() -> None:
     # What pyserial raises for EACCES; root cannot provoke a real one.
     exc = serial.SerialException(errno.EACCES, "could not open port /dev/ttyACM0: [Errno 13]")
-    err = _classify("/dev/ttyACM0", exc)
+    err = classify_open_error("/dev/ttyACM0", exc)
     assert isinstance(err, LinkPermissionDenied)
     assert "sudo usermod -aG dialout $USER" in str(err)
 

@@ -192,3 +192,22 @@ def test_format_parse_round_trip(ext: bool, can_id: int, data: bytes) -> None:
                       data=data, timestamp=12.5, channel="vcan0")
     assert parse_frame(format_frame(msg)).equals(msg, timestamp_delta=None, check_channel=False)
     assert candump_line(msg).startswith("(12.500000) vcan0 ")
+
+
+def test_python_can_finds_the_pcapng_plugins_by_entry_point(tmp_path: Path) -> None:
+    # can.Logger / can.LogReader pick .pcapng through the can.io entry points,
+    # which name fwbridge.can_bus.pcapng: the installed package's one name.
+    from fwbridge.can_bus.pcapng import PcapngReader
+
+    path = tmp_path / "ep.pcapng"
+    logger = can.Logger(path)
+    assert isinstance(logger, PcapngWriter)
+    msg = can.Message(timestamp=1700000000.5, arbitration_id=0x123, is_extended_id=False,
+                      data=b"\x01\x02\x03")
+    logger.on_message_received(msg)
+    logger.stop()
+    reader = can.LogReader(path)
+    assert isinstance(reader, PcapngReader)
+    (back,) = list(reader)
+    assert (back.arbitration_id, bytes(back.data)) == (0x123, b"\x01\x02\x03")
+    assert back.timestamp == pytest.approx(1700000000.5)

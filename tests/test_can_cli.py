@@ -19,7 +19,7 @@ from fwbridge.can_bus.ids import Direction, to_message
 from fwbridge.cli import fwbridge
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct
-from tests.test_can_nodes import _vcan_reason
+from tests.helpers import vcan_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 _names = itertools.count()
@@ -152,7 +152,7 @@ def test_cli_as_a_subprocess(tmp_path: Path) -> None:
 
 
 def test_cli_on_vcan(tmp_path: Path) -> None:
-    reason = _vcan_reason()
+    reason = vcan_reason()
     if reason is not None:
         pytest.skip(f"socketcan vcan0 unavailable: {reason}")
     p = cli("-i", "socketcan", "-c", "vcan0", "sim", "2", "--duration", "0.5", "--json")

@@ -18,7 +18,14 @@ from fwbridge.can_bus.bits import (
     stuffed_length,
     wire_bits,
 )
-from fwbridge.can_bus.model import BusModel, Delivered, ErrorFrame, ErrorState, Event, StateChanged
+from fwbridge.can_bus.model import (
+    BusModel,
+    ErrorFrame,
+    ErrorState,
+    Event,
+    FrameDelivered,
+    StateChanged,
+)
 
 
 def run_all(model: BusModel, limit: int = 100_000) -> list[Event]:
@@ -32,8 +39,8 @@ def run_all(model: BusModel, limit: int = 100_000) -> list[Event]:
     raise AssertionError("the model did not go idle")
 
 
-def delivered(events: list[Event]) -> list[Delivered]:
-    return [e for e in events if isinstance(e, Delivered)]
+def delivered(events: list[Event]) -> list[FrameDelivered]:
+    return [e for e in events if isinstance(e, FrameDelivered)]
 
 
 def changes(events: list[Event], node: int) -> list[StateChanged]:
@@ -47,7 +54,7 @@ def test_single_frame_timing() -> None:
     f = Frame.make(0x123, b"\x01\x02")
     m.submit(a, f)
     (ev,) = run_all(m)
-    assert isinstance(ev, Delivered)
+    assert isinstance(ev, FrameDelivered)
     assert ev.start == 1000  # SOF as soon as the idle bus has a frame
     assert ev.time == 1000 + stuffed_length(f) + EOF_END == 1000 + 54 + 10
     assert ev.transmitters == (a,) and ev.receivers == (b,)
@@ -209,7 +216,7 @@ def test_same_id_same_frame_is_one_frame_from_two_nodes() -> None:
     m.submit(a, f)
     m.submit(b, f)
     (ev,) = run_all(m)
-    assert isinstance(ev, Delivered) and ev.transmitters == (a, b) and ev.receivers == (c,)
+    assert isinstance(ev, FrameDelivered) and ev.transmitters == (a, b) and ev.receivers == (c,)
 
 
 def test_lone_node_gets_no_ack_and_stops_at_error_passive() -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator, Sequence
 
@@ -17,6 +15,7 @@ from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner, Status, TxQueue
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
+from tests.helpers import vcan_reason
 
 _names = itertools.count()
 TARGETS = {1: (30, 0), 2: (-40, 50), 3: (20, 100)}  # module: (angle, speed %)
@@ -169,21 +168,8 @@ def test_runner_and_modules_keyword_realtime(opened: list[can.BusABC]) -> None:
     assert seen == {0x201, 0x202}
 
 
-def _vcan_reason() -> str | None:
-    if shutil.which("ip") is None:
-        return "no 'ip' command to look for vcan0"
-    probe = subprocess.run(["ip", "link", "show", "vcan0"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"vcan0 not present ({probe.stderr.strip() or 'ip link show vcan0 failed'})"
-    try:
-        can.Bus(interface="socketcan", channel="vcan0").shutdown()
-    except (can.CanError, OSError) as exc:
-        return f"vcan0 present but not usable: {exc}"
-    return None
-
-
 def test_nodes_on_vcan(opened: list[can.BusABC]) -> None:
-    reason = _vcan_reason()
+    reason = vcan_reason()
     if reason is not None:
         pytest.skip(f"socketcan vcan0 unavailable: {reason} (modprobe vcan; ip link add dev "
                     "vcan0 type vcan; ip link set up vcan0)")

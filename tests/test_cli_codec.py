@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fwbridge.protocols import cmd_frame, odom_frame
-from tests.cli_helpers import run_cli
 from tests.conftest import FIXTURES
+from tests.helpers import run_cli
 
 
 def test_encode_cmd_prints_frame_hex() -> None:

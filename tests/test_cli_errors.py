@@ -14,10 +14,10 @@ from tests.cli_helpers import run_cli
 CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception|Warning)\b")
 
 
-def one_error_line(proc: subprocess.CompletedProcess[bytes]) -> str:
+def one_error_line(proc: subprocess.CompletedProcess[bytes], status: int = 2) -> str:
     text = proc.stderr.decode()
     lines = text.strip().splitlines()
-    assert proc.returncode == 2, text
+    assert proc.returncode == status, text
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
     assert not CLASS_NAME.search(lines[0]), lines[0]
     assert "Traceback" not in text
@@ -73,7 +73,7 @@ def test_an_unforeseen_error_has_no_class_name_and_debug_keeps_the_traceback() -
 
     proc = subprocess.run([sys.executable, "-c", _FAULTY, "boom"], capture_output=True,
                           timeout=60, check=False)
-    line = one_error_line(proc)
+    line = one_error_line(proc, status=1)  # a bug: exit 1 (README's exit statuses)
     assert line == ("error: the widget is 3 sizes too small (--debug shows the traceback)")
     debug = subprocess.run([sys.executable, "-c", _FAULTY, "--debug", "boom"],
                            capture_output=True, timeout=60, check=False)
@@ -110,3 +110,13 @@ def test_click_exceptions_are_one_error_line_exit_2() -> None:
                           timeout=60, check=False)
     line = one_error_line(proc)
     assert line.startswith("error: Could not open file") and "it is locked" in line
+
+
+def test_an_error_raised_on_purpose_is_the_users_exit_2() -> None:
+    import sys
+
+    raise_it = 'import fwbridge\n    raise fwbridge.ConfigError("x.toml: rate_hz: too fast")'
+    script = _FAULTY.replace('raise ValueError("the widget is 3 sizes too small")', raise_it)
+    proc = subprocess.run([sys.executable, "-c", script, "boom"], capture_output=True,
+                          timeout=60, check=False)
+    assert one_error_line(proc) == "error: x.toml: rate_hz: too fast"

@@ -28,11 +28,9 @@ from fwbridge.protocols import action_frame
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.action_receiver import ActionReceiver
 from fwbridge.protocols.fish_payloads import CanErrorInfo, RobotInfo, decode_result
-from tests.cli_helpers import run_cli
-from tests.test_fish_sim import EXAMPLE, STEPS
-from tests.test_sim_webots_adapter import STANDIN, drain, world
+from tests.helpers import EXAMPLE, STANDIN, STEPS, drain, run_cli, world
 
-URL = "sim://fish?pace=fast"
+URL = "sim://fish?pacing=afap"
 
 
 @pytest.fixture
@@ -97,7 +95,7 @@ def test_send_action_reports_failure(send: click.Group) -> None:
 
 def test_fish_on_a_pty_with_the_wall_clock() -> None:
     """The worked example through a real tty, the world in its own thread (realtime x4)."""
-    endpoint = SimEndpoint("fish", pace="realtime", speed=4.0)
+    endpoint = SimEndpoint("fish", pacing="realtime", speed=4.0)
     fish = endpoint.model
     assert isinstance(fish, RobotFish)
     spy = FwBridgeBus(fish.can_channel, rx_queue_size=50_000, name="spy")
@@ -132,7 +130,7 @@ def test_fish_on_a_pty_with_the_wall_clock() -> None:
 
 
 def test_fwbridge_sim_fish_runs() -> None:
-    res = run_cli("sim", "fish", "--pace", "fast", "--duration", "0.3", "--json", timeout=60)
+    res = run_cli("sim", "fish", "--pacing", "afap", "--duration", "0.3", "--json", timeout=60)
     assert res.returncode == 0, res.stderr.decode()
     lines = [json.loads(line) for line in res.stdout.decode().splitlines()]
     assert lines[0]["event"] == "ready" and lines[0]["model"] == "fish"

@@ -1,6 +1,6 @@
 """The simulated robot fish end to end: host -> action frame -> answer -> CAN servo commands.
 
-The fish runs behind ``sim://fish?pace=fast`` (the world steps only inside the
+The fish runs behind ``sim://fish?pacing=afap`` (the world steps only inside the
 port's calls, or when a test steps it), so everything below is a function of
 its inputs: no wall-clock timing, no threads. What goes on the fish's CAN bus
 is watched by a spy node on its channel, as a bus analyser would.
@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import pytest
 import serial
 
-import fwbridge.bridge.sim  # noqa: F401  (registers sim://)
 from fwbridge.bridge.action_link import ActionLink
 from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
 from fwbridge.bridge.sim.fish.body import Obstacle
 from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
+from fwbridge.bridge.transports import register_url_handlers
 from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group
@@ -41,17 +41,12 @@ from fwbridge.protocols.fish_payloads import (
     encode_result,
     encode_servo_targets,
 )
-from fwbridge.protocols.hextext import parse_hex
-from tests.conftest import FIXTURES
+from tests.helpers import EXAMPLE, STEPS
 
-# The patent's worked example decodes only relaxed (header FE FF, a CRC that
-# matches nothing): its content, re-encoded in a valid frame, is what we send.
-_PATENT = action_frame.decode(parse_hex((FIXTURES / "patent_example.hex").read_text()),
-                              relaxed=True)
-EXAMPLE = ActionFrame(_PATENT.machine, _PATENT.type, _PATENT.sub, _PATENT.data)
-STEPS = [[(e.servo_id, e.speed, e.angle) for e in st.servos]
-         for st in action_group.from_frame(EXAMPLE).steps]
-SIM_URL = "sim://fish?pace=fast"
+register_url_handlers()  # serial.serial_for_url("sim://…") below
+
+
+SIM_URL = "sim://fish?pacing=afap"
 
 
 class Fish:

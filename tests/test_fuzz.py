@@ -26,10 +26,23 @@ def test_target_invariants_hold_on_random_input(name: str, data: bytes) -> None:
     TARGETS[name](data)
 
 
-@pytest.mark.parametrize("name", sorted(set(TARGETS) - {"all"}))
-def test_saved_crashes_stay_fixed(name: str) -> None:
-    for path in sorted((CRASHES / name).glob("*")) if (CRASHES / name).is_dir() else []:
-        TARGETS[name](path.read_bytes())
+#: Every saved crash input, as (target, file): one case each, none for targets without.
+SAVED = sorted(
+    (path.parent.name, path)
+    for path in CRASHES.glob("*/*")
+    if path.is_file() and path.parent.name in TARGETS
+)
+
+
+def test_saved_crash_files_belong_to_targets() -> None:
+    folders = {p.name for p in CRASHES.iterdir() if p.is_dir()}
+    assert folders <= set(TARGETS), f"crash folders without a target: {folders - set(TARGETS)}"
+    assert SAVED, f"no saved crash in {CRASHES}: the replay test below would run nothing"
+
+
+@pytest.mark.parametrize(("name", "path"), SAVED, ids=[f"{n}/{p.name}" for n, p in SAVED])
+def test_saved_crashes_stay_fixed(name: str, path: Path) -> None:
+    TARGETS[name](path.read_bytes())
 
 
 @pytest.mark.skipif(importlib.util.find_spec("atheris") is None,

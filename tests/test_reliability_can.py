@@ -42,7 +42,7 @@ class WatchedBus(FwBridgeBus):
         self.changes: list[StateChanged] = []
         super().__init__(*args, **kwargs)
 
-    def _state_changed(self, event: StateChanged) -> None:
+    def state_changed(self, event: StateChanged) -> None:
         self.changes.append(event)
 
     def error_state(self) -> ErrorState:

@@ -24,7 +24,7 @@ from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
-from tests.bridge_support import FirmwarePeer, Recorder, config
+from tests.helpers import FirmwarePeer, LagMeter, Recorder, config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -184,6 +184,18 @@ class OdometryStream(threading.Thread):
 
 
 
+#: A wake-up later than this means the machine stalled long enough to fill a
+#: pty at the flood rate (about 0.1 s of it) or to starve the command thread.
+MAX_LAG = 0.05
+
+
+def skip_if_lagging(lag: LagMeter) -> None:
+    """Skip the checks of time shares when the machine could not keep real time."""
+    if lag.worst > MAX_LAG:
+        pytest.skip(f"the machine could not keep real time (a thread woke "
+                    f"{lag.worst * 1e3:.0f} ms late); the counts above held")
+
+
 def poll(pred: Any, timeout: float = 5.0) -> bool:
     """Wait until ``pred()`` holds (polled: node state changes notify nobody)."""
     end = time.monotonic() + timeout
@@ -329,11 +341,12 @@ def test_flood_at_ten_times_the_rate_stays_bounded_and_is_counted(
         node.request(0.2, 0.0, 0.0)
         assert peer.wait_for(lambda a: len(a) >= 3)
         mark = len(peer.arrivals)
-        stream.start()
-        try:
-            worst = sample(node, stream, lambda: stream.next_k >= total)
-        finally:
-            stream.stop()
+        with LagMeter() as lag:
+            stream.start()
+            try:
+                worst = sample(node, stream, lambda: stream.next_k >= total)
+            finally:
+                stream.stop()
         commands = len(peer.arrivals) - mark
         written = stream.written()
         wire = bytes(stream.wire)
@@ -354,9 +367,12 @@ def test_flood_at_ten_times_the_rate_stays_bounded_and_is_counted(
     assert stats["odometry_dropped"] == 0  # a subscriber that keeps up loses nothing
     assert [r.vx for r in got.records] == wanted
     assert stats["frames"] >= written
-    # Bounded: the receiver holds less than a frame; the backlog stays a fraction of the flood.
+    # Bounded: the receiver holds less than a frame, whatever the timing.
     assert worst["samples"] >= 10
     assert worst["pending"] < FRAME
+    # Shares of time (backlog, stalls, command rate) need a machine that keeps
+    # real time: skipped, with the lag measured alongside, when it did not.
+    skip_if_lagging(lag)
     assert worst["backlog"] < written // 4
     assert stream.stalls <= stream.writes // 20  # the node kept up: the pty almost never filled
     # The commands kept their rate: 100 Hz against 2000 Hz of odometry is 1 in 20.
@@ -377,11 +393,12 @@ def test_slow_subscriber_neither_stalls_commands_nor_builds_a_backlog(
         node.request(0.2, 0.0, 0.0)
         assert peer.wait_for(lambda a: len(a) >= 3)
         mark = len(peer.arrivals)
-        stream.start()
-        try:
-            worst = sample(node, stream, lambda: stream.next_k >= total)
-        finally:
-            stream.stop()
+        with LagMeter() as lag:
+            stream.start()
+            try:
+                worst = sample(node, stream, lambda: stream.next_k >= total)
+            finally:
+                stream.stop()
         commands = len(peer.arrivals) - mark
         written = stream.written()
         assert poll(lambda: node.stats()["frames"] == written)
@@ -389,17 +406,19 @@ def test_slow_subscriber_neither_stalls_commands_nor_builds_a_backlog(
         assert slow.wait(lambda r: bool(r.records) and r.records[-1].seq == written)
         assert node.running and node.error is None
         stats = node.stats()
-    # The commands kept their rate: 100 Hz against 200 Hz of odometry is 1 in 2.
-    assert commands / written >= 0.5 * (100 / ODOM_HZ)
     # Bounded: the node reads on while the subscriber works.
     assert worst["pending"] < FRAME
-    assert worst["backlog"] < written // 4
-    assert stream.stalls <= stream.writes // 20
     delivered = slow.count()
     # Every record was integrated; those the subscriber had no time for are counted.
     assert stats["odometry"] == written
     assert delivered + stats["odometry_dropped"] == written
-    assert stats["odometry_dropped"] > 0 and delivered > written // 4
     seqs = [r.seq for r in slow.records]
     assert seqs == sorted(set(seqs))  # skipped ahead, never back
     assert slow.records[-1].x == pytest.approx(node.core.integrator.x)  # the pose is whole
+    # Shares of time need a machine that keeps real time (see skip_if_lagging).
+    skip_if_lagging(lag)
+    assert worst["backlog"] < written // 4
+    assert stream.stalls <= stream.writes // 20
+    assert stats["odometry_dropped"] > 0 and delivered > written // 4
+    # The commands kept their rate: 100 Hz against 200 Hz of odometry is 1 in 2.
+    assert commands / written >= 0.5 * (100 / ODOM_HZ)

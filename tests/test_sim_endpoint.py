@@ -23,25 +23,28 @@ from typing import Any
 import pytest
 import serial
 
-import fwbridge.bridge.sim  # noqa: F401  (registers sim://)
 from fwbridge.bridge.base_node import BaseNode
 from fwbridge.bridge.config import RobotConfig
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
-from fwbridge.bridge.sim.models.mecanum import MecanumBase
+from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.models.zumo import Zumo
 from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.bridge.transports import register_url_handlers
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_SIM = (
     "import sys; from fwbridge.cli_verbs.sim import sim_cmd; "
     "sim_cmd.main(args=sys.argv[1:], prog_name='fwbridge sim')"
 )
+
+register_url_handlers()  # serial.serial_for_url("sim://…") below
 
 
 @contextlib.contextmanager
@@ -67,7 +70,7 @@ def read_frames(port: serial.Serial, count: int, limit_s: float = 20.0) -> list[
 
 
 def test_commanded_velocity_is_reached_within_the_settling_time() -> None:
-    model = MecanumBase()
+    model = MecanumBase(MecanumParams(cmd_timeout_ms=0))  # one command, kept (no watchdog)
     p = model.params
     cmd = CmdFrame(0.4, 0.2, 0.6)
     wheels = p.geometry.inverse(cmd.vx, cmd.vy, cmd.wz)
@@ -80,7 +83,7 @@ def test_commanded_velocity_is_reached_within_the_settling_time() -> None:
     k = p.geometry.lx + p.geometry.ly
     tol = (r * (q + tol_w), r * (q + tol_w), r * (q + tol_w) / k)  # vx, vy, wz per frame
 
-    with served(model, pace="fast") as (endpoint, link):
+    with served(model, pacing="afap") as (endpoint, link):
         port = serial.Serial(link.path, timeout=2)  # pyserial on the pty: a real tty
         port.write(cmd_frame.encode(cmd))
         port.flush()
@@ -122,7 +125,7 @@ def test_zumo_encoder_counts_match_the_integral_of_commanded_speeds() -> None:
     commands = [(0.05, 0.3), (0.07, -0.5), (-0.03, 0.0), (0.02, 1.0), (0.0, 0.0)]
     lines: list[dict[str, Any]] = []
     buf = bytearray()
-    with served(model, pace="realtime", speed=4.0) as (endpoint, link):
+    with served(model, pacing="realtime", speed=4.0) as (endpoint, link):
         robot = serial.Serial(link.path, timeout=0)
         sup = serial.Serial(link.supervisor_path, timeout=0.05)
         endpoint.start()
@@ -201,9 +204,11 @@ def test_same_seed_same_bytes_in_fast_mode() -> None:
     def run(seed: int) -> bytes:
         args = [
             "mecanum",
-            "--pace",
-            "fast",
+            "--pacing",
+            "afap",
             "--wait-for-host",
+            "--watchdog",
+            "0",  # one command, kept for the whole run
             "--faults",
             faults,
             "--seed",
@@ -226,7 +231,7 @@ def test_bridge_tracks_the_pose_through_one_percent_corruption() -> None:
     p = model.params
     request = (0.3, 0.1, 0.4)
     latest: list[Odometry] = []
-    with served(model, pace="realtime", faults=spec) as (endpoint, link):
+    with served(model, pacing="realtime", faults=spec) as (endpoint, link):
         endpoint.start()
         config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=50, source="<test>")
         node = BaseNode(config, on_odometry=lambda o: latest.append(o), on_event=None)
@@ -235,11 +240,20 @@ def test_bridge_tracks_the_pose_through_one_percent_corruption() -> None:
             for i in range(30):  # 3 s of requests, renewed well within the watchdog
                 node.request(*(request if i < 22 else (0.0, 0.0, 0.0)))
                 time.sleep(0.1)
+            # The counts are compared across two processes' views: first the
+            # simulation's, then the node's once it has read what was in flight
+            # (waiting for a count, not for a time, so a stalled machine cannot
+            # break it), then the simulation's again for the upper bound.
+            sim = endpoint.status()
+            floor = sim["firmware"]["odom_sent"] - sim["faults"]["robot->host"]["corrupted"]
+            deadline = time.monotonic() + 30
+            while node.stats()["frames"] < floor and time.monotonic() < deadline:
+                time.sleep(0.02)
             stats = node.stats()
+            after = endpoint.status()["firmware"]["odom_sent"]
         finally:
             node.stop()
         truth = model.pose
-        sim = endpoint.status()
     odom = latest[-1]
     # Tolerance from the model: one count per wheel, the arrival jitter (half
     # a period) and one lost frame's period at each of the two speed changes,
@@ -255,7 +269,7 @@ def test_bridge_tracks_the_pose_through_one_percent_corruption() -> None:
     up = sim["faults"]["robot->host"]["corrupted"]
     sent = sim["firmware"]["odom_sent"]
     assert up > 0 and stats["checksum_errors"] > 0 and stats["discarded"] > 0
-    assert sent - up <= stats["frames"] < sent  # each corrupted byte costs at most its frame
+    assert sent - up <= stats["frames"] < after  # each corrupted byte costs at most its frame
     assert sim["faults"]["host->robot"]["corrupted"] > 0
     assert sim["firmware_rx"]["checksum_errors"] > 0
 
@@ -264,7 +278,7 @@ def test_use_sim_config_opens_a_sim_url_in_a_fresh_process(tmp_path: Path) -> No
     """The seam: a robot TOML with use_sim = true; nothing imports bridge.sim first."""
     config = tmp_path / "robot.toml"
     config.write_text(
-        'use_sim = true\n[link]\nurl = "/dev/ttyUSB0"\n[sim]\nurl = "sim://echo?pace=fast"\n'
+        'use_sim = true\n[link]\nurl = "/dev/ttyUSB0"\n[sim]\nurl = "sim://echo?pacing=afap"\n'
     )
     code = (
         "import sys\n"
@@ -310,7 +324,7 @@ def test_base_node_on_a_sim_url() -> None:
 
 
 def test_sim_url_options_and_errors() -> None:
-    port = serial.serial_for_url("sim://echo?pace=fast&drop=0&seed=3", timeout=0.05)
+    port = serial.serial_for_url("sim://echo?pacing=afap&drop=0&seed=3", timeout=0.05)
     port.write(b"\x01\x02\x03")
     assert port.read(3) == b"\x01\x02\x03"
     assert port.in_waiting == 0
@@ -318,8 +332,31 @@ def test_sim_url_options_and_errors() -> None:
     for url, message in (
         ("sim://tank", "unknown robot model"),
         ("sim://mecanum?bogus=1", "unknown option"),
-        ("sim://mecanum?pace=slow", "pace"),
+        ("sim://mecanum?pacing=slow", "pacing"),
         ("sim://mecanum?faults=drop=2", "between 0 and 1"),
     ):
         with pytest.raises(serial.SerialException, match=message):
             serial.serial_for_url(url)
+
+
+def test_old_pacing_spellings_still_work_with_a_warning() -> None:
+    # One vocabulary (realtime/afap); the old `pace=fast` is read, and says so.
+    with pytest.warns(FutureWarning, match="pacing"):
+        port = serial.serial_for_url("sim://echo?pace=fast", timeout=0.05)
+    try:
+        assert port.endpoint.pacing == "afap"
+        port.write(b"\x07")
+        assert port.read(1) == b"\x07"
+    finally:
+        port.close()
+    with pytest.warns(FutureWarning, match="pacing"):
+        assert SimEndpoint("echo", pace="fast").pacing == "afap"
+
+
+def test_cli_old_pace_option_prints_one_deprecation_line() -> None:
+    res = run_cli("sim", "echo", "--pace", "fast", "--duration", "0.05", "--json", timeout=60)
+    err = res.stderr.decode()
+    assert res.returncode == 0, err
+    assert "warning: --pace is deprecated; use --pacing afap" in err
+    assert "Traceback" not in err and "FutureWarning" not in err
+    assert json.loads(res.stdout.splitlines()[0])["pacing"] == "afap"

@@ -18,11 +18,11 @@ from types import ModuleType
 import pytest
 
 from fwbridge.bridge.sim import webots_adapter
+from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
-
-STANDIN = Path(__file__).parent / "webots_standin"
+from tests.helpers import STANDIN, drain, world
 
 
 @pytest.fixture
@@ -32,35 +32,6 @@ def controller(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     module = importlib.import_module("controller")
     yield module
     sys.modules.pop("controller", None)
-
-
-def world(controller: ModuleType, end_ms: int, step: float = 8.0) -> tuple[object, object, object]:
-    sim = controller.Simulator(basic_time_step=step, end_ms=end_ms)
-    # The robot node with the devices of PROTOCOLS.md 5; channels deliberately wrong
-    # (0): the adapter must set them.
-    sim.add_robot(
-        "robot",
-        [
-            ("emitter", "serialComTx", 0),
-            ("receiver", "serialComRx", 0),
-            ("emitter", "supervisorComTx", 0),
-            ("receiver", "supervisorComRx", 0),
-        ],
-    )
-    host = sim.add_robot("host", [("emitter", "tx", 3), ("receiver", "rx", 4)])
-    sup = sim.add_robot("supervisor", [("emitter", "tx", 1), ("receiver", "rx", 2)])
-    host.devices["rx"].enable(8)
-    sup.devices["rx"].enable(8)
-    controller.install(sim)
-    return sim, host, sup
-
-
-def drain(rx: object) -> bytes:
-    out = b""
-    while rx.getQueueLength():  # type: ignore[attr-defined]
-        out += rx.getBytes()  # type: ignore[attr-defined]
-        rx.nextPacket()  # type: ignore[attr-defined]
-    return out
 
 
 def test_controller_module_is_the_stand_in(controller: ModuleType) -> None:
@@ -81,7 +52,8 @@ def test_mecanum_runs_as_a_webots_controller(controller: ModuleType) -> None:
         status.extend(drain(sup.devices["rx"]))
 
     sim.on_step.append(peer)
-    model = webots_adapter.run_controller("mecanum")
+    # one command, kept for the whole run: the seed's firmware, without the watchdog
+    model = webots_adapter.run_controller(MecanumBase(MecanumParams(cmd_timeout_ms=0)))
     assert sim.time_ms >= 2000  # ran until the simulator ended the run (step() == -1)
     frames = [r.frame for r in Sum8Receiver(odom_frame.CODEC).feed(bytes(received))]
     # 50 Hz of simulated time on average, each frame on the first 8 ms step at or after it is due

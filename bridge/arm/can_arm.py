@@ -33,6 +33,18 @@ from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, fine_position, with_fine_position
 from fwbridge.protocols.errors import FrameError
 
+__all__ = [
+    "START",
+    "ArmLink",
+    "JointModule",
+    "JointSpec",
+    "PickPlaceRun",
+    "arm_specs",
+    "drive_pick_place",
+    "run_modules",
+    "run_pick_place",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class JointSpec:

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fwbridge.bridge.arm.kinematics import ScaraGeometry
+from fwbridge.bridge.arm.kinematics import ArmConfigError, ScaraGeometry
 from fwbridge.bridge.arm.pick_place import PickPlaceConfig
 from fwbridge.bridge.numbers import out_of_range
 
@@ -32,10 +32,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
-
-
-class ArmConfigError(ValueError):
-    """An ``[arm]`` table that cannot be used: names the file and the key."""
 
 
 _GEOMETRY = ("l1", "l2", "limit1", "limit2", "z_min", "z_max")
@@ -48,6 +44,9 @@ _RANGES: dict[str, tuple[float, float, bool, str]] = {
     "z_min": (-10.0, 10.0, False, "m"), "z_max": (-10.0, 10.0, False, "m"),
     "safe_z": (-10.0, 10.0, False, "m"), "tolerance": (0.0, 0.1, True, "m"),
 }
+
+
+__all__ = ["ArmConfigError", "load_arm_config", "parse_arm"]
 
 
 def parse_arm(table: dict[str, Any], source: str = "<config>"

@@ -21,10 +21,31 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from fwbridge.protocols.errors import ArmError, ConfigError
+
+__all__ = [
+    "TAU",
+    "ArmConfigError",
+    "Joints",
+    "Pose",
+    "ScaraGeometry",
+    "UnreachableError",
+    "forward",
+    "inverse",
+    "inverse_all",
+    "inverse_path",
+    "joint_distance",
+    "normalize_angle",
+]
+
 TAU = 2.0 * math.pi
 
 
-class UnreachableError(ValueError):
+class ArmConfigError(ArmError, ConfigError):
+    """Arm geometry or an ``[arm]`` table that cannot be used: names the key."""
+
+
+class UnreachableError(ArmError, ValueError):
     """The target cannot be reached; says why (workspace, limits, z range)."""
 
 
@@ -96,9 +117,9 @@ class ScaraGeometry:
 
     def __post_init__(self) -> None:
         if not (self.l1 > 0 and self.l2 > 0):
-            raise ValueError(f"link lengths must be positive, got l1={self.l1}, l2={self.l2}")
+            raise ArmConfigError(f"link lengths must be positive, got l1={self.l1}, l2={self.l2}")
         if self.z_min > self.z_max:
-            raise ValueError(f"z_min {self.z_min} is above z_max {self.z_max}")
+            raise ArmConfigError(f"z_min {self.z_min} is above z_max {self.z_max}")
         derived = {
             "r_min": abs(self.l1 - self.l2),
             "r_max": self.l1 + self.l2,
@@ -240,9 +261,7 @@ def inverse(geom: ScaraGeometry, pose: Pose, current: Joints | None = None) -> J
     if current is None:
         c1 = c2 = 0.0
     else:
-        c1, c2 = current[0], current[1]
-        if not (-pi < c1 <= pi and -pi < c2 <= pi):
-            c1, c2 = normalize_angle(c1), normalize_angle(c2)
+        c1, c2 = current[0], current[1]  # as they are: the joints do not wrap
     best = _solve(geom, pose, c1, c2)
     if best is None:
         raise UnreachableError(
@@ -300,7 +319,7 @@ def inverse_path(
     # choice_given_prev[e][k]: the elbow chosen at k+1 when elbow e was chosen at k.
     pick = (d[1] < d[0]).astype(np.int8)  # (2 prev, N-1)
     ref = current if current is not None else Joints()
-    c1, c2 = normalize_angle(ref[0]), normalize_angle(ref[1])
+    c1, c2 = float(ref[0]), float(ref[1])
     d0 = np.abs(t1[:, 0] - c1) + np.abs(t2[:, 0] - c2)
     d0[~valid[:, 0]] = np.inf
     state = int(d0[1] < d0[0])

@@ -22,6 +22,8 @@ from fwbridge.bridge.arm.kinematics import (
     normalize_angle,
 )
 
+__all__ = ["JointMove", "Limits", "LinearMove", "Trapezoid"]
+
 
 @dataclass(frozen=True, slots=True)
 class Trapezoid:

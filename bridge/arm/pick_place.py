@@ -17,8 +17,18 @@ import enum
 import math
 from dataclasses import dataclass, field
 
-from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from fwbridge.bridge.arm.kinematics import (
+    ArmConfigError,
+    Joints,
+    Pose,
+    ScaraGeometry,
+    forward,
+    inverse,
+)
 from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove
+from fwbridge.protocols.errors import ArmError
+
+__all__ = ["Phase", "PickAndPlace", "PickPlaceConfig", "Reached", "SafeZViolation", "Setpoint"]
 
 
 class Phase(enum.Enum):
@@ -37,7 +47,7 @@ class Phase(enum.Enum):
     FAILED = "failed"
 
 
-class SafeZViolation(RuntimeError):
+class SafeZViolation(ArmError, RuntimeError):
     """A setpoint would move the tool in XY below the safe height."""
 
 
@@ -90,7 +100,7 @@ class PickAndPlace:
         self.cfg = cfg = config or PickPlaceConfig()
         for name, xyz in (("pick", cfg.pick), ("place", cfg.place)):
             if xyz[2] > cfg.safe_z:
-                raise ValueError(f"{name} z={xyz[2]} is above the safe height {cfg.safe_z}")
+                raise ArmConfigError(f"{name} z={xyz[2]} is above the safe height {cfg.safe_z}")
             inverse(geom, Pose(*xyz, cfg.phi))  # raises UnreachableError early
         self.reached: list[Reached] = []
         self.failure: str | None = None

@@ -1,8 +1,10 @@
 """Simulated firmware endpoints on an emulation of Webots' serial devices.
 
-``import bridge.sim`` registers the ``sim://MODEL?options`` URL with pyserial
-(``serial.protocol_handler_packages``), so any code that opens ports with
-``serial.serial_for_url`` can open a simulated robot. The pieces:
+``sim://MODEL?options`` opens a simulated robot as a serial port: through
+:func:`fwbridge.bridge.transports.open_link`, or with
+``serial.serial_for_url`` once
+:func:`fwbridge.bridge.transports.register_url_handlers` has run (importing
+this package registers nothing). The pieces:
 
 - :mod:`.clock`: step-driven simulated time (``SimTime``);
 - :mod:`.webots_serial`: Emitter/Receiver emulation, ``WebotsSerialDrv``;
@@ -16,21 +18,63 @@
 
 from __future__ import annotations
 
-import serial
+from typing import TYPE_CHECKING
 
-from fwbridge.bridge.sim.clock import SimClock, SimStopped
-from fwbridge.bridge.sim.endpoint import HostPort, Pacer, SimEndpoint
-from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
-from fwbridge.bridge.sim.models import MODELS, create_model
-from fwbridge.bridge.sim.webots_serial import (
-    ROBOT_LINK,
-    SUPERVISOR_LINK,
-    Emitter,
-    Ether,
-    Receiver,
-    WebotsSerialDrv,
-)
-from fwbridge.bridge.sim.world import SimRobot, World
+from fwbridge.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from fwbridge.bridge.sim.clock import (
+        SimClock as SimClock,
+    )
+    from fwbridge.bridge.sim.clock import (
+        SimStopped as SimStopped,
+    )
+    from fwbridge.bridge.sim.endpoint import (
+        HostPort as HostPort,
+    )
+    from fwbridge.bridge.sim.endpoint import (
+        Pacer as Pacer,
+    )
+    from fwbridge.bridge.sim.endpoint import (
+        SimEndpoint as SimEndpoint,
+    )
+    from fwbridge.bridge.sim.faults import (
+        FaultInjector as FaultInjector,
+    )
+    from fwbridge.bridge.sim.faults import (
+        FaultSpec as FaultSpec,
+    )
+    from fwbridge.bridge.sim.models import (
+        MODELS as MODELS,
+    )
+    from fwbridge.bridge.sim.models import (
+        create_model as create_model,
+    )
+    from fwbridge.bridge.sim.pty_link import PtyLink as PtyLink
+    from fwbridge.bridge.sim.webots_serial import (
+        ROBOT_LINK as ROBOT_LINK,
+    )
+    from fwbridge.bridge.sim.webots_serial import (
+        SUPERVISOR_LINK as SUPERVISOR_LINK,
+    )
+    from fwbridge.bridge.sim.webots_serial import (
+        Emitter as Emitter,
+    )
+    from fwbridge.bridge.sim.webots_serial import (
+        Ether as Ether,
+    )
+    from fwbridge.bridge.sim.webots_serial import (
+        Receiver as Receiver,
+    )
+    from fwbridge.bridge.sim.webots_serial import (
+        WebotsSerialDrv as WebotsSerialDrv,
+    )
+    from fwbridge.bridge.sim.world import (
+        SimRobot as SimRobot,
+    )
+    from fwbridge.bridge.sim.world import (
+        World as World,
+    )
 
 __all__ = [
     "MODELS",
@@ -42,6 +86,7 @@ __all__ = [
     "FaultSpec",
     "HostPort",
     "Pacer",
+    "PtyLink",
     "Receiver",
     "SimClock",
     "SimEndpoint",
@@ -50,16 +95,28 @@ __all__ = [
     "WebotsSerialDrv",
     "World",
     "create_model",
-    "register",
 ]
 
-HANDLER_PACKAGE = __name__  # pyserial imports f"{HANDLER_PACKAGE}.protocol_sim"
+#: Public name -> the module that defines it (loaded on first use).
+_EXPORTS = {
+    "SimClock": "fwbridge.bridge.sim.clock",
+    "SimStopped": "fwbridge.bridge.sim.clock",
+    "HostPort": "fwbridge.bridge.sim.endpoint",
+    "Pacer": "fwbridge.bridge.sim.endpoint",
+    "SimEndpoint": "fwbridge.bridge.sim.endpoint",
+    "FaultInjector": "fwbridge.bridge.sim.faults",
+    "FaultSpec": "fwbridge.bridge.sim.faults",
+    "MODELS": "fwbridge.bridge.sim.models",
+    "create_model": "fwbridge.bridge.sim.models",
+    "PtyLink": "fwbridge.bridge.sim.pty_link",
+    "ROBOT_LINK": "fwbridge.bridge.sim.webots_serial",
+    "SUPERVISOR_LINK": "fwbridge.bridge.sim.webots_serial",
+    "Emitter": "fwbridge.bridge.sim.webots_serial",
+    "Ether": "fwbridge.bridge.sim.webots_serial",
+    "Receiver": "fwbridge.bridge.sim.webots_serial",
+    "WebotsSerialDrv": "fwbridge.bridge.sim.webots_serial",
+    "SimRobot": "fwbridge.bridge.sim.world",
+    "World": "fwbridge.bridge.sim.world",
+}
 
-
-def register() -> None:
-    """Make ``serial.serial_for_url`` serve ``sim://`` (idempotent; done on import)."""
-    if HANDLER_PACKAGE not in serial.protocol_handler_packages:
-        serial.protocol_handler_packages.append(HANDLER_PACKAGE)
-
-
-register()
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

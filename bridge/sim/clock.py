@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from fwbridge.protocols.errors import ConfigError, SimStopped
+
 __all__ = ["SimClock", "SimStopped"]
-
-
-class SimStopped(Exception):
-    """Raised out of a step when the simulation is asked to stop (Webots' ``step() == -1``)."""
 
 
 class SimClock:
@@ -28,7 +26,7 @@ class SimClock:
         self, basic_time_step_ms: int = 1, stepper: Callable[[], int] | None = None
     ) -> None:
         if not isinstance(basic_time_step_ms, int) or basic_time_step_ms <= 0:
-            raise ValueError(
+            raise ConfigError(
                 f"basic time step must be a positive whole number of ms, got {basic_time_step_ms!r}"
             )
         self.basic_time_step_ms = basic_time_step_ms

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,10 +37,11 @@ from fwbridge.bridge.sim.webots_serial import (
 )
 from fwbridge.bridge.sim.world import EMITTER_BUFFER, RECEIVER_BUFFER, RobotModel, World
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.errors import ConfigError, StateError
+from fwbridge.protocols.pacing import AFAP, PACINGS, parse_pacing
 
-__all__ = ["PACES", "HostPort", "Pacer", "SimEndpoint"]
+__all__ = ["PACINGS", "HostPort", "Pacer", "SimEndpoint"]
 
-PACES = ("realtime", "fast")
 
 
 @dataclass
@@ -177,20 +179,18 @@ class HostPort:
 
 
 class Pacer:
-    """Pre-step hook that ties simulated time to the wall clock (or not, in ``fast``)."""
+    """Pre-step hook that ties simulated time to the wall clock (or not, in ``afap``)."""
 
     def __init__(
         self,
-        pace: str = "realtime",
+        pacing: str = "realtime",
         speed: float = 1.0,
         stop: threading.Event | None = None,
         max_lag: float = 0.25,
     ) -> None:
-        if pace not in PACES:
-            raise ValueError(f"unknown pace {pace!r} (use one of {', '.join(PACES)})")
         if not speed > 0:
-            raise ValueError(f"speed must be positive, got {speed!r}")
-        self.pace = pace
+            raise ConfigError(f"speed must be positive, got {speed!r}")
+        self.pacing = parse_pacing(pacing)
         self.speed = speed
         self.stop = stop or threading.Event()
         self.max_lag = max_lag
@@ -208,7 +208,7 @@ class Pacer:
     def __call__(self, target_ms: int) -> None:
         if self.stop.is_set():
             raise SimStopped
-        if self.pace == "fast":
+        if self.pacing == AFAP:
             return
         now = time.monotonic()
         if self._t0 is None:
@@ -240,14 +240,26 @@ class SimEndpoint:
         self,
         model: str | RobotModel = "mecanum",
         *,
-        pace: str = "realtime",
+        pacing: str = "realtime",
         speed: float = 1.0,
         step_ms: int = 1,
         faults: FaultSpec | None = None,
         baud: int = -1,
+        watchdog_ms: int | None = None,
+        pace: str | None = None,
     ) -> None:
+        if pace is not None:  # the old keyword
+            warnings.warn("SimEndpoint(pace=...) is deprecated; use pacing=", FutureWarning,
+                          stacklevel=2)
+            pacing = pace
         self.world = World(step_ms)
         self.model = create_model(model) if isinstance(model, str) else model
+        if watchdog_ms is not None:  # None: the model's default
+            if not hasattr(self.model, "cmd_timeout_ms"):
+                raise ConfigError(f"the {self.model.name} model has no command watchdog")
+            if watchdog_ms < 0:
+                raise ConfigError(f"watchdog must be >= 0 ms (0: off), not {watchdog_ms}")
+            setattr(self.model, "cmd_timeout_ms", watchdog_ms)  # noqa: B010 - not in RobotModel
         self.robot = self.world.add_robot(self.model)
         self.link = HostPort(self.world, "host", ROBOT_LINK)
         self.supervisor = HostPort(self.world, "supervisor", SUPERVISOR_LINK)
@@ -264,7 +276,7 @@ class SimEndpoint:
                 if isinstance(em, Emitter):
                     em.baud_rate, em.byte_size = baud, 10
         self.stop_event = threading.Event()
-        self.pacer = Pacer(pace, speed, self.stop_event)
+        self.pacer = Pacer(pacing, speed, self.stop_event)
         self.world.pre_step[:] = [self.pacer, self.link.pre_step, self.supervisor.pre_step]
         self.world.post_step[:] = [self.link.post_step, self.supervisor.post_step]
         self._thread: threading.Thread | None = None
@@ -272,8 +284,9 @@ class SimEndpoint:
         self.error: BaseException | None = None
 
     @property
-    def pace(self) -> str:
-        return self.pacer.pace
+    def pacing(self) -> str:
+        """``realtime`` or ``afap`` (see :mod:`fwbridge.protocols.pacing`)."""
+        return self.pacer.pacing
 
     @property
     def clock(self) -> Any:
@@ -297,7 +310,7 @@ class SimEndpoint:
     def start(self, duration_ms: int | None = None) -> None:
         """Run in a daemon thread (the realtime mode of ``sim://`` and the CLI)."""
         if self._thread is not None:
-            raise RuntimeError("endpoint already running")
+            raise StateError("endpoint already running")
 
         def target() -> None:
             try:
@@ -317,8 +330,10 @@ class SimEndpoint:
         self.stop_event.set()
         self.world.stop()
         self.link.cancel()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        thread = self._thread
+        # not alive: never started (a stop signal between creating and starting it) or done
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def status(self) -> dict[str, Any]:
         """A snapshot for status lines and tests (safe to call from another thread)."""
@@ -328,7 +343,7 @@ class SimEndpoint:
         x, y, yaw = self.model.pose
         out: dict[str, Any] = {
             "model": self.model.name,
-            "pace": self.pace,
+            "pacing": self.pacing,
             "t": clock.millis(),
             "rtf": sim_s / wall,
             "pose": [x, y, yaw],

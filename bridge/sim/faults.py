@@ -19,6 +19,7 @@ import random
 from dataclasses import dataclass, fields
 
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["FaultInjector", "FaultSpec", "FaultStats"]
 
@@ -40,9 +41,9 @@ class FaultSpec:
         for name in _RATES:
             rate = getattr(self, name)
             if not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
-                raise ValueError(f"fault rate {name}={rate!r} must be between 0 and 1")
+                raise ConfigError(f"fault rate {name}={rate!r} must be between 0 and 1")
         if self.delay_ms < 0:
-            raise ValueError(f"delay_ms={self.delay_ms!r} must not be negative")
+            raise ConfigError(f"delay_ms={self.delay_ms!r} must not be negative")
 
     @property
     def enabled(self) -> bool:
@@ -60,14 +61,14 @@ class FaultSpec:
             key, sep, raw = item.partition("=")
             key = key.strip().lower().replace("-", "_")
             if not sep or key not in known:
-                raise ValueError(
+                raise ConfigError(
                     f"bad fault {item!r}: expected NAME=VALUE with NAME one of "
                     f"{', '.join(sorted(known))}"
                 )
             try:
                 values[key] = int(raw) if key in ("delay_ms", "seed") else float(raw)
             except ValueError:
-                raise ValueError(f"bad fault value in {item!r}: not a number") from None
+                raise ConfigError(f"bad fault value in {item!r}: not a number") from None
         return cls(**values)  # type: ignore[arg-type]
 
     def __str__(self) -> str:

@@ -1,19 +1,22 @@
 """pyserial URL handler for ``sim://MODEL?options``: a simulated endpoint as a serial port.
 
-Registered by ``import bridge.sim`` (which appends ``bridge.sim`` to
-``serial.protocol_handler_packages``), and by
-:func:`bridge.transports.open_link` on its own for ``sim://``. Then
+Registered with pyserial by
+:func:`fwbridge.bridge.transports.register_url_handlers` (which
+:func:`~fwbridge.bridge.transports.open_link` calls). Then
 ``serial.serial_for_url("sim://mecanum")`` (or any program that takes a
 port URL) talks to the simulated firmware.
 
-Options (query string): ``pace=realtime|fast``, ``speed=1.0`` (realtime
+Options (query string): ``pacing=realtime|afap`` (``pace=fast``, the old
+spelling, is read with a warning), ``speed=1.0`` (realtime
 only), ``step_ms=1``, ``seed=0``, ``baud=-1`` (emulated line rate; -1 none,
-as in Webots), faults as ``faults=drop=0.01,corrupt=0.01`` or one by one
+as in Webots), ``watchdog=MS`` (the mecanum firmware's command watchdog:
+motors stop after MS ms without a command; default 500, 0 off as in the
+seed), faults as ``faults=drop=0.01,corrupt=0.01`` or one by one
 (``drop=``, ``corrupt=``, ``insert=``, ``delay=``, ``delay_ms=``). The
 port's own ``baudrate`` is ignored: a simulated link has no baud rate.
 
 In ``realtime`` pacing the world runs in a thread and ``timeout`` is wall
-time. In ``fast`` pacing there is no thread: simulated time advances only
+time. In ``afap`` pacing there is no thread: simulated time advances only
 inside this object's calls, so a run is a deterministic function of them.
 ``read`` steps the world until it has the bytes or ``timeout`` seconds of
 *simulated* time have passed (``timeout=None``: until it has them);
@@ -30,26 +33,30 @@ from __future__ import annotations
 import threading
 import time
 import urllib.parse
+import warnings
 from typing import Any
 
 from serial.serialutil import (
     PortNotOpenError,
     SerialBase,
-    SerialException,
     SerialTimeoutException,
     to_bytes,
 )
 
-from fwbridge.bridge.sim.endpoint import PACES, SimEndpoint
+from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import model_factory
+from fwbridge.bridge.transports import PortError
+from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.pacing import AFAP, REALTIME, parse_pacing
 
 __all__ = ["Serial", "parse_url"]
 
 _FAULT_KEYS = ("drop", "corrupt", "insert", "delay", "delay_ms")
-_OPTIONS = ("pace", "speed", "step_ms", "seed", "baud", "faults", *_FAULT_KEYS)
+_OPTIONS = ("pacing", "speed", "step_ms", "seed", "baud", "watchdog", "faults", *_FAULT_KEYS)
 _FORM = (
-    "sim://MODEL[?pace=realtime|fast&speed=S&step_ms=N&seed=N&baud=N&faults=drop=P,corrupt=P,...]"
+    "sim://MODEL[?pacing=realtime|afap&speed=S&step_ms=N&seed=N&baud=N&watchdog=MS"
+    "&faults=drop=P,corrupt=P,...]"
 )
 
 
@@ -57,12 +64,12 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
     """``sim://MODEL?opts`` -> (model, keyword arguments of :class:`SimEndpoint`)."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme.lower() != "sim":
-        raise SerialException(f"expected a URL of the form {_FORM}, got {url!r}")
+        raise PortError(f"expected a URL of the form {_FORM}, got {url!r}")
     model = (parts.netloc or parts.path.lstrip("/")).lower()
     try:
         model_factory(model)
-    except ValueError as exc:
-        raise SerialException(f"sim://: {exc}") from None
+    except ConfigError as exc:
+        raise PortError(f"sim://: {exc}") from None
     opts: dict[str, Any] = {}
     faults: list[str] = []
     seed = 0
@@ -70,16 +77,19 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
         for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
             key = key.lower()
             value = values[-1]
-            if key == "pace":
-                if value not in PACES:
-                    raise ValueError(f"pace must be one of {', '.join(PACES)}")
-                opts["pace"] = value
+            if key in ("pacing", "pace"):
+                if key == "pace":
+                    warnings.warn("sim://...?pace= is deprecated; use pacing=realtime|afap",
+                                  FutureWarning, stacklevel=2)
+                opts["pacing"] = parse_pacing(value, "pacing")
             elif key == "speed":
                 opts["speed"] = float(value)
             elif key == "step_ms":
                 opts["step_ms"] = int(value)
             elif key == "baud":
                 opts["baud"] = int(value)
+            elif key == "watchdog":
+                opts["watchdog_ms"] = int(value)
             elif key == "seed":
                 seed = int(value)
             elif key == "faults":
@@ -87,10 +97,10 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
             elif key in _FAULT_KEYS:
                 faults.append(f"{key}={value}")
             else:
-                raise ValueError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
+                raise ConfigError(f"unknown option {key!r} (known: {', '.join(_OPTIONS)})")
         spec = FaultSpec.parse(",".join(faults), seed=seed)
     except ValueError as exc:
-        raise SerialException(f"sim://: {exc}; form: {_FORM}") from None
+        raise PortError(f"sim://: {exc}; form: {_FORM}") from None
     if spec.enabled:
         opts["faults"] = spec
     return model, opts
@@ -110,14 +120,14 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
 
     def open(self) -> None:
         if self.is_open:
-            raise SerialException("Port is already open.")
+            raise PortError("Port is already open.")
         if self._port is None:
-            raise SerialException("Port must be configured before it can be used.")
+            raise PortError("Port must be configured before it can be used.")
         model, opts = parse_url(self.portstr or "")
         try:
             ep = SimEndpoint(model, **opts)
         except ValueError as exc:
-            raise SerialException(f"sim://: {exc}") from None
+            raise PortError(f"sim://: {exc}") from None
         self.endpoint = ep
         self._started = False  # realtime: the world starts at the first I/O (or fileno())
         self.is_open = True
@@ -147,7 +157,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         if not self._started:
             with self._start_lock:
                 if not self._started:
-                    if ep.pace == "realtime":
+                    if ep.pacing == REALTIME:
                         ep.start()
                     self._started = True
         return ep
@@ -168,7 +178,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
             raise PortNotOpenError()
         with self._start_lock:
             if self._started:
-                raise SerialException(
+                raise PortError(
                     "sim://: fileno() after the port was used: the simulation cannot move "
                     "onto a pty now; ask for the descriptor first (asyncio does)")
             import serial as pyserial
@@ -190,7 +200,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
 
     @property
     def _fast(self) -> bool:
-        return self._ep().pace == "fast"
+        return self._ep().pacing == AFAP
 
     @property
     def in_waiting(self) -> int:
@@ -198,7 +208,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
             waiting: int = self._pty_port.in_waiting
             return waiting
         ep = self._ep()
-        if ep.pace == "fast" and not ep.link.in_waiting:
+        if ep.pacing == AFAP and not ep.link.in_waiting:
             ep.world.step()
         return ep.link.in_waiting
 
@@ -215,7 +225,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         out = bytearray()
         if size <= 0:
             return b""
-        if ep.pace == "fast":
+        if ep.pacing == AFAP:
             world = ep.world
             end = None if self._timeout is None else world.clock.millis() + self._timeout * 1000.0
             while True:
@@ -254,7 +264,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
             view = view[n:]
             if not view:
                 break
-            if ep.pace == "fast":
+            if ep.pacing == AFAP:
                 if ep.world.step() == -1:
                     break
             elif deadline is not None and time.monotonic() >= deadline:
@@ -270,7 +280,7 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         if not self.is_open or self.endpoint is None:
             return  # io's close() flushes after we are closed
         ep = self.endpoint
-        if ep.pace == "fast":
+        if ep.pacing == AFAP:
             while ep.link.pending_in and ep.world.step() != -1:
                 pass
         else:

@@ -11,7 +11,7 @@ When the reader is slow: in ``realtime`` pacing bytes that do not fit wait
 in a bounded buffer and then the newest are lost and counted (``overruns``),
 as on a UART nobody reads (a program that opens the port late first reads
 what the kernel and that buffer hold: flush it if stale bytes matter). In
-``fast`` pacing the simulation waits for the robot link's reader instead
+``afap`` pacing the simulation waits for the robot link's reader instead
 (backpressure), so nothing is lost and runs stay deterministic. The
 supervisor link (monitoring) never holds the simulation back: unread status
 lines are lost and counted.
@@ -60,7 +60,7 @@ class PtyLink:
         self, endpoint: SimEndpoint, *, link_path: str | None = None, supervisor: bool = True
     ) -> None:
         self.endpoint = endpoint
-        fast = endpoint.pace == "fast"
+        fast = endpoint.pacing == "afap"
         self.robot = _Pipe(PtyPair(link_path), endpoint.link, backpressure=fast)
         self.pipes = [self.robot]
         self.sup: _Pipe | None = None

@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 from fwbridge.bridge.sim.faults import FaultInjector
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.errors import ConfigError, StateError
 
 __all__ = [
     "CHANNEL_BROADCAST",
@@ -117,7 +118,7 @@ class Emitter:
         """Queue one packet; 1 if queued, 0 if the buffer is full."""
         packet = data.encode() if isinstance(data, str) else bytes(data)
         if not packet:
-            raise ValueError("Emitter.send: a packet must have at least 1 byte")
+            raise ConfigError("Emitter.send: a packet must have at least 1 byte")
         size = len(packet)
         limit = self._buffer_size
         if limit >= 0 and self.queued_bytes + size > limit:
@@ -213,7 +214,7 @@ class Receiver:
 
     def _head(self) -> bytes:
         if not self.queue:
-            raise RuntimeError(f"{self.name}: the receiver queue is empty (illegal in Webots)")
+            raise StateError(f"{self.name}: the receiver queue is empty (illegal in Webots)")
         return self.queue[0]
 
     def _arrive(self, packet: bytes) -> bool:

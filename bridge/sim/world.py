@@ -28,6 +28,7 @@ from fwbridge.bridge.sim.webots_serial import (
     Receiver,
     WebotsSerialDrv,
 )
+from fwbridge.protocols.errors import StateError
 
 __all__ = ["Board", "RobotModel", "SimRobot", "World", "open_serial"]
 
@@ -71,7 +72,7 @@ def open_serial(board: Board, link: LinkChannels = ROBOT_LINK) -> WebotsSerialDr
     emitter = board.getDevice(link.tx_name)
     receiver = board.getDevice(link.rx_name)
     if emitter is None or receiver is None:
-        raise RuntimeError(f"robot has no {link.tx_name}/{link.rx_name} devices")
+        raise StateError(f"robot has no {link.tx_name}/{link.rx_name} devices")
     drv = WebotsSerialDrv(emitter, receiver)
     drv.setTxChannel(link.tx_channel)
     drv.setRxChannel(link.rx_channel)

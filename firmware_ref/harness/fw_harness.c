@@ -9,8 +9,9 @@
  *     --no-action        no action-frame receiver
  *     --crc NAME         action-frame CRC-16 preset (default crc-ccitt-false)
  *     --max-len N        largest action data length (default 1024)
- *     --cmd-timeout MS   zero velocity after MS ms without a command (default
- *                        500; 0: keep the last command)
+ *     --cmd-timeout MS   command watchdog: zero velocity after MS ms without a
+ *                        command (default FW_CMD_TIMEOUT_MS, 500; 0: keep the
+ *                        last command, as the seed firmware)
  *     --duration S       exit after S seconds (default 0: run until a signal)
  *
  * Command frames set the velocity; odometry reports it, with the yaw
@@ -67,10 +68,10 @@ typedef struct {
     fw_action_rx act_rx;
     fw_responder resp;
     fw_cmd cmd;
-    double last_cmd_time;
+    fw_watchdog watchdog;
     double yaw_deg;
-    double cmd_timeout_s;
     uint32_t odom_sent;
+    uint32_t watchdog_trips;
 } harness_t;
 
 static uint8_t act_buf[FW_ACTION_RX_BUF_SIZE(MAX_LEN_LIMIT)];
@@ -81,6 +82,15 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The board's millisecond tick (HAL_GetTick()), wrapping like it. */
+static uint32_t tick_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint32_t)((unsigned long long)ts.tv_sec * 1000u
+                      + (unsigned long long)ts.tv_nsec / 1000000u);
 }
 
 /* The board's transmit callback: a non-blocking write. */
@@ -131,7 +141,7 @@ static void on_cmd_frame(void *ctx, const uint8_t *frame, fw_pos_t offset)
     harness_t *h = ctx;
     (void)offset;
     fw_cmd_decode(frame, &h->cmd);
-    h->last_cmd_time = now_s();
+    fw_watchdog_feed(&h->watchdog, tick_ms());
 }
 
 static int open_tty(const char *path)
@@ -162,7 +172,8 @@ static void report(const harness_t *h)
     const fw_action_stats *a = &h->act_rx.stats;
     const fw_responder_stats *r = &h->resp.stats;
     fprintf(stderr,
-            "{\"odom_sent\": %lu, \"tx_bytes\": %lu, \"tx_dropped\": %lu, "
+            "{\"odom_sent\": %lu, \"watchdog_trips\": %lu, \"tx_bytes\": %lu, "
+            "\"tx_dropped\": %lu, "
             "\"cmd\": {\"frames\": %lu, \"bytes\": %lu, \"checksum_errors\": %lu, "
             "\"discarded\": %lu, \"resyncs\": %lu, \"nonfinite\": %lu, \"overlapping\": %lu}, "
             "\"last_cmd\": [%.9g, %.9g, %.9g], "
@@ -172,7 +183,8 @@ static void report(const harness_t *h)
             "\"relaxed_accepts\": %lu}, "
             "\"responder\": {\"answered\": %lu, \"acks\": %lu, \"naks\": %lu, "
             "\"duplicates\": %lu}}\n",
-            (unsigned long)h->odom_sent, (unsigned long)(h->base.tx_bytes + h->action.tx_bytes),
+            (unsigned long)h->odom_sent, (unsigned long)h->watchdog_trips,
+            (unsigned long)(h->base.tx_bytes + h->action.tx_bytes),
             (unsigned long)(h->base.tx_dropped + h->action.tx_dropped),
             (unsigned long)c->frames, (unsigned long)c->bytes, (unsigned long)c->checksum_errors,
             (unsigned long)c->discarded, (unsigned long)c->resyncs, (unsigned long)c->nonfinite,
@@ -216,14 +228,19 @@ static int pump(int fd, int base, int action)
     }
 }
 
-static void send_odom(harness_t *h, double dt, double t)
+static void check_watchdog(harness_t *h)
+{
+    if (fw_watchdog_expired(&h->watchdog, tick_ms())) {
+        /* The host went quiet: stop the base. */
+        h->cmd.vx = h->cmd.vy = h->cmd.wz = 0.0f;
+        h->watchdog_trips++;
+    }
+}
+
+static void send_odom(harness_t *h, double dt)
 {
     fw_odom o;
     const double pi = 3.14159265358979323846;
-    if (h->cmd_timeout_s > 0 && h->last_cmd_time > 0 && t - h->last_cmd_time > h->cmd_timeout_s) {
-        /* Command watchdog: the host went quiet, stop the base. */
-        h->cmd.vx = h->cmd.vy = h->cmd.wz = 0.0f;
-    }
     h->yaw_deg += (double)h->cmd.wz * dt * 180.0 / pi;
     while (h->yaw_deg >= 180.0) {
         h->yaw_deg -= 360.0;
@@ -258,7 +275,7 @@ int main(int argc, char **argv)
     int no_action = 0;
     double rate = 50.0;
     double max_len = FW_ACTION_MAX_LEN_DEFAULT;
-    double cmd_timeout_ms = 500.0;
+    double cmd_timeout_ms = FW_CMD_TIMEOUT_MS;
     double duration = 0.0;
     double t0, next_odom, last_odom;
     struct sigaction sa;
@@ -337,7 +354,7 @@ int main(int argc, char **argv)
     fw_action_rx_init(&H.act_rx, &H.crc, act_buf, sizeof act_buf, (uint16_t)max_len,
                       on_action_frame, on_action_reject, &H);
     fw_responder_init(&H.resp, &H.crc, keep_buf, sizeof keep_buf);
-    H.cmd_timeout_s = cmd_timeout_ms / 1000.0;
+    fw_watchdog_init(&H.watchdog, (uint32_t)cmd_timeout_ms);
 
     fprintf(stderr, "fw_harness: ready on %s\n", tty);
     fflush(stderr);
@@ -380,9 +397,10 @@ int main(int argc, char **argv)
                 stop_flag = 1;
             }
         }
+        check_watchdog(&H);
         t = now_s();
         if (rate > 0 && t >= next_odom) {
-            send_odom(&H, t - last_odom, t);
+            send_odom(&H, t - last_odom);
             last_odom = t;
             next_odom += 1.0 / rate;
             if (next_odom < t) {

@@ -26,6 +26,16 @@
 #define FW_ACTION_ALT_H1 0xFFu /* the worked example's "FE FF" header */
 #define FW_ACTION_OVERHEAD 11u
 #define FW_ACTION_MAX_LEN_DEFAULT 1024u
+
+/* The layout the hand-written receiver and responder assume is the one of the
+ * description (protocols/frames/action.toml, generated in fw_frames_gen.h). */
+#include "fw_frames_gen.h"
+FW_STATIC_ASSERT(FWG_ACTION_MIN_SIZE == FW_ACTION_OVERHEAD, action_overhead_agrees);
+FW_STATIC_ASSERT(FWG_ACTION_MAX_DATA == FW_ACTION_MAX_LEN_DEFAULT, action_max_agrees);
+FW_STATIC_ASSERT(offsetof(fwg_action_wire, machine) == 2 && offsetof(fwg_action_wire, type) == 3
+                     && offsetof(fwg_action_wire, length) == 4
+                     && offsetof(fwg_action_wire, sub) == 6,
+                 action_layout_agrees);
 #define FW_ACTION_ANSWER_SIZE (FW_ACTION_OVERHEAD + 1u)
 /* Buffer a receiver needs for frames of up to max_len data bytes. */
 #define FW_ACTION_RX_BUF_SIZE(max_len) (FW_ACTION_OVERHEAD + (size_t)(max_len))

@@ -16,8 +16,9 @@
 #define FW_ACTUATOR_H
 
 #include "fw_common.h"
+#include "fw_frames_gen.h" /* generated from protocols/frames/actuator.toml */
 
-#define FW_ACTUATOR_SIZE 8u
+#define FW_ACTUATOR_SIZE FWG_ACTUATOR_SIZE
 
 /* CAN identifiers (standard 11-bit): command master -> module k, feedback
  * module k -> master. The module ID is the priority, so the lowest k wins. */
@@ -36,16 +37,8 @@ enum {
 };
 
 /* Wire layout (uint8_t members only: no padding). */
-typedef struct {
-    uint8_t angle;
-    uint8_t speed;
-    uint8_t current;
-    uint8_t module_id;
-    uint8_t command;
-    uint8_t fault;
-    uint8_t reserved_a;
-    uint8_t reserved_b;
-} fw_actuator_wire;
+typedef fwg_actuator_wire fw_actuator_wire;
+FW_STATIC_ASSERT(FW_FAULT_CAN_ERROR == FWG_ACTUATOR_FAULT_CAN_ERROR, fault_bits_agree);
 
 FW_STATIC_ASSERT(sizeof(fw_actuator_wire) == FW_ACTUATOR_SIZE, actuator_wire_size);
 FW_STATIC_ASSERT(offsetof(fw_actuator_wire, fault) == 5, actuator_fault_offset);

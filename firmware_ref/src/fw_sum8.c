@@ -14,35 +14,24 @@ uint8_t fw_sum8(const uint8_t *data, size_t len)
     return (uint8_t)(s & 0xFFu);
 }
 
-static size_t encode_floats(const float *v, size_t n, uint8_t *out)
-{
-    size_t i;
-    out[0] = FW_SUM8_H0;
-    out[1] = FW_SUM8_H1;
-    for (i = 0; i < n; i++) {
-        fw_put_f32le(out + 2 + 4 * i, v[i]);
-    }
-    out[2 + 4 * n] = fw_sum8(out + 2, 4 * n);
-    return 3 + 4 * n;
-}
-
+/* The codecs are the generated ones (fw_frames_gen.c); these keep the API. */
 size_t fw_odom_encode(const fw_odom *odom, uint8_t out[FW_ODOM_SIZE])
 {
-    float v[4];
-    v[0] = odom->vx;
-    v[1] = odom->vy;
-    v[2] = odom->wz;
-    v[3] = odom->yaw_deg;
-    return encode_floats(v, 4, out);
+    fwg_odom_t v;
+    v.vx = odom->vx;
+    v.vy = odom->vy;
+    v.wz = odom->wz;
+    v.yaw_deg = odom->yaw_deg;
+    return fwg_odom_encode(&v, out, FW_ODOM_SIZE);
 }
 
 size_t fw_cmd_encode(const fw_cmd *cmd, uint8_t out[FW_CMD_SIZE])
 {
-    float v[3];
-    v[0] = cmd->vx;
-    v[1] = cmd->vy;
-    v[2] = cmd->wz;
-    return encode_floats(v, 3, out);
+    fwg_cmd_t v;
+    v.vx = cmd->vx;
+    v.vy = cmd->vy;
+    v.wz = cmd->wz;
+    return fwg_cmd_encode(&v, out, FW_CMD_SIZE);
 }
 
 void fw_odom_send(const fw_odom *odom, fw_tx_fn tx, void *ctx)
@@ -53,17 +42,21 @@ void fw_odom_send(const fw_odom *odom, fw_tx_fn tx, void *ctx)
 
 void fw_odom_decode(const uint8_t frame[FW_ODOM_SIZE], fw_odom *out)
 {
-    out->vx = fw_get_f32le(frame + 2);
-    out->vy = fw_get_f32le(frame + 6);
-    out->wz = fw_get_f32le(frame + 10);
-    out->yaw_deg = fw_get_f32le(frame + 14);
+    fwg_odom_t v;
+    fwg_odom_decode(frame, FW_ODOM_SIZE, &v);
+    out->vx = v.vx;
+    out->vy = v.vy;
+    out->wz = v.wz;
+    out->yaw_deg = v.yaw_deg;
 }
 
 void fw_cmd_decode(const uint8_t frame[FW_CMD_SIZE], fw_cmd *out)
 {
-    out->vx = fw_get_f32le(frame + 2);
-    out->vy = fw_get_f32le(frame + 6);
-    out->wz = fw_get_f32le(frame + 10);
+    fwg_cmd_t v;
+    fwg_cmd_decode(frame, FW_CMD_SIZE, &v);
+    out->vx = v.vx;
+    out->vy = v.vy;
+    out->wz = v.wz;
 }
 
 int fw_sum8_check(const uint8_t *data, size_t len, size_t frame_size)

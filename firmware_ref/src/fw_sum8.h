@@ -21,29 +21,18 @@
 #define FW_SUM8_H
 
 #include "fw_common.h"
+/* Wire layouts, encoders and decoders generated from the descriptions in protocols/frames/
+ * (`fwbridge gen c odom cmd action actuator --name fw_frames_gen --prefix fwg_`). */
+#include "fw_frames_gen.h"
 
 #define FW_SUM8_H0 0xAAu
 #define FW_SUM8_H1 0x55u
-#define FW_ODOM_SIZE 19u
-#define FW_CMD_SIZE 15u
+#define FW_ODOM_SIZE FWG_ODOM_SIZE
+#define FW_CMD_SIZE FWG_CMD_SIZE
 
-/* Wire layouts (uint8_t members only: no padding). */
-typedef struct {
-    uint8_t header[2];
-    uint8_t vx[4];
-    uint8_t vy[4];
-    uint8_t wz[4];
-    uint8_t yaw_deg[4];
-    uint8_t checksum;
-} fw_odom_wire;
-
-typedef struct {
-    uint8_t header[2];
-    uint8_t vx[4];
-    uint8_t vy[4];
-    uint8_t wz[4];
-    uint8_t checksum;
-} fw_cmd_wire;
+/* Wire layouts (uint8_t members only: no padding), from the descriptions. */
+typedef fwg_odom_wire fw_odom_wire;
+typedef fwg_cmd_wire fw_cmd_wire;
 
 FW_STATIC_ASSERT(sizeof(fw_odom_wire) == FW_ODOM_SIZE, odom_wire_size);
 FW_STATIC_ASSERT(sizeof(fw_cmd_wire) == FW_CMD_SIZE, cmd_wire_size);
@@ -146,5 +135,46 @@ size_t fw_sum8_rx_feed(fw_sum8_rx *rx, const uint8_t *data, size_t len,
 /* End of stream: drop the held-back bytes (counting those outside every
  * frame as discarded); returns how many were held. */
 size_t fw_sum8_rx_finish(fw_sum8_rx *rx);
+
+/*
+ * Command watchdog: a base must stop when its host goes quiet (crashed,
+ * unplugged, killed). Feed it with every valid command; when it has expired,
+ * zero the motors. Ticks are any free-running millisecond counter
+ * (HAL_GetTick()); the arithmetic is wrap-safe. A timeout of 0 turns it off
+ * (the seed firmware's behaviour: the last command is kept for ever).
+ */
+#ifndef FW_CMD_TIMEOUT_MS
+#define FW_CMD_TIMEOUT_MS 500u /* default silence before the motors stop; -D to change */
+#endif
+
+typedef struct {
+    uint32_t timeout_ms; /* 0: off */
+    uint32_t last_tick;  /* tick of the last command */
+    uint8_t fed;         /* a command has arrived since the last expiry */
+} fw_watchdog;
+
+static inline void fw_watchdog_init(fw_watchdog *w, uint32_t timeout_ms)
+{
+    w->timeout_ms = timeout_ms;
+    w->last_tick = 0;
+    w->fed = 0;
+}
+
+/* A valid command arrived at ``tick``. */
+static inline void fw_watchdog_feed(fw_watchdog *w, uint32_t tick)
+{
+    w->last_tick = tick;
+    w->fed = 1;
+}
+
+/* 1 once, when the silence since the last command passes the timeout: stop the motors. */
+static inline int fw_watchdog_expired(fw_watchdog *w, uint32_t tick)
+{
+    if (w->timeout_ms == 0 || !w->fed || (uint32_t)(tick - w->last_tick) <= w->timeout_ms) {
+        return 0;
+    }
+    w->fed = 0;
+    return 1;
+}
 
 #endif /* FW_SUM8_H */

@@ -3,3 +3,41 @@
 The host side of the fish's action link is :mod:`fwbridge.bridge.action_link`;
 the answer payloads are :mod:`fwbridge.protocols.fish_payloads`.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fwbridge.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from fwbridge.bridge.sim.fish.behaviour import FreeBehaviour as FreeBehaviour
+    from fwbridge.bridge.sim.fish.body import (
+        FishBody as FishBody,
+    )
+    from fwbridge.bridge.sim.fish.body import (
+        FishBodyParams as FishBodyParams,
+    )
+    from fwbridge.bridge.sim.fish.body import (
+        Obstacle as Obstacle,
+    )
+    from fwbridge.bridge.sim.fish.controller import FishController as FishController
+
+__all__ = [
+    "FishBody",
+    "FishBodyParams",
+    "FishController",
+    "FreeBehaviour",
+    "Obstacle",
+]
+
+#: Public name -> the module that defines it (loaded on first use).
+_EXPORTS = {
+    "FishController": "fwbridge.bridge.sim.fish.controller",
+    "FishBody": "fwbridge.bridge.sim.fish.body",
+    "FishBodyParams": "fwbridge.bridge.sim.fish.body",
+    "Obstacle": "fwbridge.bridge.sim.fish.body",
+    "FreeBehaviour": "fwbridge.bridge.sim.fish.behaviour",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

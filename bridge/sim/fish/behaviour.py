@@ -20,6 +20,18 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from fwbridge.protocols.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_ACTIONS",
+    "Decision",
+    "FreeBehaviour",
+    "RandomAction",
+    "SceneMode",
+    "Sensors",
+    "default_scenes",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Sensors:
@@ -56,9 +68,9 @@ class RandomAction:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.probability <= 1.0:
-            raise ValueError(f"{self.name}: probability {self.probability} is not in [0, 1]")
+            raise ConfigError(f"{self.name}: probability {self.probability} is not in [0, 1]")
         if self.occurrences < 1:
-            raise ValueError(f"{self.name}: occurrences must be >= 1")
+            raise ConfigError(f"{self.name}: occurrences must be >= 1")
 
 
 def default_scenes(max_depth: float = 2.0, low_battery: float = 0.15) -> list[SceneMode]:
@@ -92,7 +104,7 @@ class FreeBehaviour:
 
     def __post_init__(self) -> None:
         if not self.actions:
-            raise ValueError("free mode needs at least one action")
+            raise ConfigError("free mode needs at least one action")
         self._rng = random.Random(self.seed)
         self._kept = {a.name: 0 for a in self.actions}
 

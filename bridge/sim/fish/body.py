@@ -22,6 +22,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fwbridge.protocols.errors import ConfigError
+
 __all__ = ["FishBody", "FishBodyParams", "Obstacle", "ray_range"]
 
 MAX_OBSTACLES = 64
@@ -94,7 +96,7 @@ class FishBody:
 
     def add_obstacle(self, ob: Obstacle) -> None:
         if len(self.obstacles) >= MAX_OBSTACLES:  # bounded: a script cannot grow it forever
-            raise ValueError(f"at most {MAX_OBSTACLES} obstacles")
+            raise ConfigError(f"at most {MAX_OBSTACLES} obstacles")
         self.obstacles.append(ob)
 
     @property

@@ -17,6 +17,7 @@ from fwbridge.bridge.sim.models.echo import Echo
 from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.models.zumo import Zumo, ZumoParams
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["ENTRY_POINT_GROUP", "MODELS", "Echo", "FishParams", "MecanumBase", "MecanumParams",
            "RobotFish", "Zumo", "ZumoParams", "create_model", "model_factory", "model_names",
@@ -59,15 +60,15 @@ def model_factory(name: str) -> Callable[[], Any]:
         return factory
     plugin = _plugins().get(key)
     if plugin is None:
-        raise ValueError(f"unknown robot model {name!r} (known: {', '.join(model_names())})")
+        raise ConfigError(f"unknown robot model {name!r} (known: {', '.join(model_names())})")
     try:
         loaded = plugin.load()
     except Exception as exc:  # a broken plugin is named, not a traceback
-        raise ValueError(
+        raise ConfigError(
             f"robot model {name!r} (entry point {plugin.value} in {ENTRY_POINT_GROUP}) "
             f"failed to load: {exc}") from None
     if not callable(loaded):
-        raise ValueError(f"robot model {name!r}: entry point {plugin.value} is not a factory")
+        raise ConfigError(f"robot model {name!r}: entry point {plugin.value} is not a factory")
     result: Callable[[], Any] = loaded
     return result
 

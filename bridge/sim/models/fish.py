@@ -67,7 +67,7 @@ from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC
-from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.fish_payloads import (
     FISH_SERVOS,
     BuoyancyInfo,
@@ -321,7 +321,7 @@ class RobotFish:
             return self.buoyancy_info()
         if sub == SubCommand.QUERY_CAN_ERROR_RATE:
             return self.can_error_info()
-        raise ValueError(f"0x{sub:02x} is not a query")
+        raise ConfigError(f"0x{sub:02x} is not a query")
 
     def robot_info(self) -> RobotInfo:
         ctl, body, st = self.controller, self.body, self.responder.stats

@@ -6,8 +6,10 @@ all four are scaled down together so the direction of travel is kept
 (**choice**: the seed does not say). Every ``odom_period_ms`` (20 ms, 50 Hz)
 it measures each wheel's speed from its encoder counts over the window,
 applies forward kinematics and sends ``vx, vy, wz`` with the IMU yaw in
-degrees (the wire format of PROTOCOLS.md 1). An optional command timeout
-stops the motors when commands stop (off by default, as in the seed).
+degrees (the wire format of PROTOCOLS.md 1). A command watchdog zeroes the
+wheel set-points after ``cmd_timeout_ms`` (500 ms) without a valid command,
+so a base whose host died stops; 0 turns it off, which is the seed
+firmware's behaviour (it keeps the last command for ever).
 
 Body: four motors with a first-order response, an acceleration limit and a
 speed limit (:class:`~bridge.sim.kinematics.MotorModel`), no wheel slip, so
@@ -26,7 +28,10 @@ from fwbridge.bridge.sim.models.base import FirmwareBase
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
 
-__all__ = ["MecanumBase", "MecanumParams"]
+__all__ = ["WATCHDOG_MS", "MecanumBase", "MecanumParams"]
+
+#: Default command silence after which the firmware stops the motors, ms.
+WATCHDOG_MS = 500
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,7 @@ class MecanumParams:
     cpr: float = 1320.0  # encoder counts per wheel revolution (11 PPR x 30:1 x 4 edges)
     odom_period_ms: int = 20
     status_period_ms: int = 100
-    cmd_timeout_ms: int = 0  # 0: off (the seed firmware keeps the last command)
+    cmd_timeout_ms: int = WATCHDOG_MS  # 0: off (the seed firmware keeps the last command)
 
     @property
     def max_speed(self) -> float:
@@ -69,6 +74,8 @@ class MecanumBase(FirmwareBase):
         self.encoders = [Encoder(p.cpr) for _ in range(4)]
         self._last_counts = [0, 0, 0, 0]
         self._last_odom_ms = 0
+        self.cmd_timeout_ms = p.cmd_timeout_ms  # the watchdog; settable (sim://…?watchdog=MS)
+        self.watchdog_trips = 0
 
     # -- firmware ---------------------------------------------------------
     def begin(self) -> None:
@@ -83,14 +90,15 @@ class MecanumBase(FirmwareBase):
         self.targets = [w * scale for w in targets]
 
     def control(self, now_ms: int) -> None:
-        timeout = self.params.cmd_timeout_ms
+        timeout = self.cmd_timeout_ms
         if (
             timeout > 0
             and self.cmd_ms >= 0
             and now_ms - self.cmd_ms > timeout
             and any(self.targets)
         ):
-            self.targets = [0.0, 0.0, 0.0, 0.0]
+            self.targets = [0.0, 0.0, 0.0, 0.0]  # the host went quiet: stop
+            self.watchdog_trips += 1
 
     def odometry(self, now_ms: int) -> OdomFrame:
         window = (now_ms - self._last_odom_ms) / 1000.0
@@ -107,6 +115,8 @@ class MecanumBase(FirmwareBase):
         return {
             "wheels": [round(w, 5) for w in self.wheels],
             "counts": [e.count() for e in self.encoders],
+            "watchdog_ms": self.cmd_timeout_ms,
+            "watchdog_trips": self.watchdog_trips,
         }
 
     # -- body ---------------------------------------------------------------

@@ -1,0 +1,10 @@
+"""fwbridge as a ROS 2 node, with no ROS install: rmw_zenoh's conventions on Zenoh.
+
+Needs the ``ros2`` extra (eclipse-zenoh, rosbags, xxhash). The pieces:
+:mod:`~fwbridge.bridge.ros2.keys` (rmw_zenoh's key expressions, liveliness
+tokens and attachments, pure), :mod:`~fwbridge.bridge.ros2.config` (the
+``[ros2]`` table), :mod:`~fwbridge.bridge.ros2.participant` (session, nodes,
+publishers, subscriptions), :mod:`~fwbridge.bridge.ros2.base` (the base node
+in ROS 2) and :mod:`~fwbridge.bridge.ros2.fleet` (simulated bases in one
+process). The message mapping itself is :mod:`fwbridge.bridge.topics`.
+"""

@@ -1,0 +1,177 @@
+"""The mobile-base node in ROS 2, as seed 002's node: ``odom``, ``/tf``, ``cmd_vel``,
+and ``/diagnostics``.
+
+:class:`Ros2Base` attaches to a running :class:`~fwbridge.bridge.base_node.BaseNode`:
+
+- each odometry record -> ``nav_msgs/Odometry`` on ``odom`` and the
+  ``odom -> base_link`` transform on ``/tf`` (messages from
+  :mod:`fwbridge.bridge.topics`);
+- ``geometry_msgs/Twist`` on ``cmd_vel`` -> ``node.request(vx, vy, wz)``, so the
+  node's watchdog still zeroes the base when ``cmd_vel`` stops; NaN, infinite
+  or huge velocities and malformed samples are counted and dropped;
+- ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` once a second: the
+  receiver counters, watchdog trips, reconnects and the link state, plus any
+  extra statuses (the CAN modules' health) from ``extra_statuses``.
+
+The serial link never waits on the network: with no router reachable the
+node says so once, keeps bridging, and the session joins the router when it
+appears.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from fwbridge.bridge import topics
+from fwbridge.bridge.base_core import NodeEvent
+from fwbridge.bridge.base_node import BaseNode
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.ros2.config import Ros2Settings
+from fwbridge.bridge.ros2.participant import Participant
+
+__all__ = ["DIAGNOSTICS_PERIOD", "Ros2Base"]
+
+log = logging.getLogger("fwbridge.ros2")
+
+#: Seconds between /diagnostics messages (diagnostic_updater's 1 Hz).
+DIAGNOSTICS_PERIOD = 1.0
+
+
+class Ros2Base:
+    """The ROS 2 face of a base node; ``start()`` after the node, ``stop()`` before it."""
+
+    def __init__(self, node: BaseNode, settings: Ros2Settings, *,
+                 participant: Participant | None = None,
+                 extra_statuses: Callable[[], list[Any]] | None = None,
+                 say: Callable[[str], Any] = log.warning) -> None:
+        self.node, self.settings = node, settings
+        self.participant = participant
+        self._own_participant = participant is None
+        self.extra_statuses = extra_statuses
+        self.say = say
+        self.distro = settings.distro
+        self.published = 0
+        self.publish_errors = 0
+        self._holding = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._reachable: bool | None = None
+
+    def start(self) -> None:
+        s = self.settings
+        if self.participant is None:
+            self.participant = Participant(domain=s.domain, distro=s.distro, connect=s.connect,
+                                           listen=s.listen)
+        self.ros = self.participant.node(s.node_name, s.namespace)
+        spec = topics.TOPICS
+        self.odom_pub = self.ros.publisher(s.topic("odom"), spec["odom"].msgtype,
+                                           spec["odom"].qos)
+        self.tf_pub = self.ros.publisher(s.topic("tf"), spec["tf"].msgtype, spec["tf"].qos)
+        self.diag_pub = self.ros.publisher(s.topic("diagnostics"),
+                                           spec["diagnostics"].msgtype, spec["diagnostics"].qos)
+        self.cmd_sub = self.ros.subscription(s.topic("cmd_vel"), spec["cmd_vel"].msgtype,
+                                             self._on_cmd_vel, spec["cmd_vel"].qos)
+        self.node.odometry_callbacks.append(self._on_odometry)
+        self.node.event_callbacks.append(self._on_event)
+        self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Detach from the node, undeclare the ROS 2 entities, close an owned session."""
+        self._stop.set()
+        if self._on_odometry in self.node.odometry_callbacks:
+            self.node.odometry_callbacks.remove(self._on_odometry)
+        if self._on_event in self.node.event_callbacks:
+            self.node.event_callbacks.remove(self._on_event)
+        if self._thread is not None:
+            self._thread.join(2.0)
+        if self.participant is not None:
+            if self._own_participant:
+                self.participant.close()
+            else:
+                self.ros.close()
+
+    def __enter__(self) -> Ros2Base:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- node -> ROS ------------------------------------------------------------------
+    def _on_odometry(self, odom: Odometry) -> None:
+        stamp = topics.wall_stamp(odom.stamp)
+        s, d = self.settings, self.distro
+        try:
+            if not self.odom_pub.is_declared:
+                self.odom_pub.unsent += 1  # no session yet: skip building the messages
+                return
+            self.odom_pub.publish(topics.odometry_message(odom, stamp=stamp, distro=d))
+            self.tf_pub.publish(topics.transform_message(odom, stamp=stamp, distro=d))
+            self.published += 1
+        except Exception:  # the network side must never stop the serial side
+            self.publish_errors += 1
+            if self.publish_errors == 1:
+                log.exception("%s: publishing odometry failed", s.node_name)
+
+    def _on_event(self, event: NodeEvent) -> None:
+        if event.kind == "watchdog":
+            self._holding = True
+        elif event.kind == "resumed":
+            self._holding = False
+
+    # -- ROS -> node ------------------------------------------------------------------
+    def _on_cmd_vel(self, twist: Any) -> None:
+        vx, vy, wz = topics.velocity_request(twist)  # MessageError: counted as refused
+        try:
+            self.node.request(vx, vy, wz)
+        except ValueError as exc:
+            raise topics.MessageError(f"cmd_vel: {exc}") from None
+
+    # -- diagnostics and the router ------------------------------------------------------
+    def stats(self) -> dict[str, int]:
+        sub = self.cmd_sub.stats()
+        return {"odometry_published": self.published, "odometry_unsent": self.odom_pub.unsent,
+                "publish_errors": self.publish_errors,
+                "cmd_vel_received": sub["received"], "cmd_vel_malformed": sub["malformed"],
+                "cmd_vel_refused": sub["refused"]}
+
+    def diagnostics(self) -> Any:
+        s = self.settings
+        stats = {**self.node.stats(), **self.stats()}
+        statuses = [topics.node_status(f"{s.node_name}: base link", stats,
+                                       connected=self.node.connected, holding=self._holding,
+                                       hardware_id=self.node.config.link_url, distro=self.distro)]
+        if self.extra_statuses is not None:
+            statuses += self.extra_statuses()
+        return topics.diagnostics_message(statuses, stamp=topics.wall_stamp(
+            self.node.clock()), distro=self.distro)
+
+    def _housekeeping(self) -> None:
+        while not self._stop.wait(DIAGNOSTICS_PERIOD):
+            self._check_reachable()
+            try:
+                self.diag_pub.publish(self.diagnostics())
+            except Exception:
+                self.publish_errors += 1
+                log.exception("publishing diagnostics failed")
+
+    def _check_reachable(self) -> None:
+        assert self.participant is not None
+        ok = self.participant.reachable()
+        if ok == self._reachable:
+            return
+        where = ", ".join(self.settings.connect) or "no endpoint"
+        if not ok and self._reachable is None:
+            self.say(f"no Zenoh router reachable ({where}); bridging the serial link "
+                     "meanwhile, connecting when it appears")
+        elif not ok:
+            self.say(f"Zenoh router lost ({where}); reconnecting")
+        else:
+            self.say(f"Zenoh connected ({where}): ROS 2 node "
+                     f"{self.ros.namespace.rstrip('/')}/{self.ros.name} is online")
+        self._reachable = ok

@@ -1,0 +1,161 @@
+"""The ``[ros2]`` table of a robot file: how the bridge node appears in ROS 2.
+
+::
+
+    [ros2]
+    enabled = true                   # or `fwbridge bridge robot.toml --ros2`
+    namespace = "/robot1"            # topics: /robot1/odom, /robot1/cmd_vel (and /tf)
+    node_name = "base_bridge"
+    domain_id = 0                    # default: $ROS_DOMAIN_ID, else 0
+    distro = "jazzy"                 # "jazzy" (and later: RIHS01 type hashes) or "humble"
+    connect = ["tcp/localhost:7447"] # Zenoh endpoints: the router rmw_zenoh uses
+    listen = []                      # none: nothing listens unless you say so
+
+    [ros2.topics]                    # rename any topic
+    odom = "odom"
+    cmd_vel = "cmd_vel"
+
+No Zenoh import here: a robot file is checked without the ``ros2`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fwbridge.bridge.config import ConfigError
+from fwbridge.bridge.topics import DISTROS, TOPICS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+__all__ = ["DEFAULT_CONNECT", "Ros2Settings", "load_ros2", "parse_ros2"]
+
+#: Where rmw_zenoh's router listens (DEFAULT_RMW_ZENOH_SESSION_CONFIG.json5).
+DEFAULT_CONNECT = ("tcp/localhost:7447",)
+_ENDPOINT = re.compile(r"^(tcp|udp|tls|quic|ws|unixsock-stream)/[^\s]+$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOPIC = re.compile(r"^/?[A-Za-z_~][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class Ros2Settings:
+    """A parsed ``[ros2]`` table (defaults when the table is absent)."""
+
+    enabled: bool = False
+    namespace: str = "/"
+    node_name: str = "base_bridge"
+    domain_id: int | None = None  # None: $ROS_DOMAIN_ID, else 0
+    distro: str = "jazzy"
+    connect: tuple[str, ...] = DEFAULT_CONNECT
+    listen: tuple[str, ...] = ()
+    topics: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def domain(self) -> int:
+        """The ROS domain: the table's, else ``ROS_DOMAIN_ID``, else 0."""
+        if self.domain_id is not None:
+            return self.domain_id
+        env = os.environ.get("ROS_DOMAIN_ID", "").strip()
+        if not env:
+            return 0
+        if not env.isdigit() or int(env) > 232:
+            raise ConfigError(f"ROS_DOMAIN_ID must be an integer 0..232, got {env!r}")
+        return int(env)
+
+    def topic(self, key: str) -> str:
+        """The name of topic ``key`` (``odom``…): the table's override or the default."""
+        return self.topics.get(key, TOPICS[key].name)
+
+    def with_namespace(self, namespace: str) -> Ros2Settings:
+        return replace(self, namespace=_namespace("namespace", namespace))
+
+
+def _namespace(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not (value == "/" or _TOPIC.match(value)):
+        raise _Bad(key, f"must be a ROS namespace like \"/robot1\", got {value!r}")
+    return value if value.startswith("/") else "/" + value
+
+
+def _endpoints(key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Bad(key, f"must be a list of Zenoh endpoints like \"tcp/localhost:7447\", "
+                   f"got {value!r}")
+    for v in value:
+        if not _ENDPOINT.match(v):
+            raise _Bad(key, f"not a Zenoh endpoint: {v!r} (like \"tcp/192.168.1.10:7447\")")
+    return tuple(value)
+
+
+class _Bad(ConfigError):
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"ros2.{key}: {reason}")
+
+
+def parse_ros2(table: Mapping[str, Any] | None, *, source: str = "<config>") -> Ros2Settings:
+    """:class:`Ros2Settings` from the parsed ``[ros2]`` table; errors name the key."""
+    values: dict[str, Any] = {}
+    try:
+        for key, value in (table or {}).items():
+            if key == "enabled":
+                if not isinstance(value, bool):
+                    raise _Bad(key, f"must be true or false, got {value!r}")
+                values[key] = value
+            elif key == "namespace":
+                values[key] = _namespace(key, value)
+            elif key == "node_name":
+                if not isinstance(value, str) or not _NAME.match(value):
+                    raise _Bad(key, f"must be a ROS node name (letters, digits, _), "
+                               f"got {value!r}")
+                values[key] = value
+            elif key == "domain_id":
+                if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 232:
+                    raise _Bad(key, f"must be an integer 0..232, got {value!r}")
+                values[key] = value
+            elif key == "distro":
+                if value not in DISTROS:
+                    raise _Bad(key, f"must be one of {', '.join(DISTROS)}, got {value!r}")
+                values[key] = value
+            elif key in ("connect", "listen"):
+                values[key] = _endpoints(key, value)
+            elif key == "topics":
+                values[key] = _topics(value)
+            else:
+                known = "connect, distro, domain_id, enabled, listen, namespace, node_name, topics"
+                raise _Bad(key, f"unknown key (known here: {known})")
+    except _Bad as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return Ros2Settings(**values)
+
+
+def _topics(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise _Bad("topics", "must be a table of topic names")
+    out = {}
+    for key, name in value.items():
+        if key not in TOPICS:
+            raise _Bad(f"topics.{key}", f"unknown topic (known: {', '.join(sorted(TOPICS))})")
+        if not isinstance(name, str) or not _TOPIC.match(name):
+            raise _Bad(f"topics.{key}", f"must be a ROS topic name, got {name!r}")
+        out[key] = name
+    return out
+
+
+def load_ros2(path: str | os.PathLike[str]) -> Ros2Settings:
+    """The ``[ros2]`` table of a robot file (the file is otherwise read by load_config)."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read: {exc}") from None
+    table = data.get("ros2")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{p}: ros2 must be a table ([ros2])")
+    return parse_ros2(table, source=str(p))

@@ -1,0 +1,95 @@
+"""A fleet of simulated bases in one process: N base nodes, each in ``/robotK``.
+
+Each robot is the mecanum firmware behind ``sim://mecanum`` (in-process), its
+own :class:`~fwbridge.bridge.base_node.BaseNode`, and its own ROS 2 node in
+namespace ``/robot1`` … ``/robotN``; all share one Zenoh session (one ROS 2
+context, as nodes of one process do), so the same fleet on two machines is
+one ``connect`` line to the router.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from fwbridge.bridge.base_core import NodeEvent
+from fwbridge.bridge.base_node import BaseNode
+from fwbridge.bridge.config import RobotConfig
+from fwbridge.bridge.ros2.base import Ros2Base
+from fwbridge.bridge.ros2.config import Ros2Settings
+from fwbridge.bridge.ros2.participant import Participant
+from fwbridge.protocols.errors import ConfigError
+
+__all__ = ["Fleet"]
+
+
+def _quiet(_text: str) -> None:
+    """The robots after the first share its session: one router message is enough."""
+
+
+class Fleet:
+    """``count`` simulated bases bridged into ROS 2 on one Zenoh session."""
+
+    def __init__(self, count: int, settings: Ros2Settings, *, rate_hz: float = 50.0,
+                 prefix: str = "/robot", first: int = 1,
+                 on_event: Callable[[str, NodeEvent], Any] | None = None,
+                 say: Callable[[str], Any] | None = None) -> None:
+        if count < 1:
+            raise ConfigError("a fleet has at least one robot")
+        self.count, self.settings, self.rate_hz = count, settings, rate_hz
+        self.namespaces = [f"{prefix}{k}" for k in range(first, first + count)]
+        self.on_event, self.say = on_event, say
+        self.participant: Participant | None = None
+        self.nodes: list[BaseNode] = []
+        self.bridges: list[Ros2Base] = []
+
+    def start(self) -> None:
+        s = self.settings
+        self.participant = Participant(domain=s.domain, distro=s.distro, connect=s.connect,
+                                       listen=s.listen)
+        try:
+            for i, ns in enumerate(self.namespaces):
+                config = RobotConfig(sim_url="sim://mecanum", use_sim=True,
+                                     rate_hz=self.rate_hz, source=f"<fleet {ns}>")
+                node = BaseNode(config, on_event=self._event_hook(ns))
+                node.start()
+                self.nodes.append(node)
+                bridge = Ros2Base(node, replace(s, namespace=ns), participant=self.participant,
+                                  say=self.say if i == 0 and self.say is not None else _quiet)
+                bridge.start()
+                self.bridges.append(bridge)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _event_hook(self, ns: str) -> Callable[[NodeEvent], Any] | None:
+        hook = self.on_event
+        if hook is None:
+            return None
+
+        def on_event(event: NodeEvent) -> None:
+            hook(ns, event)
+
+        return on_event
+
+    def stop(self) -> None:
+        """Every robot stops (zero velocity, safe stop), then the session closes."""
+        for bridge in self.bridges:
+            bridge.stop()
+        for node in self.nodes:
+            node.stop()
+        if self.participant is not None:
+            self.participant.close()
+        self.bridges.clear()
+        self.nodes.clear()
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {b.settings.namespace: {**b.node.stats(), **b.stats()} for b in self.bridges}
+
+    def __enter__(self) -> Fleet:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

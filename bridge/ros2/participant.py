@@ -1,0 +1,362 @@
+"""A ROS 2 participant on Zenoh, as rmw_zenoh_cpp is one: nodes, publishers, subscriptions.
+
+One :class:`Participant` is one Zenoh session (a ROS 2 context). Its nodes,
+publishers and subscriptions declare the liveliness tokens that make them
+visible to ``ros2 node list`` / ``ros2 topic list``; every sample carries
+rmw_zenoh's attachment; payloads are CDR from the rosbags typestore.
+
+The session connects to the given endpoints (rmw_zenoh's router on
+``tcp/localhost:7447`` by default). With no ``listen`` endpoint it is a Zenoh
+*client* of the router, which forwards its samples both ways, so nothing
+listens; with ``listen`` endpoints it is a *peer* that others may reach
+directly (as rmw_zenoh's own sessions are). A client cannot open before a
+router answers, so the session is opened by a background thread that retries
+with bounded back-off: until then publishing drops samples (counted), and
+once open every node, publisher and subscription made meanwhile is declared.
+A router that restarts is rejoined by Zenoh itself. Multicast scouting is
+off, as in rmw_zenoh.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fwbridge.bridge import topics
+from fwbridge.bridge.ros2.keys import (
+    Attachment,
+    Entity,
+    data_key,
+    entity_gid,
+    liveliness_key,
+    parse_liveliness,
+    resolve_name,
+)
+from fwbridge.bridge.topics import MessageError, Qos
+
+__all__ = ["Participant", "RosNode", "RosPublisher", "RosSubscription", "zenoh_config"]
+
+log = logging.getLogger("fwbridge.ros2")
+
+DEFAULT_QOS = Qos()  # reliable, volatile, keep_last 10: rclcpp's default
+
+#: Bounds of Zenoh's own reconnection to the endpoints once open (ms).
+RETRY = {"period_init_ms": 250, "period_max_ms": 2000, "period_increase_factor": 2}
+#: Back-off of the attempts to open a client session (s): first, doubling, at most.
+OPEN_RETRY = (0.25, 2.0)
+
+
+def zenoh_config(connect: Sequence[str], listen: Sequence[str] = (),
+                 mode: str | None = None) -> Any:
+    """The session's Zenoh config: ``mode`` (default: client without ``listen``,
+    peer with it), these endpoints only, no multicast scouting."""
+    import zenoh
+
+    mode = mode or ("peer" if listen else "client")
+    cfg = zenoh.Config()
+    cfg.insert_json5("mode", json.dumps(mode))
+    cfg.insert_json5("scouting/multicast/enabled", "false")
+    cfg.insert_json5("connect/endpoints", json.dumps(list(connect)))
+    cfg.insert_json5("listen/endpoints", json.dumps(list(listen)))
+    if mode == "peer":  # opens at once and keeps trying the endpoints in the background
+        cfg.insert_json5("connect/timeout_ms", "-1")
+        cfg.insert_json5("connect/exit_on_failure", "false")
+    if mode != "router":
+        cfg.insert_json5("connect/retry", json.dumps(RETRY))
+    return cfg
+
+
+class Participant:
+    """One Zenoh session in a ROS 2 domain; :meth:`node` makes ROS 2 nodes on it."""
+
+    def __init__(self, *, domain: int = 0, distro: str = "jazzy",
+                 connect: Sequence[str] = ("tcp/localhost:7447",),
+                 listen: Sequence[str] = (), mode: str | None = None,
+                 wait: float = 0.0) -> None:
+        import zenoh
+
+        if distro not in topics.DISTROS:
+            raise MessageError(f"unknown ROS 2 distro {distro!r}")
+        self.domain, self.distro = domain, distro
+        self.connect, self.listen = tuple(connect), tuple(listen)
+        self._config = zenoh_config(connect, listen, mode)
+        self._zenoh: Any = zenoh
+        self.session: Any = None
+        self.zid = ""
+        self._ids = itertools.count()
+        self._lock = threading.RLock()
+        self._opened = threading.Event()
+        self._closing = threading.Event()
+        self.nodes: list[RosNode] = []
+        self.closed = False
+        self.open_attempts = 0
+        self.open_error: str | None = None
+        if not self._try_open():
+            threading.Thread(target=self._open_loop, name="zenoh-open", daemon=True).start()
+            if wait:
+                self._opened.wait(wait)
+
+    # -- the session -------------------------------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        return self._opened.is_set()
+
+    def wait_open(self, timeout: float | None = None) -> bool:
+        return self._opened.wait(timeout)
+
+    def _try_open(self) -> bool:
+        self.open_attempts += 1
+        try:
+            session: Any = self._zenoh.open(self._config)
+        except Exception as exc:  # no router yet (client mode), or a bad endpoint
+            self.open_error = str(exc)
+            return False
+        with self._lock:
+            if self.closed:
+                session.close()
+                return True
+            self.session = session
+            self.zid = str(session.info.zid())
+            for node in self.nodes:
+                node._declare()
+            self._opened.set()
+        return True
+
+    def _open_loop(self) -> None:
+        delay, top = OPEN_RETRY
+        while not self._closing.wait(delay):
+            if self._try_open():
+                return
+            delay = min(delay * 2, top)
+
+    def next_id(self) -> int:
+        with self._lock:
+            return next(self._ids)
+
+    def node(self, name: str, namespace: str = "/") -> RosNode:
+        """A ROS 2 node (its ``NN`` liveliness token is declared once the session is open)."""
+        with self._lock:
+            node = RosNode(self, name, namespace)
+            self.nodes.append(node)
+            if self.session is not None:
+                node._declare()
+        return node
+
+    def reachable(self) -> bool:
+        """Open and connected to at least one router or peer."""
+        if self.session is None:
+            return False
+        info = self.session.info
+        return bool(list(info.routers_zid()) or list(info.peers_zid()))
+
+    def graph(self, timeout: float = 1.0) -> list[Entity]:
+        """Every node, publisher and subscription of the domain, from their tokens."""
+        if self.session is None:
+            return []
+        out = []
+        replies = self.session.liveliness().get(f"@ros2_lv/{self.domain}/**", timeout=timeout)
+        for reply in replies:
+            if reply.ok is None:
+                continue
+            entity = parse_liveliness(str(reply.ok.key_expr))
+            if entity is not None:
+                out.append(entity)
+        return out
+
+    def close(self) -> None:
+        """Undeclare every node (their tokens vanish from the graph) and close the session."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            self._closing.set()
+            for node in self.nodes:
+                node.close()
+            if self.session is not None:
+                self.session.close()
+
+    def __enter__(self) -> Participant:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RosNode:
+    """A ROS 2 node: a liveliness token, and the publishers and subscriptions made on it."""
+
+    def __init__(self, participant: Participant, name: str, namespace: str = "/") -> None:
+        self.participant = participant
+        self.name = name
+        self.namespace = namespace if namespace.startswith("/") else "/" + namespace
+        self.id = participant.next_id()
+        self.key = ""
+        self._token: Any = None
+        self.entities: list[RosPublisher | RosSubscription] = []
+
+    def _declare(self) -> None:
+        """Called with the session open: the node's token, then its entities'."""
+        p = self.participant
+        self.key = liveliness_key(p.domain, p.zid, self.id, self.id, "NN", self.namespace,
+                                  self.name)
+        self._token = p.session.liveliness().declare_token(self.key)
+        for entity in self.entities:
+            entity._declare()
+
+    def resolve(self, topic: str) -> str:
+        return resolve_name(topic, self.namespace)
+
+    def _add(self, entity: RosPublisher | RosSubscription) -> None:
+        with self.participant._lock:
+            self.entities.append(entity)
+            if self._token is not None:
+                entity._declare()
+
+    def publisher(self, topic: str, msgtype: str, qos: Qos = DEFAULT_QOS) -> RosPublisher:
+        pub = RosPublisher(self, self.resolve(topic), msgtype, qos)
+        self._add(pub)
+        return pub
+
+    def subscription(self, topic: str, msgtype: str, callback: Callable[[Any], Any],
+                     qos: Qos = DEFAULT_QOS, *, any_hash: bool = False) -> RosSubscription:
+        sub = RosSubscription(self, self.resolve(topic), msgtype, callback, qos, any_hash)
+        self._add(sub)
+        return sub
+
+    def close(self) -> None:
+        for entity in self.entities:
+            entity.close()
+        self.entities.clear()
+        if self._token is not None:
+            _undeclare(self._token)
+            self._token = None
+
+
+def _undeclare(entity: Any) -> None:
+    try:
+        entity.undeclare()
+    except Exception:  # already undeclared, or the session is closing: nothing to release
+        log.debug("undeclare failed", exc_info=True)
+
+
+class RosPublisher:
+    """Publishes typed messages (CDR + rmw_zenoh attachment) on one topic."""
+
+    def __init__(self, node: RosNode, topic: str, msgtype: str, qos: Qos) -> None:
+        p = node.participant
+        self.node, self.qos, self.id = node, qos, p.next_id()
+        self.topic, self.msgtype, self.distro = topic, msgtype, p.distro
+        self.type_hash = topics.type_hash(msgtype, p.distro)
+        self.key = data_key(p.domain, topic, msgtype, self.type_hash)
+        self.token_key = ""
+        self.gid = bytes(16)
+        self.sequence = 0
+        self.unsent = 0  # samples published before the session was open
+        self._lock = threading.Lock()
+        self._publisher: Any = None
+        self._token: Any = None
+
+    def _declare(self) -> None:
+        p, node = self.node.participant, self.node
+        self.token_key = liveliness_key(p.domain, p.zid, node.id, self.id, "MP", node.namespace,
+                                        node.name, topic=self.topic, msgtype=self.msgtype,
+                                        type_hash=self.type_hash, qos=self.qos)
+        self.gid = entity_gid(self.token_key)
+        self._publisher = p.session.declare_publisher(self.key)
+        self._token = p.session.liveliness().declare_token(self.token_key)
+
+    @property
+    def is_declared(self) -> bool:
+        return self._publisher is not None
+
+    def publish(self, msg: Any) -> bool:
+        """Publish ``msg``; False (counted in ``unsent``) while the session is not open."""
+        if self._publisher is None:
+            self.unsent += 1
+            return False
+        return self.publish_cdr(topics.serialize(msg, self.msgtype, self.distro))
+
+    def publish_cdr(self, data: bytes) -> bool:
+        """Publish an already serialised message (with a fresh attachment)."""
+        with self._lock:
+            publisher = self._publisher
+            if publisher is None:
+                self.unsent += 1
+                return False
+            self.sequence += 1
+            att = Attachment(self.sequence, time.time_ns(), self.gid).encode()
+            publisher.put(data, attachment=att)
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            publisher, self._publisher = self._publisher, None
+        if self._token is not None:
+            _undeclare(self._token)
+        if publisher is not None:
+            _undeclare(publisher)
+
+
+class RosSubscription:
+    """Calls ``callback(message)`` for each sample; undecodable samples are counted
+    (``malformed``) and dropped, and a callback that refuses one with
+    :class:`MessageError` is counted too (``refused``); neither stops the stream."""
+
+    def __init__(self, node: RosNode, topic: str, msgtype: str,
+                 callback: Callable[[Any], Any], qos: Qos, any_hash: bool) -> None:
+        p = node.participant
+        self.node, self.qos, self.id = node, qos, p.next_id()
+        self.topic, self.msgtype, self.distro = topic, msgtype, p.distro
+        self.callback = callback
+        self.type_hash = topics.type_hash(msgtype, p.distro)
+        key = data_key(p.domain, topic, msgtype, self.type_hash)
+        self.key = key.rsplit("/", 1)[0] + "/*" if any_hash else key
+        self.token_key = ""
+        self.received = self.malformed = self.refused = 0
+        self.last_error: str | None = None
+        self._subscriber: Any = None
+        self._token: Any = None
+
+    def _declare(self) -> None:
+        p, node = self.node.participant, self.node
+        self.token_key = liveliness_key(p.domain, p.zid, node.id, self.id, "MS", node.namespace,
+                                        node.name, topic=self.topic, msgtype=self.msgtype,
+                                        type_hash=self.type_hash, qos=self.qos)
+        self._subscriber = p.session.declare_subscriber(self.key, self._on_sample)
+        self._token = p.session.liveliness().declare_token(self.token_key)
+
+    def _on_sample(self, sample: Any) -> None:
+        self.received += 1
+        try:
+            msg = topics.deserialize(sample.payload.to_bytes(), self.msgtype, self.distro)
+        except MessageError as exc:
+            self.malformed += 1
+            self._note(str(exc))
+            return
+        try:
+            self.callback(msg)
+        except MessageError as exc:
+            self.refused += 1
+            self._note(str(exc))
+        except Exception:  # a callback's bug must not kill Zenoh's delivery thread
+            self.refused += 1
+            log.exception("%s: subscription callback failed", self.topic)
+
+    def _note(self, error: str) -> None:
+        if error != self.last_error:  # one line per kind of error, not per sample
+            log.warning("%s: sample dropped: %s", self.topic, error)
+        self.last_error = error
+
+    def stats(self) -> dict[str, int]:
+        return {"received": self.received, "malformed": self.malformed, "refused": self.refused}
+
+    def close(self) -> None:
+        for entity in (self._token, self._subscriber):
+            if entity is not None:
+                _undeclare(entity)
+        self._token = self._subscriber = None

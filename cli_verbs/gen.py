@@ -1,0 +1,125 @@
+"""``fwbridge gen c|wireshark|dbc`` and ``fwbridge wireshark install``: code from descriptions.
+
+Each DESC is a built-in name (odom, cmd, action, actuator) or a description
+file. Outputs are written whole or not at all (a temporary file, then a
+rename), so a failed run never leaves half a file in place of a good one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fwbridge.cli_verbs.common import fail
+from fwbridge.cli_verbs.frames import described
+
+__all__ = ["gen_c_cmd", "gen_dbc_cmd", "gen_group", "gen_wireshark_cmd", "wireshark_group",
+           "write_safely"]
+
+
+def write_safely(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+
+
+def _descs(specs: Sequence[str]) -> list[Any]:
+    if not specs:
+        fail("give at least one description (a built-in name or a FILE.toml)")
+    descs = [described(s).desc for s in specs]
+    names = [d.name for d in descs]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        fail(f"two descriptions name the frame {sorted(dup)[0]!r}: frame names must differ")
+    return descs
+
+
+@click.group("gen")
+def gen_group() -> None:
+    """Generate C code, a Wireshark dissector or a DBC from frame descriptions."""
+
+
+@gen_group.command("c")
+@click.argument("specs", nargs=-1, metavar="DESC...")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True,
+              help="Folder for the header and the source.")
+@click.option("--name", default="fwframes", show_default=True,
+              help="Base name of the files (NAME.h, NAME.c).")
+@click.option("--prefix", default="", help="Prefix of every C name (e.g. fwg_).")
+def gen_c_cmd(specs: tuple[str, ...], out_dir: str, name: str, prefix: str) -> None:
+    """C99 header and source: encoders, decoders, checks, byte and chunk receivers."""
+    import re
+
+    from fwbridge.codegen.c import generate
+
+    for value, what in ((name, "--name"), (prefix, "--prefix")):
+        if value and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            fail(f"{what} {value!r}: letters, digits and _ only (it names C files and symbols)")
+    files = generate(_descs(specs), name, prefix)
+    for fname, text in files.items():
+        write_safely(Path(out_dir) / fname, text)
+    click.echo(f"wrote {', '.join(str(Path(out_dir) / f) for f in files)}", err=True)
+
+
+@gen_group.command("wireshark")
+@click.argument("specs", nargs=-1, metavar="DESC...")
+@click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False), default="fwbridge.lua",
+              show_default=True, help="The Lua dissector file.")
+def gen_wireshark_cmd(specs: tuple[str, ...], out_file: str) -> None:
+    """A Wireshark Lua dissector for fwbridge's serial captures of these frames."""
+    from fwbridge.codegen.wireshark import generate
+
+    write_safely(Path(out_file), generate(_descs(specs)))
+    click.echo(f"wrote {out_file}", err=True)
+
+
+@gen_group.command("dbc")
+@click.argument("specs", nargs=-1, metavar="[DESC...]")
+@click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False),
+              default="fwbridge_actuators.dbc", show_default=True, help="The DBC file.")
+def gen_dbc_cmd(specs: tuple[str, ...], out_file: str) -> None:
+    """A DBC for CAN payload descriptions (default: the actuator struct)."""
+    from fwbridge.codegen.dbc import generate
+
+    try:
+        text = generate(_descs(specs or ("actuator",)))
+    except ValueError as exc:
+        fail(str(exc))
+    write_safely(Path(out_file), text)
+    click.echo(f"wrote {out_file}", err=True)
+
+
+@click.group("wireshark")
+def wireshark_group() -> None:
+    """Wireshark: install the dissector of fwbridge's serial captures."""
+
+
+PLUGIN_DIR = Path("~/.local/lib/wireshark/plugins")
+
+
+@wireshark_group.command("install")
+@click.argument("specs", nargs=-1, metavar="[DESC...]")
+@click.option("--dir", "plugin_dir", type=click.Path(file_okay=False), default=None,
+              help=f"Plugin folder (default {PLUGIN_DIR}).")
+def wireshark_install_cmd(specs: tuple[str, ...], plugin_dir: str | None) -> None:
+    """Put fwbridge.lua (the built-in frames and DESC...) in the user's plugin folder."""
+    from fwbridge.codegen.wireshark import generate
+    from fwbridge.protocols.builtin_frames import BUILTIN_NAMES
+
+    names = [n for n in BUILTIN_NAMES if n != "actuator"]
+    target = Path(plugin_dir).expanduser() if plugin_dir else PLUGIN_DIR.expanduser()
+    path = target / "fwbridge.lua"
+    write_safely(path, generate(_descs([*names, *specs])))
+    click.echo(f"installed {path} (restart Wireshark, or Analyze > Reload Lua Plugins)",
+               err=True)

@@ -1,0 +1,313 @@
+"""``fwbridge ros2 topics|echo|pub`` and ``fwbridge fleet N``: ROS 2 tools without ROS.
+
+They speak rmw_zenoh's conventions over Zenoh (the ``ros2`` extra), so they
+see and talk to real ROS 2 nodes on a router, and to fwbridge's own.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+import click
+
+from fwbridge.cli_verbs.common import fail, json_line, print_counters
+from fwbridge.cli_verbs.params import DURATION, RATE, Finite
+from fwbridge.cli_verbs.stopping import stoppable
+
+CONNECT = click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
+                       help="Zenoh endpoint to connect to (repeatable; default: the robot "
+                       "file's, else tcp/localhost:7447, rmw_zenoh's router).")
+LISTEN = click.option("--listen", "listen", multiple=True, metavar="ENDPOINT",
+                      help="Also listen on this Zenoh endpoint (repeatable; default: none).")
+DOMAIN = click.option("--domain", type=click.IntRange(0, 232), default=None,
+                      help="ROS domain (default: the robot file's, else $ROS_DOMAIN_ID, else 0).")
+DISTRO = click.option("--distro", type=click.Choice(["jazzy", "humble"]), default=None,
+                      help="Type hashes of Jazzy and later (RIHS01) or Humble (none).")
+CONFIG = click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
+                      metavar="ROBOT.toml", help="Take the [ros2] table of this robot file.")
+
+
+def _settings(config: str | None, connect: tuple[str, ...], listen: tuple[str, ...],
+              domain: int | None, distro: str | None) -> Any:
+    try:
+        import rosbags  # noqa: F401
+        import zenoh  # noqa: F401
+    except ImportError:
+        fail("ROS 2 tools need the ros2 extra: pip install 'fwbridge[ros2]'")
+    from fwbridge.bridge.config import ConfigError
+    from fwbridge.bridge.ros2.config import Ros2Settings, load_ros2, parse_ros2
+
+    try:
+        s = load_ros2(config) if config else Ros2Settings()
+        override: dict[str, Any] = {}
+        if connect:
+            override["connect"] = list(connect)
+        if listen:
+            override["listen"] = list(listen)
+        if domain is not None:
+            override["domain_id"] = domain
+        if distro is not None:
+            override["distro"] = distro
+        checked = parse_ros2(override, source="command line")
+        s = replace(s, **{k: getattr(checked, k) for k in override})
+        s.domain  # noqa: B018 - checks ROS_DOMAIN_ID now, not mid-run
+    except ConfigError as exc:
+        fail(str(exc))
+    return s
+
+
+def _participant(s: Any, wait: float = 3.0) -> Any:
+    from fwbridge.bridge.ros2.participant import Participant
+
+    p = Participant(domain=s.domain, distro=s.distro, connect=s.connect, listen=s.listen)
+    if not p.wait_open(wait):
+        p.close()
+        fail(f"no Zenoh router reachable at {', '.join(s.connect)} "
+             f"(start one: ros2 run rmw_zenoh_cpp rmw_zenohd)")
+    return p
+
+
+@click.group("ros2")
+def ros2_group() -> None:
+    """ROS 2 over Zenoh without a ROS install: the graph, echo, publish."""
+
+
+@ros2_group.command("topics")
+@CONNECT
+@DOMAIN
+@DISTRO
+@CONFIG
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per entity.")
+@click.option("--wait", type=Finite(0, 30, unit="s"), default=1.0, show_default=True,
+              help="Seconds to gather the graph.")
+def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
+               config: str | None, as_json: bool, wait: float) -> None:
+    """The ROS 2 graph from the liveliness tokens: topics with their types,
+    publishers and subscribers, then the nodes (like ``ros2 topic list -t``)."""
+    s = _settings(config, connect, (), domain, distro)
+    p = _participant(s)
+    try:
+        time.sleep(min(wait, 0.3))
+        graph = p.graph(timeout=max(wait, 0.2))
+    finally:
+        p.close()
+    if as_json:
+        for e in sorted(graph, key=lambda e: (e.topic or "", e.kind, e.node)):
+            json_line({"kind": e.kind, "node": e.node, "topic": e.topic, "type": e.msgtype,
+                       "type_hash": e.type_hash, "qos": e.qos, "zid": e.zid})
+        return
+    by_topic: dict[tuple[str, str], dict[str, list[str]]] = {}
+    nodes = set()
+    for e in graph:
+        nodes.add(e.node)
+        if e.topic is not None and e.kind in ("MP", "MS"):
+            row = by_topic.setdefault((e.topic, e.msgtype or "?"), {"MP": [], "MS": []})
+            row[e.kind].append(e.node)
+    for (topic, msgtype), row in sorted(by_topic.items()):
+        click.echo(f"{topic} [{msgtype}]  publishers: {len(row['MP'])} "
+                   f"({', '.join(sorted(set(row['MP']))) or '-'})  subscribers: {len(row['MS'])} "
+                   f"({', '.join(sorted(set(row['MS']))) or '-'})")
+    click.echo(f"nodes: {', '.join(sorted(nodes)) or 'none'}", err=True)
+
+
+def _find_type(p: Any, topic: str, wait: float) -> str:
+    end = time.monotonic() + wait
+    while True:
+        for e in p.graph(timeout=0.5):
+            if e.topic == topic and e.kind == "MP" and e.msgtype:
+                return str(e.msgtype)
+        if time.monotonic() > end:
+            fail(f"{topic}: no publisher in the graph to take the type from (give --type)")
+        time.sleep(0.2)
+
+
+@ros2_group.command("echo")
+@click.argument("topic")
+@click.option("--type", "msgtype", default=None, metavar="pkg/msg/Type",
+              help="The message type (default: from the topic's publishers).")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after N messages.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of YAML documents.")
+@CONNECT
+@DOMAIN
+@DISTRO
+@CONFIG
+def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
+             connect: tuple[str, ...], domain: int | None, distro: str | None,
+             config: str | None) -> None:
+    """Print the messages on TOPIC (an absolute name, e.g. /robot1/odom), decoded."""
+    from fwbridge.bridge import topics
+
+    s = _settings(config, connect, (), domain, distro)
+    topic = topic if topic.startswith("/") else "/" + topic
+    p = _participant(s)
+    seen = [0]
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def on_message(msg: Any) -> None:
+        data = topics.message_to_dict(msg)
+        with lock:
+            if done.is_set():
+                return
+            if as_json:
+                json_line(data)
+            else:
+                click.echo(_yaml(data) + "---")
+            seen[0] += 1
+            if count is not None and seen[0] >= count:
+                done.set()
+
+    try:
+        with stoppable():
+            try:
+                mt = msgtype or _find_type(p, topic, 3.0)
+                node = p.node(f"fwbridge_echo_{_pid()}")
+                node.subscription(topic, mt, on_message, any_hash=True)
+                while not done.wait(0.2):
+                    pass
+            except KeyboardInterrupt:
+                pass
+            except topics.MessageError as exc:
+                fail(str(exc))
+    finally:
+        p.close()
+
+
+@ros2_group.command("pub")
+@click.argument("topic")
+@click.argument("msgtype", metavar="TYPE")
+@click.argument("values", default="{}", metavar="'YAML'")
+@click.option("--rate", type=RATE, default=None,
+              help="Publish at this rate until Ctrl-C (default: once).")
+@click.option("--times", type=click.IntRange(min=1), default=None,
+              help="Publish this many times (at --rate, default 1 Hz).")
+@CONNECT
+@DOMAIN
+@DISTRO
+@CONFIG
+def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: int | None,
+            connect: tuple[str, ...], domain: int | None, distro: str | None,
+            config: str | None) -> None:
+    """Publish a TYPE message built from 'YAML' on TOPIC, like ``ros2 topic pub``:
+    fwbridge ros2 pub /robot1/cmd_vel geometry_msgs/msg/Twist '{linear: {x: 0.2}}' --rate 20"""
+    from fwbridge.bridge import topics
+
+    s = _settings(config, connect, (), domain, distro)
+    try:
+        msg = topics.message_from_dict(msgtype, _parse_yaml(values), s.distro)
+        if msgtype == "geometry_msgs/msg/Twist":
+            topics.velocity_request(msg)  # refuse NaN/huge here, not only at the robot
+    except topics.MessageError as exc:
+        fail(str(exc))
+    topic = topic if topic.startswith("/") else "/" + topic
+    p = _participant(s)
+    sent = 0
+    try:
+        with stoppable():
+            pub = p.node(f"fwbridge_pub_{_pid()}").publisher(topic, msgtype)
+            time.sleep(0.3)  # let the subscribers' routes reach us before the first sample
+            period = 1.0 / (rate or 1.0)
+            total = times if times is not None else (None if rate else 1)
+            next_at = time.monotonic()
+            try:
+                while total is None or sent < total:
+                    pub.publish(msg)
+                    sent += 1
+                    if total is not None and sent >= total:
+                        break
+                    next_at += period
+                    time.sleep(max(0.0, next_at - time.monotonic()))
+            except KeyboardInterrupt:
+                pass
+            time.sleep(0.1)  # the last sample leaves before the session closes
+    finally:
+        p.close()
+    click.echo(f"published {sent} message(s) on {topic}", err=True)
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+def _parse_yaml(text: str) -> Any:
+    from ruamel.yaml import YAML
+
+    try:
+        data = YAML(typ="safe").load(text)
+    except Exception as exc:  # ruamel's parser and scanner errors share no public root
+        fail(f"'YAML': cannot parse {text!r}: {' '.join(str(exc).split())}")
+    if data is not None and not isinstance(data, dict):
+        fail(f"'YAML': expected a mapping of fields like '{{linear: {{x: 0.2}}}}', got {text!r}")
+    return data
+
+
+def _yaml(data: Any) -> str:
+    from ruamel.yaml import YAML
+
+    out = _Buffer()
+    y = YAML(typ="safe")
+    y.default_flow_style = False
+    y.dump(data, out)
+    return "".join(out.parts)
+
+
+class _Buffer:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str | bytes) -> None:
+        self.parts.append(text.decode() if isinstance(text, bytes) else text)
+
+
+# -- fleet ---------------------------------------------------------------------------------
+@click.command("fleet")
+@click.argument("count", type=click.IntRange(1, 64))
+@click.option("--rate", "rate_hz", type=Finite(1, 500, unit="Hz"), default=50.0,
+              show_default=True, help="Command rate of each base node, Hz.")
+@click.option("--duration", type=DURATION, default=None,
+              metavar="S", help="Stop after S seconds (default: Ctrl-C or SIGTERM).")
+@click.option("--first", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Number of the first robot (/robotFIRST …), to split a fleet over machines.")
+@CONNECT
+@LISTEN
+@DOMAIN
+@DISTRO
+@CONFIG
+def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
+              connect: tuple[str, ...], listen: tuple[str, ...], domain: int | None,
+              distro: str | None, config: str | None) -> None:
+    """COUNT simulated mecanum bases, each its own bridge node in /robotK, on one
+    Zenoh network: drive any of them with cmd_vel, read odom, /tf, /diagnostics."""
+    from fwbridge.bridge.ros2.fleet import Fleet
+
+    s = _settings(config, connect, listen, domain, distro)
+    fleet = Fleet(count, s, rate_hz=rate_hz, first=first,
+                  on_event=lambda ns, e: click.echo(f"fleet {ns}: {e.message}", err=True),
+                  say=lambda text: click.echo(f"fleet: {text}", err=True))
+    try:
+        with stoppable():
+            try:
+                fleet.start()
+                click.echo(f"fleet: {count} simulated bases as ROS 2 nodes "
+                           f"{fleet.namespaces[0]} … {fleet.namespaces[-1]} (domain {s.domain},"
+                           f" {s.distro}), connecting to {', '.join(s.connect)}", err=True)
+                end = None if duration is None else time.monotonic() + duration
+                while end is None or time.monotonic() < end:
+                    time.sleep(0.1 if end is None else max(0.0, min(0.1, end - time.monotonic())))
+            except KeyboardInterrupt:
+                click.echo("", err=True)
+    finally:
+        stats = fleet.stats()
+        fleet.stop()
+    for ns, st in stats.items():
+        print_counters(st, f"fleet {ns}")
+    sys.stdout.flush()
+
+
+__all__ = ["fleet_cmd", "ros2_group"]

@@ -1,0 +1,104 @@
+"""Checksums a frame description can name: ``sum8``, ``xor8`` and every crcmod CRC.
+
+:mod:`fwbridge.protocols.crc` offers the CRC-16 presets of the action frame;
+descriptions may use any width crcmod knows (8, 16, 24, 32, 64 bits). Names
+are matched the way crcmod matches them (case, dashes and a leading ``crc``
+do not matter), and the common spelling with the width, ``crc-16-modbus``,
+finds crcmod's ``modbus`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, reduce
+from operator import xor
+from typing import Any
+
+import crcmod
+import crcmod.predefined
+
+from fwbridge.protocols.errors import ConfigError
+
+__all__ = ["Algorithm", "algorithm", "algorithm_names", "sum8", "xor8"]
+
+Func = Callable[[bytes | bytearray | memoryview], int]
+
+
+def sum8(data: bytes | bytearray | memoryview) -> int:
+    """Sum of the bytes modulo 256."""
+    return sum(data) & 0xFF
+
+
+def xor8(data: bytes | bytearray | memoryview) -> int:
+    """XOR of the bytes."""
+    return reduce(xor, data, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Algorithm:
+    """One checksum: its canonical name, width in bits, CRC parameters and function.
+
+    ``kind`` is ``"sum8"``, ``"xor8"`` or ``"crc"``; the CRC fields are 0 for
+    the other two. ``check`` is the value over ``b"123456789"``.
+    """
+
+    name: str
+    kind: str
+    width: int
+    poly: int
+    reverse: bool
+    init: int
+    xor_out: int
+    check: int
+    func: Func
+
+    @property
+    def size(self) -> int:
+        """Bytes the check takes on the wire."""
+        return self.width // 8
+
+
+def _simplify(name: str) -> str:
+    key = name.lower().replace("-", "").replace(" ", "").replace("_", "")
+    return key[3:] if key.startswith("crc") else key
+
+
+def _table() -> list[dict[str, Any]]:
+    # crcmod has no public listing of its table; this attribute holds it in 1.7.
+    table: list[dict[str, Any]] = getattr(crcmod.predefined, "_crc_definitions", [])
+    return table
+
+
+def algorithm_names() -> tuple[str, ...]:
+    """Every name a description may give, canonical spellings only."""
+    return ("sum8", "xor8", *(d["name"] for d in _table()))
+
+
+@cache
+def algorithm(name: str) -> Algorithm:
+    """The checksum called ``name``; :class:`ConfigError` when there is none."""
+    key = _simplify(name)
+    if key in ("sum8", "xor8"):
+        func = sum8 if key == "sum8" else xor8
+        return Algorithm(key, key, 8, 0, False, 0, 0, func(b"123456789"), func)
+    found = None
+    for d in _table():
+        names = (_simplify(d["name"]), d["identifier"].lower())
+        if key in names:
+            found = d
+            break
+    if found is None:  # "crc-16-modbus" -> "modbus", "crc-32-bzip2" -> "32bzip2" stays
+        for d in _table():
+            width = str(d["poly"].bit_length() - 1)
+            if key.startswith(width) and _simplify(d["name"]) == key[len(width):]:
+                found = d
+                break
+    if found is None:
+        raise ConfigError(f"unknown checksum algorithm {name!r}; choose sum8, xor8 or one "
+                          f"of crcmod's: {', '.join(algorithm_names()[2:])}")
+    width = found["poly"].bit_length() - 1
+    fn: Func = crcmod.mkCrcFun(found["poly"], initCrc=found["init"], rev=found["reverse"],
+                               xorOut=found["xor_out"])
+    return Algorithm(found["name"], "crc", width, found["poly"] & ((1 << width) - 1),
+                     bool(found["reverse"]), found["init"], found["xor_out"], found["check"], fn)

@@ -1,0 +1,532 @@
+"""Frame descriptions: one TOML file says what a frame looks like on the wire.
+
+From a :class:`FrameDescription` fwbridge builds the construct schema
+(:mod:`fwbridge.protocols.description_schema`), a codec with a ``struct``
+fast path (:mod:`fwbridge.protocols.frame_codec`), receivers
+(:mod:`fwbridge.protocols.frame_receiver`), and, in ``codegen/``, C code, a
+Wireshark dissector and a DBC. ``docs/FRAMES.md`` documents the format.
+
+A description with an error is refused with one :class:`DescriptionError`
+naming the file, the line and the key. tomllib gives no line numbers, so
+the line is found by a light scan of the text for the table and the key.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from fwbridge.protocols.checksums import Algorithm, algorithm
+from fwbridge.protocols.description_can import (
+    CanMessage,
+    CanSignal,
+    check_can_signals,
+    parse_can,
+)
+from fwbridge.protocols.errors import ConfigError, UnknownName
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "BYTE_ORDERS",
+    "COUNTS",
+    "SPANS",
+    "TYPES",
+    "CanMessage",
+    "CanSignal",
+    "ChecksumSpec",
+    "DescriptionError",
+    "FieldSpec",
+    "FrameDescription",
+    "LengthSpec",
+    "TypeInfo",
+    "load",
+    "loads",
+]
+
+
+class TypeInfo(NamedTuple):
+    """A field type: its ``struct`` code, size in bytes, kind and integer range."""
+
+    code: str
+    size: int
+    kind: str  # "uint" | "int" | "float" | "bytes"
+    lo: int
+    hi: int
+
+
+def _int(code: str, size: int, signed: bool) -> TypeInfo:
+    bits = 8 * size
+    if signed:
+        return TypeInfo(code, size, "int", -(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    return TypeInfo(code, size, "uint", 0, (1 << bits) - 1)
+
+
+TYPES: dict[str, TypeInfo] = {
+    "u8": _int("B", 1, False), "i8": _int("b", 1, True),
+    "u16": _int("H", 2, False), "i16": _int("h", 2, True),
+    "u32": _int("I", 4, False), "i32": _int("i", 4, True),
+    "u64": _int("Q", 8, False), "i64": _int("q", 8, True),
+    "f32": TypeInfo("f", 4, "float", 0, 0), "f64": TypeInfo("d", 8, "float", 0, 0),
+    "bytes": TypeInfo("s", 0, "bytes", 0, 0),
+}
+BYTE_ORDERS = ("little", "big")
+COUNTS = ("data", "payload", "frame")
+SPANS = ("payload", "after-header", "all")
+#: Names a field cannot take: the schema's own parts and the CLI's row keys.
+RESERVED = frozenset({"header", "body", "trailer", "offset", "protocol", "frame", "defects"})
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}\Z")
+#: Names the generated C and Lua could not use as identifiers.
+_KEYWORDS = (
+    "auto break case char const continue default do double else enum extern float for goto if "
+    "inline int long register restrict return short signed sizeof static struct switch typedef "
+    "union unsigned void volatile while and elseif end false function in local nil not or "
+    "repeat then true until")
+FOREIGN_KEYWORDS = frozenset(_KEYWORDS.split())
+MAX_BYTES_SIZE = 4096
+MAX_HEADER = 8
+
+
+class DescriptionError(ConfigError):
+    """A description is invalid: names the file, the line and the key."""
+
+    def __init__(self, source: str, line: int, key: str, reason: str) -> None:
+        self.source = source
+        self.line = line
+        self.key = key
+        self.reason = reason
+        where = f"{source}:{line}: {key}" if line else source  # line 0: the file itself
+        super().__init__(f"{where}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """One field, in wire order. ``size`` is set for fixed ``bytes`` fields only."""
+
+    name: str
+    type: str
+    byte_order: str
+    scale: float | None = None
+    offset: float | None = None
+    unit: str = ""
+    enum: tuple[tuple[int, str], ...] = ()
+    flags: tuple[tuple[int, str], ...] = ()
+    size: int | None = None
+    doc: str = ""
+
+    @property
+    def info(self) -> TypeInfo:
+        return TYPES[self.type]
+
+    @property
+    def width(self) -> int | None:
+        """Bytes on the wire, or None for a bytes field sized by the length field."""
+        return self.size if self.type == "bytes" else self.info.size
+
+    @property
+    def scaled(self) -> bool:
+        return self.scale is not None or self.offset is not None
+
+    @property
+    def is_int(self) -> bool:
+        return self.info.kind in ("uint", "int")
+
+
+@dataclass(frozen=True, slots=True)
+class LengthSpec:
+    """What the length field counts: ``data`` bytes, the ``payload`` or the ``frame``."""
+
+    field: str
+    counts: str
+    data: str
+    max: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChecksumSpec:
+    """The check after the fields: algorithm, the bytes it covers, its byte order."""
+
+    algorithm: str
+    span: str
+    byte_order: str
+    name: str = "checksum"
+
+    @property
+    def algo(self) -> Algorithm:
+        return algorithm(self.algorithm)
+
+    @property
+    def size(self) -> int:
+        return self.algo.size
+
+
+@dataclass(frozen=True, slots=True)
+class FrameDescription:
+    """A frame family, as its description gives it (immutable)."""
+
+    name: str
+    header: bytes
+    trailer: bytes
+    byte_order: str
+    fields: tuple[FieldSpec, ...]
+    length: LengthSpec | None = None
+    checksum: ChecksumSpec | None = None
+    can: tuple[CanMessage, ...] = ()
+    can_signals: tuple[CanSignal, ...] = ()
+    doc: str = ""
+    source: str = "<string>"
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field(self, name: str) -> FieldSpec:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise UnknownName(name)
+
+    @property
+    def fixed_payload(self) -> int:
+        """Bytes of every field but the length-sized one."""
+        return sum(f.width or 0 for f in self.fields)
+
+    @property
+    def overhead(self) -> int:
+        """Bytes of the frame outside the length-sized field."""
+        check = self.checksum.size if self.checksum else 0
+        return len(self.header) + self.fixed_payload + check + len(self.trailer)
+
+    @property
+    def size(self) -> int | None:
+        """The frame's size, or None when a length field makes it variable."""
+        return None if self.length else self.overhead
+
+    @property
+    def min_size(self) -> int:
+        return self.overhead
+
+    @property
+    def max_size(self) -> int:
+        return self.overhead + (self.max_data if self.length else 0)
+
+    @property
+    def max_data(self) -> int:
+        """Largest size the length-sized field may take (0 for fixed frames)."""
+        if self.length is None:
+            return 0
+        return max(0, self.length.max - self.data_bias)
+
+    @property
+    def data_bias(self) -> int:
+        """``length value - data size``: what the length counts besides the data."""
+        if self.length is None:
+            return 0
+        if self.length.counts == "data":
+            return 0
+        if self.length.counts == "payload":
+            return self.fixed_payload
+        return self.overhead
+
+    def offset_of(self, name: str) -> int:
+        """Offset of a field before the length-sized one, from the frame's start."""
+        pos = len(self.header)
+        for f in self.fields:
+            if f.name == name:
+                return pos
+            if f.width is None:
+                raise ConfigError(f"{name} follows the variable field")
+            pos += f.width
+        raise UnknownName(name)
+
+
+# -- locating keys in the text ---------------------------------------------------
+class _Locator:
+    """Line numbers of tables and keys, by a light scan (tomllib gives none)."""
+
+    _TABLE = re.compile(r"\s*(\[\[?)\s*([A-Za-z0-9_.\-\"]+)\s*\]\]?")
+    _KEY = re.compile(r"\s*\"?([A-Za-z0-9_\-]+)\"?\s*=")
+
+    def __init__(self, text: str) -> None:
+        self.tables: dict[tuple[str, int], int] = {}
+        self.keys: dict[tuple[str, int, str], int] = {}
+        counts: dict[str, int] = {}
+        table, index = "", 0
+        for lineno, line in enumerate(text.splitlines(), 1):
+            m = self._TABLE.match(line)
+            if m and not line.lstrip().startswith("#"):
+                table = m.group(2)
+                if m.group(1) == "[[":
+                    index = counts.get(table, 0)
+                    counts[table] = index + 1
+                else:
+                    index = 0
+                self.tables.setdefault((table, index), lineno)
+                continue
+            k = self._KEY.match(line)
+            if k:
+                self.keys.setdefault((table, index, k.group(1)), lineno)
+
+    def line(self, table: str, index: int = 0, key: str | None = None) -> int:
+        if key is not None and (table, index, key) in self.keys:
+            return self.keys[(table, index, key)]
+        return self.tables.get((table, index), 1)
+
+
+class _Checker:
+    """Validation with the context an error message needs."""
+
+    def __init__(self, source: str, text: str) -> None:
+        self.source = source
+        self.where = _Locator(text)
+
+    def fail(self, table: str, index: int | None, key: str | None, reason: str,
+             label: str | None = None) -> DescriptionError:
+        line = self.where.line(table, index or 0, key)
+        name = label or (table if index is None else f"{table}[{index + 1}]")
+        return DescriptionError(self.source, line, f"{name}.{key}" if key else name, reason)
+
+    def table(self, doc: Mapping[str, Any], name: str, allowed: set[str],
+              index: int | None = None, label: str | None = None) -> None:
+        for key in doc:
+            if key not in allowed:
+                raise self.fail(name, index, key, f"unknown key; allowed: "
+                                f"{', '.join(sorted(allowed))}", label)
+
+    def get(self, doc: Mapping[str, Any], table: str, index: int | None, key: str, kind: type,
+            default: Any = None, label: str | None = None) -> Any:
+        if key not in doc:
+            if default is ...:
+                raise self.fail(table, index, key, "required", label)
+            return default
+        value = doc[key]
+        ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok:
+            raise self.fail(table, index, key, f"expected {_KIND[kind]}, got {value!r}", label)
+        return value
+
+
+_KIND = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+         dict: "a table", list: "an array"}
+
+
+def _hex(chk: _Checker, doc: Mapping[str, Any], key: str) -> bytes:
+    text = chk.get(doc, "frame", None, key, str, "")
+    try:
+        return bytes.fromhex(text.replace("0x", "").replace(",", " "))
+    except ValueError:
+        raise chk.fail("frame", None, key, f"not hex bytes: {text!r} (write e.g. \"5A A5\")") \
+            from None
+
+
+def _name(chk: _Checker, value: str, table: str, index: int | None, key: str,
+          label: str | None = None) -> str:
+    if not _NAME.match(value) or keyword.iskeyword(value):
+        raise chk.fail(table, index, key, f"{value!r} is not a name: lower-case letters, digits "
+                       "and _, starting with a letter, at most 48", label)
+    if value in FOREIGN_KEYWORDS:
+        raise chk.fail(table, index, key, f"{value!r} is a keyword of the generated C or Lua "
+                       "code; choose another name", label)
+    return value
+
+
+def _labels(chk: _Checker, raw: Any, f: FieldSpec, i: int, key: str, bits: bool) -> tuple[
+        tuple[int, str], ...]:
+    if not isinstance(raw, dict):
+        raise chk.fail("field", i, key, "expected a table such as { 0 = \"idle\", 1 = \"run\" }")
+    if not f.is_int or f.scaled:
+        raise chk.fail("field", i, key, f"only for unscaled integer fields, not {f.type}")
+    out: dict[int, str] = {}
+    for k, v in raw.items():
+        try:
+            value = int(k, 0)
+        except ValueError:
+            raise chk.fail("field", i, key, f"{k!r} is not an integer (write 1 or 0x01)") from None
+        if not f.info.lo <= value <= f.info.hi:
+            raise chk.fail("field", i, key, f"{value} does not fit in {f.type}")
+        if bits and (value <= 0 or value & (value - 1)):
+            raise chk.fail("field", i, key, f"{k} is not a single bit (1, 2, 4, …)")
+        if not isinstance(v, str) or not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", v):
+            raise chk.fail("field", i, key, f"{v!r} is not a label (letters, digits, _)")
+        if v in out.values():
+            raise chk.fail("field", i, key, f"label {v!r} given twice")
+        out[value] = v
+    return tuple(sorted(out.items()))
+
+
+def _field(chk: _Checker, doc: Any, i: int, default_order: str, names: set[str]) -> FieldSpec:
+    if not isinstance(doc, dict):
+        raise chk.fail("field", i, None, "each [[field]] is a table")
+    chk.table(doc, "field", {"name", "type", "byte_order", "scale", "offset", "unit", "enum",
+                             "flags", "size", "doc"}, i)
+    name = _name(chk, chk.get(doc, "field", i, "name", str, ...), "field", i, "name")
+    if name in names:
+        raise chk.fail("field", i, "name", f"{name!r} is declared twice")
+    if name in RESERVED:
+        raise chk.fail("field", i, "name", f"{name!r} is reserved ({', '.join(sorted(RESERVED))})")
+    ftype = chk.get(doc, "field", i, "type", str, ...)
+    if ftype not in TYPES:
+        raise chk.fail("field", i, "type", f"unknown type {ftype!r}; choose one of "
+                       f"{' '.join(TYPES)}")
+    order = chk.get(doc, "field", i, "byte_order", str, default_order)
+    if order not in BYTE_ORDERS:
+        raise chk.fail("field", i, "byte_order", f"{order!r}: choose little or big")
+    scale = chk.get(doc, "field", i, "scale", float)
+    offset = chk.get(doc, "field", i, "offset", float)
+    kind = TYPES[ftype].kind
+    for key, v in (("scale", scale), ("offset", offset)):
+        if v is not None and (kind == "bytes" or not math.isfinite(v)):
+            raise chk.fail("field", i, key, f"{v!r}: needs a finite number on a numeric field")
+    if scale == 0.0:
+        raise chk.fail("field", i, "scale", "must not be 0")
+    size = chk.get(doc, "field", i, "size", int)
+    if size is not None and (kind != "bytes" or not 1 <= size <= MAX_BYTES_SIZE):
+        raise chk.fail("field", i, "size", f"only bytes fields take a size (1..{MAX_BYTES_SIZE})"
+                       if kind != "bytes" else f"{size} is not in 1..{MAX_BYTES_SIZE}")
+    f = FieldSpec(name, ftype, order, scale, offset, chk.get(doc, "field", i, "unit", str, ""),
+                  size=size, doc=chk.get(doc, "field", i, "doc", str, ""))
+    enum = _labels(chk, doc["enum"], f, i, "enum", False) if "enum" in doc else ()
+    flags = _labels(chk, doc["flags"], f, i, "flags", True) if "flags" in doc else ()
+    if enum and flags:
+        raise chk.fail("field", i, "flags", "a field takes enum or flags, not both")
+    return FieldSpec(name, ftype, order, scale, offset, f.unit, enum, flags, size, f.doc)
+
+
+def _length(chk: _Checker, doc: Any, fields: list[FieldSpec]) -> LengthSpec:
+    if not isinstance(doc, dict):
+        raise chk.fail("length", None, None, "expected a table")
+    chk.table(doc, "length", {"field", "counts", "data", "max"})
+    names = [f.name for f in fields]
+    lname = chk.get(doc, "length", None, "field", str, ...)
+    if lname not in names:
+        raise chk.fail("length", None, "field", f"no field named {lname!r} (fields: "
+                       f"{', '.join(names)})")
+    lf = fields[names.index(lname)]
+    if lf.info.kind != "uint" or lf.scaled or lf.enum or lf.flags:
+        raise chk.fail("length", None, "field", f"{lname!r} must be a plain unsigned integer "
+                       f"field, not {lf.type}{' (scaled)' if lf.scaled else ''}")
+    counts = chk.get(doc, "length", None, "counts", str, "data")
+    if counts not in COUNTS:
+        raise chk.fail("length", None, "counts", f"{counts!r}: choose one of {', '.join(COUNTS)}")
+    dname = chk.get(doc, "length", None, "data", str, ...)
+    if dname not in names:
+        raise chk.fail("length", None, "data", f"no field named {dname!r}")
+    df = fields[names.index(dname)]
+    if df.type != "bytes" or df.size is not None:
+        raise chk.fail("length", None, "data", f"{dname!r} must be a bytes field without size")
+    if names.index(dname) < names.index(lname):
+        raise chk.fail("length", None, "data", f"{dname!r} comes before its length field "
+                       f"{lname!r}: a receiver could never know where it ends")
+    cap = lf.info.hi
+    limit = chk.get(doc, "length", None, "max", int, min(cap, 1024))
+    if not 0 <= limit <= cap:
+        raise chk.fail("length", None, "max", f"{limit} is not in 0..{cap} (the range of "
+                       f"{lf.type})")
+    return LengthSpec(lname, counts, dname, limit)
+
+
+def _checksum(chk: _Checker, doc: Any, order: str, names: set[str]) -> ChecksumSpec:
+    if not isinstance(doc, dict):
+        raise chk.fail("checksum", None, None, "expected a table")
+    chk.table(doc, "checksum", {"algorithm", "span", "byte_order", "name"})
+    algo = chk.get(doc, "checksum", None, "algorithm", str, ...)
+    try:
+        canonical = algorithm(algo).name
+    except ConfigError as exc:
+        raise chk.fail("checksum", None, "algorithm", str(exc)) from None
+    span = chk.get(doc, "checksum", None, "span", str, "payload")
+    if span not in SPANS:
+        raise chk.fail("checksum", None, "span", f"{span!r}: choose one of {', '.join(SPANS)}")
+    border = chk.get(doc, "checksum", None, "byte_order", str, order)
+    if border not in BYTE_ORDERS:
+        raise chk.fail("checksum", None, "byte_order", f"{border!r}: choose little or big")
+    name = _name(chk, chk.get(doc, "checksum", None, "name", str, "checksum"), "checksum", None,
+                 "name")
+    if name in names or name in RESERVED - {"checksum"}:
+        raise chk.fail("checksum", None, "name", f"{name!r} is already a field's name")
+    return ChecksumSpec(canonical, span, border, name)
+
+
+def loads(text: str, source: str = "<string>") -> FrameDescription:
+    """Parse and validate a description given as TOML text."""
+    chk = _Checker(source, text)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise DescriptionError(source, int(m.group(1)) if m else 1, "toml",
+                               f"not valid TOML: {exc}") from None
+    chk.table(doc, "", {"frame", "field", "length", "checksum", "can"}, None, "description")
+    frame = doc.get("frame")
+    if not isinstance(frame, dict):
+        raise chk.fail("frame", None, None, "a [frame] table is required")
+    chk.table(frame, "frame", {"name", "header", "trailer", "byte_order", "doc"})
+    name = _name(chk, chk.get(frame, "frame", None, "name", str, ...), "frame", None, "name")
+    order = chk.get(frame, "frame", None, "byte_order", str, "little")
+    if order not in BYTE_ORDERS:
+        raise chk.fail("frame", None, "byte_order", f"{order!r}: choose little or big")
+    header, trailer = _hex(chk, frame, "header"), _hex(chk, frame, "trailer")
+    can, can_signals = (parse_can(chk, doc["can"]) if "can" in doc else ((), ()))
+    if not can and not header:
+        raise chk.fail("frame", None, "header", "required: the bytes every frame starts with "
+                       "(only a CAN payload, with a [can] table, has none)")
+    if len(header) > MAX_HEADER or len(trailer) > MAX_HEADER:
+        raise chk.fail("frame", None, "header" if len(header) > MAX_HEADER else "trailer",
+                       f"at most {MAX_HEADER} bytes")
+    raw_fields = doc.get("field", [])
+    if not isinstance(raw_fields, list) or not raw_fields:
+        raise chk.fail("field", None, None, "at least one [[field]] is required")
+    fields: list[FieldSpec] = []
+    for i, fdoc in enumerate(raw_fields):
+        fields.append(_field(chk, fdoc, i, order, {f.name for f in fields}))
+    length = _length(chk, doc["length"], fields) if "length" in doc else None
+    for i, f in enumerate(fields):
+        if f.type == "bytes" and f.size is None and (length is None or length.data != f.name):
+            raise chk.fail("field", i, "type", f"bytes field {f.name!r} needs a size, or a "
+                           "[length] table naming it as data: no field could follow it otherwise")
+    checksum = (_checksum(chk, doc["checksum"], order, {f.name for f in fields})
+                if "checksum" in doc else None)
+    desc = FrameDescription(name, header, trailer, order, tuple(fields), length, checksum, can,
+                            can_signals, frame.get("doc", ""), source)
+    if can:
+        bad = "header" if header else "trailer" if trailer else "length" if length else None
+        if bad:
+            raise chk.fail(bad if bad == "length" else "frame", None,
+                           None if bad == "length" else bad,
+                           "a CAN payload has no header, trailer or length: the CAN frame "
+                           "delimits it")
+        if (desc.size or 0) > 8:
+            raise chk.fail("can", None, None, f"a CAN payload has at most 8 bytes; the fields "
+                           f"take {desc.size}")
+        check_can_signals(chk, desc)
+    if length is not None and length.max < desc.data_bias:
+        raise chk.fail("length", None, "max", f"{length.max} is less than the {desc.data_bias} "
+                       f"bytes the length counts besides {length.data!r}: no frame could be valid")
+    if desc.max_size > 65535 + desc.overhead:
+        raise chk.fail("length", None, "max", "frames are at most 64 KiB")
+    return desc
+
+
+def load(path: str | Path) -> FrameDescription:
+    """Read and validate the description in the file ``path``."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DescriptionError(str(p), 0, "file", "no such file") from None
+    except UnicodeDecodeError:
+        raise DescriptionError(str(p), 0, "file", "not UTF-8 text") from None
+    except OSError as exc:
+        raise DescriptionError(str(p), 0, "file", exc.strerror or str(exc)) from None
+    return loads(text, str(p))

@@ -1,0 +1,445 @@
+"""Sans-I/O receiver for the fixed-size frames of a description.
+
+The odometry receiver's technique (:mod:`fwbridge.protocols.sum8_receiver`),
+for any header, trailer, field types and checksum: every header position
+is a candidate, inside a frame just accepted too (a weak checksum passes by
+chance, and must not swallow the real frame it overlaps); after a rejected
+candidate the scan goes on from the byte after its header (backtracking);
+between calls only the unresolved tail is kept (a partial candidate or a
+trailing prefix of the header: less than one frame).
+
+Two scanners give the same result: a ``bytes.find`` loop for small inputs
+and a numpy pass for large ones (header search, trailer and sum-8/XOR
+checks, field decoding through a structured dtype compiled from the
+description). CRCs run crcmod's C function once per complete candidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache, partial, reduce
+from math import isfinite
+from operator import xor
+from typing import Any
+
+import crcmod
+import numpy as np
+
+from fwbridge.protocols.checksums import Algorithm
+from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.frame_codec import FrameCodec, Received
+
+__all__ = ["FixedReceiver", "FixedReceiverStats", "numpy_dtype"]
+
+
+@dataclass(slots=True)
+class FixedReceiverStats(Counters):
+    """Counters; every byte fed is in a frame, discarded, or still pending."""
+
+    frames: int = 0
+    bytes: int = 0
+    checksum_errors: int = 0
+    trailer_errors: int = 0
+    discarded: int = 0
+    resyncs: int = 0
+    nonfinite: int = 0
+    overlapping: int = 0
+
+
+def numpy_dtype(codec: FrameCodec[Any]) -> np.dtype[Any]:
+    """The structured dtype of the fields of a fixed-size description."""
+    parts: list[tuple[Any, ...]] = []
+    for f in codec.desc.fields:
+        if f.type == "bytes":
+            parts.append((f.name, "u1", (f.size,)))
+            continue
+        order = "<" if f.byte_order == "little" else ">"
+        kind = {"uint": "u", "int": "i", "float": "f"}[f.info.kind]
+        parts.append((f.name, f"{order}{kind}{f.info.size}"))
+    return np.dtype(parts)
+
+
+@cache
+def _crc_tables(algo: Algorithm) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The byte table, and a 16-bit table that takes two bytes a step (width >= 16)."""
+    crc = crcmod.Crc(algo.poly | (1 << algo.width), initCrc=algo.init, rev=algo.reverse,
+                     xorOut=algo.xor_out)
+    t1 = np.array(crc.table, dtype=np.uint64)
+    if algo.width < 16:
+        return t1, t1
+    w, eight, ff = algo.width, np.uint64(8), np.uint64(0xFF)
+    mask = np.uint64((1 << w) - 1)
+    r = np.arange(1 << 16, dtype=np.uint64)
+    if algo.reverse:  # two zero bytes through a register holding i in its low 16 bits
+        for _ in range(2):
+            r = (r >> eight) ^ t1[r & ff]
+    else:  # i in the top 16 bits of the register
+        r = (r << np.uint64(w - 16)) & mask
+        for _ in range(2):
+            r = ((r << eight) ^ t1[(r >> np.uint64(w - 8)) & ff]) & mask
+    return t1, r
+
+
+def crc_rows(algo: Algorithm, block: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The CRC of every row of ``block`` (uint8), table-driven, two bytes a numpy step."""
+    w = algo.width
+    t1, t2 = _crc_tables(algo)
+    # 32-bit lanes when the register and its shifts fit: half the memory traffic of 64
+    narrow = w <= 32 if algo.reverse else w <= 16
+    dt = np.uint32 if narrow else np.uint64
+    t1, t2 = t1.astype(dt), t2.astype(dt)
+    mask = dt((1 << w) - 1)
+    reg = np.full(len(block), (algo.init ^ algo.xor_out) & ((1 << w) - 1), dtype=dt)
+    cols = np.ascontiguousarray(block.T, dtype=dt)  # one contiguous row per byte position
+    eight, ff = dt(8), dt(0xFF)
+    n = cols.shape[0]
+    j = 0
+    if w >= 16 and n >= 2:
+        sixteen, ffff = dt(16), dt(0xFFFF)
+        pairs = n // 2
+        if algo.reverse:
+            words = cols[0:2 * pairs:2] | (cols[1:2 * pairs:2] << eight)
+            for k in range(pairs):
+                x = reg ^ words[k]
+                reg = (x >> sixteen) ^ t2[x & ffff]
+        else:
+            words = (cols[0:2 * pairs:2] << eight) | cols[1:2 * pairs:2]
+            top16 = dt(w - 16)
+            for k in range(pairs):
+                reg = ((reg << sixteen) ^ t2[((reg >> top16) ^ words[k]) & ffff]) & mask
+        j = 2 * pairs
+    if algo.reverse:
+        for k in range(j, n):
+            reg = (reg >> eight) ^ t1[(reg ^ cols[k]) & ff]
+    else:
+        top = dt(w - 8)
+        for k in range(j, n):
+            reg = ((reg << eight) ^ t1[((reg >> top) ^ cols[k]) & ff]) & mask
+    out: np.ndarray[Any, Any] = (reg ^ dt(algo.xor_out)).astype(np.uint64)
+    return out
+
+
+def _uint_rows(block: np.ndarray[Any, Any], order: str) -> np.ndarray[Any, Any]:
+    """The unsigned value of each row's bytes (the check field), as uint64."""
+    n = block.shape[1]
+    if n in (1, 2, 4, 8):
+        code = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}[n]
+        view = np.ascontiguousarray(block).view(("<" if order == "little" else ">") + code)
+        out: np.ndarray[Any, Any] = view.reshape(-1).astype(np.uint64)
+        return out
+    out = np.zeros(len(block), dtype=np.uint64)
+    for k in range(n):
+        shift = np.uint64(8 * (k if order == "little" else n - 1 - k))
+        out |= block[:, k].astype(np.uint64) << shift
+    return out
+
+
+def _groups(fields: Any, dtype: np.dtype[Any]) -> list[tuple[int, int, Any, Any, Any]]:
+    """Runs of fields decoded by one view: (byte start, count, dtype, scale, offset).
+
+    Consecutive fields of one numpy type and one scale become one 2-D view, one
+    conversion and one ``tolist()``; a bytes field is a run of its own (dtype None).
+    """
+    out: list[list[Any]] = []
+    pos = 0
+    for k, f in enumerate(fields):
+        if f.type == "bytes":
+            out.append([pos, f.size, None, None, None])
+            pos += f.size
+            continue
+        dt = np.dtype(dtype[k])
+        scale = (f.scale if f.scale is not None else 1.0) if f.scaled else None
+        key = (dt, scale, f.offset or 0.0)
+        last = out[-1] if out else None
+        if last is not None and last[2] is not None and (last[2], last[3], last[4]) == key:
+            last[1] += 1
+        else:
+            out.append([pos, 1, *key])
+        pos += dt.itemsize
+    return [(g[0], g[1], g[2], g[3], g[4]) for g in out]
+
+
+@dataclass(slots=True)
+class _Scan:
+    accepted: Any  # positions (list or ndarray) relative to the buffer
+    columns: list[list[Any]] | None  # raw field values per field, when vectorised
+    checksum_errors: int
+    trailer_errors: int
+    keep: int
+    nonfinite: int = 0
+
+
+class FixedReceiver:
+    """Byte stream in, :class:`Received` frames out, for one fixed-size description."""
+
+    #: Inputs at least this long use the numpy scanner.
+    vector_threshold = 512
+
+    def __init__(self, codec: FrameCodec[Any]) -> None:
+        d = codec.desc
+        if d.size is None or not d.header:
+            raise ConfigError(f"{d.name}: a fixed-size frame with a header is needed")
+        self.codec = codec
+        self.stats = FixedReceiverStats()
+        self.header = d.header
+        self.size = d.size
+        self.trailer = d.trailer
+        ck = d.checksum
+        self.kind = ck.algo.kind if ck else "none"
+        c = ck.size if ck else 0
+        self.span = (0 if ck and ck.span == "all" else len(d.header), d.size - len(d.trailer) - c)
+        self.check_func = codec.check_func
+        self.check_order = codec.check_order
+        self.dtype = numpy_dtype(codec)
+        kinds = {self.dtype[k] for k in range(len(self.dtype.names or ()))}
+        # One view and one tolist() when every field has the same numpy type (the odometry
+        # frame's four float32s); otherwise a column per field, scaled in numpy.
+        self._uniform = (np.dtype(next(iter(kinds))) if len(kinds) == 1 and not any(
+            f.scaled or f.type == "bytes" for f in d.fields) else None)
+        self._scales = [f.name for f in d.fields]
+        self._groups = _groups(d.fields, self.dtype)
+        self.algo = ck.algo if ck else None
+        self._cols = np.arange(self.span[0], d.size)
+        self._tuple_frames = issubclass(codec.cls, tuple)
+        self._new_frame = partial(tuple.__new__, codec.cls)
+        self._new_received = partial(tuple.__new__, Received)
+        self._label_columns: list[tuple[int, Any]] = []
+        for k, f in enumerate(d.fields):
+            if f.name in codec.enums:
+                e = codec.enums[f.name]
+                table = {m.value: m for m in e}
+                conv = e if f.flags else (lambda v, t=table: t.get(v, v))
+                self._label_columns.append((k, conv))
+        self._trailer_arr = np.frombuffer(d.trailer, np.uint8)
+        self.float_fields = [f.name for f in d.fields if f.info.kind == "float"]
+        self.bytes_fields = [f.name for f in d.fields if f.type == "bytes"]
+        self._single = codec.prefix[0].struct if len(codec.prefix) == 1 else None
+        self._buf = b""
+        self._base = 0
+        self._covered = 0
+        self._gap = False
+
+    @property
+    def pending(self) -> int:
+        """Bytes held back for the next call (always less than one frame)."""
+        return len(self._buf)
+
+    # -- candidate checks ---------------------------------------------------------
+    def _ok(self, buf: bytes, i: int) -> int:
+        """0 when the candidate at ``i`` is a frame; 1 bad check; 2 bad trailer."""
+        size, t = self.size, self.trailer
+        if t and buf[i + size - len(t): i + size] != t:
+            return 2
+        a, b = self.span
+        kind = self.kind
+        if kind == "sum8":
+            return 0 if sum(buf[i + a:i + b]) & 0xFF == buf[i + b] else 1
+        if kind == "xor8":
+            return 0 if reduce(xor, buf[i + a:i + b], 0) == buf[i + b] else 1
+        if kind == "crc":
+            assert self.check_func is not None
+            c = b + self.codec.check_size
+            got = int.from_bytes(buf[i + b:i + c], self.check_order)
+            return 0 if self.check_func(buf[i + a:i + b]) == got else 1
+        return 0
+
+    def _hold(self, buf: bytes, pos: int) -> int:
+        """Where to cut when no header starts at or after ``pos``: keep a header prefix."""
+        n = len(buf)
+        h = self.header
+        for k in range(min(len(h) - 1, n - pos), 0, -1):
+            if buf.endswith(h[:k]):
+                return n - k
+        return n
+
+    # -- scanners -----------------------------------------------------------------
+    def _scan_python(self, buf: bytes, covered: int) -> _Scan:
+        n, size, header = len(buf), self.size, self.header
+        accepted: list[int] = []
+        errors = [0, 0, 0]
+        pos = 0
+        find, ok = buf.find, self._ok
+        while True:
+            i = find(header, pos)
+            if i < 0:
+                return _Scan(accepted, None, errors[1], errors[2], self._hold(buf, pos))
+            if i + size > n:
+                return _Scan(accepted, None, errors[1], errors[2], i)
+            why = ok(buf, i)
+            if not why:
+                accepted.append(i)
+                covered = i + size
+            elif i >= covered:
+                errors[why] += 1
+            pos = i + 1
+
+    def _scan_numpy(self, buf: bytes, covered: int) -> _Scan:
+        n, size, header = len(buf), self.size, self.header
+        a = np.frombuffer(buf, dtype=np.uint8)
+        hl = len(header)
+        hits = np.flatnonzero(a[: n - hl + 1] == header[0])
+        for k in range(1, hl):
+            hits = hits[a[hits + k] == header[k]]
+        ncomplete = int(np.searchsorted(hits, n - size, side="right"))
+        complete = hits[:ncomplete]
+        # One gather of every complete candidate, from the first byte the check covers.
+        g = self.span[0]
+        rows = a[complete[:, None] + self._cols]
+        lo, hi = self.span[0] - g, self.span[1] - g
+        if self.trailer:
+            tl = len(self.trailer)
+            bad_t = ~(rows[:, size - g - tl:] == self._trailer_arr).all(axis=1)
+        else:
+            bad_t = None
+        if self.kind == "sum8":
+            bad_c = (rows[:, lo:hi].sum(axis=1, dtype=np.uint32) & 0xFF) != rows[:, hi]
+        elif self.kind == "xor8":
+            bad_c = np.bitwise_xor.reduce(rows[:, lo:hi], axis=1) != rows[:, hi]
+        elif self.kind == "crc":
+            assert self.algo is not None
+            got = _uint_rows(rows[:, hi:hi + self.codec.check_size], self.check_order)
+            bad_c = crc_rows(self.algo, rows[:, lo:hi]) != got
+        else:
+            bad_c = np.zeros(len(complete), dtype=bool)
+        if bad_t is not None:
+            bad_c &= ~bad_t
+            good = ~(bad_c | bad_t)
+        else:
+            good = ~bad_c
+        acc = complete[good]
+        errs = [0, 0]
+        if len(acc) != len(complete):
+            invalid = complete[~good]
+            j = np.searchsorted(acc, invalid) - 1
+            ends = np.where(j >= 0, acc[np.maximum(j, 0)] + size if len(acc) else 0, 0)
+            outside = (invalid >= ends) & (invalid >= covered)
+            errs[0] = int(np.count_nonzero(bad_c[~good] & outside))
+            if bad_t is not None:
+                errs[1] = int(np.count_nonzero(bad_t[~good] & outside))
+        if ncomplete < len(hits):
+            keep = int(hits[ncomplete])
+        else:
+            keep = self._hold(buf, max(0, n - hl + 1))
+        body = np.ascontiguousarray(rows[good, hl - g: hl - g + self.dtype.itemsize])
+        nonfinite = 0
+        if self._uniform is not None:
+            per_row = self.dtype.itemsize // np.dtype(self._uniform).itemsize
+            values = body.view(self._uniform).reshape(len(acc), per_row)  # -1 fails on 0 rows
+            if self.float_fields and len(acc):
+                finite = np.isfinite(values)
+                if not finite.all():  # the all-finite case is the hot one
+                    nonfinite = int(len(acc) - np.count_nonzero(finite.all(axis=1)))
+            uniform = values.T.tolist() if len(acc) else [[] for _ in self._scales]
+            return _Scan(acc, uniform, errs[0], errs[1], keep, nonfinite)
+        nacc = len(acc)
+        if self.float_fields and nacc:
+            rec = body.view(self.dtype).reshape(-1)
+            fin = np.ones(nacc, dtype=bool)
+            for name in self.float_fields:
+                fin &= np.isfinite(rec[name])
+            nonfinite = int(nacc - np.count_nonzero(fin))
+        columns: list[list[Any]] = []
+        for start, count, dt, scale, offset in self._groups:
+            if dt is None:  # a bytes field
+                columns.append([bytes(r) for r in body[:, start:start + count]])
+                continue
+            block = body[:, start:start + count * dt.itemsize].view(dt).reshape(nacc, count)
+            if scale is not None:
+                # the same double operations as the per-frame constructor: raw * scale + offset
+                block = block.astype(np.float64) * scale
+                if offset:
+                    block = block + offset
+            columns.extend(block.T.tolist() if nacc else [[] for _ in range(count)])
+        return _Scan(acc, columns, errs[0], errs[1], keep, nonfinite)
+
+    # -- feeding ------------------------------------------------------------------
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
+        """Take the next chunk of the stream; return the frames it completes."""
+        if not data:
+            return []
+        base = self._base
+        chunk = bytes(data)
+        self.stats.bytes += len(chunk)
+        buf = self._buf + chunk if self._buf else chunk
+        covered = self._covered - base
+        vector = len(buf) >= max(self.vector_threshold, self.size)
+        scan = self._scan_numpy(buf, covered) if vector else self._scan_python(buf, covered)
+        self._account(scan, covered)
+        st = self.stats
+        st.frames += len(scan.accepted)
+        st.checksum_errors += scan.checksum_errors
+        st.trailer_errors += scan.trailer_errors
+        self._buf = buf[scan.keep:]
+        self._base += scan.keep
+        make = self.codec.make_at
+        if scan.columns is not None:
+            st.nonfinite += scan.nonfinite
+            offsets = (np.asarray(scan.accepted) + base).tolist()
+            if self._tuple_frames:  # whole columns to tuples without a Python call per frame
+                cols = scan.columns
+                for k, conv in self._label_columns:
+                    cols[k] = list(map(conv, cols[k]))
+                frames = map(self._new_frame, zip(*cols))
+                return list(map(self._new_received, zip(offsets, frames)))
+            return list(map(self.codec.make_at_scaled, offsets, *scan.columns))
+        single, hl = self._single, len(self.header)
+        if single is not None:
+            unpack = single.unpack_from
+            out = [make(base + p, *unpack(buf, p + hl)) for p in scan.accepted]
+        else:
+            raw = self.codec.raw_values
+            out = [make(base + p, *raw(buf, p)) for p in scan.accepted]
+        if self.float_fields and out:
+            names = self.float_fields
+            st.nonfinite += sum(1 for r in out if not all(
+                isfinite(getattr(r.frame, k)) for k in names))
+        return out
+
+    def _account(self, scan: _Scan, covered: int) -> None:
+        """Discarded bytes, resyncs and overlaps for the region this call resolved."""
+        size = self.size
+        cur = max(covered, 0)  # bytes of this buffer before cur are in a frame
+        gap = self._gap
+        discarded = resyncs = overlapping = 0
+        acc = scan.accepted
+        if isinstance(acc, np.ndarray) and len(acc):
+            step = np.diff(acc)
+            first = int(acc[0])
+            if first >= cur and (len(acc) == 1 or int(step.min()) >= size):
+                # no overlaps (the common case): one resync per gap between frames
+                resyncs = int(np.count_nonzero(step > size)) + (1 if gap or first > cur else 0)
+                end = int(acc[-1]) + size
+                discarded = end - cur - size * len(acc)
+                cur, gap = end, False
+                acc = []
+            else:
+                acc = acc.tolist()
+        for p in acc:
+            if p < cur:
+                overlapping += 1
+            elif p > cur or gap:
+                discarded += p - cur
+                resyncs += 1
+                gap = False
+            cur = max(cur, p + size)
+        if scan.keep > cur:
+            discarded += scan.keep - cur
+            gap = True
+        self._gap = gap
+        self._covered = max(self._covered, self._base + cur)
+        st = self.stats
+        st.discarded += discarded
+        st.resyncs += resyncs
+        st.overlapping += overlapping
+
+    def finish(self) -> list[Received]:
+        """End of stream: count the held-back tail as discarded (no frame can be in it)."""
+        tail = len(self._buf)
+        uncovered = max(0, self._base + tail - max(self._covered, self._base))
+        self.stats.discarded += uncovered
+        if uncovered:
+            self._gap = True
+        self._base += tail
+        self._buf = b""
+        return []

@@ -1,0 +1,311 @@
+"""Shared test helpers, in one place: the CLI as a subprocess, a firmware played
+on a pty, the pty fixtures, clocks and lag, vcan, the fish example, the Webots
+stand-in. Test modules import from here, never from each other."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import can
+import pytest
+
+from fwbridge.bridge.base_core import NodeEvent
+from fwbridge.bridge.config import RobotConfig, parse_config
+from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.transports import PtyPair
+from fwbridge.protocols import action_frame, action_group, cmd_frame
+from fwbridge.protocols.action_frame import ActionFrame
+from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.hextext import parse_hex
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fwbridge_argv() -> list[str]:
+    """The console script next to this interpreter, else ``python -m fwbridge.cli``."""
+    script = Path(sys.executable).with_name("fwbridge")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("fwbridge")
+    return [found] if found else [sys.executable, "-m", "fwbridge.cli"]
+
+
+def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a CLI subprocess: wide, uncoloured, and able to import
+    the test-only packages (``tests.sim_stub``) that some tests point it at."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONPATH": path, **(extra or {})}
+
+
+def run_cli(
+    *args: str, input: bytes | None = None, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*fwbridge_argv(), *args], input=input, capture_output=True, timeout=timeout,
+        env=cli_env(env), cwd=ROOT, check=False,
+    )
+
+
+@dataclass(frozen=True)
+class Arrival:
+    t: float  # time.monotonic() when the peer read it
+    frame: CmdFrame
+    raw: bytes
+
+
+class FirmwarePeer(threading.Thread):
+    """Plays the STM32 on ``pair``'s master side.
+
+    Collects the command frames the host sends (with arrival times and their
+    exact bytes) and all raw bytes; ``answer`` may return bytes to send back
+    for each command (an odometry frame, say). Survives the pair being
+    unplugged and plugged again.
+    """
+
+    def __init__(
+        self, pair: PtyPair, answer: Callable[[CmdFrame], bytes | None] | None = None
+    ) -> None:
+        super().__init__(name="firmware-peer", daemon=True)
+        self.pair = pair
+        self.answer = answer
+        self.rx = Sum8Receiver(cmd_frame.CODEC)
+        self.arrivals: list[Arrival] = []
+        self.raw = bytearray()
+        self._cond = threading.Condition()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            fd = self.pair.master_fd
+            if fd < 0:
+                time.sleep(0.005)
+                continue
+            try:
+                data = self.pair.read(timeout=0.02)
+            except (OSError, ValueError):  # unplugged under our feet
+                time.sleep(0.005)
+                continue
+            if not data:
+                continue
+            now = time.monotonic()
+            with self._cond:
+                self.raw += data
+                for item in self.rx.feed(data):
+                    raw = bytes(self.raw[item.offset : item.offset + cmd_frame.SIZE])
+                    self.arrivals.append(Arrival(now, item.frame, raw))
+                    if self.answer is not None:
+                        reply = self.answer(item.frame)
+                        if reply:
+                            self.send(reply)
+                self._cond.notify_all()
+
+    def send(self, data: bytes) -> None:
+        with contextlib.suppress(OSError):  # unplugged: the bytes are lost, as on a real cable
+            self.pair.write(data)
+
+    def wait_for(self, predicate: Callable[[list[Arrival]], bool], timeout: float = 5.0) -> bool:
+        """Wait until ``predicate(arrivals)`` holds; False after ``timeout`` seconds."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self.arrivals):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def frames(self) -> list[CmdFrame]:
+        with self._cond:
+            return [a.frame for a in self.arrivals]
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(2.0)
+
+
+def run_verb(
+    *args: str, input: bytes | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[bytes]:
+    """``fwbridge ARGS`` as a subprocess, to completion."""
+    return run_cli(*args, input=input, timeout=timeout)
+
+
+def spawn_verb(*args: str, **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``fwbridge ARGS`` started in the background (stdin/stdout/stderr as given)."""
+    proc: subprocess.Popen[bytes] = subprocess.Popen(
+        [*fwbridge_argv(), *args], env=cli_env(), cwd=ROOT, **kwargs
+    )
+    return proc
+
+
+class Recorder:
+    """Odometry records and events the node hands out, waitable; optionally a slow subscriber."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.records: list[Odometry] = []
+        self.events: list[NodeEvent] = []
+        self.cond = threading.Condition()
+
+    def odometry(self, rec: Odometry) -> None:
+        if self.delay:
+            time.sleep(self.delay)  # a subscriber doing slow work (I/O, a plot, a lock)
+        with self.cond:
+            self.records.append(rec)
+            self.cond.notify_all()
+
+    def event(self, ev: NodeEvent) -> None:
+        with self.cond:
+            self.events.append(ev)
+            self.cond.notify_all()
+
+    def wait(self, pred: Any, timeout: float = 5.0) -> bool:
+        with self.cond:
+            return bool(self.cond.wait_for(lambda: pred(self), timeout))
+
+    def kinds(self) -> list[str]:
+        with self.cond:
+            return [e.kind for e in self.events]
+
+    def count(self) -> int:
+        with self.cond:
+            return len(self.records)
+
+
+class LagMeter(threading.Thread):
+    """How late this machine wakes a sleeping thread, measured while a timed test runs.
+
+    The worst oversleep is the measured lag: when it is large the machine
+    could not keep real time, and a timing check that needs it skips with
+    that figure instead of failing.
+    """
+
+    def __init__(self, step: float = 0.005) -> None:
+        super().__init__(name="lag-meter", daemon=True)
+        self.step = step
+        self.worst = 0.0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            t0 = time.monotonic()
+            time.sleep(self.step)
+            self.worst = max(self.worst, time.monotonic() - t0 - self.step)
+
+    def __enter__(self) -> LagMeter:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._halt.set()
+        self.join(1.0)
+
+
+class ManualClock:
+    """A clock the test moves by hand (thread-safe): the node's time, not the machine's."""
+
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.t
+
+    def advance(self, dt: float) -> None:
+        with self._lock:
+            self.t += dt
+
+
+def config(url: str, **sections: dict[str, Any]) -> RobotConfig:
+    """A robot config for ``url`` with the given sections (as parsed from TOML)."""
+    data: dict[str, Any] = {"link": {"url": url}, **sections}
+    return parse_config(data)
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[PtyPair]:
+    """A pty pair; its slave also answers at a stable symlink path (for replugs)."""
+    with PtyPair(tmp_path / "ttyBASE") as p:
+        yield p
+
+
+@pytest.fixture
+def peer(pair: PtyPair) -> Iterator[FirmwarePeer]:
+    """A thread playing the firmware on the pty's master side."""
+    p = FirmwarePeer(pair)
+    p.start()
+    yield p
+    p.stop()
+
+# -- CAN: is there a usable vcan0? -----------------------------------------------------
+def vcan_reason() -> str | None:
+    """Why the socketcan tests cannot run here, or None when vcan0 is usable."""
+    if shutil.which("ip") is None:
+        return "no 'ip' command to look for vcan0"
+    probe = subprocess.run(["ip", "link", "show", "vcan0"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"vcan0 not present ({probe.stderr.strip() or 'ip link show vcan0 failed'})"
+    try:
+        can.Bus(interface="socketcan", channel="vcan0").shutdown()
+    except (can.CanError, OSError) as exc:
+        return f"vcan0 present but not usable: {exc}"
+    return None
+
+
+# -- the fish: the patent's worked example -----------------------------------------------
+# It decodes only relaxed (header FE FF, a CRC that matches nothing): its
+# content, re-encoded in a valid frame, is what the tests send.
+_PATENT = action_frame.decode(parse_hex((FIXTURES / "patent_example.hex").read_text()),
+                              relaxed=True)
+EXAMPLE = ActionFrame(_PATENT.machine, _PATENT.type, _PATENT.sub, _PATENT.data)
+STEPS = [[(e.servo_id, e.speed, e.angle) for e in st.servos]
+         for st in action_group.from_frame(EXAMPLE).steps]
+
+
+# -- the stand-in of Webots' controller module -------------------------------------------
+STANDIN = Path(__file__).parent / "webots_standin"
+
+
+def world(controller: ModuleType, end_ms: int, step: float = 8.0) -> tuple[object, object, object]:
+    """A stand-in world: the robot, a host and a supervisor node on their channels."""
+    sim = controller.Simulator(basic_time_step=step, end_ms=end_ms)
+    # The robot node with the devices of PROTOCOLS.md 5; channels deliberately wrong
+    # (0): the adapter must set them.
+    sim.add_robot(
+        "robot",
+        [
+            ("emitter", "serialComTx", 0),
+            ("receiver", "serialComRx", 0),
+            ("emitter", "supervisorComTx", 0),
+            ("receiver", "supervisorComRx", 0),
+        ],
+    )
+    host = sim.add_robot("host", [("emitter", "tx", 3), ("receiver", "rx", 4)])
+    sup = sim.add_robot("supervisor", [("emitter", "tx", 1), ("receiver", "rx", 2)])
+    host.devices["rx"].enable(8)
+    sup.devices["rx"].enable(8)
+    controller.install(sim)
+    return sim, host, sup
+
+
+def drain(rx: object) -> bytes:
+    """Every byte queued on a stand-in Receiver."""
+    out = b""
+    while rx.getQueueLength():  # type: ignore[attr-defined]
+        out += rx.getBytes()  # type: ignore[attr-defined]
+        rx.nextPacket()  # type: ignore[attr-defined]
+    return out

@@ -1,0 +1,117 @@
+"""An independent ROS 2 peer for the tests: plain Zenoh + rosbags, no fwbridge code.
+
+    python tests/ros2_peer.py ENDPOINT echo KEY TYPE [--count N]
+        one JSON line per sample on KEY (a Zenoh key expression): the decoded
+        message, and the attachment's fields;
+    python tests/ros2_peer.py ENDPOINT pub PREFIX VX WZ SECONDS [--rate HZ] [--raw HEX]
+        geometry_msgs/Twist samples (or the raw bytes HEX) on
+        PREFIX/geometry_msgs::msg::dds_::Twist_/RIHS01_<hash> (PREFIX like
+        0/robot1/cmd_vel), with an rmw_zenoh attachment, at HZ for SECONDS;
+    python tests/ros2_peer.py ENDPOINT tokens
+        the liveliness keys of domain 0, one per line.
+
+It connects (client of a test router or peer) to ENDPOINT only, no scouting.
+Prints "ready" on stderr once subscribed.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import threading
+import time
+
+import zenoh
+from rosbags.typesys import Stores, get_typestore
+
+STORE = get_typestore(Stores.ROS2_JAZZY)
+
+
+def session(endpoint: str) -> zenoh.Session:
+    cfg = zenoh.Config()
+    cfg.insert_json5("mode", '"peer"')
+    cfg.insert_json5("scouting/multicast/enabled", "false")
+    cfg.insert_json5("connect/endpoints", json.dumps([endpoint]))
+    cfg.insert_json5("listen/endpoints", "[]")
+    return zenoh.open(cfg)
+
+
+def plain(msg: object) -> object:
+    if hasattr(msg, "__dataclass_fields__"):
+        names = [k for k in msg.__dataclass_fields__ if not k.startswith("__")]
+        return {k: plain(getattr(msg, k)) for k in names}
+    if hasattr(msg, "tolist"):
+        return msg.tolist()
+    if isinstance(msg, list):
+        return [plain(v) for v in msg]
+    return msg
+
+
+def echo(s: zenoh.Session, key: str, msgtype: str, count: int) -> None:
+    done = threading.Event()
+    seen = [0]
+    lock = threading.Lock()
+
+    def on_sample(sample: zenoh.Sample) -> None:
+        payload = sample.payload.to_bytes()
+        att = sample.attachment.to_bytes() if sample.attachment is not None else b""
+        out: dict[str, object] = {"key": str(sample.key_expr), "t": time.monotonic(),
+                                  "attachment": att.hex()}
+        if len(att) == 33:
+            seq, stamp, n = struct.unpack_from("<qqB", att)
+            out.update(seq=seq, source_timestamp=stamp, gid_len=n, gid=att[17:].hex())
+        out["msg"] = plain(STORE.deserialize_cdr(payload, msgtype))
+        with lock:
+            print(json.dumps(out), flush=True)
+            seen[0] += 1
+            if count and seen[0] >= count:
+                done.set()
+
+    sub = s.declare_subscriber(key, on_sample)
+    print("ready", file=sys.stderr, flush=True)
+    done.wait()
+    sub.undeclare()
+
+
+def pub(s: zenoh.Session, key: str, vx: float, wz: float, seconds: float, rate: float,
+        raw: bytes | None) -> None:
+    t = STORE.types
+    vec = t["geometry_msgs/msg/Vector3"]
+    msg = t["geometry_msgs/msg/Twist"](linear=vec(x=vx, y=0.0, z=0.0),
+                                       angular=vec(x=0.0, y=0.0, z=wz))
+    data = raw if raw is not None else bytes(STORE.serialize_cdr(msg, "geometry_msgs/msg/Twist"))
+    key = f"{key}/geometry_msgs::msg::dds_::Twist_/{STORE.hash_rihs01('geometry_msgs/msg/Twist')}"
+    publisher = s.declare_publisher(key)
+    print("ready", file=sys.stderr, flush=True)
+    end = time.monotonic() + seconds
+    seq = 0
+    while time.monotonic() < end:
+        seq += 1
+        att = struct.pack("<qqB16s", seq, time.time_ns(), 16, b"\x07" * 16)
+        publisher.put(data, attachment=att)
+        time.sleep(1.0 / rate)
+
+
+def main() -> None:
+    endpoint, verb, *rest = sys.argv[1:]
+    s = session(endpoint)
+    try:
+        if verb == "echo":
+            count = int(rest[rest.index("--count") + 1]) if "--count" in rest else 0
+            echo(s, rest[0], rest[1], count)
+        elif verb == "pub":
+            rate = float(rest[rest.index("--rate") + 1]) if "--rate" in rest else 20.0
+            raw = bytes.fromhex(rest[rest.index("--raw") + 1]) if "--raw" in rest else None
+            pub(s, rest[0], float(rest[1]), float(rest[2]), float(rest[3]), rate, raw)
+        elif verb == "tokens":
+            time.sleep(0.5)
+            for reply in s.liveliness().get("@ros2_lv/0/**", timeout=2.0):
+                if reply.ok is not None:
+                    print(str(reply.ok.key_expr), flush=True)
+    finally:
+        s.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Floors hold at import time: the pure parts import no I/O machinery.
+
+Each check runs in a fresh interpreter (``sys.modules`` of this one is full
+of everything the other tests imported).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+#: What a sans-I/O import must not bring along: ports, buses, event loops, threads.
+IO_MODULES = ("serial", "serial_asyncio", "can", "asyncio", "threading")
+
+
+def imported_after(code: str) -> set[str]:
+    """The top-level modules present in a fresh interpreter after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return {name.partition(".")[0] for name in json.loads(res.stdout.splitlines()[-1])}
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import fwbridge",
+        "import fwbridge.protocols",
+        # every module of the protocol floor
+        "import importlib, pkgutil, fwbridge.protocols as p\n"
+        "for m in pkgutil.iter_modules(p.__path__):\n"
+        "    importlib.import_module(f'fwbridge.protocols.{m.name}')",
+        "import fwbridge.bridge.base_core",
+        "import fwbridge.bridge.odometry",
+        "import fwbridge.bridge.config",
+    ],
+    ids=["fwbridge", "protocols-package", "protocols-all", "base_core", "odometry", "config"],
+)
+def test_pure_imports_pull_no_io(code: str) -> None:
+    assert imported_after(code) & set(IO_MODULES) == set()
+
+
+def test_package_roots_are_cheap() -> None:
+    # `import fwbridge` (the error tree) and the protocols package name load
+    # no third-party library at all; heavy names load on first use.
+    third_party = {"numpy", "construct", "crcmod", "click", "rich", *IO_MODULES}
+    assert imported_after("import fwbridge, fwbridge.protocols") & third_party == set()
+
+
+def test_a_control_that_can_fail() -> None:
+    # The probe does see an I/O import when there is one.
+    assert "serial" in imported_after("import fwbridge.bridge.transports")
+
+
+def test_no_test_module_imports_another() -> None:
+    # Shared test parts live in tests/helpers.py; test modules do not import each other.
+    import ast
+    from pathlib import Path
+
+    offenders = []
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.test_"):
+                offenders.append(f"{path.name}: from {node.module} import …")
+    assert offenders == []
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    offenders = []
+    for folder in ("protocols", "bridge", "can_bus", "cli_verbs", "bench", "fuzz", "tests"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                        ("fwbridge", "tests", "bench", "fuzz")):
+                    offenders += [f"{path.relative_to(root)}: {node.module}.{a.name}"
+                                  for a in node.names if a.name.startswith("_")]
+    assert offenders == []

@@ -1,0 +1,380 @@
+"""fwbridge as a ROS 2 node over Zenoh: rmw_zenoh's formats, and the whole path on loopback.
+
+Every Zenoh session here listens on (or connects to) 127.0.0.1 on a free port,
+multicast scouting off. The independent peer (tests/ros2_peer.py: plain
+Zenoh + rosbags) runs in another process.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+zenoh = pytest.importorskip("zenoh", reason="the ros2 extra (eclipse-zenoh) is not installed")
+pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed")
+
+from fwbridge.bridge import topics  # noqa: E402
+from fwbridge.bridge.config import ConfigError  # noqa: E402
+from fwbridge.bridge.ros2 import keys  # noqa: E402
+from fwbridge.bridge.ros2.config import Ros2Settings, parse_ros2  # noqa: E402
+from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
+from fwbridge.bridge.ros2.participant import zenoh_config  # noqa: E402
+from fwbridge.bridge.topics import Qos  # noqa: E402
+from tests.cli_helpers import ROOT, run_cli  # noqa: E402
+
+GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "ros2_rmw_zenoh_golden.json")
+                    .read_text())
+PEER = [sys.executable, str(ROOT / "tests" / "ros2_peer.py")]
+
+
+# -- formats (no network) --------------------------------------------------------------------
+def test_liveliness_tokens_match_rmw_zenoh() -> None:
+    zid = GOLDEN["zid"]
+    assert keys.liveliness_key(0, zid, 0, 0, "NN", "/", "base_bridge") == GOLDEN["node_root"]
+    assert keys.liveliness_key(
+        7, zid, 2, 5, "MP", "/robot1", "base_bridge", topic="/robot1/odom",
+        msgtype="nav_msgs/msg/Odometry", type_hash=topics.type_hash("nav_msgs/msg/Odometry"),
+    ) == GOLDEN["odom_publisher_domain7"]
+    assert keys.liveliness_key(
+        0, zid, 0, 3, "MS", "/robot1", "base_bridge", topic="/robot1/cmd_vel",
+        msgtype="geometry_msgs/msg/Twist",
+        type_hash=topics.type_hash("geometry_msgs/msg/Twist", "humble"),
+    ) == GOLDEN["cmd_vel_subscription_humble"]
+    assert keys.liveliness_key(
+        0, zid, 0, 2, "MP", "/", "base_bridge", topic="/tf", msgtype="tf2_msgs/msg/TFMessage",
+        type_hash=topics.type_hash("tf2_msgs/msg/TFMessage"), qos=topics.TOPICS["tf"].qos,
+    ) == GOLDEN["tf_publisher_depth100"]
+    assert keys.qos_key(Qos("best_effort", "transient_local", "keep_last", 7)) == GOLDEN[
+        "qos_best_effort_transient_local_depth7"]
+    parsed = keys.parse_liveliness(GOLDEN["odom_publisher_domain7"])
+    assert parsed is not None and (parsed.domain, parsed.node, parsed.topic, parsed.msgtype) == (
+        7, "/robot1/base_bridge", "/robot1/odom", "nav_msgs/msg/Odometry")
+    assert keys.parse_liveliness("@ros2_lv/0/x/NN") is None
+
+
+def test_data_keys_match_rmw_zenoh() -> None:
+    odom = topics.type_hash("nav_msgs/msg/Odometry")
+    assert keys.data_key(0, "/robot1/odom", "nav_msgs/msg/Odometry", odom) == GOLDEN[
+        "data_odom_jazzy"]
+    assert keys.data_key(0, "/chatter", "std_msgs/msg/String", "TypeHashNotSupported") == GOLDEN[
+        "data_chatter_humble"]
+    assert topics.type_hash("geometry_msgs/msg/Twist") == GOLDEN["data_twist_jazzy_hash"]
+    assert keys.resolve_name("odom", "/robot1") == "/robot1/odom"
+    assert keys.resolve_name("/tf", "/robot1") == "/tf"
+    assert keys.resolve_name("odom", "/") == "/odom"
+
+
+def test_attachment_matches_zenoh_serializer() -> None:
+    att = keys.Attachment(1, 1_700_000_000_123_456_789, bytes(range(16)))
+    assert att.encode().hex() == GOLDEN["attachment_seq1_ts1700000000123456789_gid00to0f"]
+    # the same bytes from Zenoh's own serializer (what zenoh-cpp's Serializer writes)
+    from zenoh.ext import Int64, UInt8, z_serialize
+
+    ref = z_serialize((Int64(1), Int64(1_700_000_000_123_456_789), [UInt8(b) for b in range(16)]))
+    assert ref.to_bytes() == att.encode()
+    assert keys.Attachment.decode(att.encode()) == att
+    with pytest.raises(topics.MessageError):
+        keys.Attachment.decode(b"\x01" * 20)
+
+
+def test_gid_is_xxh3_of_the_token() -> None:
+    gid = keys.entity_gid(GOLDEN["node_root"])
+    assert len(gid) == 16 and gid != keys.entity_gid(GOLDEN["odom_publisher_domain7"])
+
+
+def test_ros2_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = parse_ros2({"enabled": True, "namespace": "robot1", "distro": "humble",
+                    "connect": ["tcp/10.0.0.2:7447"], "topics": {"odom": "wheel_odom"}})
+    assert (s.namespace, s.distro, s.topic("odom"), s.topic("cmd_vel")) == (
+        "/robot1", "humble", "wheel_odom", "cmd_vel")
+    assert Ros2Settings().connect == ("tcp/localhost:7447",) and Ros2Settings().listen == ()
+    monkeypatch.setenv("ROS_DOMAIN_ID", "42")
+    assert Ros2Settings().domain == 42 and Ros2Settings(domain_id=3).domain == 3
+    for bad, field in [({"distro": "iron"}, "ros2.distro"), ({"connect": ["localhost"]},
+                       "ros2.connect"), ({"topics": {"odm": "x"}}, "ros2.topics.odm"),
+                       ({"domain_id": 300}, "ros2.domain_id"), ({"colour": 1}, "ros2.colour")]:
+        with pytest.raises(ConfigError, match=field):
+            parse_ros2(bad)
+
+
+def test_nothing_listens_without_listen() -> None:
+    cfg = json.loads(str(zenoh_config(["tcp/127.0.0.1:1"])))
+    assert cfg["mode"] == "client" and cfg["listen"]["endpoints"] == []
+    assert cfg["scouting"]["multicast"]["enabled"] is False
+    assert json.loads(str(zenoh_config([], ["tcp/127.0.0.1:0"])))["mode"] == "peer"
+
+
+# -- on loopback ---------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _router(endpoint: str) -> Any:
+    return zenoh.open(zenoh_config([], [endpoint], mode="router"))
+
+
+@pytest.fixture(scope="module")
+def network() -> Iterator[dict[str, Any]]:
+    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    state: dict[str, Any] = {"endpoint": endpoint, "router": _router(endpoint)}
+    fleet = Fleet(4, Ros2Settings(connect=(endpoint,), domain_id=0), rate_hz=50.0)
+    fleet.start()
+    assert fleet.participant is not None and fleet.participant.wait_open(10)
+    state["fleet"] = fleet
+    try:
+        yield state
+    finally:
+        fleet.stop()
+        state["router"].close()
+
+
+def _echo(endpoint: str, key: str, msgtype: str, count: int) -> list[dict[str, Any]]:
+    out = subprocess.run([*PEER, endpoint, "echo", key, msgtype, "--count", str(count)],
+                         capture_output=True, text=True, timeout=30, check=True)
+    return [json.loads(line) for line in out.stdout.splitlines()[:count]]
+
+
+def _bridge(fleet: Fleet, ns: str) -> Any:
+    return next(b for b in fleet.bridges if b.settings.namespace == ns)
+
+
+def _wait(pred: Any, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.slow
+def test_odometry_decoded_by_an_independent_subscriber(network: dict[str, Any]) -> None:
+    (sample,) = _echo(network["endpoint"], "0/robot2/odom/**", "nav_msgs/msg/Odometry", 1)
+    assert sample["key"] == GOLDEN["data_odom_jazzy"].replace("robot1", "robot2")
+    assert sample["gid_len"] == 16 and len(sample["attachment"]) == 66 and sample["seq"] >= 1
+    assert bytes.fromhex(sample["gid"]) == _bridge(network["fleet"], "/robot2").odom_pub.gid
+    msg = sample["msg"]
+    assert (msg["header"]["frame_id"], msg["child_frame_id"]) == ("odom", "base_link")
+    assert abs(msg["header"]["stamp"]["sec"] - time.time()) < 60  # ROS time, not monotonic
+    (tf,) = _echo(network["endpoint"], "0/tf/**", "tf2_msgs/msg/TFMessage", 1)
+    assert tf["msg"]["transforms"][0]["child_frame_id"] == "base_link"
+    (diag,) = _echo(network["endpoint"], "0/diagnostics/**",
+                    "diagnostic_msgs/msg/DiagnosticArray", 1)
+    values = {kv["key"] for kv in diag["msg"]["status"][0]["values"]}
+    assert {"frames", "checksum_errors", "watchdog_trips", "reconnects", "link"} <= values
+
+
+@pytest.mark.slow
+def test_cmd_vel_moves_one_robot_and_the_watchdog_stops_it(network: dict[str, Any]) -> None:
+    fleet = network["fleet"]
+    moving = {"vx": 0.0}
+    robot3 = _bridge(fleet, "/robot3")
+    others = [_bridge(fleet, ns) for ns in ("/robot1", "/robot2", "/robot4")]
+    before = [b.cmd_sub.received for b in others]
+
+    def watch(odom: Any) -> None:
+        moving["vx"] = odom.vx
+
+    robot3.node.odometry_callbacks.append(watch)
+    try:
+        trips = robot3.node.stats()["watchdog_trips"]
+        subprocess.run([*PEER, network["endpoint"], "pub", "0/robot3/cmd_vel", "0.3", "0", "2"],
+                       check=True, timeout=30, capture_output=True)
+        assert robot3.cmd_sub.received > 5
+        assert _wait(lambda: robot3.node.stats()["watchdog_trips"] > trips)
+        assert _wait(lambda: abs(moving["vx"]) < 0.01)  # the base came to rest
+    finally:
+        robot3.node.odometry_callbacks.remove(watch)
+    assert [b.cmd_sub.received for b in others] == before  # namespaces kept apart
+
+
+@pytest.mark.slow
+def test_bad_cmd_vel_is_counted_and_dropped(network: dict[str, Any]) -> None:
+    robot4 = _bridge(network["fleet"], "/robot4")
+    sub = robot4.cmd_sub
+    m0, r0 = sub.malformed, sub.refused
+    subprocess.run([*PEER, network["endpoint"], "pub", "0/robot4/cmd_vel", "0", "0", "0.5",
+                    "--raw", "000100000102"], check=True, timeout=30, capture_output=True)
+    assert _wait(lambda: sub.malformed > m0)
+    subprocess.run([*PEER, network["endpoint"], "pub", "0/robot4/cmd_vel", "nan", "0", "0.5"],
+                   check=True, timeout=30, capture_output=True)
+    subprocess.run([*PEER, network["endpoint"], "pub", "0/robot4/cmd_vel", "1e9", "0", "0.5"],
+                   check=True, timeout=30, capture_output=True)
+    assert _wait(lambda: sub.refused > r0 + 1)
+    assert robot4.node.running and robot4.node.core.target(robot4.node.clock()).vx == 0.0
+
+
+@pytest.mark.slow
+def test_ros2_topics_lists_the_fleet(network: dict[str, Any]) -> None:
+    res = run_cli("ros2", "topics", "--json", "--connect", network["endpoint"], timeout=60)
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    pubs = {(r["topic"], r["node"]) for r in rows if r["kind"] == "MP"}
+    for k in range(1, 5):
+        assert (f"/robot{k}/odom", f"/robot{k}/base_bridge") in pubs
+        assert {"kind": "MS", "topic": f"/robot{k}/cmd_vel", "type": "geometry_msgs/msg/Twist"
+                }.items() <= next(r for r in rows if r["topic"] == f"/robot{k}/cmd_vel").items()
+
+
+@pytest.mark.slow
+def test_a_router_that_comes_and_goes_is_survived(network: dict[str, Any]) -> None:
+    fleet = network["fleet"]
+    robot1 = _bridge(fleet, "/robot1")
+    network["router"].close()
+    frames = robot1.node.stats()["frames"]
+    assert _wait(lambda: not fleet.participant.reachable())
+    assert _wait(lambda: robot1.node.stats()["frames"] > frames + 20)  # still bridging serial
+    network["router"] = _router(network["endpoint"])
+    assert _wait(lambda: fleet.participant.reachable(), 15)
+    (sample,) = _echo(network["endpoint"], "0/robot1/odom/**", "nav_msgs/msg/Odometry", 1)
+    assert sample["msg"]["child_frame_id"] == "base_link"
+
+
+@pytest.mark.slow
+def test_bridge_without_a_router_says_so_and_bridges(tmp_path: Path) -> None:
+    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    robot = tmp_path / "robot.toml"
+    robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
+                     f'namespace = "/robot9"\nconnect = ["{endpoint}"]\n')
+    res = run_cli("bridge", str(robot), "--ros2", "--duration", "2.5", "--every", "1000")
+    assert res.returncode == 0, res.stderr
+    err = res.stderr.decode()
+    assert err.count("no Zenoh router reachable") == 1
+    assert "odometry_published=0" in err and "frames=" in err and " frames=0 " not in err
+
+
+def test_ros2_pub_refuses_bad_input() -> None:
+    res = run_cli("ros2", "pub", "/robot1/cmd_vel", "geometry_msgs/msg/Twist",
+                  "{linear: {x: .nan}}", "--connect", "tcp/127.0.0.1:1")
+    assert res.returncode == 2 and b"error: cmd_vel: linear.x is not finite" in res.stderr
+    res = run_cli("ros2", "pub", "/x", "geometry_msgs/msg/Twist", "{linear: {w: 1}}")
+    assert res.returncode == 2 and b"unknown field 'w'" in res.stderr
+
+
+@pytest.mark.slow
+def test_demo_drives_the_square_through_ros2() -> None:
+    res = run_cli("demo", "--ros2", "--side", "0.3", "--json", timeout=120)
+    assert res.returncode == 0, res.stderr
+    end = json.loads(res.stdout.splitlines()[-1])
+    assert end["completed"] and end["bridge"]["cmd_vel_received"] > 100
+    assert end["bridge"]["odom_received_by_driver"] > 100
+    assert end["truth_closing_m"] < end["tolerance_m"]
+
+
+@pytest.mark.slow
+def test_arm_joint_states_and_module_health() -> None:
+    """joint_states from the simulated arm's feedback, and each CAN module's health, as a
+    subscriber on the same domain decodes them."""
+    import can
+
+    from fwbridge.bridge.arm.can_arm import ArmLink, arm_specs, run_modules
+    from fwbridge.bridge.arm.kinematics import ScaraGeometry
+    from fwbridge.bridge.ros2.arm import Ros2Arm, arm_link_health
+    from fwbridge.bridge.ros2.participant import Participant
+
+    geom = ScaraGeometry()
+    kw = {"interface": "fwbridge", "channel": f"ros2-arm-{time.monotonic_ns()}",
+          "pacing": "afap"}
+    host = can.Bus(**kw)
+    modules, buses = run_modules(lambda: can.Bus(**kw), geom)
+    link = ArmLink(host, arm_specs(geom))
+    got: dict[str, list[Any]] = {"joints": [], "diag": []}
+    with Participant(connect=(), mode="peer") as p:
+        watcher = p.node("watcher")
+        watcher.subscription("/joint_states", "sensor_msgs/msg/JointState", got["joints"].append)
+        watcher.subscription("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray",
+                             got["diag"].append)
+        arm = Ros2Arm(p)
+        try:
+            for step in range(50):
+                now = step * 0.01
+                host.advance_to(now)  # type: ignore[attr-defined]
+                for m in modules[:4]:  # the gripper module (5) stays silent
+                    m.step(now)
+                link.poll(now)
+            names = {s.module_id: s.name for s in arm_specs(geom)}
+            arm.publish_joints({names[k]: v for k, v in sorted(link.values.items())})
+            arm.publish_health(arm_link_health(link, 0.5))
+            assert _wait(lambda: got["joints"] and got["diag"], 5)
+        finally:
+            for b in (host, *buses):
+                b.shutdown()
+    js = got["joints"][0]
+    assert js.name == ["theta1", "theta2", "d3", "theta4"] and len(js.position) == 4
+    levels = {s.hardware_id: s.level for s in got["diag"][0].status}
+    assert levels == {"can:1": 0, "can:2": 0, "can:3": 0, "can:4": 0, "can:5": 3}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_fleet_stops_cleanly_on_a_signal(sig: str) -> None:
+    import signal
+
+    from tests.cli_helpers import cli_env, fwbridge_argv
+
+    proc = subprocess.Popen([*fwbridge_argv(), "fleet", "2", "--connect",
+                             f"tcp/127.0.0.1:{_free_port()}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
+    assert proc.stderr is not None
+    line = proc.stderr.readline().decode()
+    assert "2 simulated bases" in line, line
+    time.sleep(0.5)
+    proc.send_signal(getattr(signal, sig))
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + getattr(signal, sig), err  # the stop convention
+    text = err.decode()
+    assert "fleet /robot1: commands=" in text and "fleet /robot2: commands=" in text
+
+
+def test_humble_publishes_without_type_hash() -> None:
+    """distro = "humble": keys and tokens carry TypeHashNotSupported, samples still flow."""
+    from fwbridge.bridge.ros2.participant import Participant
+
+    got: list[Any] = []
+    with Participant(connect=(), mode="peer", distro="humble") as p:
+        node = p.node("humble_node", "/r")
+        node.subscription("chatter", "std_msgs/msg/String", got.append)
+        pub = node.publisher("chatter", "std_msgs/msg/String")
+        assert pub.key == GOLDEN["data_chatter_humble"].replace("0/chatter", "0/r/chatter")
+        assert pub.token_key.split("/")[11] == "TypeHashNotSupported"
+        assert _wait(lambda: (pub.publish(topics.message_from_dict(
+            "std_msgs/msg/String", {"data": "hi"}, "humble")), bool(got))[1], 5)
+    assert got[0].data == "hi"
+
+
+@pytest.mark.slow
+def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
+    """`fwbridge bridge robot.toml --ros2` with a router: cmd_vel from another process
+    drives it, the watchdog stops it when cmd_vel stops."""
+    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    router = _router(endpoint)
+    robot = tmp_path / "robot.toml"
+    robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
+                     f'namespace = "/robot7"\nconnect = ["{endpoint}"]\n')
+    try:
+        from tests.cli_helpers import cli_env, fwbridge_argv
+
+        proc = subprocess.Popen([*fwbridge_argv(), "bridge", str(robot), "--ros2", "--duration",
+                                 "6", "--every", "1000"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
+        time.sleep(2.0)
+        subprocess.run([*PEER, endpoint, "pub", "0/robot7/cmd_vel", "0.2", "0", "1.5"],
+                       check=True, timeout=30, capture_output=True)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        router.close()
+    text = err.decode()
+    assert proc.returncode == 0, text
+    assert "ROS 2 node /robot7/base_bridge" in text and "sending zero velocity" in text
+    counters = dict(kv.split("=") for kv in text.split("ros2: ")[1].split())
+    assert int(counters["cmd_vel_received"]) > 5 and int(counters["odometry_published"]) > 50

@@ -1,0 +1,389 @@
+"""Every way a verb is stopped, on the real CLI: SIGINT, SIGTERM, SIGHUP and a reader that
+goes away. Zero velocity where the verb commanded motion, the terminal restored, what the
+verb created removed, the summary printed, and 128 + the signal's number as exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from fwbridge.bridge.capture import read_capture
+from fwbridge.bridge.transports import PtyPair
+from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.odom_frame import OdomFrame
+from tests.bridge_support import FirmwarePeer, spawn_verb
+
+pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
+
+STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+DEADLINE = 20.0
+
+
+def _config(tmp_path: Path, url: str) -> Path:
+    cfg = tmp_path / "robot.toml"
+    # A long watchdog: only the stop itself may bring the commanded speed to zero.
+    cfg.write_text(f'[link]\nurl = "{url}"\n[control]\nrate_hz = 50\n'
+                   "[watchdog]\ncmd_timeout = 30.0\n")
+    return cfg
+
+
+def _moving(peer: FirmwarePeer) -> None:
+    assert peer.wait_for(lambda a: bool(a) and a[-1].frame.vx == pytest.approx(0.3),
+                         timeout=DEADLINE), "the bridge never commanded the requested speed"
+
+
+def _stopped_at_zero(peer: FirmwarePeer) -> None:
+    time.sleep(0.2)  # anything the process still wrote has arrived
+    frames = peer.frames()
+    assert frames and frames[-1] == cmd_frame.ZERO, frames[-3:]
+
+
+@pytest.mark.parametrize("sig", STOPS, ids=lambda s: signal.Signals(s).name)
+def test_bridge_stop_signal_sends_zero_velocity(pair: PtyPair, peer: FirmwarePeer,
+                                               tmp_path: Path, sig: int) -> None:
+    proc = spawn_verb("bridge", str(_config(tmp_path, pair.path)), "--cmd-stdin",
+                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(b"0.3 0 0\n")
+        proc.stdin.flush()  # stdin stays open: the request stands until the stop
+        _moving(peer)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, err
+    assert b"bridge: commands=" in err and b"Traceback" not in err
+    _stopped_at_zero(peer)
+
+
+def test_more_signals_while_stopping_do_not_cut_the_stop_short(
+        pair: PtyPair, peer: FirmwarePeer, tmp_path: Path) -> None:
+    capture = tmp_path / "run.pcapng"
+    proc = spawn_verb("bridge", str(_config(tmp_path, pair.path)), "--cmd-stdin", "--record",
+                      str(capture), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(b"0.3 0 0\n")
+        proc.stdin.flush()
+        _moving(peer)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            proc.send_signal(sig)  # an impatient user, or a service manager and a user
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the first signal handled decides (pending signals come lowest number first)
+    assert proc.returncode in (129, 130, 143), err
+    assert b"bridge: commands=" in err and b"Traceback" not in err
+    _stopped_at_zero(peer)
+    sent = [p.data for p in read_capture(capture) if p.direction == "tx"]
+    assert sent[-1] == cmd_frame.encode(cmd_frame.ZERO)  # the capture is whole, to the end
+
+
+def test_bridge_piped_to_head_stops_the_base_quietly(pair: PtyPair, peer: FirmwarePeer,
+                                                     tmp_path: Path) -> None:
+    peer.answer = lambda c: odom_frame.encode(OdomFrame(c.vx, c.vy, c.wz, 0.0))
+    proc = spawn_verb("bridge", str(_config(tmp_path, pair.path)), "--cmd-stdin",
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(b"0.3 0 0\n")
+        proc.stdin.flush()
+        _moving(peer)
+        json.loads(proc.stdout.readline())  # `head -1`: one record, then the reader is gone
+        proc.stdout.close()
+        assert proc.wait(timeout=DEADLINE) == 0
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err
+    assert b"bridge: commands=" in err
+    _stopped_at_zero(peer)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM],
+                         ids=lambda s: signal.Signals(s).name)
+def test_send_cmd_stopped_early_sends_zero(pair: PtyPair, peer: FirmwarePeer,
+                                           sig: int) -> None:
+    proc = spawn_verb("send", pair.path, "cmd", "--vx", "0.3", "--count", "100000", "--rate",
+                      "50", stderr=subprocess.PIPE)
+    try:
+        _moving(peer)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, err
+    assert b"then zero velocity" in err
+    _stopped_at_zero(peer)
+
+
+def test_replay_of_commands_stopped_early_sends_zero(pair: PtyPair, peer: FirmwarePeer,
+                                                    tmp_path: Path) -> None:
+    from fwbridge.bridge.capture import CaptureWriter
+
+    capture = tmp_path / "commands.pcapng"
+    go = cmd_frame.encode(cmd_frame.CmdFrame(0.3, 0.0, 0.0))
+    with CaptureWriter(capture) as cap:  # what `bridge --record` holds: commands sent (tx)
+        for k in range(100):
+            cap.write("tx", go, ts_ns=k * 20_000_000)
+    proc = spawn_verb("replay", str(capture), pair.path, "--direction", "tx", "--loop",
+                      stderr=subprocess.PIPE)
+    try:
+        _moving(peer)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert b"then zero velocity" in err
+    _stopped_at_zero(peer)
+
+
+def test_send_cmd_that_ends_at_its_count_sends_no_extra_frame(pair: PtyPair,
+                                                               peer: FirmwarePeer) -> None:
+    proc = spawn_verb("send", pair.path, "cmd", "--vx", "0.3", "--count", "3", "--rate", "100",
+                      stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=DEADLINE)
+    assert proc.returncode == 0, err
+    assert peer.wait_for(lambda a: len(a) >= 3)
+    time.sleep(0.2)
+    assert [f.vx for f in peer.frames()] == pytest.approx([0.3] * 3)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP],
+                         ids=lambda s: signal.Signals(s).name)
+def test_teleop_stop_signal_restores_the_terminal_and_stops(pair: PtyPair, peer: FirmwarePeer,
+                                                            sig: int) -> None:
+    master, slave = pty.openpty()
+    before = termios.tcgetattr(slave)
+    proc = spawn_verb("teleop", pair.path, "--rate", "50", stdin=slave,
+                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert peer.wait_for(lambda a: len(a) >= 2, timeout=DEADLINE)
+        os.write(master, b"w")
+        assert peer.wait_for(lambda a: a[-1].frame.vx > 0.19, timeout=DEADLINE)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=DEADLINE)
+        after = termios.tcgetattr(slave)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        os.close(slave)
+    assert proc.returncode == 128 + sig, err
+    assert after == before  # not left raw (-icanon -echo)
+    assert b"then zero velocity" in err
+    _stopped_at_zero(peer)
+
+
+def test_sim_link_is_removed_on_sigterm(tmp_path: Path) -> None:
+    link = tmp_path / "robot"
+    proc = spawn_verb("sim", "echo", "--link", str(link), "--json", stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        ready = json.loads(proc.stdout.readline())
+        assert ready["event"] == "ready" and link.is_symlink()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert json.loads(out.splitlines()[-1])["event"] == "end"  # the summary still comes
+    assert not link.exists() and not link.is_symlink()
+
+
+def _head_one(*args: str, stdin: int | None = None) -> tuple[int, bytes]:
+    """``fwbridge ARGS | head -1``: read one line, close the pipe, wait for the end."""
+    proc = spawn_verb(*args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        assert select.select([proc.stdout], [], [], DEADLINE)[0], "no output"
+        assert proc.stdout.readline()
+        proc.stdout.close()
+        rc = proc.wait(timeout=DEADLINE)
+        return rc, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_decode_piped_to_head_ends_quietly(tmp_path: Path) -> None:
+    capture = tmp_path / "odom.bin"
+    capture.write_bytes(odom_frame.encode(OdomFrame(0.1, 0.0, 0.0, 1.0)) * 200_000)
+    for mode in ((), ("--json",)):
+        rc, err = _head_one("decode", "-p", "odom", str(capture), *mode)
+        assert rc == 0 and b"Traceback" not in err and b"Error" not in err, err
+
+
+def test_sniff_piped_to_head_ends_quietly(pair: PtyPair) -> None:
+    proc = spawn_verb("sniff", pair.path, "-p", "odom", "--json", stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        frame = odom_frame.encode(OdomFrame(0.1, 0.0, 0.0, 1.0))
+        while not select.select([proc.stdout], [], [], 0.02)[0]:
+            pair.write(frame)
+        proc.stdout.readline()
+        proc.stdout.close()
+        end = time.monotonic() + DEADLINE
+        while proc.poll() is None and time.monotonic() < end:
+            pair.write(frame)  # the sniffer learns the reader is gone at its next frame
+            time.sleep(0.02)
+        assert proc.wait(timeout=1) == 0
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert b"Traceback" not in err and b"Error" not in err, err
+    assert b"counters: frames=" in err
+
+
+def test_can_sniff_piped_to_head_ends_quietly() -> None:
+    rc, err = _head_one("can", "--bus-kwarg", "modules=2", "sniff", "--raw")
+    assert rc == 0 and b"Traceback" not in err and b"Error" not in err, err
+
+
+def test_can_record_blf_survives_sigterm(tmp_path: Path) -> None:
+    import can
+
+    out = tmp_path / "run.blf"
+    proc = spawn_verb("can", "--bus-kwarg", "modules=2", "record", str(out),
+                      stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.0)  # frames flow; nothing to wait on but the process's own clock
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    n = int(err.split(b"recorded ")[1].split()[0])
+    assert n > 0
+    with can.BLFReader(str(out)) as reader:
+        assert len(list(reader)) == n  # whole: every recorded frame is in the file
+
+
+def test_can_record_log_keeps_its_tail_on_sigterm(tmp_path: Path) -> None:
+    out = tmp_path / "run.log"
+    proc = spawn_verb("can", "--bus-kwarg", "modules=2", "record", str(out),
+                      stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    n = int(err.split(b"recorded ")[1].split()[0])
+    lines = out.read_text().splitlines()
+    assert n > 0 and len(lines) == n and lines[-1].count("#") == 1
+
+
+def _stop_handlers_installed(pid: int) -> bool:
+    """The process has entered the CLI's entry point: it catches SIGTERM (bit 15)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    except OSError:
+        pass
+    return False
+
+
+def _capture_file(tmp_path: Path) -> Path:
+    from fwbridge.bridge.capture import CaptureWriter
+
+    path = tmp_path / "run.pcapng"
+    with CaptureWriter(path) as cap:
+        for k in range(50):
+            cap.write("rx", odom_frame.encode(OdomFrame(0.0, 0.0, 0.0, float(k))),
+                      ts_ns=k * 20_000_000)
+    return path
+
+
+def _can_log(tmp_path: Path) -> Path:
+    path = tmp_path / "bus.log"
+    path.write_text("".join(f"({1.0 + k / 50:.6f}) sim0 101#0000000000000000\n"
+                            for k in range(50)))
+    return path
+
+
+# (verb, what its output must show once it runs, what its summary says)
+EVERY_VERB = {
+    "sniff": (["sniff", "{port}", "-p", "odom"], b"", b"counters: frames="),
+    "record": (["record", "{port}", "{tmp}/rec.pcapng"], b"", b"recorded "),
+    "replay": (["replay", "{capture}", "{port}", "--loop"], b"", b"replayed "),
+    "can-sniff": (["can", "--bus-kwarg", "modules=2", "sniff"], b"module", b"counters: frames="),
+    "can-record": (["can", "--bus-kwarg", "modules=2", "record", "{tmp}/x.blf"], b"",
+                   b"recorded "),
+    "can-send": (["can", "--bus-kwarg", "modules=1", "send", "123#00", "--count", "100000",
+                  "--interval", "0.01"], b"", b"sent "),
+    "can-replay": (["can", "--bus-kwarg", "modules=1", "replay", "{canlog}", "--loop", "0"],
+                   b"", b"replayed "),
+    "can-busload": (["can", "--bus-kwarg", "modules=2", "busload", "--interval", "0.2"],
+                    b"frames", b""),
+    "can-sim": (["can", "sim", "2"], b"", b""),
+    "sim-scara": (["sim", "scara"], b"", b""),
+    "demo": (["demo"], b"side", b"demo: stopped before the square was done"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_VERB))
+def test_every_long_running_verb_stops_the_same_way_on_sigterm(
+        pair: PtyPair, tmp_path: Path, name: str) -> None:
+    args, running, summary = EVERY_VERB[name]
+    argv = [a.format(port=pair.path, tmp=tmp_path, capture=_capture_file(tmp_path),
+                     canlog=_can_log(tmp_path)) for a in args]
+    proc = spawn_verb(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        end = time.monotonic() + DEADLINE
+        while not _stop_handlers_installed(proc.pid):
+            assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+            time.sleep(0.01)
+        if running:  # its loop runs: the first output is there
+            out = b""
+            while running not in out:
+                assert select.select([proc.stdout], [], [], DEADLINE)[0], out
+                out += os.read(proc.stdout.fileno(), 65536)
+        else:
+            time.sleep(1.0)  # into its loop; nothing to observe from outside
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert b"Traceback" not in err, err
+    assert summary in err
