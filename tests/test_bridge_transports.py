@@ -150,7 +150,7 @@ def test_a_registered_sim_model_serves_sim_urls() -> None:
     from tests import sim_stub
 
     sim_stub.register()
-    with open_link("sim://simstub?pace=fast") as link:
+    with open_link("sim://simstub?pacing=afap") as link:
         link.write(cmd_frame.encode(cmd_frame.CmdFrame(0.5, 0.0, 0.0)))
         reply = read_exactly(link, odom_frame.SIZE)
         assert odom_frame.decode(reply).vx == 0.5

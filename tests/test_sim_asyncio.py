@@ -7,11 +7,10 @@ import asyncio
 import pytest
 import serial_asyncio
 
-import fwbridge.bridge.sim  # noqa: F401  (registers sim:// with pyserial)
 from fwbridge.bridge.aio import AsyncBaseNode
 from fwbridge.bridge.config import parse_config
 from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.transports import open_async_streams, open_link
+from fwbridge.bridge.transports import open_async_streams, open_link, register_url_handlers
 
 
 def _loop_errors(loop: asyncio.AbstractEventLoop) -> list[dict[str, object]]:
@@ -20,12 +19,14 @@ def _loop_errors(loop: asyncio.AbstractEventLoop) -> list[dict[str, object]]:
     return errors
 
 
-@pytest.mark.parametrize("pace", ["realtime", "fast"])
-def test_pyserial_asyncio_opens_a_sim_url_and_talks_to_it(pace: str) -> None:
+@pytest.mark.parametrize("pacing", ["realtime", "afap"])
+def test_pyserial_asyncio_opens_a_sim_url_and_talks_to_it(pacing: str) -> None:
+    register_url_handlers()  # what pyserial needs to know sim:// (nothing is registered on import)
+
     async def echo() -> bytes:
         errors = _loop_errors(asyncio.get_running_loop())
         reader, writer = await serial_asyncio.open_serial_connection(
-            url=f"sim://echo?pace={pace}")
+            url=f"sim://echo?pacing={pacing}")
         try:
             writer.write(b"hello sim")
             await writer.drain()
