@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from fwbridge.cli_verbs import stopping
+from fwbridge.protocols.errors import Error
 
 #: Top-level verbs: name -> (module in fwbridge.cli_verbs, attribute, one-line help).
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -99,6 +100,25 @@ def fwbridge(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
+class _Never(Exception):
+    """Stands in for NoArgsIsHelpError on click < 8.2 (which prints the help itself)."""
+
+
+#: click >= 8.2 raises this for a group given no subcommand (its message is the whole help).
+_NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", _Never)
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, in words: the message, never the exception's class name."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = exc.filename if exc.filename is not None else ""
+        return f"{where}: {exc.strerror}" if where else exc.strerror
+    text = str(exc).strip()
+    if isinstance(exc, KeyError) and exc.args:
+        text = f"unknown key {exc.args[0]!r}"
+    return " ".join(text.split()) or "unexpected failure"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: one ``error: …`` line instead of a traceback."""
     args = sys.argv[1:] if argv is None else argv
@@ -108,14 +128,18 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:  # click's form of a KeyboardInterrupt it caught
         _stopped()
     except click.UsageError as exc:
+        if isinstance(exc, _NO_ARGS_IS_HELP) and exc.ctx is not None:
+            # A group alone (`fwbridge`, `fwbridge can`): its help on stdout, exit 2, as git does.
+            click.echo(exc.ctx.get_help())
+            sys.exit(2)
         verb = exc.ctx.command_path.partition(" ")[2] if exc.ctx else ""
         hint = f" (see 'fwbridge {verb} --help')".replace("  ", " ")
         message = " ".join(exc.format_message().split())  # click's choice lists span lines
         click.echo(f"error: {message}{hint}", err=True)
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # fail()'s CliError, click's FileError, ...: one line
+        click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         _stopped()
     except (BrokenPipeError, stopping.PipeClosed) as exc:
@@ -126,10 +150,15 @@ def main(argv: list[str] | None = None) -> None:
             raise
         click.echo(f"error: {exc} (--debug shows the traceback)", err=True)
         sys.exit(1)
-    except Exception as exc:  # a bug or an unforeseen OS error: still one line
+    except Error as exc:  # raised on purpose: the user can act on it
         if "--debug" in args:
             raise
-        click.echo(f"error: {type(exc).__name__}: {exc} (--debug shows the traceback)", err=True)
+        click.echo(f"error: {describe(exc)}", err=True)
+        sys.exit(2)
+    except Exception as exc:  # a bug or an unforeseen OS error: still one line, no class name
+        if "--debug" in args:
+            raise
+        click.echo(f"error: {describe(exc)} (--debug shows the traceback)", err=True)
         sys.exit(1)
     code = stopping.exit_code()  # a verb that stopped on a signal ended normally: 128 + N
     sys.exit(code if code is not None else rc if isinstance(rc, int) else 0)

@@ -26,7 +26,7 @@ from fwbridge.bridge.health import GarbageWatch
 from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
-from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event"]
@@ -104,6 +104,10 @@ class BaseNodeCore:
         req = CmdFrame(float(vx), float(vy), float(wz))
         if req.nonfinite:
             raise ConfigError(f"velocity request is not finite: {', '.join(req.nonfinite)}")
+        try:  # a finite double can still overflow the frame's float32 (1e300)
+            cmd_frame.encode(req)
+        except FrameError as exc:
+            raise ConfigError(f"velocity request cannot be sent: {exc}") from None
         self._request, self._request_at = req, now
         if self._tripped:
             self._tripped = False

@@ -6,14 +6,14 @@
     calibration = "calib.json"     # optional, relative to this file; $VARS and ~ expand
 
     [link]
-    url = "/dev/ttyUSB0"           # device path or pyserial URL (socket://, rfc2217://, loop://)
+    url = "/dev/ttyUSB0"           # device path or an allowed URL (socket://, rfc2217://, loop://)
     baud = 115200
     protocol = "odom-cmd"          # seed-002 frames: odometry in, velocity commands out
     exclusive = true               # lock the device against a second program
 
     [sim]
-    url = "sim://mecanum"          # a pyserial URL served by the simulated endpoints
-    handler_package = "fwbridge.bridge.sim" # the package holding protocol_<scheme>
+    url = "sim://mecanum"          # sim://MODEL: a built-in model or one a package provides
+                                   # through the fwbridge.sim_models entry-point group
 
     [control]
     rate_hz = 100                  # command frames per second
@@ -30,7 +30,10 @@
 
 Every key is optional except ``link.url`` (or ``sim.url`` with
 ``use_sim = true``). Unknown keys are errors, so a typo cannot silently
-leave a default in place.
+leave a default in place. A config names links and numbers, never a file to
+write or a module to import: URL schemes are checked against the allow-list
+of :mod:`~fwbridge.bridge.link_urls` (no ``spy://``), and every number is
+finite and within the range its key documents.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from fwbridge.bridge.link_urls import UnsafeURLError, check_link_url
+from fwbridge.bridge.numbers import out_of_range
 from fwbridge.protocols.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -67,7 +72,6 @@ class RobotConfig:
     exclusive: bool = True
     use_sim: bool = False
     sim_url: str | None = None
-    sim_handler_package: str | None = None
     rate_hz: float = 100.0
     watchdog: bool = True
     cmd_timeout: float = 0.5
@@ -88,11 +92,6 @@ class RobotConfig:
         return url
 
     @property
-    def handler_package(self) -> str | None:
-        """The URL-handler package for :attr:`link_url` (only set for the sim URL)."""
-        return self.sim_handler_package if self.use_sim else None
-
-    @property
     def period(self) -> float:
         return 1.0 / self.rate_hz
 
@@ -106,34 +105,23 @@ class RobotConfig:
 
 
 # -- validation -----------------------------------------------------------------
-def _positive(kind: type) -> Callable[[str, Any], Any]:
+def _number(lo: float, hi: float, *, lo_open: bool = False, integer: bool = False,
+            unit: str = "") -> Callable[[str, Any], Any]:
+    """A finite number (or integer) in ``lo..hi`` (``lo`` excluded when ``lo_open``)."""
+
     def check(key: str, value: Any) -> Any:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if kind is int and not isinstance(value, int):
+        if integer and not isinstance(value, int):
             ok = False
-        if not ok or not math.isfinite(value) or value <= 0:
-            want = "a positive integer" if kind is int else "a positive number"
-            raise _Bad(key, f"must be {want}, got {value!r}")
-        return kind(value)
+        if not ok:
+            kind = "an integer" if integer else "a number"
+            raise _Bad(key, f"must be {kind}, got {value!r}")
+        why = out_of_range(value, lo, hi, lo_open=lo_open, unit=unit)
+        if why is not None:
+            raise _Bad(key, why)
+        return int(value) if integer else float(value)
 
     return check
-
-
-def _non_negative(key: str, value: Any) -> Any:
-    if (
-        not isinstance(value, (int, float))
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise _Bad(key, f"must be a number >= 0, got {value!r}")
-    return value
-
-
-def _count(key: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise _Bad(key, f"must be an integer >= 0, got {value!r}")
-    return value
 
 
 def _boolean(key: str, value: Any) -> bool:
@@ -146,6 +134,22 @@ def _text(key: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _Bad(key, f"must be a non-empty string, got {value!r}")
     return os.path.expanduser(os.path.expandvars(value.strip()))
+
+
+def _url(key: str, value: Any) -> str:
+    url = _text(key, value)
+    try:
+        check_link_url(url)
+    except UnsafeURLError as exc:
+        raise _Bad(key, str(exc)) from None
+    return url
+
+
+def _removed(reason: str) -> Callable[[str, Any], Any]:
+    def check(key: str, value: Any) -> Any:
+        raise _Bad(key, reason)
+
+    return check
 
 
 def _protocol(key: str, value: Any) -> str:
@@ -163,19 +167,22 @@ class _Bad(ConfigError):  # a key and a reason; parse_config adds the file
 _SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
     ("", "use_sim"): ("use_sim", _boolean),
     ("", "calibration"): ("calibration", _text),
-    ("link", "url"): ("url", _text),
-    ("link", "baud"): ("baud", _positive(int)),
+    ("link", "url"): ("url", _url),
+    ("link", "baud"): ("baud", _number(50, 12_000_000, integer=True, unit="baud")),
     ("link", "protocol"): ("protocol", _protocol),
     ("link", "exclusive"): ("exclusive", _boolean),
-    ("sim", "url"): ("sim_url", _text),
-    ("sim", "handler_package"): ("sim_handler_package", _text),
-    ("control", "rate_hz"): ("rate_hz", _positive(float)),
+    ("sim", "url"): ("sim_url", _url),
+    ("sim", "handler_package"): ("", _removed(
+        "no longer accepted: a config names a model (sim.url = \"sim://MODEL\"), never a module;"
+        " packages provide models through the fwbridge.sim_models entry-point group")),
+    ("control", "rate_hz"): ("rate_hz", _number(0, 1000, lo_open=True, unit="Hz")),
     ("watchdog", "enabled"): ("watchdog", _boolean),
-    ("watchdog", "cmd_timeout"): ("cmd_timeout", _positive(float)),
-    ("watchdog", "garbage_timeout"): ("garbage_timeout", _non_negative),
-    ("reconnect", "min_delay"): ("reconnect_min_delay", _positive(float)),
-    ("reconnect", "max_delay"): ("reconnect_max_delay", _positive(float)),
-    ("reconnect", "attempts"): ("reconnect_attempts", _count),
+    ("watchdog", "cmd_timeout"): ("cmd_timeout", _number(0, 60, lo_open=True, unit="s")),
+    ("watchdog", "garbage_timeout"): ("garbage_timeout", _number(0, 3600, unit="s")),
+    ("reconnect", "min_delay"): ("reconnect_min_delay", _number(0, 60, lo_open=True, unit="s")),
+    ("reconnect", "max_delay"): ("reconnect_max_delay", _number(0, 3600, lo_open=True,
+                                                                unit="s")),
+    ("reconnect", "attempts"): ("reconnect_attempts", _number(0, 1_000_000, integer=True)),
 }
 _SECTIONS = sorted({s for s, _ in _SCHEMA if s})
 #: Tables of the same file read by other loaders (``[arm]``: bridge.arm.config;

@@ -5,16 +5,23 @@
     unconfigured --configure--> inactive --activate--> active
     active --deactivate--> inactive --cleanup--> unconfigured
     any --shutdown--> finalized
+    a failing transition --> error-processing --on_error--> unconfigured | finalized
 
 - configure: open the link (the config's URL: the real port, or the
   simulated endpoint when ``use_sim``), load the calibration file if any;
 - activate: enable, send the reset state (for a mobile base: zero velocity);
-- read()/write(): only while active, at the control rate;
+- read()/write(): only while active, at the control rate (:meth:`LinkHardware.send`
+  raises :class:`LifecycleError` in any other state);
 - deactivate: safe stop (zero velocity), link stays open;
-- cleanup: close the link.
+- cleanup: close the link;
+- shutdown: deactivate and cleanup as needed, then release the link whatever
+  failed on the way; a failure is raised after the release.
 
 An illegal transition raises :class:`LifecycleError` naming the state and
-what to do first. A failing ``on_*`` hook leaves the state unchanged.
+what to do first. As in ros2_control, a hook that raises sends the hardware
+to ERROR_PROCESSING, where :meth:`HardwareInterface.on_error` decides:
+True (the default, after releasing what it holds) -> UNCONFIGURED, False ->
+FINALIZED; the hook's exception is then raised.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ class LifecycleState(enum.Enum):
     INACTIVE = "inactive"
     ACTIVE = "active"
     FINALIZED = "finalized"
+    ERROR_PROCESSING = "error-processing"  # only while on_error runs
 
 
 _S = LifecycleState
@@ -61,6 +69,7 @@ _NEXT_STEP = {
     _S.INACTIVE: "activate first, or cleanup",
     _S.ACTIVE: "deactivate first",
     _S.FINALIZED: "it was shut down; make a new one",
+    _S.ERROR_PROCESSING: "a transition is failing; wait for on_error",
 }
 
 
@@ -74,6 +83,7 @@ class HardwareInterface:
     def __init__(self) -> None:
         self._state = LifecycleState.UNCONFIGURED
         self._lock = threading.RLock()
+        self._transitioning: str | None = None  # the transition whose hook is running
 
     @property
     def state(self) -> LifecycleState:
@@ -86,8 +96,27 @@ class HardwareInterface:
                 raise LifecycleError(
                     f"cannot {name}: hardware is {self._state.value} ({_NEXT_STEP[self._state]})"
                 )
-            hook()
+            self._transitioning = name
+            try:
+                hook()
+            except BaseException as exc:
+                self._error(name, exc)
+                raise
+            finally:
+                self._transitioning = None
             self._state = dst
+
+    def _error(self, name: str, exc: BaseException) -> None:
+        """ErrorProcessing: ``on_error`` picks UNCONFIGURED (True) or FINALIZED."""
+        self._state = LifecycleState.ERROR_PROCESSING
+        try:
+            recovered = self.on_error(name, exc)
+        except Exception:
+            recovered = False
+        if not recovered:
+            with contextlib.suppress(Exception):
+                self.on_shutdown()
+        self._state = LifecycleState.UNCONFIGURED if recovered else LifecycleState.FINALIZED
 
     def configure(self) -> None:
         self._transition("configure", self.on_configure)
@@ -102,15 +131,24 @@ class HardwareInterface:
         self._transition("cleanup", self.on_cleanup)
 
     def shutdown(self) -> None:
-        """From any state to finalized, passing through deactivate and cleanup."""
+        """From any state to finalized, passing through deactivate and cleanup.
+
+        Resources are released (:meth:`on_shutdown`) even when deactivate or
+        cleanup fails; that failure is raised afterwards.
+        """
         with self._lock:
+            if self._state is LifecycleState.FINALIZED:
+                return
             try:
                 if self._state is LifecycleState.ACTIVE:
                     self.deactivate()
-            finally:
                 if self._state is LifecycleState.INACTIVE:
                     self.cleanup()
-                self._state = LifecycleState.FINALIZED
+            finally:
+                try:
+                    self.on_shutdown()
+                finally:
+                    self._state = LifecycleState.FINALIZED
 
     def require_active(self, what: str) -> None:
         if self._state is not LifecycleState.ACTIVE:
@@ -136,6 +174,16 @@ class HardwareInterface:
 
     def on_cleanup(self) -> None:
         """Release resources."""
+
+    def on_shutdown(self) -> None:
+        """Release whatever is still held; runs on every shutdown, so it must be idempotent."""
+
+    def on_error(self, transition: str, exc: BaseException) -> bool:
+        """A transition's hook raised ``exc``: release what it holds.
+
+        True: recovered, go to UNCONFIGURED; False: go to FINALIZED.
+        """
+        return True
 
 
 # -- a link-backed hardware interface -----------------------------------------------
@@ -182,7 +230,7 @@ class LinkHardware(HardwareInterface):
         """Open the config's link (real or simulated); :class:`LinkError` on failure."""
         cfg = self.config
         link = self._opener(
-            cfg.link_url, cfg.baud, exclusive=cfg.exclusive, handler_package=cfg.handler_package
+            cfg.link_url, cfg.baud, exclusive=cfg.exclusive
         )
         self._link, self._write, self._sender = link, writer_for(link), None
         return link
@@ -206,7 +254,23 @@ class LinkHardware(HardwareInterface):
         self._sender = sender
 
     def send(self, data: bytes) -> None:
-        """Write ``data``; :class:`LinkLost` if the device went away."""
+        """Write ``data`` while active; :class:`LinkLost` if the device went away.
+
+        :class:`LifecycleError` in any other state: nothing reaches the
+        device unless the hardware was activated (the reset and safe-stop
+        frames of activate/deactivate take :meth:`_send_in_transition`).
+        """
+        self.require_active("send")
+        self._write_frame(data)
+
+    def _send_in_transition(self, data: bytes) -> None:
+        """Write during the activate/deactivate transitions (reset state, safe stop)."""
+        if self._transitioning not in ("activate", "deactivate"):
+            raise LifecycleError(f"cannot send: hardware is {self.state.value} "
+                                 "(only while active)")
+        self._write_frame(data)
+
+    def _write_frame(self, data: bytes) -> None:
         try:
             if self._sender is not None:
                 self._sender(data)
@@ -226,13 +290,20 @@ class LinkHardware(HardwareInterface):
 
     def on_activate(self) -> None:
         if self.reset_frame:
-            self.send(self.reset_frame)
+            self._send_in_transition(self.reset_frame)
 
     def on_deactivate(self) -> None:
         # A lost link cannot take the safe-stop frame; deactivating must still succeed.
         if self.safe_stop_frame and self.connected:
             with contextlib.suppress(LinkError):
-                self.send(self.safe_stop_frame)
+                self._send_in_transition(self.safe_stop_frame)
 
     def on_cleanup(self) -> None:
         self.close()
+
+    def on_shutdown(self) -> None:
+        self.close()
+
+    def on_error(self, transition: str, exc: BaseException) -> bool:
+        self.close()  # a half-configured or failing link is released; configure again
+        return True

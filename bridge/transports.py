@@ -1,10 +1,11 @@
 """Open serial links by URL, and pty pairs that stand in for devices.
 
 A link is a pyserial object: a device path (``/dev/ttyUSB0``, ``COM3``) or a
-pyserial URL (``socket://host:port``, ``loop://``, ``rfc2217://host:port``,
-or a scheme registered with :func:`register_url_handler`, such as
-``sim://MODEL?opts``). Nothing is registered with pyserial at import:
-:func:`register_url_handlers` does it, and every opener here calls it
+pyserial URL whose scheme is on the allow-list of :mod:`~fwbridge.bridge.link_urls`
+(``socket://host:port``, ``loop://``, ``rfc2217://host:port``, ``sim://MODEL?opts``,
+or a scheme registered in code with :func:`register_url_handler`); ``spy://``,
+``alt://`` and ``hwgrep://`` are refused. Nothing is registered with pyserial at
+import: :func:`register_url_handlers` does it, and every opener here calls it
 (call it yourself before ``serial.serial_for_url("sim://…")``).
 Transports only move bytes; the receivers of ``protocols`` turn them into
 frames.
@@ -38,6 +39,13 @@ import serial
 import serial_asyncio
 from serial.tools import list_ports
 
+from fwbridge.bridge.link_urls import (
+    URL_HANDLERS,
+    UnsafeURLError,
+    check_link_url,
+    register_url_handler,
+    url_scheme,
+)
 from fwbridge.protocols.errors import LinkError, StateError
 
 __all__ = [
@@ -63,10 +71,6 @@ __all__ = [
     "url_scheme",
     "writer_for",
 ]
-
-#: Schemes served by packages outside pyserial: scheme -> package holding
-#: ``protocol_<scheme>``. The simulated endpoints register ``sim`` here.
-URL_HANDLERS: dict[str, str] = {"sim": "fwbridge.bridge.sim"}
 
 #: The exceptions a link raises when its device goes away mid-session.
 IO_ERRORS = (serial.SerialException, OSError)
@@ -95,22 +99,11 @@ class LinkBusy(LinkError):
 
 
 class LinkURLError(LinkError):
-    """The URL's scheme has no handler here."""
+    """The URL's scheme is not allowed or has no handler here."""
 
 
 class LinkLost(LinkError):
     """The device went away while open (unplugged, pty closed)."""
-
-
-def url_scheme(url: str) -> str | None:
-    """The lower-case scheme of a pyserial URL, or None for a device path."""
-    head, sep, _ = url.partition("://")
-    return head.lower() if sep else None
-
-
-def register_url_handler(scheme: str, package: str) -> None:
-    """Serve ``scheme://`` URLs with ``package.protocol_<scheme>`` (from the next open on)."""
-    URL_HANDLERS[scheme.lower()] = package
 
 
 def register_url_handlers() -> None:
@@ -132,21 +125,17 @@ def _builtin_scheme(scheme: str) -> bool:
     return importlib.util.find_spec(f"serial.urlhandler.protocol_{scheme}") is not None
 
 
-def _ensure_handler(scheme: str, package: str | None) -> None:
+def _ensure_handler(scheme: str) -> None:
     """Make pyserial find ``scheme``'s handler; fail with a clear message if absent.
 
     The handler module is imported here first because pyserial swallows its
     ImportError and reports only "protocol not known".
     """
+    package = URL_HANDLERS.get(scheme)
     if package is None:
         if _builtin_scheme(scheme):
             return
-        package = URL_HANDLERS.get(scheme)
-    if package is None:
-        known = sorted(
-            {p.name.removeprefix("protocol_") for p in _builtin_handlers()} | set(URL_HANDLERS)
-        )
-        raise LinkURLError(f"unknown URL scheme '{scheme}://' (known: {', '.join(known)})")
+        raise LinkURLError(f"'{scheme}://' URLs are not available here (pyserial lacks them)")
     module = f"{package}.protocol_{scheme}"
     try:
         importlib.import_module(module)
@@ -157,16 +146,6 @@ def _ensure_handler(scheme: str, package: str | None) -> None:
             ) from None
         raise
     register_url_handlers()
-    _install(package)  # a package given for this one call (a config's handler_package)
-
-
-def _builtin_handlers() -> list[Path]:
-    spec = importlib.util.find_spec("serial.urlhandler")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return sorted(
-        p for loc in spec.submodule_search_locations for p in Path(loc).glob("protocol_*.py")
-    )
 
 
 def available_ports() -> list[str]:
@@ -216,22 +195,24 @@ def open_link(
     timeout: float | None = 0.1,
     write_timeout: float | None = 1.0,
     exclusive: bool = True,
-    handler_package: str | None = None,
 ) -> serial.SerialBase:
     """Open a device path or pyserial URL; raise a :class:`LinkError` that names the fix.
 
     ``timeout`` bounds each read (so reader threads can notice a stop);
     ``write_timeout`` keeps a stalled device from blocking a writer forever.
     ``exclusive`` takes pyserial's flock so a second program gets "busy"
-    instead of half the bytes. ``handler_package`` serves the URL's scheme
-    (default: :data:`URL_HANDLERS`, then pyserial's own handlers).
+    instead of half the bytes. A URL's scheme must be on the allow-list
+    (:func:`~fwbridge.bridge.link_urls.check_link_url`).
     """
-    scheme = url_scheme(url)
+    try:
+        scheme = check_link_url(url)
+    except UnsafeURLError as exc:
+        raise LinkURLError(str(exc)) from None
     kwargs: dict[str, Any] = {"baudrate": baud, "timeout": timeout, "write_timeout": write_timeout}
     if scheme is None:
         kwargs["exclusive"] = exclusive
     else:
-        _ensure_handler(scheme, handler_package)
+        _ensure_handler(scheme)
     try:
         return serial.serial_for_url(url, **kwargs)
     except ValueError as exc:

@@ -13,27 +13,49 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import struct
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import can
+from can.io.blf import BLFParseError
 from can.io.logger import MESSAGE_WRITERS
 
 from fwbridge.can_bus.ids import ActuatorMessage, from_message
 from fwbridge.can_bus.pcapng import PcapngWriter, read_pcap
 from fwbridge.protocols.errors import CaptureError, FrameError
 
-__all__ = ["PCAP_SUFFIXES", "CaptureNotFound", "candump_line", "decode_actuators",
+__all__ = ["PCAP_SUFFIXES", "CaptureNotFound", "CaptureReadError", "candump_line",
+           "decode_actuators",
            "format_frame", "open_writer", "parse_frame", "read_messages", "writable_suffixes"]
 
 PCAP_SUFFIXES = (".pcapng", ".pcap")
 
 
+class CaptureReadError(CaptureError):
+    """A capture that cannot be read: corrupt, truncated, or another format."""
+
+
+_PARSE_ERRORS = (BLFParseError, struct.error, zlib.error, EOFError, UnicodeDecodeError,
+                 IndexError, KeyError, ValueError)
+
+#: Writers that need a package python-can leaves optional: suffix -> that package.
+_WRITER_NEEDS = {".mf4": "asammdf"}
+
+
+def _writer_available(suffix: str) -> bool:
+    need = _WRITER_NEEDS.get(suffix)
+    return need is None or importlib.util.find_spec(need) is not None
+
+
 def writable_suffixes() -> list[str]:
-    """File extensions :func:`open_writer` understands."""
-    return sorted({*MESSAGE_WRITERS, ".pcapng", ".mcap"} - {".gz"})
+    """File extensions :func:`open_writer` can write here (.mf4 only with asammdf)."""
+    return sorted(s for s in {*MESSAGE_WRITERS, ".pcapng", ".mcap"} - {".gz"}
+                  if _writer_available(s))
 
 
 def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
@@ -49,6 +71,10 @@ def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
         raise CaptureError(f"{p}: write .pcapng (classic .pcap is read only)")
     if p.suffix.lower() not in MESSAGE_WRITERS:
         raise CaptureError(f"{p}: unknown capture format {p.suffix!r}; use one of "
+                         + ", ".join(writable_suffixes()))
+    if not _writer_available(p.suffix.lower()):
+        raise CaptureError(f"{p}: writing {p.suffix} needs the {_WRITER_NEEDS[p.suffix.lower()]} "
+                         "package, which is not installed; use one of "
                          + ", ".join(writable_suffixes()))
     return can.Logger(p, **kwargs)
 
@@ -70,8 +96,11 @@ def read_messages(path: str | Path) -> Iterator[can.Message]:
 
         yield from read_mcap_messages(p)
         return
-    with can.LogReader(p) as reader:
-        yield from reader
+    try:
+        with can.LogReader(p) as reader:
+            yield from reader
+    except _PARSE_ERRORS as exc:  # python-can's readers raise whatever their parser hit
+        raise CaptureReadError(f"corrupt or truncated {p.suffix} data: {exc}") from exc
 
 
 def decode_actuators(source: str | Path | Iterable[can.Message]

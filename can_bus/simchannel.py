@@ -302,8 +302,9 @@ class SimChannel:
 
 
 _channels: dict[str, SimChannel] = {}
-# Reentrant: a Bus collected while a channel opens (GC runs at any allocation) releases
-# its channel from inside open_channel, in the same thread.
+# Re-entrant: a bus's finalizer (a model or bus nobody shut down, collected by the
+# garbage collector while open_channel allocates under this lock) calls release_channel
+# on the same thread; a plain Lock deadlocks there.
 _registry_lock = threading.RLock()
 
 

@@ -29,8 +29,12 @@ from fwbridge.bridge.arm.kinematics import (
 )
 from fwbridge.bridge.arm.pick_place import PickAndPlace, PickPlaceConfig
 from fwbridge.cli_verbs.common import console, fail, json_line
+from fwbridge.cli_verbs.params import BITRATE, NEGATIVE_ARGS, Finite
 
-XYZ = click.Tuple([float, float, float])
+#: A coordinate in metres (an arm reaches a metre or so).
+COORD = Finite(-100, 100, unit="m")
+
+XYZ = click.Tuple([COORD, COORD, COORD])
 
 
 def _geometry(config: str | None) -> tuple[ScaraGeometry, PickPlaceConfig]:
@@ -50,11 +54,12 @@ def arm_group() -> None:
     """The SCARA arm: inverse kinematics and pick and place over CAN."""
 
 
-@arm_group.command("ik")
-@click.argument("x", type=float)
-@click.argument("y", type=float)
-@click.argument("z", type=float)
-@click.option("--phi", type=float, default=0.0, show_default=True, help="Tool yaw, degrees.")
+@arm_group.command("ik", context_settings=NEGATIVE_ARGS)
+@click.argument("x", type=COORD)
+@click.argument("y", type=COORD)
+@click.argument("z", type=COORD)
+@click.option("--phi", type=Finite(-360, 360, unit="degrees"), default=0.0, show_default=True,
+              help="Tool yaw, degrees.")
 @_CONFIG
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per solution.")
 def ik_cmd(x: float, y: float, z: float, phi: float, config: str | None, as_json: bool) -> None:
@@ -102,7 +107,7 @@ def _bus_kwargs(interface: str | None, channel: str | None, bitrate: int | None
               help="python-can interface of the arm's bus; default: a simulated arm on "
                    "the fwbridge simulator, in this process.")
 @click.option("-c", "--channel", default=None, help="Channel (vcan0, can0, ...).")
-@click.option("-b", "--bitrate", type=int, default=None, help="Bit rate (default 1000000).")
+@click.option("-b", "--bitrate", type=BITRATE, default=None, help="Bit rate (default 1000000).")
 @click.option("--realtime", is_flag=True,
               help="Simulated arm: pace the run by the wall clock (default: as fast as "
                    "possible).")

@@ -41,14 +41,15 @@ def parse_request(line: str) -> tuple[float, float, float] | None:
     return out[0], out[1], out[2]
 
 
-def _read_requests(node: BaseNode) -> None:
-    """Feed velocity requests from stdin lines until end of input."""
+def _read_requests(node: BaseNode, refused: list[int]) -> None:
+    """Feed velocity requests from stdin lines until end of input; count refused lines."""
     for lineno, line in enumerate(sys.stdin, 1):
         try:
             req = parse_request(line)
             if req is not None:
                 node.request(*req)
         except (ValueError, TypeError) as exc:
+            refused[0] += 1
             click.echo(f"bridge: stdin line {lineno} ignored: {exc}", err=True)
 
 
@@ -141,6 +142,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
             pending.discard()
         raise
     ros: Any = None
+    refused = [0]  # stdin lines refused (bad syntax or values)
     deadline = Deadline(duration)
     try:
         with until_interrupted():  # any stop from here on reaches the safe stop below
@@ -152,7 +154,8 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
             if ros2_settings is not None:
                 ros = _start_ros2(node, ros2_settings)
             if cmd_stdin:
-                threading.Thread(target=_read_requests, args=(node,), daemon=True).start()
+                threading.Thread(target=_read_requests, args=(node, refused),
+                                 daemon=True).start()
             while node.running and not deadline.expired and not fatal:
                 if reader_gone.wait(deadline.left(0.1)):
                     break
@@ -164,7 +167,10 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
             capture.close()
         if pending is not None:
             pending.close()
-    print_counters(node.stats(), "bridge")
+    stats = node.stats()
+    if cmd_stdin:
+        stats["stdin_refused"] = refused[0]
+    print_counters(stats, "bridge")
     if ros is not None:
         print_counters(ros.stats(), "ros2")
     if fatal:

@@ -49,6 +49,7 @@ from fwbridge.cli_verbs.can_common import (
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
+from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
 from fwbridge.protocols.errors import FrameError
 
@@ -61,7 +62,7 @@ __all__ = ["can_group"]
                    "python-can's configuration, else fwbridge.")
 @click.option("-c", "--channel", default=None, metavar="CHANNEL",
               help="Channel (sim0, vcan0, can0, ...); fwbridge default: sim0.")
-@click.option("-b", "--bitrate", type=click.IntRange(min=1), default=None, metavar="BITRATE",
+@click.option("-b", "--bitrate", type=BITRATE, default=None, metavar="BITRATE",
               help="Bit rate in bit/s (fwbridge default 500000).")
 @click.option("--bus-kwarg", "bus_kwargs", multiple=True, metavar="KEY=VALUE",
               help="Extra keyword for the bus, as python-can's --bus-kwargs (repeatable), "
@@ -93,7 +94,7 @@ class _FrameOrVerb(click.Group):
 _SEND_OPTS = [
     click.option("--count", type=click.IntRange(min=1), default=1, show_default=True,
                  help="Send it this many times."),
-    click.option("--interval", type=click.FloatRange(min=0), default=0.1, show_default=True,
+    click.option("--interval", type=INTERVAL, default=0.1, show_default=True,
                  metavar="S", help="Seconds between repeats."),
 ]
 
@@ -301,7 +302,7 @@ def _load(file: str) -> list[can.Message]:
 
 @can_group.command("replay")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--speed", type=click.FloatRange(min=0), default=1.0, show_default=True,
+@click.option("--speed", type=Finite(0, 1000), default=1.0, show_default=True,
               help="Time scale: 2 plays twice as fast, 0 as fast as possible.")
 @click.option("--loop", "loops", type=click.IntRange(min=0), default=1, show_default=True,
               help="Play the file this many times (0: until Ctrl-C or a bound).")
@@ -383,7 +384,7 @@ def decode_cmd(file: str, as_json: bool, count: int | None) -> None:
 
 # -- busload ------------------------------------------------------------------------------
 @can_group.command("busload")
-@click.option("--interval", type=click.FloatRange(min=0, min_open=True), default=1.0,
+@click.option("--interval", type=Finite(0, 3600, lo_open=True, unit="s"), default=1.0,
               show_default=True, metavar="S", help="Seconds per report.")
 @click.option("--ids/--no-ids", "per_id", default=True, show_default=True,
               help="Per-ID rows under each report.")

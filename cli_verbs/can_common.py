@@ -10,7 +10,9 @@ import click
 
 from fwbridge.can_bus.ids import ActuatorMessage
 from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.cli_verbs.bus_kwargs import BusKwargError, check_bus_kwargs
 from fwbridge.cli_verbs.common import CliError
+from fwbridge.cli_verbs.params import DURATION as DURATION_S
 from fwbridge.protocols.action_frame import SubCommand, as_sub_command
 from fwbridge.protocols.errors import ConfigError
 
@@ -19,7 +21,7 @@ __all__ = ["COUNT", "DURATION", "BusOptions", "actuator_fields",
            "target"]
 
 DURATION = click.option(
-    "--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+    "--duration", type=DURATION_S, default=None, metavar="S",
     help="Stop after S seconds (default: until Ctrl-C).")
 COUNT = click.option(
     "--count", type=click.IntRange(min=1), default=None, metavar="N",
@@ -60,8 +62,12 @@ def target(opts: BusOptions) -> tuple[str, Any]:
 
 def open_bus(opts: BusOptions, **extra: Any) -> can.BusABC:
     """A python-can Bus from the group's options; one ``error:`` line if it cannot open."""
-    kwargs: dict[str, Any] = {**opts.kwargs, **extra}
     interface, channel = target(opts)
+    try:
+        checked = check_bus_kwargs(interface, opts.kwargs)
+    except BusKwargError as exc:
+        raise CliError(str(exc)) from None
+    kwargs: dict[str, Any] = {**checked, **extra}
     if opts.bitrate is not None:
         kwargs["bitrate"] = opts.bitrate
     try:

@@ -28,6 +28,7 @@ from fwbridge.cli_verbs.can_common import open_bus, options, target
 from fwbridge.cli_verbs.common import console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE
+from fwbridge.cli_verbs.params import DURATION, Finite
 from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.errors import ConfigError
 
@@ -64,12 +65,12 @@ def parse_fault(text: str) -> Injection:
 
 @click.command("sim")
 @click.argument("count", type=click.IntRange(1, 255), metavar="N")
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--duration", type=DURATION, default=None,
               metavar="S", help="Stop after S seconds of bus time (default: until Ctrl-C).")
 @click.option("--pacing", type=click.Choice(["realtime", "afap"]), default=None,
               help="fwbridge only: bus time follows the wall clock (realtime, default) or runs "
                    "as fast as the CPU allows (afap).")
-@click.option("--feedback-period", type=click.FloatRange(min=0.001), default=0.02,
+@click.option("--feedback-period", type=Finite(0.001, 10, unit="s"), default=0.02,
               show_default=True, metavar="S", help="Modules' feedback period.")
 @click.option("--fault", "faults", multiple=True, metavar="K:KIND[@T]",
               help="Inject on module K at bus time T: stuck (dominant), disconnected, "

@@ -16,6 +16,7 @@ from fwbridge.cli_verbs.frames import (
     description_decoder,
     is_description,
 )
+from fwbridge.cli_verbs.params import WIRE_FLOAT
 from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
@@ -51,26 +52,33 @@ _NONFINITE = click.option(
 )
 
 
+def _refuse_nonfinite(kind: str, fields: tuple[str, ...], allowed: bool) -> None:
+    if fields and not allowed:
+        names = ", ".join(f"--{f}" for f in fields)
+        fail(f"{kind} frame: {names} not finite (add --allow-nonfinite to encode it anyway)")
+
+
 @encode_group.command("cmd")
-@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
+@click.option("--vx", type=WIRE_FLOAT, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=WIRE_FLOAT, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=WIRE_FLOAT, default=0.0, show_default=True, help="rad/s")
 @_NONFINITE
 @_SEP
 def encode_cmd(vx: float, vy: float, wz: float, allow_nonfinite: bool, sep: str) -> None:
     """Velocity-command frame (15 bytes, host -> firmware)."""
+    frame = cmd_frame.CmdFrame(vx, vy, wz)
+    _refuse_nonfinite("cmd", frame.nonfinite, allow_nonfinite)
     try:
-        frame = cmd_frame.CmdFrame(vx, vy, wz)
         _emit(cmd_frame.encode(frame, allow_nonfinite=allow_nonfinite), sep)
     except FrameError as exc:
         fail(str(exc))
 
 
 @encode_group.command("odom")
-@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
-@click.option("--yaw", type=float, default=0.0, show_default=True, help="degrees")
+@click.option("--vx", type=WIRE_FLOAT, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=WIRE_FLOAT, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=WIRE_FLOAT, default=0.0, show_default=True, help="rad/s")
+@click.option("--yaw", type=WIRE_FLOAT, default=0.0, show_default=True, help="degrees")
 @_NONFINITE
 @_SEP
 def encode_odom(
@@ -78,6 +86,7 @@ def encode_odom(
 ) -> None:
     """Odometry frame (19 bytes, firmware -> host)."""
     frame = odom_frame.OdomFrame(vx, vy, wz, yaw)
+    _refuse_nonfinite("odom", frame.nonfinite, allow_nonfinite)
     try:
         _emit(odom_frame.encode(frame, allow_nonfinite=allow_nonfinite), sep)
     except FrameError as exc:

@@ -19,6 +19,7 @@ from fwbridge.bridge.transports import IO_ERRORS
 from fwbridge.cli_verbs.action import enum_label, frame_options
 from fwbridge.cli_verbs.common import fail, json_line
 from fwbridge.cli_verbs.link import BAUD, open_port
+from fwbridge.cli_verbs.params import Finite
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, parse_hex, to_hex
@@ -52,7 +53,7 @@ def _print_result(fields: Any) -> None:
 @frame_options
 @click.option("--ack", is_flag=True,
               help="Wait for the answer; retransmit on timeout or a negative answer.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=0.2,
+@click.option("--timeout", type=Finite(0, 60, lo_open=True, unit="s"), default=0.2,
               show_default=True, metavar="S", help="--ack: seconds to wait for each answer.")
 @click.option("--retries", type=click.IntRange(0, 100), default=3, show_default=True,
               help="--ack: retransmissions after the first attempt.")

@@ -21,6 +21,7 @@ from fwbridge.bridge.fish_client import FishClient, FishError
 from fwbridge.bridge.transports import IO_ERRORS
 from fwbridge.cli_verbs.common import fail, json_line
 from fwbridge.cli_verbs.link import BAUD, open_port
+from fwbridge.cli_verbs.params import Finite
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.fish_commands import UserConfig
 
@@ -34,7 +35,7 @@ MAX_FILE = 1 << 20  # bytes: a configuration or image larger than this is not on
               help="The fish's serial port (a device, a pty or sim://fish).")
 @click.option("--machine", type=click.IntRange(0, 255), default=0, show_default=True,
               help="The fish's machine code.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=0.5,
+@click.option("--timeout", type=Finite(0, 60, lo_open=True, unit="s"), default=0.5,
               show_default=True, metavar="S", help="Seconds to wait for each answer or result.")
 @click.option("--retries", type=click.IntRange(0, 100), default=5, show_default=True,
               help="Retransmissions after the first attempt.")

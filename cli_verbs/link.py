@@ -14,14 +14,16 @@ from rich.text import Text
 
 from fwbridge.bridge.transports import LinkError, open_link
 from fwbridge.cli_verbs.common import console, err_console, fail
+from fwbridge.cli_verbs.params import DURATION as DURATION_S
+from fwbridge.cli_verbs.params import Baud
 from fwbridge.cli_verbs.stopping import Stop, stoppable
 
 BAUD = click.option(
-    "-b", "--baud", type=click.IntRange(min=1), default=115200, show_default=True,
+    "-b", "--baud", type=Baud(), default=115200, show_default=True,
     help="Baud rate (must match the firmware's UART).",
 )
 DURATION = click.option(
-    "--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+    "--duration", type=DURATION_S, default=None, metavar="S",
     help="Stop after S seconds (default: until Ctrl-C).",
 )
 

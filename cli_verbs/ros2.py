@@ -16,6 +16,7 @@ import click
 
 from fwbridge.cli_verbs.common import fail, json_line, print_counters
 from fwbridge.cli_verbs.live import FOXGLOVE
+from fwbridge.cli_verbs.params import DURATION, RATE, Finite
 from fwbridge.cli_verbs.stopping import stoppable
 
 CONNECT = click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
@@ -82,7 +83,7 @@ def ros2_group() -> None:
 @DISTRO
 @CONFIG
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per entity.")
-@click.option("--wait", type=click.FloatRange(0, 30), default=1.0, show_default=True,
+@click.option("--wait", type=Finite(0, 30, unit="s"), default=1.0, show_default=True,
               help="Seconds to gather the graph.")
 def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
                config: str | None, as_json: bool, wait: float) -> None:
@@ -181,7 +182,7 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
 @click.argument("topic")
 @click.argument("msgtype", metavar="TYPE")
 @click.argument("values", default="{}", metavar="'YAML'")
-@click.option("--rate", type=click.FloatRange(0, 1000, min_open=True), default=None,
+@click.option("--rate", type=RATE, default=None,
               help="Publish at this rate until Ctrl-C (default: once).")
 @click.option("--times", type=click.IntRange(min=1), default=None,
               help="Publish this many times (at --rate, default 1 Hz).")
@@ -268,9 +269,9 @@ class _Buffer:
 # -- fleet ---------------------------------------------------------------------------------
 @click.command("fleet")
 @click.argument("count", type=click.IntRange(1, 64))
-@click.option("--rate", "rate_hz", type=click.FloatRange(1, 500), default=50.0,
+@click.option("--rate", "rate_hz", type=Finite(1, 500, unit="Hz"), default=50.0,
               show_default=True, help="Command rate of each base node, Hz.")
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--duration", type=DURATION, default=None,
               metavar="S", help="Stop after S seconds (default: Ctrl-C or SIGTERM).")
 @click.option("--first", type=click.IntRange(min=0), default=1, show_default=True,
               help="Number of the first robot (/robotFIRST …), to split a fleet over machines.")

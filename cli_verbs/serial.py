@@ -50,6 +50,7 @@ from fwbridge.cli_verbs.link import (
     write_line,
 )
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
+from fwbridge.cli_verbs.params import FLOAT32, RATE, SPEED, TIMEOUT_MAX, Finite
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
@@ -95,7 +96,7 @@ def ports_cmd(as_json: bool) -> None:
 def _send_options(fn: Any) -> Any:
     fn = click.option("--count", type=click.IntRange(min=0), default=1, show_default=True,
                       help="Frames to send (0: until Ctrl-C).")(fn)
-    fn = click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=10.0,
+    fn = click.option("--rate", type=RATE, default=10.0,
                       show_default=True, metavar="HZ", help="Frames per second.")(fn)
     return BAUD(fn)
 
@@ -162,9 +163,9 @@ def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int
 
 
 @send_group.command("cmd")
-@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
+@click.option("--vx", type=FLOAT32, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=FLOAT32, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=FLOAT32, default=0.0, show_default=True, help="rad/s")
 @_send_options
 @click.pass_context
 def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rate: float,
@@ -179,10 +180,10 @@ def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rat
 
 
 @send_group.command("odom")
-@click.option("--vx", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--vy", type=float, default=0.0, show_default=True, help="m/s")
-@click.option("--wz", type=float, default=0.0, show_default=True, help="rad/s")
-@click.option("--yaw", type=float, default=0.0, show_default=True, help="degrees")
+@click.option("--vx", type=FLOAT32, default=0.0, show_default=True, help="m/s")
+@click.option("--vy", type=FLOAT32, default=0.0, show_default=True, help="m/s")
+@click.option("--wz", type=FLOAT32, default=0.0, show_default=True, help="rad/s")
+@click.option("--yaw", type=FLOAT32, default=0.0, show_default=True, help="degrees")
 @_send_options
 @click.pass_context
 def send_odom(ctx: click.Context, vx: float, vy: float, wz: float, yaw: float, baud: int,
@@ -229,9 +230,9 @@ def _errors(stats: dict[str, int]) -> int:
                    "messages for a .mcap name).")
 @DURATION
 @BAUD
-@click.option("--garbage-timeout", type=click.FloatRange(min=0), default=3.0, show_default=True,
-              metavar="S", help="Stop with 'wrong baud rate?' after S s of bytes and no frame "
-              "(0: never).")
+@click.option("--garbage-timeout", type=Finite(0, TIMEOUT_MAX, unit="s"), default=3.0,
+              show_default=True, metavar="S",
+              help="Stop with 'wrong baud rate?' after S s of bytes and no frame (0: never).")
 @FOXGLOVE
 def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
               duration: float | None, baud: int, garbage_timeout: float, foxglove: bool,
@@ -376,7 +377,7 @@ def record_cmd(port: str, file: str, protocol: str | None, duration: float | Non
 @click.command("replay")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("port")
-@click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0,
+@click.option("--speed", type=SPEED, default=1.0,
               show_default=True, help="Time scale: 2 plays twice as fast.")
 @click.option("--loop", "loop", is_flag=True, help="Start over at the end, until Ctrl-C.")
 @click.option("--direction", type=click.Choice([RX, TX]), default=RX, show_default=True,

@@ -14,12 +14,13 @@ from rich.table import Table
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import PACINGS, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
-from fwbridge.bridge.sim.models import MODELS
+from fwbridge.bridge.sim.models import model_names
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
+from fwbridge.cli_verbs.params import DURATION, SPEED, Baud, Finite
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.pacing import parse_pacing
 
@@ -80,21 +81,21 @@ def _old_pace(value: str) -> str:
 
 
 @click.command("sim")
-@click.argument("model", type=click.Choice([*sorted(MODELS), "scara"], case_sensitive=False))
+@click.argument("model", type=click.Choice([*model_names(), "scara"], case_sensitive=False))
 @FAULTS
 @SEED
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--duration", type=DURATION, default=None,
               metavar="S", help="Stop after S seconds of simulated time (default: Ctrl-C).")
 @click.option("--pacing", type=click.Choice(PACINGS), default="realtime", show_default=True,
               help="realtime: simulated time follows the clock; afap: as fast as the "
               "reader allows (deterministic).")
 @click.option("--pace", "old_pace", default=None, hidden=True,
               help="Old spelling of --pacing (fast = afap).")
-@click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0,
+@click.option("--speed", type=SPEED, default=1.0,
               show_default=True, help="realtime: simulated seconds per wall-clock second.")
 @click.option("--step-ms", type=click.IntRange(1, 100), default=1, show_default=True,
               help="Basic time step of the world, ms.")
-@click.option("--baud", type=int, default=-1, show_default=True,
+@click.option("--baud", type=Baud(none=-1), default=-1, show_default=True,
               help="Emulate this line rate (8N1); -1: none, as in Webots.")
 @click.option("--link", "link_path", type=click.Path(dir_okay=False), default=None,
               metavar="PATH", help="Also make PATH a symlink to the port.")
@@ -301,7 +302,7 @@ def _plot(res: SquareResult, path: str, side: float) -> None:
 @click.command("demo")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also draw the path (odometry and truth) to a PNG file.")
-@click.option("--side", type=click.FloatRange(0.2, 5.0), default=1.0, show_default=True,
+@click.option("--side", type=Finite(0.2, 5.0, unit="m"), default=1.0, show_default=True,
               help="Side of the square, m.")
 @FAULTS
 @SEED

@@ -24,6 +24,7 @@ import click
 from fwbridge.bridge.transports import IO_ERRORS
 from fwbridge.cli_verbs.common import fail
 from fwbridge.cli_verbs.link import BAUD, open_port, until_interrupted
+from fwbridge.cli_verbs.params import RATE, Finite
 from fwbridge.protocols import cmd_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 
@@ -64,10 +65,12 @@ def raw_terminal(fd: int) -> Iterator[bool]:
 @click.command("teleop")
 @click.argument("port")
 @BAUD
-@click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=20.0,
+@click.option("--rate", type=RATE, default=20.0,
               show_default=True, metavar="HZ", help="Command frames per second.")
-@click.option("--linear", type=float, default=0.2, show_default=True, help="w/s speed, m/s")
-@click.option("--angular", type=float, default=0.5, show_default=True, help="a/d rate, rad/s")
+@click.option("--linear", type=Finite(0, 5, unit="m/s"), default=0.2, show_default=True,
+              help="w/s speed, m/s")
+@click.option("--angular", type=Finite(0, 20, unit="rad/s"), default=0.5, show_default=True,
+              help="a/d rate, rad/s")
 def teleop_cmd(port: str, baud: int, rate: float, linear: float, angular: float) -> None:
     """Drive the base on PORT from the keyboard: w/s/a/d, q quits, other keys stop."""
     link = open_port(port, baud)

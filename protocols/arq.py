@@ -26,6 +26,7 @@ from fwbridge.protocols.errors import ConfigError, FieldValueError, StateError
 __all__ = [
     "ANSWER_OFFSET",
     "REQUEST_TYPES",
+    "TRANSIENT",
     "Acknowledged",
     "Answer",
     "Answered",
@@ -60,6 +61,13 @@ class Status(IntEnum):
     UNKNOWN_SUB = 0x04
     BUSY = 0x05
 
+
+#: Negative answers worth sending the same frame again for: the bytes were damaged on
+#: the way (CRC, length, trailer) or the peer could not take them now (busy). Any other
+#: status (unknown sub-command, or a code this side does not know) says the request
+#: itself is refused: sending it again cannot help, so it fails at once.
+TRANSIENT = frozenset({Status.CRC_ERROR, Status.LENGTH_ERROR, Status.TRAILER_ERROR,
+                       Status.BUSY})
 
 #: Receiver rejection reason -> the status that answers it.
 REJECT_STATUS = {
@@ -189,7 +197,8 @@ class SenderStats(Counters):
 
 
 class StopAndWaitSender:
-    """One frame in flight; retransmit on timeout or negative answer, up to ``retries`` times.
+    """One frame in flight; retransmit on timeout or a transient negative answer
+    (:data:`TRANSIENT`), up to ``retries`` times; a permanent one fails at once.
 
     ``send(frame, now)`` returns the bytes to write and the deadline for the
     answer. Feed every frame the link delivers to :meth:`on_answer`, and call
@@ -274,7 +283,13 @@ class StopAndWaitSender:
             self._idle()
             return [Delivered(req, attempts)]
         self.stats.naks += 1
-        return self._again(now, f"negative answer {_status(status)!r}")
+        why = f"negative answer {_status(status)!r}"
+        if status not in TRANSIENT:
+            self.stats.failed += 1
+            attempts = self._attempts
+            self._idle()
+            return [Failed(req, attempts, f"{why}: refused, not retried")]
+        return self._again(now, why)
 
     #: The name DESIGN.md uses for :meth:`on_answer`.
     receive = on_answer

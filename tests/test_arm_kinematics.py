@@ -19,6 +19,7 @@ from fwbridge.bridge.arm.kinematics import (
     inverse,
     inverse_all,
     inverse_path,
+    joint_distance,
     normalize_angle,
 )
 
@@ -55,28 +56,27 @@ def test_forward_of_inverse_is_identity(pose: Pose, c1: float, c2: float) -> Non
 
 
 @given(reachable_poses(), angles, angles)
-def test_nearest_solution_uses_wrapped_differences(pose: Pose, c1: float, c2: float) -> None:
+def test_nearest_solution_uses_plain_differences(pose: Pose, c1: float, c2: float) -> None:
     current = Joints(c1, c2, 0.0, 0.0)
     chosen = inverse(GEOM, pose, current)
 
     def dist(j: Joints) -> float:
-        return abs(normalize_angle(j.theta1 - c1)) + abs(normalize_angle(j.theta2 - c2))
+        return abs(j.theta1 - c1) + abs(j.theta2 - c2)
 
     assert all(dist(chosen) <= dist(j) + 1e-12 for j in inverse_all(GEOM, pose))
 
 
-def test_no_flip_across_pi() -> None:
-    """A current joint at +179 deg and a candidate at -179 deg are 2 deg apart, not 358."""
+def test_no_travel_across_pi() -> None:
+    """A joint at +179 deg cannot pass the +-180 deg stop: a candidate at -179 deg is
+    358 deg of travel away, so the other elbow is chosen, as the seed's rule does."""
     geom = ScaraGeometry(limit1=math.pi, limit2=math.pi)
     current = Joints(math.radians(179.0), 0.0, 0.1, 0.0)
     target = forward(geom, Joints(math.radians(-179.0), 0.3, 0.1, 0.0))
     j = inverse(geom, target, current)
-    assert abs(normalize_angle(j.theta1 - current.theta1)) < math.radians(3)
-    assert j.theta2 == pytest.approx(0.3)
-    # The seed's raw-difference rule takes the other elbow here: 358 deg looks far.
     seed = compute_scara_ik(target.x, target.y, 0.1, 0.0, current.theta1, 0.0, 0.0,
                             -math.pi, math.pi, -math.pi, math.pi)
     assert seed.valid and seed.theta2 == pytest.approx(-0.3)
+    assert j.theta2 == pytest.approx(seed.theta2) and j.theta1 == pytest.approx(seed.theta1)
 
 
 @given(st.floats(-2, 2), st.floats(-2, 2), st.floats(-0.5, 1.0), angles)
@@ -139,3 +139,16 @@ def test_inverse_path_names_the_unreachable_point() -> None:
     poses = np.array([[0.5, 0.0, 0.1, 0.0], [1.5, 0.0, 0.1, 0.0]])
     with pytest.raises(UnreachableError, match="point 1"):
         inverse_path(GEOM, poses)
+
+
+def test_nearest_solution_is_by_the_travel_the_joints_make() -> None:
+    """Joints limited to +-2.967 rad cannot wrap: -2.80 to +1.56 is 4.35 rad of travel,
+    not the 1.93 a wrapped difference claims, so the other elbow is nearer."""
+    current = Joints(-2.41003721208169, -2.7987860743184148, 0.1, 0.0)
+    target = Pose(0.6715302078397394, -0.13446586418989326, 0.1, 0.0)
+    chosen = inverse(GEOM, target, current)
+    assert chosen.theta2 == pytest.approx(-1.5559460339899458)
+    travel = [joint_distance(j, current) for j in inverse_all(GEOM, target)]
+    assert joint_distance(chosen, current) == pytest.approx(min(travel))
+    path = inverse_path(GEOM, np.array([[*target]]), current)
+    assert path[0, 1] == pytest.approx(chosen.theta2)

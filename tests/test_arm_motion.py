@@ -116,3 +116,36 @@ def test_targets_are_checked_up_front() -> None:
         PickAndPlace(GEOM, PickPlaceConfig(pick=(0.45, 0.15, 0.4)).precise())
     with pytest.raises(ValueError, match="outside the workspace"):
         PickAndPlace(GEOM, PickPlaceConfig(place=(1.5, 0.0, 0.1)))
+
+
+def test_the_wrist_goes_the_way_its_limits_allow_and_samples_stay_reachable() -> None:
+    """theta4 from 3.0 to -3.0 rad: the short way crosses the +-pi stop, so the wrist
+    goes the long way, and every sample is a target the module can reach as sent."""
+    limits = Limits()
+    a, b = Joints(0.3, 1.0, 0.2, 3.0), Joints(0.3, 1.0, 0.2, -3.0)
+    move = JointMove(a, b, limits)
+    period = 0.016
+    prev = a.theta4
+    samples = [move.sample(k * period) for k in range(math.ceil(move.duration / period) + 1)]
+    for j in samples:
+        assert abs(j.theta4) <= GEOM.limit4  # the module's clamp never changes the target
+        assert abs(j.theta4 - prev) <= limits.vmax[3] * period * 1.001  # no 6 rad jump
+        prev = j.theta4
+    assert samples[-1].theta4 == pytest.approx(-3.0)
+    # The plan's length is the travel the module makes: 6 rad, not 0.28.
+    assert move.duration >= 6.0 / limits.vmax[3]
+
+
+def test_arrival_includes_the_tool_yaw() -> None:
+    """Feedback at the right place with the wrist turned is not 'reached'."""
+    task = PickAndPlace(GEOM, PickPlaceConfig(settle_timeout=0.5))
+    start = inverse(GEOM, Pose(0.4, 0.0, 0.35))
+    turned = Joints(start.theta1, start.theta2, start.d3, start.theta4 + 1.0)
+    assert forward(GEOM, turned).distance(forward(GEOM, start)) < 1e-12  # phi ignored there
+    for k in range(400):
+        task.step(k * 0.016, start if k == 0 else turned)
+        if task.done:
+            break
+    assert task.phase is Phase.FAILED
+    assert [r.phase for r in task.reached] == [Phase.RESET_LIFT]  # a zero-length move at t=0
+    assert "tool yaw 57.3 deg off" in (task.failure or "")

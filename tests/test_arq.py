@@ -11,6 +11,7 @@ from fwbridge.protocols import action_frame as af
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 from fwbridge.protocols.action_receiver import ActionReceiver, Rejected
 from fwbridge.protocols.arq import (
+    TRANSIENT,
     Delivered,
     Failed,
     Responder,
@@ -98,6 +99,38 @@ def test_nak_retransmits_at_once_and_fails_after_the_limit() -> None:
     (failed,) = tx.on_answer(make_answer(REQ, Status.BUSY), now=0.2)
     assert isinstance(failed, Failed) and "BUSY" in failed.reason
     assert tx.stats.naks == 2
+
+
+@pytest.mark.parametrize("status", [Status.UNKNOWN_SUB, 0x42])
+def test_a_permanent_nak_fails_at_once_without_retransmitting(status: int) -> None:
+    """An unknown sub-command (or a status this side does not know) refuses the request
+    itself: the same bytes again would be refused again."""
+    tx = StopAndWaitSender(timeout=1.0, retries=3)
+    tx.send(REQ, now=0.0)
+    (failed,) = tx.on_answer(make_answer(REQ, status), now=0.1)
+    assert isinstance(failed, Failed) and failed.attempts == 1
+    assert "refused, not retried" in failed.reason
+    assert not tx.busy and tx.poll(100.0) == []
+    assert (tx.stats.retransmitted, tx.stats.failed, tx.stats.naks) == (0, 1, 1)
+
+
+def test_a_responder_that_does_not_know_the_sub_command_gets_it_once() -> None:
+    rsp = Responder(known_subs=set())
+    tx = StopAndWaitSender(timeout=1.0, retries=3)
+    data, _ = tx.send(REQ, now=0.0)
+    writes = [data]
+    events: list[object] = []
+    while tx.busy:
+        ans = rsp.answer(af.decode(writes[-1]))
+        assert ans is not None
+        events = tx.on_answer(af.decode(ans.data), now=0.1)
+        writes += [e.data for e in events if isinstance(e, Retransmit)]
+    assert len(writes) == 1 and rsp.stats.answered == 1
+    assert isinstance(events[0], Failed) and "UNKNOWN_SUB" in events[0].reason
+
+
+def test_transient_naks_are_the_documented_ones() -> None:
+    assert {Status.CRC_ERROR, Status.LENGTH_ERROR, Status.TRAILER_ERROR, Status.BUSY} == TRANSIENT
 
 
 def test_stray_and_late_answers_are_ignored_and_counted() -> None:

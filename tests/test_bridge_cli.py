@@ -23,7 +23,8 @@ from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
-from tests.helpers import FirmwarePeer, LagMeter, run_verb, spawn_verb
+from tests import sim_stub
+from tests.helpers import ROOT, FirmwarePeer, LagMeter, run_cli, run_verb, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -303,7 +304,7 @@ def test_bridge_runs_the_node_and_prints_odometry(pair: PtyPair, peer: FirmwareP
 def test_bridge_config_and_port_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[link]\nurl = "/dev/x"\nbaud = "fast"\n')
-    assert "link.baud: must be a positive integer" in one_error_line(run_verb("bridge", str(bad)))
+    assert "link.baud: must be an integer" in one_error_line(run_verb("bridge", str(bad)))
     gone = tmp_path / "gone.toml"
     gone.write_text(f'[link]\nurl = "{tmp_path / "ttyACM7"}"\n')
     assert "no such device" in one_error_line(run_verb("bridge", str(gone)))
@@ -336,11 +337,14 @@ def test_bridge_use_sim_through_the_cli(tmp_path: Path) -> None:
     cfg = tmp_path / "robot.toml"
     cfg.write_text(
         f'use_sim = true\n[link]\nurl = "{tmp_path / "ttyUSB0"}"\n'
-        '[sim]\nurl = "simstub://"\nhandler_package = "tests.sim_stub"\n'
+        '[sim]\nurl = "sim://simstub"\n'
     )
-    sim = run_verb("bridge", str(cfg), "--duration", "0.4")
+    # The model comes from an installed package's fwbridge.sim_models entry point.
+    site = sim_stub.install_entry_point(tmp_path / "site")
+    path = os.pathsep.join((str(site), str(ROOT)))
+    sim = run_cli("bridge", str(cfg), "--duration", "0.4", env={"PYTHONPATH": path})
     assert sim.returncode == 0, sim.stderr
-    assert b"simulated endpoint simstub://" in sim.stderr
+    assert b"simulated endpoint sim://simstub" in sim.stderr
     assert json.loads(sim.stdout.decode().splitlines()[-1])["child_frame_id"] == "base_link"
     real = run_verb("bridge", str(cfg), "--real", "--duration", "0.4")  # same file, real port
     assert "no such device" in one_error_line(real)

@@ -31,7 +31,6 @@ exclusive = false
 
 [sim]
 url = "sim://mecanum?seed=3"
-handler_package = "fwbridge.bridge.sim"
 
 [control]
 rate_hz = 50
@@ -63,7 +62,6 @@ def test_full_config_is_read(tmp_path: Path) -> None:
         0.2, 1.0, 5,
     )
     assert cfg.calibration == tmp_path / "calib.json"  # relative to the config file
-    assert cfg.handler_package is None  # the real port needs no URL handler
 
 
 def test_defaults_match_the_design(tmp_path: Path) -> None:
@@ -75,7 +73,7 @@ def test_defaults_match_the_design(tmp_path: Path) -> None:
 def test_use_sim_swaps_only_the_link_url(tmp_path: Path) -> None:
     real = load_config(write(tmp_path, FULL))
     sim = load_config(write(tmp_path, FULL.replace("use_sim = false", "use_sim = true"), "s.toml"))
-    assert sim.link_url == "sim://mecanum?seed=3" and sim.handler_package == "fwbridge.bridge.sim"
+    assert sim.link_url == "sim://mecanum?seed=3"
     differing = {
         f.name for f in dataclasses.fields(real) if getattr(real, f.name) != getattr(sim, f.name)
     }
@@ -95,8 +93,8 @@ def test_environment_variables_and_home_expand(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ('[link]\nurl = "/dev/x"\nbaud = "fast"\n', "link.baud: must be a positive integer"),
-        ('[link]\nurl = "/dev/x"\n[control]\nrate_hz = 0\n', "control.rate_hz: must be a positive"),
+        ('[link]\nurl = "/dev/x"\nbaud = "fast"\n', "link.baud: must be an integer"),
+        ('[link]\nurl = "/dev/x"\n[control]\nrate_hz = 0\n', "control.rate_hz: must be > 0"),
         ('[link]\nurl = "/dev/x"\n[watchdog]\ncmd_timeout = -1\n', "watchdog.cmd_timeout"),
         ('[link]\nurl = "/dev/x"\nbuad = 9600\n', "link.buad: unknown key (known here: baud"),
         ('[link]\nurl = "/dev/x"\n[controll]\nrate_hz = 5\n', "controll: unknown section"),
@@ -205,12 +203,63 @@ def test_read_write_only_while_active() -> None:
         hw.require_active("write")
 
 
-def test_a_failing_hook_leaves_the_state_unchanged() -> None:
+def test_a_failing_hook_goes_through_on_error() -> None:
+    """ros2_control: a failing transition -> ErrorProcessing -> on_error decides."""
     hw = Recorder(fail_on="activate")
     hw.configure()
     with pytest.raises(OSError, match="activate failed"):
         hw.activate()
-    assert hw.state is LifecycleState.INACTIVE
+    assert hw.state is LifecycleState.UNCONFIGURED  # on_error's default: recovered
+    hw.configure()  # and it can start again
+
+    class Fatal(Recorder):
+        def on_error(self, transition: str, exc: BaseException) -> bool:
+            self.calls.append(f"error:{transition}:{self.state.value}")
+            return False
+
+    fatal = Fatal(fail_on="configure")
+    with pytest.raises(OSError, match="configure failed"):
+        fatal.configure()
+    assert fatal.state is LifecycleState.FINALIZED
+    assert fatal.calls[-1] == "error:configure:error-processing"
+
+
+def _active_link_hardware(pair: PtyPair, tap: object = None) -> LinkHardware:
+    hw = LinkHardware(parse_config({"link": {"url": pair.path}}), reset_frame=ZERO_FRAME,
+                      safe_stop_frame=ZERO_FRAME)
+    hw.configure()
+    hw.activate()
+    assert pair.read(timeout=1.0) == ZERO_FRAME
+    hw.tap = tap  # type: ignore[assignment]
+    return hw
+
+
+def test_shutdown_releases_the_link_when_deactivate_fails() -> None:
+    def full_disk(direction: str, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    with PtyPair() as pair:
+        hw = _active_link_hardware(pair, tap=full_disk)
+        with pytest.raises(OSError, match="No space left"):
+            hw.shutdown()
+        assert pair.read(timeout=1.0) == ZERO_FRAME  # the safe stop still went out
+        assert hw.state is LifecycleState.FINALIZED
+        assert not hw.connected  # the link was released, not left open
+
+
+def test_send_only_while_active_but_the_safe_stop_goes_out() -> None:
+    with PtyPair() as pair:
+        hw = _active_link_hardware(pair)
+        hw.send(b"\x01")
+        assert pair.read(timeout=1.0) == b"\x01"
+        hw.deactivate()
+        assert pair.read(timeout=1.0) == ZERO_FRAME  # deactivate's own frame is allowed
+        with pytest.raises(LifecycleError, match="cannot send: hardware is inactive"):
+            hw.send(b"\x02")
+        assert pair.read(timeout=0.1) == b""
+        hw.shutdown()
+        with pytest.raises(LifecycleError, match="cannot send: hardware is finalized"):
+            hw.send(b"\x03")
 
 
 def test_link_hardware_on_a_pty(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
+from tests import sim_stub
 from tests.helpers import FirmwarePeer, ManualClock, Recorder, config
 
 
@@ -135,8 +136,8 @@ def test_unplug_and_replug_recovers_with_a_zero_command_first(
 def test_use_sim_swaps_in_the_simulated_endpoint_and_nothing_else(
     pair: PtyPair, peer: FirmwarePeer
 ) -> None:
-    base = config(pair.path, sim={"url": "simstub://", "handler_package": "tests.sim_stub"},
-                  watchdog={"cmd_timeout": 30.0})
+    sim_stub.register()
+    base = config(pair.path, sim={"url": "sim://simstub"}, watchdog={"cmd_timeout": 30.0})
     for use_sim in (True, False):
         got = Recorder()
         node = BaseNode(base.with_sim(use_sim), on_odometry=got.odometry, on_event=None)
@@ -145,8 +146,12 @@ def test_use_sim_swaps_in_the_simulated_endpoint_and_nothing_else(
             if not use_sim:  # the real side: answer like the stub does
                 peer.answer = lambda c: odom_frame.encode(OdomFrame(c.vx, c.vy, c.wz, 1.0))
             assert got.wait(lambda c: any(r.vx == pytest.approx(0.3) for r in c.records))
+            endpoint = getattr(node.hardware.link, "endpoint", None)
             link_type = type(node.hardware.link).__module__
-        assert link_type == ("tests.sim_stub.protocol_simstub" if use_sim else "serial.serialposix")
+        if use_sim:
+            assert endpoint is not None and isinstance(endpoint.model, sim_stub.SimStub)
+        else:
+            assert link_type == "serial.serialposix"
 
 
 def test_node_captures_both_directions(pair: PtyPair, peer: FirmwarePeer, tmp_path: Path) -> None:

@@ -138,17 +138,19 @@ def test_pyserial_urls_open() -> None:
 
 
 def test_unknown_and_unavailable_schemes_are_clear_errors() -> None:
-    with pytest.raises(LinkURLError, match=r"unknown URL scheme 'nope://' \(known: .*loop"):
+    with pytest.raises(LinkURLError, match=r"unknown URL scheme 'nope://'; .* one of: .*loop://"):
         open_link("nope://x")
     register_url_handler("absent", "no_such_package_here")
     with pytest.raises(LinkURLError, match=r"served by no_such_package_here\.protocol_absent"):
         open_link("absent://x")
 
 
-def test_a_registered_handler_package_serves_its_scheme() -> None:
+def test_a_registered_sim_model_serves_sim_urls() -> None:
     from fwbridge.protocols import cmd_frame, odom_frame
+    from tests import sim_stub
 
-    with open_link("simstub://", handler_package="tests.sim_stub") as link:
+    sim_stub.register()
+    with open_link("sim://simstub?pacing=afap") as link:
         link.write(cmd_frame.encode(cmd_frame.CmdFrame(0.5, 0.0, 0.0)))
         reply = read_exactly(link, odom_frame.SIZE)
         assert odom_frame.decode(reply).vx == 0.5

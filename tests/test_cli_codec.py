@@ -65,8 +65,8 @@ def test_decode_forced_raw_format_reads_hex_text_as_bytes(tmp_path: Path) -> Non
         (["decode", "-p", "odom", "-"], b"aa 55 c", "odd number of hex digits"),
         (["decode", "-p", "nope", "-"], b"", "'nope' is not one of"),
         (["decode", "-p", "odom", "--format", "hex", "-"], b"zz", "'z' is not a hex digit"),
-        (["encode", "cmd", "--vx", "nan"], None, "vx: nan is not finite"),
-        (["encode", "odom", "--yaw", "1e39"], None, "yaw_deg: out of float32 range"),
+        (["encode", "cmd", "--vx", "nan"], None, "--vx not finite (add --allow-nonfinite"),
+        (["encode", "odom", "--yaw", "1e39"], None, "'--yaw': must be >= -3.40282e+38"),
     ],
 )
 def test_bad_input_is_one_error_line(args: list[str], stdin: bytes | None, message: str) -> None:

@@ -330,7 +330,7 @@ def test_sim_url_options_and_errors() -> None:
     assert port.in_waiting == 0
     port.close()
     for url, message in (
-        ("sim://tank", "unknown model"),
+        ("sim://tank", "unknown robot model"),
         ("sim://mecanum?bogus=1", "unknown option"),
         ("sim://mecanum?pacing=slow", "pacing"),
         ("sim://mecanum?faults=drop=2", "between 0 and 1"),

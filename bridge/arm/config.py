@@ -32,6 +32,7 @@ from typing import Any
 from fwbridge.bridge.arm.kinematics import ArmConfigError, ScaraGeometry
 from fwbridge.bridge.arm.motion import RampSpeeds
 from fwbridge.bridge.arm.pick_place import PickPlaceConfig
+from fwbridge.bridge.numbers import out_of_range
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,6 +42,15 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 _GEOMETRY = ("l1", "l2", "limit1", "limit2", "z_min", "z_max")
 _TASK = ("safe_z", "tolerance", "joint_tolerance")
+#: key -> (low, high, low excluded, unit). The joint limits stop short of a half turn
+#: each way (at most pi): the IK's angles are in (-pi, pi] and the joints never wrap.
+_RANGES: dict[str, tuple[float, float, bool, str]] = {
+    "l1": (0.0, 10.0, True, "m"), "l2": (0.0, 10.0, True, "m"),
+    "limit1": (0.0, math.pi, True, "rad"), "limit2": (0.0, math.pi, True, "rad"),
+    "z_min": (-10.0, 10.0, False, "m"), "z_max": (-10.0, 10.0, False, "m"),
+    "safe_z": (-10.0, 10.0, False, "m"), "tolerance": (0.0, 0.1, True, "m"),
+    "joint_tolerance": (0.0, 0.5, False, "rad or m"),  # 0: the 1 mm tolerance instead
+}
 
 
 __all__ = ["ArmConfigError", "load_arm_config", "parse_arm"]
@@ -68,6 +78,10 @@ def parse_arm(table: dict[str, Any], source: str = "<config>"
             raise ArmConfigError(f"{where}: unknown key (known: {known})")
         if not _is_number(value):
             raise ArmConfigError(f"{where}: must be a number, got {value!r}")
+        lo, hi, lo_open, unit = _RANGES[key]
+        why = out_of_range(float(value), lo, hi, lo_open=lo_open, unit=unit)
+        if why is not None:
+            raise ArmConfigError(f"{where}: {why}")
         (geom_kw if key in _GEOMETRY else task_kw)[key] = float(value)
     if task_kw.get("joint_tolerance") == 0.0:
         task_kw["joint_tolerance"] = None

@@ -87,6 +87,10 @@ class Pose(NamedTuple):
         """Cartesian distance in m (phi ignored)."""
         return math.dist((self.x, self.y, self.z), (other.x, other.y, other.z))
 
+    def turn(self, other: Pose) -> float:
+        """|phi difference| in rad, wrapped (an orientation, not a joint's travel)."""
+        return abs(normalize_angle(self.phi - other.phi))
+
 
 @dataclass(frozen=True, slots=True)
 class ScaraGeometry:
@@ -200,11 +204,9 @@ def _solve(
             t4 += TAU
         if not -lim4 <= t4 <= lim4:
             continue
-        d1 = t1 - c1
-        d1 = d1 - TAU if d1 > pi else d1 + TAU if d1 <= -pi else d1
-        d2 = t2 - c2
-        d2 = d2 - TAU if d2 > pi else d2 + TAU if d2 <= -pi else d2
-        d = abs(d1) + abs(d2)
+        # Plain differences: theta1/theta2 are limited to less than a half turn each
+        # way, so they cannot wrap, and the travel they make is the plain one.
+        d = abs(t1 - c1) + abs(t2 - c2)
         sol = (t1, t2, t4)
         if every is not None and sol not in every:  # stretched or folded: one solution
             every.append(sol)
@@ -242,22 +244,25 @@ def inverse_all(geom: ScaraGeometry, pose: Pose) -> list[Joints]:
 
 
 def joint_distance(a: Joints, b: Joints) -> float:
-    """Sum of |normalised angle differences| of the two arm joints (seed 001's rule)."""
-    return abs(normalize_angle(a.theta1 - b.theta1)) + abs(normalize_angle(a.theta2 - b.theta2))
+    """Sum of |theta1, theta2 differences|: the travel the two arm joints make.
+
+    Not wrapped: the joints are limited to +-2.967 rad and cannot pass +-pi,
+    so +2.9 to -2.9 is 5.8 rad of travel, not 0.48.
+    """
+    return abs(a.theta1 - b.theta1) + abs(a.theta2 - b.theta2)
 
 
 def inverse(geom: ScaraGeometry, pose: Pose, current: Joints | None = None) -> Joints:
     """The solution nearest ``current`` (default: all zeros); raises when none exists.
 
-    Nearest means the smallest sum of |theta1, theta2 differences| wrapped to
-    (-pi, pi], so a joint near +pi and a candidate near -pi count as close.
+    Nearest means the smallest :func:`joint_distance`: the travel the joints
+    actually make (they cannot wrap, so a joint near +pi and a candidate near
+    -pi are far apart).
     """
     if current is None:
         c1 = c2 = 0.0
     else:
-        c1, c2 = current[0], current[1]
-        if not (-pi < c1 <= pi and -pi < c2 <= pi):
-            c1, c2 = normalize_angle(c1), normalize_angle(c2)
+        c1, c2 = current[0], current[1]  # as they are: the joints do not wrap
     best = _solve(geom, pose, c1, c2)
     if best is None:
         raise UnreachableError(
@@ -309,14 +314,14 @@ def inverse_path(
         raise UnreachableError(f"point {k}: target ({x[k]:.4f}, {y[k]:.4f}) needs joints "
                                f"outside the limits")
     # Distance from each candidate at k to each candidate at k-1: (2 new, 2 prev, N-1).
-    d = np.abs(_wrap_array(t1[:, None, 1:] - t1[None, :, :-1]))
-    d += np.abs(_wrap_array(t2[:, None, 1:] - t2[None, :, :-1]))
+    d = np.abs(t1[:, None, 1:] - t1[None, :, :-1])  # plain travel, as _solve
+    d += np.abs(t2[:, None, 1:] - t2[None, :, :-1])
     d[~valid[:, None, 1:].repeat(2, axis=1)] = np.inf
     # choice_given_prev[e][k]: the elbow chosen at k+1 when elbow e was chosen at k.
     pick = (d[1] < d[0]).astype(np.int8)  # (2 prev, N-1)
     ref = current if current is not None else Joints()
-    c1, c2 = normalize_angle(ref[0]), normalize_angle(ref[1])
-    d0 = np.abs(_wrap_array(t1[:, 0] - c1)) + np.abs(_wrap_array(t2[:, 0] - c2))
+    c1, c2 = float(ref[0]), float(ref[1])
+    d0 = np.abs(t1[:, 0] - c1) + np.abs(t2[:, 0] - c2)
     d0[~valid[:, 0]] = np.inf
     state = int(d0[1] < d0[0])
     chosen = [state]

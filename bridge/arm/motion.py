@@ -96,13 +96,18 @@ class Limits:
 
 
 class JointMove:
-    """All joints from ``a`` to ``b``, trapezoidal, finishing together."""
+    """All joints from ``a`` to ``b``, trapezoidal, finishing together.
+
+    Every joint, the wrist included, goes the plain way from ``a`` to ``b``:
+    the joints are limited to +-pi or less (theta4: +-pi, a hard stop), so
+    the short way across +-pi would pass the limit and is not a move the
+    module can make. Each sample then lies between ``a`` and ``b``, within
+    the limits, and is sent as it is (never re-wrapped).
+    """
 
     def __init__(self, a: Joints, b: Joints, limits: Limits) -> None:
         self.a, self.b = a, b
-        # The wrist may take the short way round; arm joints may not wrap (limits).
-        goal4 = a.theta4 + normalize_angle(b.theta4 - a.theta4)
-        goals = (b.theta1, b.theta2, b.d3, goal4)
+        goals = (b.theta1, b.theta2, b.d3, b.theta4)
         plans = [
             Trapezoid.plan(s, g, v, acc)
             for s, g, v, acc in zip(a.as_tuple(), goals, limits.vmax, limits.amax)
@@ -112,7 +117,7 @@ class JointMove:
 
     def sample(self, t: float) -> Joints:
         t1, t2, d3, t4 = (p.position(t) for p in self.profiles)
-        return Joints(t1, t2, d3, normalize_angle(t4))
+        return Joints(t1, t2, d3, t4)
 
 
 class LinearMove:

@@ -123,6 +123,7 @@ class PickPlaceConfig:
     tolerance: float = 0.001  # m, feedback to waypoint (when joint_tolerance is None)
     joint_tolerance: float | None = 0.015  # the seed's: rad (revolute), m (slide)
     ramp: RampSpeeds | None = field(default_factory=RampSpeeds)  # None: motor top speeds
+    phi_tolerance: float = 0.01  # rad, the tool's yaw: feedback to waypoint
     gripper_time: float = 0.5  # s to close or open
     settle_timeout: float = 3.0  # s after a move ends before the task fails
     limits: Limits = field(default_factory=Limits)
@@ -242,8 +243,10 @@ class PickAndPlace:
             g_ok = gripper_feedback is None or abs(gripper_feedback - act.gripper) < 0.05
             finished = t >= self.cfg.gripper_time and g_ok
         if finished:
-            error = forward(self.geom, feedback).distance(act.target)
-            if self._within(feedback, act, error):
+            measured = forward(self.geom, feedback)
+            error = measured.distance(act.target)
+            turn = measured.turn(act.target)  # a wrist that spun the wrong way shows here
+            if self._within(feedback, act, error) and turn <= self.cfg.phi_tolerance:
                 self.reached.append(Reached(act.phase, now, error))
                 if act.phase is Phase.CLOSE_GRIPPER:
                     self.grip = grip = self.cfg.grip()
@@ -259,7 +262,8 @@ class PickAndPlace:
                 if t - end > self.cfg.settle_timeout:
                     self.failure = (
                         f"{act.phase.value}: feedback still {error * 1000:.1f} mm from the "
-                        f"waypoint {self.cfg.settle_timeout} s after the move ended"
+                        f"waypoint, tool yaw {math.degrees(turn):.1f} deg off, "
+                        f"{self.cfg.settle_timeout} s after the move ended"
                     )
         return Setpoint(self._command, self._gripper, self.phase)
 

@@ -51,7 +51,6 @@ class Fleet:
         try:
             for i, ns in enumerate(self.namespaces):
                 config = RobotConfig(sim_url="sim://mecanum", use_sim=True,
-                                     sim_handler_package="fwbridge.bridge.sim",
                                      rate_hz=self.rate_hz, source=f"<fleet {ns}>")
                 node = BaseNode(config, on_event=self._event_hook(ns))
                 node.start()

@@ -22,10 +22,15 @@ inside this object's calls, so a run is a deterministic function of them.
 *simulated* time have passed (``timeout=None``: until it has them);
 ``in_waiting`` steps once when nothing is buffered, so a polling loop
 makes progress; ``flush`` steps until the written bytes are on the ether.
+
+asyncio polls a file descriptor: the first :meth:`Serial.fileno` serves the
+endpoint on a pty (:class:`~fwbridge.bridge.sim.pty_link.PtyLink`) and the
+port then reads and writes the pty, so pyserial-asyncio works on ``sim://``.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.parse
 import warnings
@@ -40,7 +45,7 @@ from serial.serialutil import (
 
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
-from fwbridge.bridge.sim.models import MODELS
+from fwbridge.bridge.sim.models import model_factory
 from fwbridge.bridge.transports import PortError
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.pacing import AFAP, REALTIME, parse_pacing
@@ -61,10 +66,10 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
     if parts.scheme.lower() != "sim":
         raise PortError(f"expected a URL of the form {_FORM}, got {url!r}")
     model = (parts.netloc or parts.path.lstrip("/")).lower()
-    if model not in MODELS:
-        raise PortError(
-            f"sim://: unknown model {model!r} (known: {', '.join(sorted(MODELS))})"
-        )
+    try:
+        model_factory(model)
+    except ConfigError as exc:
+        raise PortError(f"sim://: {exc}") from None
     opts: dict[str, Any] = {}
     faults: list[str] = []
     seed = 0
@@ -107,6 +112,10 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.endpoint: SimEndpoint | None = None
         self.is_open: bool = False
+        self._started = False
+        self._start_lock = threading.Lock()
+        self._pty: Any = None  # the PtyLink once fileno() was asked for
+        self._pty_port: Any = None  # the pty's port: reads and writes go there then
         super().__init__(*args, **kwargs)
 
     def open(self) -> None:
@@ -120,23 +129,74 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         except ValueError as exc:
             raise PortError(f"sim://: {exc}") from None
         self.endpoint = ep
-        if ep.pacing == REALTIME:
-            ep.start()
+        self._started = False  # realtime: the world starts at the first I/O (or fileno())
         self.is_open = True
 
     def close(self) -> None:
+        if self._pty_port is not None:
+            self._pty_port.close()
+            self._pty_port = None
         if self.is_open and self.endpoint is not None:
             self.endpoint.stop()
+        if self._pty is not None:
+            self._pty.close()
+            self._pty = None
         self.is_open = False
         super().close()
 
     def _reconfigure_port(self) -> None:
-        pass  # no baud rate, parity or flow control in simulation
+        # No baud rate, parity or flow control in simulation; the pty's port takes the timeouts.
+        if self._pty_port is not None:
+            self._pty_port.timeout = self._timeout
+            self._pty_port.write_timeout = self._write_timeout
 
     def _ep(self) -> SimEndpoint:
         if not self.is_open or self.endpoint is None:
             raise PortNotOpenError()
-        return self.endpoint
+        ep = self.endpoint
+        if not self._started:
+            with self._start_lock:
+                if not self._started:
+                    if ep.pacing == REALTIME:
+                        ep.start()
+                    self._started = True
+        return ep
+
+    def fileno(self) -> int:
+        """A descriptor asyncio can poll: the simulation moves onto a pty.
+
+        pyserial-asyncio (and fwbridge's asyncio runtime) poll the port's file
+        descriptor; the simulation has none, so the first ``fileno()`` serves
+        the endpoint on a pty pair (as ``fwbridge sim`` does) and this port
+        reads and writes the pty from then on. It must come before the first
+        read or write (asyncio transports ask at once).
+        """
+        if self._pty_port is not None:
+            fd: int = self._pty_port.fileno()
+            return fd
+        if not self.is_open or self.endpoint is None:
+            raise PortNotOpenError()
+        with self._start_lock:
+            if self._started:
+                raise PortError(
+                    "sim://: fileno() after the port was used: the simulation cannot move "
+                    "onto a pty now; ask for the descriptor first (asyncio does)")
+            import serial as pyserial
+
+            from fwbridge.bridge.sim.pty_link import PtyLink
+
+            link = PtyLink(self.endpoint, supervisor=False)
+            try:
+                port = pyserial.serial_for_url(link.path, timeout=self._timeout,
+                                               write_timeout=self._write_timeout)
+            except Exception:
+                link.close()
+                raise
+            self._pty, self._pty_port = link, port
+            self.endpoint.start()
+            self._started = True
+        fd = port.fileno()
+        return fd
 
     @property
     def _fast(self) -> bool:
@@ -144,6 +204,9 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
 
     @property
     def in_waiting(self) -> int:
+        if self._pty_port is not None:
+            waiting: int = self._pty_port.in_waiting
+            return waiting
         ep = self._ep()
         if ep.pacing == AFAP and not ep.link.in_waiting:
             ep.world.step()
@@ -154,6 +217,9 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         return self._ep().link.pending_in
 
     def read(self, size: int = 1) -> bytes:
+        if self._pty_port is not None:
+            data: bytes = self._pty_port.read(size)
+            return data
         ep = self._ep()
         port = ep.link
         out = bytearray()
@@ -180,10 +246,15 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
                 return bytes(out)  # timed out, or cancel_read()
 
     def cancel_read(self) -> None:
-        if self.endpoint is not None:
+        if self._pty_port is not None:
+            self._pty_port.cancel_read()
+        elif self.endpoint is not None:
             self.endpoint.link.cancel()
 
     def write(self, data: Any) -> int:
+        if self._pty_port is not None:
+            done: int = self._pty_port.write(data)
+            return done
         ep = self._ep()
         raw = to_bytes(data)
         view = memoryview(raw)
@@ -203,6 +274,9 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         return len(raw) - len(view)
 
     def flush(self) -> None:
+        if self._pty_port is not None:
+            self._pty_port.flush()
+            return
         if not self.is_open or self.endpoint is None:
             return  # io's close() flushes after we are closed
         ep = self.endpoint
@@ -244,8 +318,3 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
     @property
     def cd(self) -> bool:
         return True
-
-    def fileno(self) -> int:
-        raise PortError(
-            "sim:// has no file descriptor; use a pty endpoint (fwbridge sim) for asyncio"
-        )

@@ -474,6 +474,13 @@ static void arq_idle(fw_arq *a)
     a->frame_len = 0;
 }
 
+/* Damaged on the way (CRC, length, trailer) or not now (busy): worth sending again. */
+static int arq_transient(uint8_t status)
+{
+    return status == FW_STATUS_CRC_ERROR || status == FW_STATUS_LENGTH_ERROR ||
+           status == FW_STATUS_TRAILER_ERROR || status == FW_STATUS_BUSY;
+}
+
 static int arq_again(fw_arq *a, uint32_t now)
 {
     if (a->attempts > a->retries) {
@@ -506,6 +513,13 @@ int fw_arq_on_answer(fw_arq *a, const fw_action_frame *frame, uint32_t now)
         return FW_ARQ_DELIVERED;
     }
     a->stats.naks++;
+    if (!arq_transient(frame->data[0])) {
+        /* The request itself is refused (unknown sub-command, or a status this side
+         * does not know): the same bytes again would be refused again. */
+        a->stats.failed++;
+        arq_idle(a);
+        return FW_ARQ_FAILED;
+    }
     return arq_again(a, now);
 }
 

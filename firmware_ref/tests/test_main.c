@@ -771,6 +771,16 @@ static void test_arq(void)
     af.sub = FW_SUB_FREE_SWIMMING;
     CHECK(fw_arq_on_answer(&a, &af, t0 + 402) == FW_ARQ_DELIVERED);
     CHECK(a.stats.delivered == 1 && a.stats.ignored == 2);
+    /* Unknown sub-command: the request itself is refused, so no retransmission. */
+    CHECK(fw_arq_send(&a, req, n, t0 + 500) == 0 && tx.writes == 5);
+    {
+        fw_action_frame f;
+        fw_action_decode(req, &f);
+        fw_responder_answer(&r, &f, FW_STATUS_UNKNOWN_SUB, ans, NULL);
+    }
+    fw_action_decode(ans, &af);
+    CHECK(fw_arq_on_answer(&a, &af, t0 + 501) == FW_ARQ_FAILED && !fw_arq_busy(&a));
+    CHECK(tx.writes == 5 && a.stats.failed == 2 && a.stats.naks == 2);
     /* Answers cannot be sent (nobody would answer them). */
     n = fw_action_encode(&ccitt, 1, 0x17, FW_SUB_FREE_SWIMMING, NULL, 0, req, sizeof req);
     CHECK(fw_arq_send(&a, req, n, t0) == -1);
