@@ -114,7 +114,7 @@ def child_sims(count: int) -> None:
 
     endpoints, links = [], []
     for _ in range(count):
-        ep = SimEndpoint("mecanum", pace="realtime", step_ms=2)
+        ep = SimEndpoint("mecanum", pacing="realtime", step_ms=2)
         link = PtyLink(ep, supervisor=False)
         ep.start()
         endpoints.append(ep)

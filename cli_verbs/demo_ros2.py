@@ -61,7 +61,7 @@ def run_square_ros2(
     stop = stop or threading.Event()
     result = SquareResult()
     model = MecanumBase()
-    endpoint = SimEndpoint(model, pace="realtime", faults=faults)
+    endpoint = SimEndpoint(model, pacing="realtime", faults=faults)
     result.tolerance = square_tolerance(driver, model.params)
     latest: list[Odometry] = []
     lock = threading.Lock()
