@@ -29,7 +29,7 @@ import can
 from bench.common import machine, table
 from fwbridge.can_bus import fd
 from fwbridge.can_bus.bits import Frame
-from fwbridge.can_bus.model import BusModel, Delivered
+from fwbridge.can_bus.model import BusModel, FrameDelivered
 
 NODES = 16
 
@@ -49,12 +49,12 @@ def run_fd(seconds: float) -> dict[str, float]:
     t0 = time.perf_counter()
     while nxt[0][0] < end:
         t, k = heapq.heappop(nxt)
-        frames += sum(1 for e in m.run_until(t) if type(e) is Delivered)
+        frames += sum(1 for e in m.run_until(t) if type(e) is FrameDelivered)
         i = (count[k] * NODES + k) & 0xFFBF
         m.submit(ids[k], Frame(0x201 + k, False, False, 15, noise[i:i + 64], True, True))
         count[k] += 1
         heapq.heappush(nxt, (t + period, k))
-    frames += sum(1 for e in m.run_until(end) if type(e) is Delivered)
+    frames += sum(1 for e in m.run_until(end) if type(e) is FrameDelivered)
     wall = time.perf_counter() - t0
     return {"frames": frames, "bus_s": seconds, "wall_s": wall, "load": m.busy_bits / end}
 
