@@ -149,3 +149,56 @@ def test_arrival_includes_the_tool_yaw() -> None:
     assert task.phase is Phase.FAILED
     assert [r.phase for r in task.reached] == [Phase.RESET_LIFT]  # a zero-length move at t=0
     assert "tool yaw 57.3 deg off" in (task.failure or "")
+
+
+def _across_the_wrist_stop(geom: ScaraGeometry, xy0: tuple[float, float],
+                           xy1: tuple[float, float], z0: float, z1: float) -> tuple[Pose, Pose]:
+    """A line whose tool yaw takes theta4 from 3.0 to -3.0 rad: the short way round in
+    phi would take the wrist across its +-pi stop."""
+    j0 = inverse(geom, Pose(*xy0, z0))
+    j1 = inverse(geom, Pose(*xy1, z1), j0)
+    return (forward(geom, Joints(j0.theta1, j0.theta2, z0, 3.0)),
+            forward(geom, Joints(j1.theta1, j1.theta2, z1, -3.0)))
+
+
+def test_move_l_across_the_wrist_stop_stays_within_the_limits() -> None:
+    """The tool yaw of a straight move turns the way the wrist can go: every sample's
+    theta4 within +-pi, sent unwrapped, no step faster than the joints' limits."""
+    p0, p1 = _across_the_wrist_stop(GEOM, (0.45, 0.15), (0.3, -0.1), 0.3, 0.2)
+    start = inverse(GEOM, p0)
+    assert start.theta4 == pytest.approx(3.0)
+    limits, period = Limits(), 0.016
+    move = LinearMove(GEOM, p0, p1, start, limits, period)
+    samples = [move.sample(k * period) for k in range(math.ceil(move.duration / period) + 1)]
+    prev = start
+    for j in samples:
+        assert abs(j.theta4) <= GEOM.limit4
+        for a, b, v in zip(prev, j, limits.vmax):
+            assert abs(b - a) <= v * period * 1.001  # the wrist's real travel, not wrapped
+        prev = j
+    assert samples[-1].theta4 == pytest.approx(-3.0)
+    assert forward(GEOM, samples[-1]).distance(p1) < 1e-9
+    assert forward(GEOM, samples[-1]).turn(p1) < 1e-9
+    # Still the line: the tool's XYZ on the segment.
+    u = [b - a for a, b in zip(p0[:3], p1[:3])]
+    for j in samples:
+        p = forward(GEOM, j)
+        w = [c - a for a, c in zip(p0[:3], p[:3])]
+        t = sum(x * y for x, y in zip(u, w)) / sum(x * x for x in u)
+        assert math.dist([a + t * d for a, d in zip(p0[:3], u)], p[:3]) < 1e-9
+    # The plan's length is the wrist's travel: about 6 rad at the wrist's top speed.
+    assert move.duration >= 5.5 / limits.vmax[3]
+
+
+def test_a_turn_in_place_across_the_wrist_stop_is_a_wrist_move() -> None:
+    """No travel, only the yaw: the wrist turns the long way on its own trapezoid."""
+    p0, p1 = _across_the_wrist_stop(GEOM, (0.4, 0.0), (0.4, 0.0), 0.3, 0.3)
+    start, limits, period = inverse(GEOM, p0), Limits(), 0.016
+    move = LinearMove(GEOM, p0, p1, start, limits, period)
+    assert move.duration >= 6.0 / limits.vmax[3]
+    prev = start.theta4
+    for k in range(math.ceil(move.duration / period) + 1):
+        t4 = move.sample(k * period).theta4
+        assert abs(t4) <= GEOM.limit4 and abs(t4 - prev) <= limits.vmax[3] * period * 1.001
+        prev = t4
+    assert prev == pytest.approx(-3.0)

@@ -14,6 +14,8 @@ from fwbridge.bridge.arm.config import ArmConfigError, parse_arm
 from fwbridge.bridge.arm.kinematics import Pose, ScaraGeometry, forward, inverse
 from fwbridge.bridge.arm.motion import MoveL, RampSpeeds
 from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
+from fwbridge.can_bus.ids import Direction, from_message
+from fwbridge.protocols.actuator import fine_position
 
 GEOM = ScaraGeometry()
 A, B = Pose(0.45, 0.15, 0.25), Pose(0.2, -0.25, 0.25)
@@ -128,3 +130,53 @@ def test_arm_table_chooses_the_earlier_values() -> None:
     assert (geom.z_max, cfg.safe_z, cfg.ramp, cfg.joint_tolerance) == (0.4, 0.35, None, None)
     with pytest.raises(ArmConfigError, match=r"arm\.ramp"):
         parse_arm({"ramp": 1})
+
+
+def test_seed_movel_across_the_wrist_stop_goes_the_long_way() -> None:
+    """MoveL(start, end, duration) turning the tool so that theta4 goes 3.0 -> -3.0 rad:
+    every target within the wrist's +-pi, continuous, the duration kept; a duration
+    too short for the real 6 rad of wrist travel is refused."""
+    j0 = inverse(GEOM, A)
+    j1 = inverse(GEOM, B, j0)
+    a = forward(GEOM, j0._replace(theta4=3.0))
+    b = forward(GEOM, j1._replace(theta4=-3.0))
+    with pytest.raises(ValueError, match="s at least"):
+        MoveL(GEOM, a, b, 0.5, j0._replace(theta4=3.0))  # 6 rad of wrist in 0.5 s
+    move = MoveL(GEOM, a, b, 2.0, j0._replace(theta4=3.0))
+    assert move.steps == 125
+    bound = GEOM.vmax[3] * move.period * 1.0001
+    targets = [move.sample(k * move.period) for k in range(move.steps + 1)]
+    assert targets[0].theta4 == pytest.approx(3.0) and targets[-1].theta4 == pytest.approx(-3.0)
+    for prev, j in itertools.pairwise(targets):
+        assert abs(j.theta4) <= GEOM.limit4 and abs(j.theta4 - prev.theta4) <= bound
+    assert forward(GEOM, move.sample(2.0)).distance(b) < 1e-9
+    assert forward(GEOM, move.sample(2.0)).turn(b) < 1e-9
+
+
+def test_pick_and_place_on_can_turns_the_wrist_within_its_stop() -> None:
+    """The arm starts with theta4 at 3.0 rad and the task's tool yaw asks for -3.0 there:
+    the reset's straight lift turns the wrist the long way. Every theta4 target on the
+    bus is within +-pi and moves no faster than the ramp; the task completes."""
+    j0 = inverse(GEOM, Pose(0.4, 0.0, 0.2))
+    start = forward(GEOM, j0._replace(theta4=3.0))
+    cfg = PickPlaceConfig(phi=forward(GEOM, j0._replace(theta4=-3.0)).phi)
+    channel = f"wrist-stop-{id(cfg):x}"
+    spy = can.Bus(interface="fwbridge", channel=channel, bitrate=1_000_000, pacing="afap")
+    try:
+        run = run_pick_place(cfg, GEOM, start=start, channel=channel)
+        wrist = arm_specs(GEOM)[3]
+        targets = []
+        while (msg := spy.recv(0)) is not None:
+            got = from_message(msg)
+            if got is not None and got.direction is Direction.COMMAND and got.module == 4:
+                targets.append(wrist.from_counts(fine_position(got.struct)))
+    finally:
+        spy.shutdown()
+    task = run.task
+    assert task.phase is Phase.DONE, task.failure
+    assert targets[0] == pytest.approx(3.0, abs=1e-3)
+    assert min(targets) < -2.9  # the lift's turn ended at -3.0
+    assert cfg.ramp is not None
+    bound = max(cfg.ramp.move, cfg.ramp.reset) * cfg.period * 1.001 + 2.0 / wrist.counts_per_unit
+    for prev, t4 in itertools.pairwise(targets):
+        assert abs(t4) <= GEOM.limit4 and abs(t4 - prev) <= bound

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from fwbridge.bridge.arm.kinematics import (
+    TAU,
     ArmConfigError,
     Joints,
     Pose,
@@ -120,13 +122,61 @@ class JointMove:
         return Joints(t1, t2, d3, t4)
 
 
+def _wrist_shift(raw: float, near: float, limit: float) -> float:
+    """The multiple of 2 pi that puts ``raw`` within +-``limit``, nearest ``near``."""
+    m0 = round(-raw / TAU)
+    fits = [m for m in (m0 - 1, m0, m0 + 1) if abs(raw + m * TAU) <= limit + 1e-9]
+    return TAU * min(fits or [m0], key=lambda m: abs(raw + m * TAU - near))
+
+
+def _line_path(
+    geom: ScaraGeometry, p0: Pose, p1: Pose, fractions: np.ndarray[Any, Any], start: Joints
+) -> tuple[np.ndarray[Any, Any], float, float]:
+    """Joints along the line ``p0``-``p1`` at ``fractions`` (0..1), theta4 unwrapped.
+
+    The tool yaw turns the short way unless that takes the wrist past its stop
+    (theta4 = phi - theta1 - theta2, limited to +-pi), then the long way. theta4
+    is phi - theta1 - theta2 plus one fixed multiple of 2 pi (the first sample
+    within the limits, nearest ``start``), so it is continuous, as the module
+    moves. Returns (joints, the yaw turn, that multiple); raises
+    :class:`UnreachableError` when no way keeps the wrist within its limits.
+    """
+    f = np.asarray(fractions, dtype=np.float64)
+    poses = np.empty((len(f), 4))
+    for col in range(3):
+        poses[:, col] = p0[col] + f * (p1[col] - p0[col])
+    short = normalize_angle(p1.phi - p0.phi)
+    lim = geom.limit4
+    for turn in sorted((short, short - TAU, short + TAU), key=abs):
+        poses[:, 3] = p0.phi + f * turn
+        path = inverse_path(geom, poses, start)
+        raw = poses[:, 3] - path[:, 0] - path[:, 1]
+        shift = _wrist_shift(float(raw[0]), start.theta4, lim)
+        theta4 = raw + shift
+        if bool((np.abs(theta4) <= lim + 1e-9).all()):
+            path[:, 3] = np.clip(theta4, -lim, lim)
+            return path, turn, shift
+    raise UnreachableError(
+        f"the tool's yaw from {p0.phi:.4f} to {p1.phi:.4f} rad takes the wrist past its "
+        f"+-{lim:.4f} rad stop either way round")
+
+
+def _joint_steps(start: Joints, path: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Each sample's travel from the one before (the first from ``start``), not wrapped:
+    the joints cannot pass +-pi, so the plain difference is the travel they make."""
+    return np.diff(np.vstack([np.asarray(start, dtype=np.float64), path]), axis=0)
+
+
 class LinearMove:
     """MoveL: the tool on a straight line from ``p0`` to ``p1``, through the IK.
 
     The path parameter follows a trapezoid in path length; every sample is
     solved with the previous solution as the current joints, so the elbow
-    never flips mid-line. If a joint would exceed its speed limit at the
-    given Cartesian speed, the move is planned slower until none does.
+    never flips mid-line. The tool yaw turns the way that keeps the wrist
+    within its +-pi stop (the long way when the short way would cross it), and
+    theta4 is sent unwrapped. If a joint would exceed its speed limit at the
+    given Cartesian speed, the move is planned slower until none does. A turn
+    in place (no travel) follows a trapezoid in the wrist's angle, at its limits.
     """
 
     def __init__(
@@ -140,40 +190,51 @@ class LinearMove:
     ) -> None:
         self.geom, self.p0, self.p1, self.period = geom, p0, p1, period
         length = p0.distance(p1)
-        speed = limits.cartesian_speed
-        for _ in range(12):  # bounded: each retry halves the speed
-            self.path = Trapezoid.plan(0.0, length, speed, limits.cartesian_accel)
+        if length == 0.0:
+            _, self.turn, self._shift = _line_path(geom, p0, p1, np.array([0.0, 1.0]), start)
+            self.path = Trapezoid.plan(0.0, abs(self.turn), limits.vmax[3], limits.amax[3])
             self.duration = self.path.duration
-            if self._within_speed_limits(start, limits):
-                break
-            speed /= 2.0
+        else:
+            speed = limits.cartesian_speed
+            for _ in range(12):  # bounded: each retry halves the speed
+                self.path = Trapezoid.plan(0.0, length, speed, limits.cartesian_accel)
+                self.duration = self.path.duration
+                if self._within_speed_limits(start, limits):
+                    break
+                speed /= 2.0
         self._last = start
 
+    def _fraction(self, t: float) -> float:
+        span = self.path.goal
+        return 1.0 if span == 0.0 else self.path.position(t) / span
+
     def _pose_at(self, t: float) -> Pose:
-        length = self.path.goal
-        f = 1.0 if length == 0.0 else self.path.position(t) / length
+        f = self._fraction(t)
         p0, p1 = self.p0, self.p1
         return Pose(
             p0.x + f * (p1.x - p0.x),
             p0.y + f * (p1.y - p0.y),
             p0.z + f * (p1.z - p0.z),
-            p0.phi + f * normalize_angle(p1.phi - p0.phi),
+            p0.phi + f * self.turn,  # not wrapped: the turn chosen for the wrist
         )
 
     def _within_speed_limits(self, start: Joints, limits: Limits) -> bool:
-        """Solve the whole line at the control period; check every joint step."""
+        """Solve the whole line at the control period (choosing the wrist's way round);
+        check every joint's step, the wrist's on its real travel."""
         steps = max(1, math.ceil(self.duration / self.period))
-        poses = np.array([self._pose_at(k * self.period) for k in range(steps + 1)])
-        joints = inverse_path(self.geom, poses, start)
-        steps_taken = np.diff(np.vstack([np.asarray(start, dtype=np.float64), joints]), axis=0)
-        for col in (0, 1, 3):  # angles: the short way round
-            steps_taken[:, col] = (steps_taken[:, col] + math.pi) % (2 * math.pi) - math.pi
+        fractions = [self._fraction(k * self.period) for k in range(steps + 1)]
+        joints, self.turn, self._shift = _line_path(
+            self.geom, self.p0, self.p1, np.array(fractions), start)
         allowed = np.asarray(limits.vmax) * self.period * 1.0001
-        return bool((np.abs(steps_taken) <= allowed).all())
+        return bool((np.abs(_joint_steps(start, joints)) <= allowed).all())
 
     def sample(self, t: float) -> Joints:
         """Joints at time ``t``; call with increasing ``t`` (continuity)."""
-        self._last = inverse(self.geom, self._pose_at(t), self._last)
+        pose = self._pose_at(t)
+        j = inverse(self.geom, pose, self._last)
+        lim = self.geom.limit4
+        t4 = pose.phi - j.theta1 - j.theta2 + self._shift  # unwrapped, as planned
+        self._last = Joints(j.theta1, j.theta2, j.d3, min(max(t4, -lim), lim))
         return self._last
 
 
@@ -203,7 +264,9 @@ class MoveL:
     ``joints``: the arm's joints now (each sample is solved nearest to the one
     before, so the elbow never flips). ``limits``: the joint speeds the move may
     ask for; a duration too short for them is refused (ValueError) with the
-    shortest one that fits, rather than met late.
+    shortest one that fits, rather than met late. The tool yaw turns the way that
+    keeps the wrist within its +-pi stop, as :class:`LinearMove`'s does, and the
+    targets carry theta4 unwrapped; the speeds are checked on that real travel.
     """
 
     def __init__(self, geom: ScaraGeometry, start: Pose, end: Pose, duration: float,
@@ -216,12 +279,11 @@ class MoveL:
         self.geom, self.start, self.end = geom, start, end
         self.duration, self.period = float(duration), period
         self.steps = max(1, math.ceil(self.duration / period))
-        poses = np.array([self.pose(min(k * period, self.duration))
-                          for k in range(self.steps + 1)])
-        path = inverse_path(geom, poses, joints)  # raises UnreachableError off the workspace
-        deltas = np.diff(np.vstack([np.asarray(joints, dtype=np.float64), path]), axis=0)
-        for col in (0, 1, 3):  # angles: the short way round
-            deltas[:, col] = (deltas[:, col] + math.pi) % (2 * math.pi) - math.pi
+        fractions = np.array([min(k * period / self.duration, 1.0)
+                              for k in range(self.steps + 1)])
+        # Raises UnreachableError off the workspace or when the wrist cannot turn either way.
+        path, self.turn, _ = _line_path(geom, start, end, fractions, joints)
+        deltas = _joint_steps(joints, path)
         vmax = np.asarray((limits or Limits.from_geometry(geom)).vmax)
         # The first row is the jump from the joints now to the start pose (not a speed).
         need = (np.abs(deltas[1:]) / period).max(axis=0) if len(deltas) > 1 else np.zeros(4)
@@ -239,7 +301,7 @@ class MoveL:
         f = min(max(t / self.duration, 0.0), 1.0)
         a, b = self.start, self.end
         return Pose(a.x + f * (b.x - a.x), a.y + f * (b.y - a.y), a.z + f * (b.z - a.z),
-                    a.phi + f * normalize_angle(b.phi - a.phi))
+                    normalize_angle(a.phi + f * self.turn))
 
     def sample(self, t: float) -> Joints:
         """The joint target of the control period that contains ``t``."""
