@@ -190,9 +190,11 @@ def test_move_l_across_the_wrist_stop_stays_within_the_limits() -> None:
     assert move.duration >= 5.5 / limits.vmax[3]
 
 
-def test_a_turn_in_place_across_the_wrist_stop_is_a_wrist_move() -> None:
-    """No travel, only the yaw: the wrist turns the long way on its own trapezoid."""
-    p0, p1 = _across_the_wrist_stop(GEOM, (0.4, 0.0), (0.4, 0.0), 0.3, 0.3)
+@pytest.mark.parametrize("z1", [0.3, 0.3 + 1e-6])
+def test_a_turn_in_place_across_the_wrist_stop_is_a_wrist_move(z1: float) -> None:
+    """No travel (or a micrometre), only the yaw: the wrist turns the long way, at no
+    more than its top speed."""
+    p0, p1 = _across_the_wrist_stop(GEOM, (0.4, 0.0), (0.4, 0.0), 0.3, z1)
     start, limits, period = inverse(GEOM, p0), Limits(), 0.016
     move = LinearMove(GEOM, p0, p1, start, limits, period)
     assert move.duration >= 6.0 / limits.vmax[3]

@@ -196,12 +196,13 @@ class LinearMove:
             self.duration = self.path.duration
         else:
             speed = limits.cartesian_speed
-            for _ in range(12):  # bounded: each retry halves the speed
+            for _ in range(12):  # bounded: each retry slows by the excess, at least half
                 self.path = Trapezoid.plan(0.0, length, speed, limits.cartesian_accel)
                 self.duration = self.path.duration
-                if self._within_speed_limits(start, limits):
+                over = self._speed_excess(start, limits)
+                if over <= 1.0:
                     break
-                speed /= 2.0
+                speed = self.path.cruise / max(2.0, over)  # cruise: a triangle's peak
         self._last = start
 
     def _fraction(self, t: float) -> float:
@@ -218,15 +219,16 @@ class LinearMove:
             p0.phi + f * self.turn,  # not wrapped: the turn chosen for the wrist
         )
 
-    def _within_speed_limits(self, start: Joints, limits: Limits) -> bool:
+    def _speed_excess(self, start: Joints, limits: Limits) -> float:
         """Solve the whole line at the control period (choosing the wrist's way round);
-        check every joint's step, the wrist's on its real travel."""
+        the largest joint step over its limit (<= 1: within), the wrist's on its real
+        travel."""
         steps = max(1, math.ceil(self.duration / self.period))
         fractions = [self._fraction(k * self.period) for k in range(steps + 1)]
         joints, self.turn, self._shift = _line_path(
             self.geom, self.p0, self.p1, np.array(fractions), start)
         allowed = np.asarray(limits.vmax) * self.period * 1.0001
-        return bool((np.abs(_joint_steps(start, joints)) <= allowed).all())
+        return float((np.abs(_joint_steps(start, joints)) / allowed).max())
 
     def sample(self, t: float) -> Joints:
         """Joints at time ``t``; call with increasing ``t`` (continuity)."""
