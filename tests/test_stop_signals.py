@@ -296,7 +296,12 @@ def test_can_record_log_keeps_its_tail_on_sigterm(tmp_path: Path) -> None:
     proc = spawn_verb("can", "--bus-kwarg", "modules=2", "record", str(out),
                       stderr=subprocess.PIPE)
     try:
-        time.sleep(1.0)
+        # The file appears once the bus is open and the recording runs (a loaded
+        # machine may take longer than any fixed sleep to get there).
+        end = time.monotonic() + DEADLINE
+        while not (out.exists() and out.stat().st_size > 0) and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=DEADLINE)
     finally:
