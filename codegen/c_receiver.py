@@ -155,8 +155,9 @@ def receiver(fr: Frame) -> list[str]:
         "    if (rx->len < rx->need) {", "        return 0;", "    }",
         f"    return {p}_process(rx, 0, fn, ctx);",
         "}", "",
-        f"size_t {p}_rx_feed({p}_rx *rx, const uint8_t *data, size_t len, {p}_frame_fn fn, "
-        "void *ctx)", "{",
+        "/* rx_feed's chunk path (one byte goes to the inline path of rx_byte). */",
+        f"static FWG_NOINLINE size_t {p}_feed({p}_rx *rx, const uint8_t *data, size_t len, "
+        f"{p}_frame_fn fn, void *ctx)", "{",
         "    size_t i = 0, frames = 0;",
         "    while (i < len) {",
         "        if (rx->len == 0) {",
@@ -203,6 +204,15 @@ def receiver(fr: Frame) -> list[str]:
         "        }",
         "    }",
         "    return frames;",
+        "}", "",
+        f"size_t {p}_rx_feed({p}_rx *rx, const uint8_t *data, size_t len, {p}_frame_fn fn, "
+        "void *ctx)", "{",
+        "    if (len == 1) {",
+        "        /* one byte at a time (a UART interrupt): the inline path stores it and",
+        "         * calls nothing until the held candidate can be decided */",
+        f"        return {p}_rx_byte(rx, data[0], fn, ctx);",
+        "    }",
+        f"    return {p}_feed(rx, data, len, fn, ctx);",
         "}", "",
         f"size_t {p}_rx_finish({p}_rx *rx, {p}_frame_fn fn, void *ctx)", "{",
         "    size_t frames = 0;",

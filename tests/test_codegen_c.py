@@ -60,8 +60,11 @@ def _compare(lib: Any, desc: FrameDescription, stream: bytes, cuts: list[int]) -
     rx = receiver_for(codec)
     want = feed(rx, stream, cuts)
     nstats = len(rx.stats.as_dict())
-    for bytewise in (False, True):
-        got, stats = run_receiver(lib, desc.name, nstats, stream, cuts, bytewise)
+    # The third run: rx_feed given one byte at a time (its inline path) for the first
+    # half, then the chunks, so the two paths also hand held bytes over to each other.
+    one_byte_then_cuts = sorted(set(cuts) | set(range(len(stream) // 2)))
+    for bytewise, at in ((False, cuts), (True, cuts), (False, one_byte_then_cuts)):
+        got, stats = run_receiver(lib, desc.name, nstats, stream, at, bytewise)
         assert [o for o, _ in got] == [o for o, _ in want]
         # repr: a NaN field compares unequal to itself, its repr does not
         assert [repr(codec.decode(f)) for _, f in got] == [repr(f) for _, f in want]
