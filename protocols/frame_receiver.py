@@ -110,11 +110,27 @@ def crc_rows(algo: Algorithm, block: np.ndarray[Any, Any]) -> np.ndarray[Any, An
     table, zeros = _crc_position_tables(algo, n)
     if not n or not rows:
         return np.full(rows, zeros, dtype=np.uint64)
-    # (position, row) indexes into the flat table, so the reduce runs along rows
-    idx = block.T.astype(np.intp)
-    idx += (np.arange(n, dtype=np.intp) << 8)[:, None]
-    reg = np.bitwise_xor.reduce(table[idx], axis=0)
+    reg = _xor_rows(table, (np.arange(n, dtype=np.intp) << 8)[:, None], block)
     out: np.ndarray[Any, Any] = (reg ^ reg.dtype.type(zeros)).astype(np.uint64)
+    return out
+
+
+def _xor_rows(table: np.ndarray[Any, Any], pos: np.ndarray[Any, Any],
+              block: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """XOR over each row of ``table[pos[k] + block[row, k]]``: the gather and reduce of a CRC.
+
+    The indexes are laid out (position, row) so the reduce runs along whole rows, and
+    the row count is padded to fill 64-bit words: the XOR then runs on 8 bytes at a time
+    (a quarter of the steps for 16-bit entries); the padding rows are dropped after.
+    """
+    rows = len(block)
+    lanes = 8 // table.itemsize
+    padded = -(-rows // lanes) * lanes
+    idx = np.zeros((block.shape[1], padded), dtype=np.intp)
+    np.copyto(idx[:, :rows], block.T)
+    idx += pos
+    words = table[idx].view(np.uint64)
+    out: np.ndarray[Any, Any] = np.bitwise_xor.reduce(words, axis=0).view(table.dtype)[:rows]
     return out
 
 
@@ -288,9 +304,8 @@ class FixedReceiver:
             assert self.algo is not None
             # message and check field in one gather: the XOR of every position's entry
             # is crc(zeros) exactly when the CRC matches the check field
-            idx = rows[:, lo:hi + self.codec.check_size].T.astype(np.intp)
-            idx += self._crc_pos
-            bad_c = np.bitwise_xor.reduce(self._crc_table[idx], axis=0) != self._crc_zero
+            block = rows[:, lo:hi + self.codec.check_size]
+            bad_c = _xor_rows(self._crc_table, self._crc_pos, block) != self._crc_zero
         else:
             bad_c = np.zeros(len(complete), dtype=bool)
         if bad_t is not None:
@@ -338,9 +353,9 @@ class FixedReceiver:
             block = body[:, start:start + count * dt.itemsize].view(dt).reshape(nacc, count)
             if scale is not None:
                 # the same double operations as the per-frame constructor: raw * scale + offset
-                block = block.astype(np.float64) * scale
+                block = np.multiply(block, scale, dtype=np.float64)
                 if offset:
-                    block = block + offset
+                    np.add(block, offset, out=block)
             columns.extend(block.T.tolist() if nacc else [[] for _ in range(count)])
         return _Scan(acc, columns, errs[0], errs[1], keep, nonfinite)
 
