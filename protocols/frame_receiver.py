@@ -351,12 +351,14 @@ class FixedReceiver:
                 columns.append([bytes(r) for r in body[:, start:start + count]])
                 continue
             block = body[:, start:start + count * dt.itemsize].view(dt).reshape(nacc, count)
+            cols = block.T
             if scale is not None:
-                # the same double operations as the per-frame constructor: raw * scale + offset
-                block = np.multiply(block, scale, dtype=np.float64)
+                # the same double operations as the per-frame constructor: raw * scale + offset;
+                # written field-major so tolist() reads each column contiguously
+                cols = np.multiply(cols, scale, dtype=np.float64, order="C")
                 if offset:
-                    np.add(block, offset, out=block)
-            columns.extend(block.T.tolist() if nacc else [[] for _ in range(count)])
+                    np.add(cols, offset, out=cols)
+            columns.extend(cols.tolist() if nacc else [[] for _ in range(count)])
         return _Scan(acc, columns, errs[0], errs[1], keep, nonfinite)
 
     # -- feeding ------------------------------------------------------------------
