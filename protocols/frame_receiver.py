@@ -11,7 +11,8 @@ trailing prefix of the header: less than one frame).
 Two scanners give the same result: a ``bytes.find`` loop for small inputs
 and a numpy pass for large ones (header search, trailer and sum-8/XOR
 checks, field decoding through a structured dtype compiled from the
-description). CRCs run crcmod's C function once per complete candidate.
+description). CRCs: crcmod's C function per candidate in the small scanner,
+per-position tables over all candidates at once in the numpy one.
 """
 
 from __future__ import annotations
@@ -61,77 +62,75 @@ def numpy_dtype(codec: FrameCodec[Any]) -> np.dtype[Any]:
 
 
 @cache
-def _crc_tables(algo: Algorithm) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """The byte table, and a 16-bit table that takes two bytes a step (width >= 16)."""
-    crc = crcmod.Crc(algo.poly | (1 << algo.width), initCrc=algo.init, rev=algo.reverse,
-                     xorOut=algo.xor_out)
+def _crc_position_tables(algo: Algorithm, n: int) -> tuple[np.ndarray[Any, Any], int]:
+    """Per-position tables for ``n``-byte messages, flat, and the CRC of ``n`` zeros.
+
+    A CRC is affine over GF(2): crc(m) = crc(zeros) ^ XOR of T_k[m[k]], where
+    T_k[v] is the zero-init, zero-xor-out register for v at position k and zeros
+    after it. Every row's CRC is then one gather and one XOR-reduce, with no
+    serial chain of numpy steps per byte. Built from the last position back: one
+    zero byte through the register per position.
+    """
+    w = algo.width
+    crc = crcmod.Crc(algo.poly | (1 << w), initCrc=0, rev=algo.reverse, xorOut=0)
     t1 = np.array(crc.table, dtype=np.uint64)
-    if algo.width < 16:
-        return t1, t1
-    w, eight, ff = algo.width, np.uint64(8), np.uint64(0xFF)
-    mask = np.uint64((1 << w) - 1)
-    r = np.arange(1 << 16, dtype=np.uint64)
-    if algo.reverse:  # two zero bytes through a register holding i in its low 16 bits
-        for _ in range(2):
-            r = (r >> eight) ^ t1[r & ff]
-    else:  # i in the top 16 bits of the register
-        r = (r << np.uint64(w - 16)) & mask
-        for _ in range(2):
-            r = ((r << eight) ^ t1[(r >> np.uint64(w - 8)) & ff]) & mask
-    return t1, r
+    eight, ff, mask = np.uint64(8), np.uint64(0xFF), np.uint64((1 << w) - 1)
+    top = np.uint64(w - 8)
+    dt = np.uint16 if w <= 16 else np.uint32 if w <= 32 else np.uint64
+    out = np.empty((n, 256), dtype=dt)
+    r = t1.copy()  # one byte v into a zero register: t1[v] either way round
+    for k in range(n - 1, -1, -1):
+        out[k] = r
+        r = (r >> eight) ^ t1[r & ff] if algo.reverse else (
+            ((r << eight) ^ t1[(r >> top) & ff]) & mask)
+    out.setflags(write=False)
+    return out.reshape(-1), algo.func(bytes(n))
+
+
+@cache
+def _check_table(algo: Algorithm, n: int, size: int, order: str) -> tuple[
+        np.ndarray[Any, Any], Any]:
+    """:func:`_crc_position_tables` for ``n`` bytes, then the check field's ``size`` bytes.
+
+    A check byte's entry is its value shifted to its place in the field, so the
+    XOR over a whole candidate equals the CRC of ``n`` zeros when the check matches.
+    """
+    table, zeros = _crc_position_tables(algo, n)
+    v = np.arange(256, dtype=table.dtype)
+    shifts = [8 * (j if order == "little" else size - 1 - j) for j in range(size)]
+    check = [v << table.dtype.type(s) for s in shifts]
+    out = np.concatenate([table, *check])
+    out.setflags(write=False)
+    return out, table.dtype.type(zeros)
 
 
 def crc_rows(algo: Algorithm, block: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The CRC of every row of ``block`` (uint8), table-driven, two bytes a numpy step."""
-    w = algo.width
-    t1, t2 = _crc_tables(algo)
-    # 32-bit lanes when the register and its shifts fit: half the memory traffic of 64
-    narrow = w <= 32 if algo.reverse else w <= 16
-    dt = np.uint32 if narrow else np.uint64
-    t1, t2 = t1.astype(dt), t2.astype(dt)
-    mask = dt((1 << w) - 1)
-    reg = np.full(len(block), (algo.init ^ algo.xor_out) & ((1 << w) - 1), dtype=dt)
-    cols = np.ascontiguousarray(block.T, dtype=dt)  # one contiguous row per byte position
-    eight, ff = dt(8), dt(0xFF)
-    n = cols.shape[0]
-    j = 0
-    if w >= 16 and n >= 2:
-        sixteen, ffff = dt(16), dt(0xFFFF)
-        pairs = n // 2
-        if algo.reverse:
-            words = cols[0:2 * pairs:2] | (cols[1:2 * pairs:2] << eight)
-            for k in range(pairs):
-                x = reg ^ words[k]
-                reg = (x >> sixteen) ^ t2[x & ffff]
-        else:
-            words = (cols[0:2 * pairs:2] << eight) | cols[1:2 * pairs:2]
-            top16 = dt(w - 16)
-            for k in range(pairs):
-                reg = ((reg << sixteen) ^ t2[((reg >> top16) ^ words[k]) & ffff]) & mask
-        j = 2 * pairs
-    if algo.reverse:
-        for k in range(j, n):
-            reg = (reg >> eight) ^ t1[(reg ^ cols[k]) & ff]
-    else:
-        top = dt(w - 8)
-        for k in range(j, n):
-            reg = ((reg << eight) ^ t1[((reg >> top) ^ cols[k]) & ff]) & mask
-    out: np.ndarray[Any, Any] = (reg ^ dt(algo.xor_out)).astype(np.uint64)
+    """The CRC of every row of ``block`` (uint8): one table gather and one XOR-reduce."""
+    rows, n = block.shape
+    table, zeros = _crc_position_tables(algo, n)
+    if not n or not rows:
+        return np.full(rows, zeros, dtype=np.uint64)
+    reg = _xor_rows(table, (np.arange(n, dtype=np.intp) << 8)[:, None], block)
+    out: np.ndarray[Any, Any] = (reg ^ reg.dtype.type(zeros)).astype(np.uint64)
     return out
 
 
-def _uint_rows(block: np.ndarray[Any, Any], order: str) -> np.ndarray[Any, Any]:
-    """The unsigned value of each row's bytes (the check field), as uint64."""
-    n = block.shape[1]
-    if n in (1, 2, 4, 8):
-        code = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}[n]
-        view = np.ascontiguousarray(block).view(("<" if order == "little" else ">") + code)
-        out: np.ndarray[Any, Any] = view.reshape(-1).astype(np.uint64)
-        return out
-    out = np.zeros(len(block), dtype=np.uint64)
-    for k in range(n):
-        shift = np.uint64(8 * (k if order == "little" else n - 1 - k))
-        out |= block[:, k].astype(np.uint64) << shift
+def _xor_rows(table: np.ndarray[Any, Any], pos: np.ndarray[Any, Any],
+              block: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """XOR over each row of ``table[pos[k] + block[row, k]]``: the gather and reduce of a CRC.
+
+    The indexes are laid out (position, row) so the reduce runs along whole rows, and
+    the row count is padded to fill 64-bit words: the XOR then runs on 8 bytes at a time
+    (a quarter of the steps for 16-bit entries); the padding rows are dropped after.
+    """
+    rows = len(block)
+    lanes = 8 // table.itemsize
+    padded = -(-rows // lanes) * lanes
+    idx = np.zeros((block.shape[1], padded), dtype=np.intp)
+    np.copyto(idx[:, :rows], block.T)
+    idx += pos
+    words = table[idx].view(np.uint64)
+    out: np.ndarray[Any, Any] = np.bitwise_xor.reduce(words, axis=0).view(table.dtype)[:rows]
     return out
 
 
@@ -200,6 +199,11 @@ class FixedReceiver:
         self._scales = [f.name for f in d.fields]
         self._groups = _groups(d.fields, self.dtype)
         self.algo = ck.algo if ck else None
+        if ck is not None and self.kind == "crc":
+            self._crc_table, self._crc_zero = _check_table(
+                ck.algo, self.span[1] - self.span[0], codec.check_size, self.check_order)
+            self._crc_pos = (np.arange(self.span[1] - self.span[0] + codec.check_size,
+                                       dtype=np.intp) << 8)[:, None]
         self._cols = np.arange(self.span[0], d.size)
         self._tuple_frames = issubclass(codec.cls, tuple)
         self._new_frame = partial(tuple.__new__, codec.cls)
@@ -298,8 +302,10 @@ class FixedReceiver:
             bad_c = np.bitwise_xor.reduce(rows[:, lo:hi], axis=1) != rows[:, hi]
         elif self.kind == "crc":
             assert self.algo is not None
-            got = _uint_rows(rows[:, hi:hi + self.codec.check_size], self.check_order)
-            bad_c = crc_rows(self.algo, rows[:, lo:hi]) != got
+            # message and check field in one gather: the XOR of every position's entry
+            # is crc(zeros) exactly when the CRC matches the check field
+            block = rows[:, lo:hi + self.codec.check_size]
+            bad_c = _xor_rows(self._crc_table, self._crc_pos, block) != self._crc_zero
         else:
             bad_c = np.zeros(len(complete), dtype=bool)
         if bad_t is not None:
@@ -345,12 +351,14 @@ class FixedReceiver:
                 columns.append([bytes(r) for r in body[:, start:start + count]])
                 continue
             block = body[:, start:start + count * dt.itemsize].view(dt).reshape(nacc, count)
+            cols = block.T
             if scale is not None:
-                # the same double operations as the per-frame constructor: raw * scale + offset
-                block = block.astype(np.float64) * scale
+                # the same double operations as the per-frame constructor: raw * scale + offset;
+                # written field-major so tolist() reads each column contiguously
+                cols = np.multiply(cols, scale, dtype=np.float64, order="C")
                 if offset:
-                    block = block + offset
-            columns.extend(block.T.tolist() if nacc else [[] for _ in range(count)])
+                    np.add(cols, offset, out=cols)
+            columns.extend(cols.tolist() if nacc else [[] for _ in range(count)])
         return _Scan(acc, columns, errs[0], errs[1], keep, nonfinite)
 
     # -- feeding ------------------------------------------------------------------

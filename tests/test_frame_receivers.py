@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 from construct import ConstructError
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,11 +13,12 @@ from hypothesis import strategies as st
 from fwbridge.protocols import action_frame, odom_frame
 from fwbridge.protocols.action_receiver import ActionReceiver
 from fwbridge.protocols.builtin_frames import builtin
+from fwbridge.protocols.checksums import algorithm, algorithm_names
 from fwbridge.protocols.described import receiver_for
 from fwbridge.protocols.description import FrameDescription, load
 from fwbridge.protocols.errors import FrameError
 from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.frame_receiver import FixedReceiver
+from fwbridge.protocols.frame_receiver import FixedReceiver, crc_rows
 from fwbridge.protocols.length_receiver import LengthReceiver
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.conftest import FIXTURES
@@ -194,3 +196,15 @@ def test_a_chunk_with_candidates_but_no_accepted_frame() -> None:
     stream = b"\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00" + b"\x00\x01" + bytes(8) + b"\x07"
     got = [*rx.feed(stream[:1]), *rx.feed(stream[1:]), *rx.finish()]
     assert [(r.offset, r.frame.f0) for r in got] == [(1, 0)]
+
+
+@settings(max_examples=40)
+@given(st.sampled_from(algorithm_names()[2:]), st.integers(0, 40), st.integers(0, 6),
+       st.randoms(use_true_random=False))
+def test_crc_of_every_row_at_once_equals_crcmod(name: str, n: int, rows: int,
+                                                rnd: random.Random) -> None:
+    """The per-position tables of the numpy scanner, for every CRC a description can name."""
+    algo = algorithm(name)
+    msgs = [bytes(rnd.randrange(256) for _ in range(n)) for _ in range(rows)]
+    block = np.frombuffer(b"".join(msgs), np.uint8).reshape(rows, n)
+    assert crc_rows(algo, block).tolist() == [algo.func(m) for m in msgs]
