@@ -45,6 +45,7 @@ from fwbridge.protocols.action_frame import (
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
 from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.held_scan import HeldScan
 
 __all__ = [
     "DEFAULT_MAX_LENGTH",
@@ -104,7 +105,7 @@ class ActionReceiverStats(Counters):
     relaxed_accepts: int = 0
 
 
-class ActionReceiver:
+class ActionReceiver(HeldScan[ActionReceived]):
     """Byte stream in, :class:`ActionReceived` action frames out.
 
     ``crc``: the link's CRC-16 preset name. ``max_length``: the largest data
@@ -112,6 +113,8 @@ class ActionReceiver:
     accept ``alt_headers`` and skip the CRC check. ``keep_rejects``: collect
     :class:`Rejected` candidates in :attr:`rejects` (for NAK answers).
     """
+
+    stats: ActionReceiverStats
 
     def __init__(
         self,
@@ -147,26 +150,6 @@ class ActionReceiver:
         self._base = 0  # stream offset of self._buf[0]
         self._need = 0  # bytes self._buf must hold before a scan can decide anything
         self._gap = False  # bytes were discarded since the last frame
-
-    @property
-    def pending(self) -> int:
-        """Bytes held back for the next call (less than ``11 + max_length`` + one chunk)."""
-        return len(self._buf)
-
-    def feed(self, data: bytes | bytearray | memoryview) -> list[ActionReceived]:
-        """Take the next chunk of the stream; return the frames it completes."""
-        if not data:
-            return []
-        chunk = bytes(data)
-        self.stats.bytes += len(chunk)
-        if self._buf:
-            buf = self._buf + chunk
-            if len(buf) < self._need:  # the held candidate still cannot be decided
-                self._buf = buf
-                return []
-        else:
-            buf = chunk
-        return self._scan(buf, final=False)
 
     def finish(self) -> list[ActionReceived]:
         """End of stream: decide the held-back candidates; return the frames behind them.

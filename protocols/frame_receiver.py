@@ -30,6 +30,7 @@ from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec, Received
+from fwbridge.protocols.stream_accounting import account
 
 __all__ = ["FixedReceiver", "FixedReceiverStats", "numpy_dtype"]
 
@@ -406,40 +407,13 @@ class FixedReceiver:
 
     def _account(self, scan: _Scan, covered: int) -> None:
         """Discarded bytes, resyncs and overlaps for the region this call resolved."""
-        size = self.size
-        cur = max(covered, 0)  # bytes of this buffer before cur are in a frame
-        gap = self._gap
-        discarded = resyncs = overlapping = 0
-        acc = scan.accepted
-        if isinstance(acc, np.ndarray) and len(acc):
-            step = np.diff(acc)
-            first = int(acc[0])
-            if first >= cur and (len(acc) == 1 or int(step.min()) >= size):
-                # no overlaps (the common case): one resync per gap between frames
-                resyncs = int(np.count_nonzero(step > size)) + (1 if gap or first > cur else 0)
-                end = int(acc[-1]) + size
-                discarded = end - cur - size * len(acc)
-                cur, gap = end, False
-                acc = []
-            else:
-                acc = acc.tolist()
-        for p in acc:
-            if p < cur:
-                overlapping += 1
-            elif p > cur or gap:
-                discarded += p - cur
-                resyncs += 1
-                gap = False
-            cur = max(cur, p + size)
-        if scan.keep > cur:
-            discarded += scan.keep - cur
-            gap = True
-        self._gap = gap
-        self._covered = max(self._covered, self._base + cur)
+        got = account(scan.accepted, covered, self._gap, scan.keep, self.size)
+        self._gap = got.gap
+        self._covered = max(self._covered, self._base + got.cover)
         st = self.stats
-        st.discarded += discarded
-        st.resyncs += resyncs
-        st.overlapping += overlapping
+        st.discarded += got.discarded
+        st.resyncs += got.resyncs
+        st.overlapping += got.overlapping
 
     def finish(self) -> list[Received]:
         """End of stream: count the held-back tail as discarded (no frame can be in it)."""

@@ -24,6 +24,7 @@ from typing import Any
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec, Received
+from fwbridge.protocols.held_scan import HeldScan
 
 __all__ = ["LengthReceiver", "LengthReceiverStats"]
 
@@ -42,11 +43,13 @@ class LengthReceiverStats(Counters):
     truncated: int = 0
 
 
-class LengthReceiver:
+class LengthReceiver(HeldScan[Received]):
     """Byte stream in, :class:`Received` frames out, for one length-directed description.
 
     ``max_length`` (optional) lowers the description's largest length value.
     """
+
+    stats: LengthReceiverStats
 
     def __init__(self, codec: FrameCodec[Any], max_length: int | None = None) -> None:
         d = codec.desc
@@ -70,26 +73,6 @@ class LengthReceiver:
         self._base = 0
         self._need = 0
         self._gap = False
-
-    @property
-    def pending(self) -> int:
-        """Bytes held back for the next call (less than the largest frame + one chunk)."""
-        return len(self._buf)
-
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
-        """Take the next chunk of the stream; return the frames it completes."""
-        if not data:
-            return []
-        chunk = bytes(data)
-        self.stats.bytes += len(chunk)
-        if self._buf:
-            buf = self._buf + chunk
-            if len(buf) < self._need:  # the held candidate still cannot be decided
-                self._buf = buf
-                return []
-        else:
-            buf = chunk
-        return self._scan(buf, final=False)
 
     def finish(self) -> list[Received]:
         """End of stream: reject incomplete candidates; return the frames behind them."""

@@ -24,6 +24,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 import numpy as np
 
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.stream_accounting import account
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec, fast_constructor
 
 __all__ = ["Columns", "ReceiverStats", "Sum8Received", "Sum8Receiver", "decode_columns"]
@@ -191,74 +192,13 @@ class Sum8Receiver(Generic[T]):
 
     def _account(self, scan: _Scan, covered: int, size: int) -> None:
         """Discarded bytes, resyncs and overlaps for the region this call resolved."""
-        if isinstance(scan.accepted, np.ndarray):
-            self._account_numpy(scan.accepted, scan.keep, covered, size)
-            return
-        cur = max(covered, 0)  # bytes of this buffer before cur are in a frame
-        gap = self._gap
-        discarded = resyncs = overlapping = 0
-        for p in scan.accepted:
-            if p < cur:
-                overlapping += 1
-            elif p > cur or gap:
-                discarded += p - cur
-                resyncs += 1
-                gap = False
-            cur = max(cur, p + size)
-        if scan.keep > cur:
-            discarded += scan.keep - cur
-            gap = True
-        self._gap = gap
-        self._covered = max(self._covered, self._base + cur)
+        got = account(scan.accepted, covered, self._gap, scan.keep, size)
+        self._gap = got.gap
+        self._covered = max(self._covered, self._base + got.cover)
         st = self.stats
-        st.discarded += discarded
-        st.resyncs += resyncs
-        st.overlapping += overlapping
-
-    def _account_numpy(self, acc: np.ndarray[Any, Any], keep: int, covered: int, size: int) -> None:
-        """:meth:`_account` for the numpy scanner, without a per-frame loop."""
-        cur0 = max(covered, 0)
-        gap = self._gap
-        discarded = resyncs = overlapping = 0
-        cur = cur0
-        n = len(acc)
-        step = np.diff(acc) if n > 1 else acc[:0]
-        first = int(acc[0]) if n else 0
-        if n and first >= cur0 and (n == 1 or int(step.min()) >= size):
-            # No frame overlaps another (the common case, noisy or not): each
-            # gap between frames is one resync, and every byte not in a frame
-            # up to the last frame's end was discarded.
-            resyncs = int(np.count_nonzero(step > size)) + (1 if gap or first > cur0 else 0)
-            gap = False
-            cur = int(acc[-1]) + size
-            discarded = cur - cur0 - size * n
-        elif n:
-            # cover[k]: end of the frames before frame k (the loop's ``cur``).
-            ends = np.maximum.accumulate(acc + size)
-            cover = np.empty_like(acc)
-            cover[0] = cur0
-            np.maximum(ends[:-1], cur0, out=cover[1:])
-            lead = acc - cover
-            overlapping = int(np.count_nonzero(lead < 0))
-            ahead = lead > 0
-            discarded = int(lead[ahead].sum())
-            resyncs = int(np.count_nonzero(ahead))
-            if gap:
-                first = int(np.argmax(lead >= 0)) if (lead >= 0).any() else -1
-                if first >= 0:
-                    gap = False
-                    if lead[first] == 0:
-                        resyncs += 1
-            cur = max(cur0, int(ends[-1]))
-        if keep > cur:
-            discarded += keep - cur
-            gap = True
-        self._gap = gap
-        self._covered = max(self._covered, self._base + cur)
-        st = self.stats
-        st.discarded += discarded
-        st.resyncs += resyncs
-        st.overlapping += overlapping
+        st.discarded += got.discarded
+        st.resyncs += got.resyncs
+        st.overlapping += got.overlapping
 
     def finish(self) -> list[Sum8Received]:
         """End of stream: count the held-back tail as discarded.
