@@ -142,6 +142,18 @@ class FirmwarePeer(threading.Thread):
         self.join(2.0)
 
 
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """The process, killed and waited for on the way out if it is still running (a test
+    that failed must not leave a verb behind)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def run_verb(
     *args: str, input: bytes | None = None, timeout: float = 30
 ) -> subprocess.CompletedProcess[bytes]:

@@ -31,6 +31,7 @@ from fwbridge.protocols.arq import Delivered, Retransmit, Status, StopAndWaitSen
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
+from tests.helpers import reaped
 
 DEADLINE = 20.0  # seconds; only a hung run gets near it
 T = TypeVar("T")
@@ -124,13 +125,9 @@ def harness(fw: Firmware, *args: str) -> Iterator[Harness]:
             h.lines.put(line.strip())
 
     threading.Thread(target=pump, daemon=True).start()
-    try:
+    with reaped(proc):
         h._line(lambda s: "ready" in s)
         yield h
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         base.close()
         action.close()
 

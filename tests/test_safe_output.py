@@ -15,7 +15,7 @@ import pytest
 
 from fwbridge.bridge.capture import read_capture
 from fwbridge.bridge.transports import PtyPair
-from tests.helpers import FirmwarePeer, run_verb, spawn_verb
+from tests.helpers import FirmwarePeer, reaped, run_verb, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -149,14 +149,10 @@ def test_sim_link_takes_over_a_stale_pty_link_and_removes_it(tmp_path: Path) -> 
     proc = spawn_verb("sim", "echo", "--link", str(link), "--json", stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE)
     assert proc.stdout is not None
-    try:
+    with reaped(proc):
         ready = json.loads(proc.stdout.readline())
         assert ready["port"] == str(link) and os.readlink(link) != stale
         proc.send_signal(signal.SIGHUP)
         _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 129, err
     assert not os.path.lexists(link)

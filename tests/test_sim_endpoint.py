@@ -36,7 +36,7 @@ from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
-from tests.helpers import run_cli
+from tests.helpers import reaped, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_SIM = (
@@ -173,7 +173,7 @@ def run_cli_sim(args: list[str], host_bytes: bytes, want: int) -> bytes:
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+    with reaped(proc):
         assert proc.stdout is not None
         ready = json.loads(proc.stdout.readline())
         assert ready["event"] == "ready" and ready["port"].startswith("/dev/")
@@ -191,10 +191,6 @@ def run_cli_sim(args: list[str], host_bytes: bytes, want: int) -> bytes:
         end = json.loads(out.strip().splitlines()[-1])
         assert end["event"] == "end" and end["interrupted"]
         return bytes(data)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_same_seed_same_bytes_in_fast_mode() -> None:

@@ -20,7 +20,7 @@ from fwbridge.bridge.capture import read_capture
 from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
-from tests.helpers import FirmwarePeer, spawn_verb
+from tests.helpers import FirmwarePeer, reaped, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -53,16 +53,12 @@ def test_bridge_stop_signal_sends_zero_velocity(pair: PtyPair, peer: FirmwarePee
     proc = spawn_verb("bridge", str(_config(tmp_path, pair.path)), "--cmd-stdin",
                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stdin is not None
-    try:
+    with reaped(proc):
         proc.stdin.write(b"0.3 0 0\n")
         proc.stdin.flush()  # stdin stays open: the request stands until the stop
         _moving(peer)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 128 + sig, err
     assert b"bridge: commands=" in err and b"Traceback" not in err
     _stopped_at_zero(peer)
@@ -75,17 +71,13 @@ def test_more_signals_while_stopping_do_not_cut_the_stop_short(
                       str(capture), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                       stderr=subprocess.PIPE)
     assert proc.stdin is not None
-    try:
+    with reaped(proc):
         proc.stdin.write(b"0.3 0 0\n")
         proc.stdin.flush()
         _moving(peer)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             proc.send_signal(sig)  # an impatient user, or a service manager and a user
         _, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     # the first signal handled decides (pending signals come lowest number first)
     assert proc.returncode in (129, 130, 143), err
     assert b"bridge: commands=" in err and b"Traceback" not in err
@@ -100,7 +92,7 @@ def test_bridge_piped_to_head_stops_the_base_quietly(pair: PtyPair, peer: Firmwa
     proc = spawn_verb("bridge", str(_config(tmp_path, pair.path)), "--cmd-stdin",
                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    try:
+    with reaped(proc):
         proc.stdin.write(b"0.3 0 0\n")
         proc.stdin.flush()
         _moving(peer)
@@ -108,10 +100,6 @@ def test_bridge_piped_to_head_stops_the_base_quietly(pair: PtyPair, peer: Firmwa
         proc.stdout.close()
         assert proc.wait(timeout=DEADLINE) == 0
         err = proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert b"Traceback" not in err and b"BrokenPipe" not in err, err
     assert b"bridge: commands=" in err
     _stopped_at_zero(peer)
@@ -123,14 +111,10 @@ def test_send_cmd_stopped_early_sends_zero(pair: PtyPair, peer: FirmwarePeer,
                                            sig: int) -> None:
     proc = spawn_verb("send", pair.path, "cmd", "--vx", "0.3", "--count", "100000", "--rate",
                       "50", stderr=subprocess.PIPE)
-    try:
+    with reaped(proc):
         _moving(peer)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 128 + sig, err
     assert b"then zero velocity" in err
     _stopped_at_zero(peer)
@@ -147,14 +131,10 @@ def test_replay_of_commands_stopped_early_sends_zero(pair: PtyPair, peer: Firmwa
             cap.write("tx", go, ts_ns=k * 20_000_000)
     proc = spawn_verb("replay", str(capture), pair.path, "--direction", "tx", "--loop",
                       stderr=subprocess.PIPE)
-    try:
+    with reaped(proc):
         _moving(peer)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 143, err
     assert b"then zero velocity" in err
     _stopped_at_zero(peer)
@@ -179,17 +159,13 @@ def test_teleop_stop_signal_restores_the_terminal_and_stops(pair: PtyPair, peer:
     before = termios.tcgetattr(slave)
     proc = spawn_verb("teleop", pair.path, "--rate", "50", stdin=slave,
                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+    with reaped(proc):
         assert peer.wait_for(lambda a: len(a) >= 2, timeout=DEADLINE)
         os.write(master, b"w")
         assert peer.wait_for(lambda a: a[-1].frame.vx > 0.19, timeout=DEADLINE)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=DEADLINE)
         after = termios.tcgetattr(slave)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         os.close(master)
         os.close(slave)
     assert proc.returncode == 128 + sig, err
@@ -203,15 +179,11 @@ def test_sim_link_is_removed_on_sigterm(tmp_path: Path) -> None:
     proc = spawn_verb("sim", "echo", "--link", str(link), "--json", stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE)
     assert proc.stdout is not None
-    try:
+    with reaped(proc):
         ready = json.loads(proc.stdout.readline())
         assert ready["event"] == "ready" and link.is_symlink()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 143, err
     assert json.loads(out.splitlines()[-1])["event"] == "end"  # the summary still comes
     assert not link.exists() and not link.is_symlink()
@@ -221,16 +193,12 @@ def _head_one(*args: str, stdin: int | None = None) -> tuple[int, bytes]:
     """``fwbridge ARGS | head -1``: read one line, close the pipe, wait for the end."""
     proc = spawn_verb(*args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
-    try:
+    with reaped(proc):
         assert select.select([proc.stdout], [], [], DEADLINE)[0], "no output"
         assert proc.stdout.readline()
         proc.stdout.close()
         rc = proc.wait(timeout=DEADLINE)
         return rc, proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_decode_piped_to_head_ends_quietly(tmp_path: Path) -> None:
@@ -245,7 +213,7 @@ def test_sniff_piped_to_head_ends_quietly(pair: PtyPair) -> None:
     proc = spawn_verb("sniff", pair.path, "-p", "odom", "--json", stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
-    try:
+    with reaped(proc):
         frame = odom_frame.encode(OdomFrame(0.1, 0.0, 0.0, 1.0))
         while not select.select([proc.stdout], [], [], 0.02)[0]:
             pair.write(frame)
@@ -257,10 +225,6 @@ def test_sniff_piped_to_head_ends_quietly(pair: PtyPair) -> None:
             time.sleep(0.02)
         assert proc.wait(timeout=1) == 0
         err = proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert b"Traceback" not in err and b"Error" not in err, err
     assert b"counters: frames=" in err
 
@@ -276,14 +240,10 @@ def test_can_record_blf_survives_sigterm(tmp_path: Path) -> None:
     out = tmp_path / "run.blf"
     proc = spawn_verb("can", "--bus-kwarg", "modules=2", "record", str(out),
                       stderr=subprocess.PIPE)
-    try:
+    with reaped(proc):
         time.sleep(1.0)  # frames flow; nothing to wait on but the process's own clock
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 143, err
     n = int(err.split(b"recorded ")[1].split()[0])
     assert n > 0
@@ -295,7 +255,7 @@ def test_can_record_log_keeps_its_tail_on_sigterm(tmp_path: Path) -> None:
     out = tmp_path / "run.log"
     proc = spawn_verb("can", "--bus-kwarg", "modules=2", "record", str(out),
                       stderr=subprocess.PIPE)
-    try:
+    with reaped(proc):
         # The file appears once the bus is open and the recording runs (a loaded
         # machine may take longer than any fixed sleep to get there).
         end = time.monotonic() + DEADLINE
@@ -304,10 +264,6 @@ def test_can_record_log_keeps_its_tail_on_sigterm(tmp_path: Path) -> None:
         time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 143, err
     n = int(err.split(b"recorded ")[1].split()[0])
     lines = out.read_text().splitlines()
@@ -371,7 +327,7 @@ def test_every_long_running_verb_stops_the_same_way_on_sigterm(
                      canlog=_can_log(tmp_path)) for a in args]
     proc = spawn_verb(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
-    try:
+    with reaped(proc):
         end = time.monotonic() + DEADLINE
         while not _stop_handlers_installed(proc.pid):
             assert proc.poll() is None and time.monotonic() < end, proc.communicate()
@@ -385,10 +341,6 @@ def test_every_long_running_verb_stops_the_same_way_on_sigterm(
             time.sleep(1.0)  # into its loop; nothing to observe from outside
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 143, err
     assert b"Traceback" not in err, err
     assert summary in err
