@@ -36,6 +36,14 @@ class _LazyConsole:
                                     width=None if wide else 100_000)
         return getattr(self._console, name)
 
+    # rich's Live enters its console as a context manager; special methods are looked
+    # up on the type, never through __getattr__, so they are forwarded here.
+    def __enter__(self) -> Console:
+        return cast("Console", self.__getattr__("__enter__")())
+
+    def __exit__(self, *exc: object) -> None:
+        self.__getattr__("__exit__")(*exc)
+
 
 #: Human output (tables, status lines) goes to stdout; counters and errors to stderr.
 console = cast("Console", _LazyConsole(stderr=False))
