@@ -125,17 +125,21 @@ class SerialRecorder:
     are counted but the ``odom`` records come from :meth:`odometry` (the
     bridge node's own). ``stats`` adds the node's counters to the periodic
     records. ``namespace`` prefixes every topic but the absolute ROS ones
-    (``/tf``, ``/diagnostics``): one view of a fleet. ``raw`` False: no raw
-    channels (a view fed by :meth:`odometry` alone). Thread-safe: reads and
-    writes come from different threads in the bridge.
+    (``/tf``, ``/diagnostics``): one view of a fleet; ``frame_prefix``
+    (``robot1/``) prefixes the TF frames of ``odom`` and ``/tf``, so a fleet's
+    robots keep their own. ``raw`` False: no raw channels (a view fed by
+    :meth:`odometry` alone). Thread-safe: reads and writes come from
+    different threads in the bridge.
     """
 
     def __init__(self, streams: Streams, *, port: str = "serial", rx: str | None = "odom",
                  tx: str | None = "cmd", calibration: Calibration | None = None,
                  integrate: bool = True, stats: Callable[[], dict[str, int]] | None = None,
                  counter_period: float = COUNTER_PERIOD, namespace: str = "",
-                 raw: bool = True) -> None:
+                 raw: bool = True, frame_prefix: str = "") -> None:
         self.streams = streams
+        self._frames = {"frame_id": f"{frame_prefix}odom",
+                        "child_frame_id": f"{frame_prefix}base_link"}
         self.port = port
         self.stats = stats
         ns = namespace.rstrip("/")
@@ -206,9 +210,11 @@ class SerialRecorder:
             with self._lock:
                 self._tick(ts)
         self.streams.log(self._ros["odom"], topics.serialize(
-            topics.odometry_message(odom, stamp=stamp), "nav_msgs/msg/Odometry"), ts)
+            topics.odometry_message(odom, stamp=stamp, **self._frames), "nav_msgs/msg/Odometry"),
+            ts)
         self.streams.log(self._ros["tf"], topics.serialize(
-            topics.transform_message(odom, stamp=stamp), "tf2_msgs/msg/TFMessage"), ts)
+            topics.transform_message(odom, stamp=stamp, **self._frames),
+            "tf2_msgs/msg/TFMessage"), ts)
 
     def _command(self, frame: cmd_frame.CmdFrame, ts: int) -> None:
         topics = _topics()
@@ -326,13 +332,16 @@ def open_capture(path: str | os.PathLike[str] | None, *, port: str, description:
         raise CaptureError(f"MCAP recording needs the mcap extra: {exc}") from None
 
 
-def watch_node(streams: Streams, node: Any, namespace: str = "") -> SerialRecorder:
+def watch_node(streams: Streams, node: Any, namespace: str = "",
+               frame_prefix: str = "") -> SerialRecorder:
     """Show a running base node on ``streams`` (a live view): its odometry records as
-    ``odom`` and ``/tf`` and its counters, topics in ``namespace`` (a fleet's robot)."""
+    ``odom`` and ``/tf`` and its counters, topics in ``namespace`` and TF frames after
+    ``frame_prefix`` (a fleet's robot)."""
     from fwbridge.bridge.topics import wall_stamp
 
     rec = SerialRecorder(streams, port=namespace or "base", rx=None, tx=None, integrate=False,
-                         raw=False, namespace=namespace, stats=node.stats)
+                         raw=False, namespace=namespace, stats=node.stats,
+                         frame_prefix=frame_prefix)
     node.odometry_callbacks.append(
         lambda odom: rec.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))
     return rec

@@ -377,15 +377,23 @@ def velocity_request(twist: Any, *, max_linear: float = MAX_LINEAR,
 
 # -- generic conversion (echo, pub) ----------------------------------------------------------
 def message_to_dict(msg: Any) -> Any:
-    """A message as plain data (dicts, lists, numbers, strings) for YAML and JSON."""
+    """A message as plain data (dicts, lists, numbers, strings) for YAML and JSON: its
+    fields only, not its constants (DiagnosticStatus's ``OK``…)."""
     if dataclasses.is_dataclass(msg) and not isinstance(msg, type):
         return {f.name: message_to_dict(getattr(msg, f.name)) for f in dataclasses.fields(msg)
-                if not f.name.startswith("__")}
+                if not _is_constant(f)}
     if hasattr(msg, "tolist"):  # numpy arrays and scalars
         return msg.tolist()
     if isinstance(msg, (list, tuple)):
         return [message_to_dict(v) for v in msg]
     return msg
+
+
+def _is_constant(f: dataclasses.Field[Any]) -> bool:
+    """A message constant (or ``__msgtype__``): rosbags declares them ``ClassVar`` in
+    string annotations, which ``dataclasses`` does not recognise, so they come out as fields."""
+    return f.name.startswith("__") or (isinstance(f.type, str) and f.type.startswith(
+        ("ClassVar", "typing.ClassVar")))
 
 
 _INTS = {"bool", "byte", "char", "int8", "uint8", "int16", "uint16", "int32", "uint32",

@@ -186,7 +186,8 @@ def _ros2_arm(connect: tuple[str, ...]) -> Any:
     participant = Participant(connect=connect, wait=3.0)
     if not participant.is_open:
         participant.close()
-        fail(f"no Zenoh router reachable at {', '.join(connect)}")
+        fail(f"no Zenoh router reachable at {', '.join(connect)} "
+             "(start one: fwbridge ros2 router)")
     return Ros2Arm(participant)
 
 

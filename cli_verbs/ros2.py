@@ -1,7 +1,8 @@
-"""``fwbridge ros2 topics|echo|pub`` and ``fwbridge fleet N``: ROS 2 tools without ROS.
+"""``fwbridge ros2 router|topics|echo|pub`` and ``fwbridge fleet N``: ROS 2 tools without ROS.
 
 They speak rmw_zenoh's conventions over Zenoh (the ``ros2`` extra), so they
-see and talk to real ROS 2 nodes on a router, and to fwbridge's own.
+see and talk to real ROS 2 nodes on a router, and to fwbridge's own;
+``ros2 router`` is that router (rmw_zenohd's part, on loopback by default).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from fwbridge.cli_verbs.stopping import stoppable
 
 CONNECT = click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
                        help="Zenoh endpoint to connect to (repeatable; default: the robot "
-                       "file's, else tcp/localhost:7447, rmw_zenoh's router).")
+                       "file's, else tcp/localhost:7447, where 'fwbridge ros2 router' and "
+                       "rmw_zenohd listen).")
 LISTEN = click.option("--listen", "listen", multiple=True, metavar="ENDPOINT",
                       help="Also listen on this Zenoh endpoint (repeatable; default: none).")
 DOMAIN = click.option("--domain", type=click.IntRange(0, 232), default=None,
@@ -68,13 +70,51 @@ def _participant(s: Any, wait: float = 3.0) -> Any:
     if not p.wait_open(wait):
         p.close()
         fail(f"no Zenoh router reachable at {', '.join(s.connect)} "
-             f"(start one: ros2 run rmw_zenoh_cpp rmw_zenohd)")
+             f"(start one: fwbridge ros2 router)")
     return p
 
 
 @click.group("ros2")
 def ros2_group() -> None:
-    """ROS 2 over Zenoh without a ROS install: the graph, echo, publish."""
+    """ROS 2 over Zenoh without a ROS install: a router, the graph, echo, publish."""
+
+
+@ros2_group.command("router")
+@click.option("--listen", "listen", multiple=True, metavar="ENDPOINT",
+              help="Listen on this Zenoh endpoint (repeatable; default: tcp/127.0.0.1:7447, "
+              "rmw_zenohd's port on loopback only). Any other address lets other machines "
+              "connect: a warning says so.")
+def router_cmd(listen: tuple[str, ...]) -> None:
+    """A Zenoh router for ROS 2 nodes, as 'ros2 run rmw_zenoh_cpp rmw_zenohd' runs, without
+    ROS: fwbridge's nodes and tools and rmw_zenoh's find each other through it. Runs
+    until Ctrl-C or SIGTERM."""
+    try:
+        import zenoh  # noqa: F401
+    except ImportError:
+        fail("the router needs the ros2 extra: pip install 'fwbridge[ros2]'")
+    from fwbridge.bridge.config import ConfigError
+    from fwbridge.bridge.ros2.config import parse_endpoints
+    from fwbridge.bridge.ros2.router import DEFAULT_LISTEN, is_loopback, open_router
+
+    try:
+        endpoints = parse_endpoints("--listen", listen) or DEFAULT_LISTEN
+    except ConfigError as exc:
+        fail(str(exc))
+    for endpoint in endpoints:
+        if not is_loopback(endpoint):
+            click.echo(f"warning: router: {endpoint} is not a loopback address: other "
+                       "machines can connect to this router", err=True)
+    try:
+        session = open_router(endpoints)
+    except ConfigError as exc:
+        fail(str(exc))
+    try:
+        with stoppable():
+            click.echo(f"router: listening on {', '.join(endpoints)}", err=True)
+            while True:
+                time.sleep(1.0)
+    finally:
+        session.close()
 
 
 @ros2_group.command("topics")
@@ -286,7 +326,8 @@ def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
               distro: str | None, config: str | None, foxglove: bool, foxglove_host: str,
               foxglove_port: int) -> None:
     """COUNT simulated mecanum bases, each its own bridge node in /robotK, on one
-    Zenoh network: drive any of them with cmd_vel, read odom, /tf, /diagnostics."""
+    Zenoh network: drive any of them with cmd_vel, read odom, /tf (frames
+    robotK/odom -> robotK/base_link), /diagnostics."""
     from fwbridge.bridge.ros2.fleet import Fleet
 
     s = _settings(config, connect, listen, domain, distro)
@@ -299,9 +340,11 @@ def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
             try:
                 fleet.start()
                 view = _fleet_view(fleet, foxglove, foxglove_host, foxglove_port)
+                listening = f", listening on {', '.join(s.listen)}" if s.listen else ""
                 click.echo(f"fleet: {count} simulated bases as ROS 2 nodes "
                            f"{fleet.namespaces[0]} … {fleet.namespaces[-1]} (domain {s.domain},"
-                           f" {s.distro}), connecting to {', '.join(s.connect)}", err=True)
+                           f" {s.distro}), connecting to {', '.join(s.connect)}{listening}",
+                           err=True)
                 end = None if duration is None else time.monotonic() + duration
                 while end is None or time.monotonic() < end:
                     time.sleep(0.1 if end is None else max(0.0, min(0.1, end - time.monotonic())))
@@ -328,8 +371,8 @@ def _fleet_view(fleet: Any, enabled: bool, host: str, port: int) -> Any:
     from fwbridge.can_bus.mcap_io import Streams
 
     streams = Streams([sink])
-    for ns, node in zip(fleet.namespaces, fleet.nodes):
-        watch_node(streams, node, ns)
+    for ns, frames, node in zip(fleet.namespaces, fleet.frame_prefixes, fleet.nodes):
+        watch_node(streams, node, ns, frames)
     return streams
 
 

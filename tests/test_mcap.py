@@ -546,7 +546,9 @@ def test_fleet_live_view_keeps_the_robots_apart() -> None:
                                 capture_output=True, timeout=60,
                                 env={**os.environ, "PYTHONPATH": str(Path.cwd())})
         assert client.returncode == 0, client.stderr.decode()
-        assert json.loads(client.stdout) == {"/robot1/odom": "odom", "/robot2/odom": "odom"}
+        # each robot in its own TF frames, as on ROS 2
+        assert json.loads(client.stdout) == {"/robot1/odom": "robot1/odom",
+                                             "/robot2/odom": "robot2/odom"}
     finally:
         fleet.send_signal(signal.SIGTERM)
         _, err = fleet.communicate(timeout=30)

@@ -8,9 +8,12 @@ Zenoh + rosbags) runs in another process.
 from __future__ import annotations
 
 import json
+import queue
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,9 +29,15 @@ from fwbridge.bridge.config import ConfigError  # noqa: E402
 from fwbridge.bridge.ros2 import keys  # noqa: E402
 from fwbridge.bridge.ros2.config import Ros2Settings, parse_ros2  # noqa: E402
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
-from fwbridge.bridge.ros2.participant import zenoh_config  # noqa: E402
+from fwbridge.bridge.ros2.participant import Participant, zenoh_config  # noqa: E402
+from fwbridge.bridge.ros2.router import (  # noqa: E402
+    DEFAULT_LISTEN,
+    is_loopback,
+    open_router,
+    router_config,
+)
 from fwbridge.bridge.topics import Qos  # noqa: E402
-from tests.helpers import ROOT, run_cli  # noqa: E402
+from tests.helpers import ROOT, reaped, run_cli, spawn_verb  # noqa: E402
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "ros2_rmw_zenoh_golden.json")
                     .read_text())
@@ -100,9 +109,22 @@ def test_ros2_table(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Ros2Settings().domain == 42 and Ros2Settings(domain_id=3).domain == 3
     for bad, field in [({"distro": "iron"}, "ros2.distro"), ({"connect": ["localhost"]},
                        "ros2.connect"), ({"topics": {"odm": "x"}}, "ros2.topics.odm"),
-                       ({"domain_id": 300}, "ros2.domain_id"), ({"colour": 1}, "ros2.colour")]:
+                       ({"domain_id": 300}, "ros2.domain_id"), ({"colour": 1}, "ros2.colour"),
+                       ({"frame_prefix": "/robot1"}, "ros2.frame_prefix"),
+                       ({"frame_prefix": "robot 1/"}, "ros2.frame_prefix"),
+                       ({"frame_prefix": 1}, "ros2.frame_prefix")]:
         with pytest.raises(ConfigError, match=field):
             parse_ros2(bad)
+
+
+def test_frame_prefix_of_the_ros2_table() -> None:
+    """frame_prefix takes "robot1" or "robot1/" (the usual TF prefix); none by default."""
+    assert Ros2Settings().frame("odom") == "odom"
+    for given in ("robot1", "robot1/"):
+        s = parse_ros2({"frame_prefix": given})
+        assert (s.frame("odom"), s.frame("base_link")) == ("robot1/odom", "robot1/base_link")
+    assert parse_ros2({"frame_prefix": "site_a/robot1"}).frame("odom") == "site_a/robot1/odom"
+    assert parse_ros2({"frame_prefix": ""}).frame("odom") == "odom"
 
 
 def test_nothing_listens_without_listen() -> None:
@@ -120,7 +142,7 @@ def _free_port() -> int:
 
 
 def _router(endpoint: str) -> Any:
-    return zenoh.open(zenoh_config([], [endpoint], mode="router"))
+    return open_router([endpoint])
 
 
 @pytest.fixture(scope="module")
@@ -164,10 +186,11 @@ def test_odometry_decoded_by_an_independent_subscriber(network: dict[str, Any]) 
     assert sample["gid_len"] == 16 and len(sample["attachment"]) == 66 and sample["seq"] >= 1
     assert bytes.fromhex(sample["gid"]) == _bridge(network["fleet"], "/robot2").odom_pub.gid
     msg = sample["msg"]
-    assert (msg["header"]["frame_id"], msg["child_frame_id"]) == ("odom", "base_link")
+    assert (msg["header"]["frame_id"], msg["child_frame_id"]) == ("robot2/odom",
+                                                                  "robot2/base_link")
     assert abs(msg["header"]["stamp"]["sec"] - time.time()) < 60  # ROS time, not monotonic
     (tf,) = _echo(network["endpoint"], "0/tf/**", "tf2_msgs/msg/TFMessage", 1)
-    assert tf["msg"]["transforms"][0]["child_frame_id"] == "base_link"
+    assert tf["msg"]["transforms"][0]["child_frame_id"].endswith("/base_link")
     (diag,) = _echo(network["endpoint"], "0/diagnostics/**",
                     "diagnostic_msgs/msg/DiagnosticArray", 1)
     values = {kv["key"] for kv in diag["msg"]["status"][0]["values"]}
@@ -237,7 +260,7 @@ def test_a_router_that_comes_and_goes_is_survived(network: dict[str, Any]) -> No
     network["router"] = _router(network["endpoint"])
     assert _wait(lambda: fleet.participant.reachable(), 15)
     (sample,) = _echo(network["endpoint"], "0/robot1/odom/**", "nav_msgs/msg/Odometry", 1)
-    assert sample["msg"]["child_frame_id"] == "base_link"
+    assert sample["msg"]["child_frame_id"] == "robot1/base_link"
 
 
 @pytest.mark.slow
@@ -250,6 +273,7 @@ def test_bridge_without_a_router_says_so_and_bridges(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     err = res.stderr.decode()
     assert err.count("no Zenoh router reachable") == 1
+    assert "start one: fwbridge ros2 router" in err
     assert "odometry_published=0" in err and "frames=" in err and " frames=0 " not in err
 
 
@@ -378,3 +402,206 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
     assert "ROS 2 node /robot7/base_bridge" in text and "sending zero velocity" in text
     counters = dict(kv.split("=") for kv in text.split("ros2: ")[1].split())
     assert int(counters["cmd_vel_received"]) > 5 and int(counters["odometry_published"]) > 50
+
+
+# -- the router, and what is said about it ------------------------------------------------------
+class _Lines:
+    """The lines a process writes on a pipe, read by a thread, so a test waits for one
+    with a bounded timeout instead of sleeping."""
+
+    def __init__(self, stream: Any) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        for raw in stream:
+            self._queue.put(raw.decode(errors="replace"))
+        self._queue.put(None)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        """The first line (from here on) containing ``text``."""
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, end - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                raise AssertionError(f"no line with {text!r}; got: {''.join(self.seen)}")
+            self.seen.append(line)
+            if text in line:
+                return line
+
+    def rest(self, timeout: float = 30.0) -> str:
+        """Everything, once the pipe closes."""
+        self._thread.join(timeout)
+        while not self._queue.empty():
+            line = self._queue.get()
+            if line is not None:
+                self.seen.append(line)
+        return "".join(self.seen)
+
+
+def test_router_config_mirrors_rmw_zenohd() -> None:
+    """rmw_zenohd's default config where it matters, but on loopback by default."""
+    cfg = json.loads(str(router_config()))
+    assert DEFAULT_LISTEN == ("tcp/127.0.0.1:7447",)
+    assert cfg["mode"] == "router" and cfg["listen"]["endpoints"] == ["tcp/127.0.0.1:7447"]
+    assert cfg["connect"]["endpoints"] == []
+    assert cfg["scouting"]["multicast"]["enabled"] is False
+    assert cfg["timestamping"]["enabled"] is True  # rmw_zenoh's transient_local caches
+    assert cfg["adminspace"]["permissions"] == {"read": True, "write": False}
+    for local in ("tcp/127.0.0.1:7447", "tcp/[::1]:7447", "tcp/localhost:7447",
+                  "udp/127.0.0.2:7447", "unixsock-stream//tmp/zenoh.sock"):
+        assert is_loopback(local), local
+    for remote in ("tcp/0.0.0.0:7447", "tcp/[::]:7447", "tcp/192.168.1.10:7447",
+                   "tcp/no-such-host.invalid:7447"):
+        assert not is_loopback(remote), remote
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_ros2_router_routes_between_clients_until_a_signal(sig: str) -> None:
+    """`fwbridge ros2 router`: one readiness line, two client sessions (which only reach
+    each other through a router) exchange a message, a signal ends it with 128 + N."""
+    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    proc = spawn_verb("ros2", "router", "--listen", endpoint, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
+    with reaped(proc):
+        lines = _Lines(proc.stderr)
+        assert lines.wait_for("router: listening on") == f"router: listening on {endpoint}\n"
+        got: list[Any] = []
+        with Participant(connect=(endpoint,), wait=10) as a, \
+                Participant(connect=(endpoint,), wait=10) as b:
+            assert a.is_open and b.is_open and a.connections() == (1, 0)
+            b.node("listener").subscription("/chatter", "std_msgs/msg/String", got.append)
+            pub = a.node("talker").publisher("/chatter", "std_msgs/msg/String")
+            hello = topics.message_from_dict("std_msgs/msg/String", {"data": "through"})
+            assert _wait(lambda: (pub.publish(hello), bool(got))[1], 10)
+        assert got[0].data == "through"
+        proc.send_signal(getattr(signal, sig))
+        assert proc.wait(timeout=30) == 128 + getattr(signal, sig)
+        err = lines.rest()
+    assert "warning" not in err and "Traceback" not in err, err
+
+
+def test_ros2_router_warns_off_loopback_and_refuses_what_it_cannot_open() -> None:
+    # 198.51.100.0/24 is documentation space: never this machine's, so nothing listens
+    far = f"tcp/198.51.100.7:{_free_port()}"
+    res = run_cli("ros2", "router", "--listen", far)
+    err = res.stderr.decode()
+    assert res.returncode == 2, err
+    assert f"warning: router: {far} is not a loopback address" in err
+    assert f"error: router: cannot listen on {far}: Cannot assign requested address" in err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = f"tcp/127.0.0.1:{busy.getsockname()[1]}"
+        res = run_cli("ros2", "router", "--listen", taken)
+    err = res.stderr.decode()
+    assert res.returncode == 2 and err.splitlines() == [
+        f"error: router: cannot listen on {taken}: Address already in use"], err
+    res = run_cli("ros2", "router", "--listen", "127.0.0.1:7447")
+    assert res.returncode == 2 and b"error: --listen: not a Zenoh endpoint" in res.stderr
+
+
+@pytest.mark.slow
+def test_no_router_messages_say_how_to_start_one() -> None:
+    nowhere = f"tcp/127.0.0.1:{_free_port()}"
+    for args in (("ros2", "topics", "--connect", nowhere), ("arm", "pick-place", "--ros2",
+                                                             nowhere)):
+        res = run_cli(*args, timeout=60)
+        err = res.stderr.decode()
+        assert res.returncode == 2, err
+        assert f"error: no Zenoh router reachable at {nowhere} (start one: fwbridge ros2 " \
+               "router)" in err, err
+
+
+@pytest.mark.slow
+def test_fleet_with_listen_says_peers_may_connect_and_they_do() -> None:
+    """With --listen the fleet is a peer others reach directly: it says so (not that no
+    router is reachable, as if nothing could get its samples), and a peer gets them."""
+    here, nowhere = (f"tcp/127.0.0.1:{_free_port()}" for _ in range(2))
+    proc = spawn_verb("fleet", "1", "--listen", here, "--connect", nowhere,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with reaped(proc):
+        lines = _Lines(proc.stderr)
+        assert f"listening on {here}" in lines.wait_for("simulated bases")
+        said = lines.wait_for("Zenoh")  # the first word on reachability, ~1 s in
+        assert "no Zenoh router reachable" not in said, said
+        assert f"listening on {here} for peers" in said and nowhere in said, said
+        assert "fwbridge ros2 router" in said, said
+        (sample,) = _echo(here, "0/robot1/odom/**", "nav_msgs/msg/Odometry", 1)
+        assert sample["msg"]["child_frame_id"] == "robot1/base_link"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 143
+        assert "fleet /robot1: commands=" in lines.rest()
+
+
+# -- a fleet's robots apart ---------------------------------------------------------------------
+@pytest.mark.slow
+def test_fleet_robots_keep_their_own_frames_and_diagnostics(network: dict[str, Any]) -> None:
+    """Every robot's transform is robotK/odom -> robotK/base_link on the shared /tf, and
+    its diagnostics name it, so neither a TF listener nor an aggregator mixes them up."""
+    parents: dict[str, set[str]] = {}
+    for sample in _echo(network["endpoint"], "0/tf/**", "tf2_msgs/msg/TFMessage", 60):
+        for tf in sample["msg"]["transforms"]:
+            parents.setdefault(tf["child_frame_id"], set()).add(tf["header"]["frame_id"])
+    assert parents == {f"robot{k}/base_link": {f"robot{k}/odom"} for k in range(1, 5)}
+    names, hardware = set(), set()
+    for sample in _echo(network["endpoint"], "0/diagnostics/**",
+                        "diagnostic_msgs/msg/DiagnosticArray", 12):
+        for status in sample["msg"]["status"]:
+            names.add(status["name"])
+            hardware.add(status["hardware_id"])
+    assert names == {f"robot{k}/base_bridge: base link" for k in range(1, 5)}
+    assert hardware == {f"robot{k}:sim://mecanum" for k in range(1, 5)}
+
+
+@pytest.mark.slow
+def test_ros2_echo_prints_fields_not_constants(network: dict[str, Any]) -> None:
+    """DiagnosticStatus's OK/WARN/ERROR/STALE are constants of the type, not fields."""
+    res = run_cli("ros2", "echo", "/diagnostics", "--json", "--count", "1", "--connect",
+                  network["endpoint"], timeout=60)
+    assert res.returncode == 0, res.stderr
+    status = json.loads(res.stdout.splitlines()[0])["status"][0]
+    assert set(status) == {"level", "name", "message", "hardware_id", "values"}
+    res = run_cli("ros2", "echo", "/diagnostics", "--count", "1", "--connect",
+                  network["endpoint"], timeout=60)
+    assert res.returncode == 0, res.stderr
+    text = res.stdout.decode()
+    assert "hardware_id:" in text and "STALE" not in text and "OK:" not in text, text
+
+
+@pytest.mark.slow
+def test_frame_prefix_of_a_robot_file_names_odometry_tf_and_diagnostics() -> None:
+    from fwbridge.bridge.base_node import BaseNode
+    from fwbridge.bridge.config import RobotConfig
+    from fwbridge.bridge.ros2.base import Ros2Base
+
+    settings = parse_ros2({"namespace": "/r9", "frame_prefix": "site_a/r9"})
+    got: dict[str, list[Any]] = {"odom": [], "tf": [], "diag": []}
+    node = BaseNode(RobotConfig(sim_url="sim://mecanum", use_sim=True, source="<test>"))
+    with Participant(connect=(), mode="peer") as p:
+        watcher = p.node("watcher")
+        watcher.subscription("/r9/odom", "nav_msgs/msg/Odometry", got["odom"].append)
+        watcher.subscription("/tf", "tf2_msgs/msg/TFMessage", got["tf"].append)
+        watcher.subscription("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray",
+                             got["diag"].append)
+        node.start()
+        bridge = Ros2Base(node, settings, participant=p, say=lambda _t: None)
+        bridge.start()
+        try:
+            assert _wait(lambda: all(got.values()), 10)
+        finally:
+            bridge.stop()
+            node.stop()
+    odom, tf = got["odom"][0], got["tf"][0].transforms[0]
+    assert (odom.header.frame_id, odom.child_frame_id) == ("site_a/r9/odom",
+                                                           "site_a/r9/base_link")
+    assert (tf.header.frame_id, tf.child_frame_id) == ("site_a/r9/odom", "site_a/r9/base_link")
+    status = got["diag"][0].status[0]
+    assert (status.name, status.hardware_id) == ("r9/base_bridge: base link",
+                                                 "r9:sim://mecanum")

@@ -5,16 +5,21 @@ and ``/diagnostics``.
 
 - each odometry record -> ``nav_msgs/Odometry`` on ``odom`` and the
   ``odom -> base_link`` transform on ``/tf`` (messages from
-  :mod:`fwbridge.bridge.topics`);
+  :mod:`fwbridge.bridge.topics`), both frames with the settings'
+  ``frame_prefix`` (``robot1/odom -> robot1/base_link``): robots sharing
+  ``/tf`` keep their own frames;
 - ``geometry_msgs/Twist`` on ``cmd_vel`` -> ``node.request(vx, vy, wz)``, so the
   node's watchdog still zeroes the base when ``cmd_vel`` stops; NaN, infinite
   or huge velocities and malformed samples are counted and dropped;
 - ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` once a second: the
   receiver counters, watchdog trips, reconnects and the link state, plus any
-  extra statuses (the CAN modules' health) from ``extra_statuses``.
+  extra statuses (the CAN modules' health) from ``extra_statuses``; the
+  status is named after the node (``robot1/base_bridge: base link``) and its
+  hardware id names the robot too, so an aggregator tells robots apart.
 
 The serial link never waits on the network: with no router reachable the
-node says so once, keeps bridging, and the session joins the router when it
+node says so once (and, with ``listen`` endpoints, that peers may connect
+there meanwhile), keeps bridging, and the session joins the router when it
 appears.
 """
 
@@ -110,8 +115,9 @@ class Ros2Base:
             if not self.odom_pub.is_declared:
                 self.odom_pub.unsent += 1  # no session yet: skip building the messages
                 return
-            self.odom_pub.publish(topics.odometry_message(odom, stamp=stamp, distro=d))
-            self.tf_pub.publish(topics.transform_message(odom, stamp=stamp, distro=d))
+            frames = {"frame_id": s.frame("odom"), "child_frame_id": s.frame("base_link")}
+            self.odom_pub.publish(topics.odometry_message(odom, stamp=stamp, distro=d, **frames))
+            self.tf_pub.publish(topics.transform_message(odom, stamp=stamp, distro=d, **frames))
             self.published += 1
         except Exception:  # the network side must never stop the serial side
             self.publish_errors += 1
@@ -143,9 +149,9 @@ class Ros2Base:
     def diagnostics(self) -> Any:
         s = self.settings
         stats = {**self.node.stats(), **self.stats()}
-        statuses = [topics.node_status(f"{s.node_name}: base link", stats,
+        statuses = [topics.node_status(f"{s.node_fqn}: base link", stats,
                                        connected=self.node.connected, holding=self._holding,
-                                       hardware_id=self.node.config.link_url, distro=self.distro)]
+                                       hardware_id=self.hardware_id, distro=self.distro)]
         if self.extra_statuses is not None:
             statuses += self.extra_statuses()
         return topics.diagnostics_message(statuses, stamp=topics.wall_stamp(
@@ -160,18 +166,35 @@ class Ros2Base:
                 self.publish_errors += 1
                 log.exception("publishing diagnostics failed")
 
+    @property
+    def hardware_id(self) -> str:
+        """The link's URL, after the robot's namespace when it has one
+        (``robot1:sim://mecanum``): robots of a fleet share URLs."""
+        ns = self.settings.namespace.strip("/")
+        url = self.node.config.link_url
+        return f"{ns}:{url}" if ns else url
+
     def _check_reachable(self) -> None:
         assert self.participant is not None
-        ok = self.participant.reachable()
+        routers, peers = self.participant.connections()
+        ok = bool(routers or peers)
         if ok == self._reachable:
             return
-        where = ", ".join(self.settings.connect) or "no endpoint"
-        if not ok and self._reachable is None:
-            self.say(f"no Zenoh router reachable ({where}); bridging the serial link "
-                     "meanwhile, connecting when it appears")
-        elif not ok:
-            self.say(f"Zenoh router lost ({where}); reconnecting")
-        else:
-            self.say(f"Zenoh connected ({where}): ROS 2 node "
+        self._reachable, first = ok, self._reachable is None
+        s = self.settings
+        where = ", ".join(s.connect)
+        hint = "start one: fwbridge ros2 router"
+        if ok:
+            via = f"router {where}" if routers else f"{peers} peer(s) on {', '.join(s.listen)}"
+            self.say(f"Zenoh connected ({via}): ROS 2 node "
                      f"{self.ros.namespace.rstrip('/')}/{self.ros.name} is online")
-        self._reachable = ok
+        elif s.listen:  # a peer: others may connect to it, with or without a router
+            router = (f"no router reachable at {where} yet ({hint}), connecting when it appears"
+                      if where else "no router to connect to")
+            self.say(f"Zenoh: listening on {', '.join(s.listen)} for peers, none connected "
+                     f"{'yet' if first else 'any more'}; {router}")
+        elif first:
+            self.say(f"no Zenoh router reachable ({where or 'no endpoint'}; {hint}); bridging "
+                     "the serial link meanwhile, connecting when it appears")
+        else:
+            self.say(f"Zenoh router lost ({where}); reconnecting")

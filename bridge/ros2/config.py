@@ -8,8 +8,10 @@
     node_name = "base_bridge"
     domain_id = 0                    # default: $ROS_DOMAIN_ID, else 0
     distro = "jazzy"                 # "jazzy" (and later: RIHS01 type hashes) or "humble"
-    connect = ["tcp/localhost:7447"] # Zenoh endpoints: the router rmw_zenoh uses
+    connect = ["tcp/localhost:7447"] # Zenoh endpoints: the router (fwbridge ros2 router,
+                                     # or rmw_zenoh's rmw_zenohd)
     listen = []                      # none: nothing listens unless you say so
+    frame_prefix = "robot1/"         # TF frames robot1/odom -> robot1/base_link (default: none)
 
     [ros2.topics]                    # rename any topic
     odom = "odom"
@@ -23,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,13 +38,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["DEFAULT_CONNECT", "Ros2Settings", "load_ros2", "parse_ros2"]
+__all__ = ["DEFAULT_CONNECT", "Ros2Settings", "load_ros2", "parse_endpoints", "parse_ros2"]
 
-#: Where rmw_zenoh's router listens (DEFAULT_RMW_ZENOH_SESSION_CONFIG.json5).
+#: Where ROS 2 nodes look for the router (DEFAULT_RMW_ZENOH_SESSION_CONFIG.json5): the
+#: port of rmw_zenohd, where ``fwbridge ros2 router`` listens too.
 DEFAULT_CONNECT = ("tcp/localhost:7447",)
 _ENDPOINT = re.compile(r"^(tcp|udp|tls|quic|ws|unixsock-stream)/[^\s]+$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOPIC = re.compile(r"^/?[A-Za-z_~][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+#: A TF frame prefix: names joined by "/", no leading "/" (tf2 refuses frame ids with one).
+_FRAME_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*/?$")
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class Ros2Settings:
     distro: str = "jazzy"
     connect: tuple[str, ...] = DEFAULT_CONNECT
     listen: tuple[str, ...] = ()
+    frame_prefix: str = ""  # "" or ending in "/": prefixes the odom and base_link frames
     topics: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -74,8 +80,24 @@ class Ros2Settings:
         """The name of topic ``key`` (``odom``…): the table's override or the default."""
         return self.topics.get(key, TOPICS[key].name)
 
+    def frame(self, name: str) -> str:
+        """A TF frame's name with the prefix: ``odom`` -> ``robot1/odom``."""
+        return self.frame_prefix + name
+
+    @property
+    def node_fqn(self) -> str:
+        """The node's full name without the leading ``/``: ``robot1/base_bridge``
+        (``base_bridge`` in the root namespace)."""
+        ns = self.namespace.strip("/")
+        return f"{ns}/{self.node_name}" if ns else self.node_name
+
     def with_namespace(self, namespace: str) -> Ros2Settings:
         return replace(self, namespace=_namespace("namespace", namespace))
+
+
+def _frame_prefix(value: str) -> str:
+    """``robot1`` or ``robot1/`` -> ``robot1/`` (the usual TF frame prefix); ``""`` stays."""
+    return value if not value or value.endswith("/") else value + "/"
 
 
 def _namespace(key: str, value: Any) -> str:
@@ -90,8 +112,20 @@ def _endpoints(key: str, value: Any) -> tuple[str, ...]:
                    f"got {value!r}")
     for v in value:
         if not _ENDPOINT.match(v):
-            raise _Bad(key, f"not a Zenoh endpoint: {v!r} (like \"tcp/192.168.1.10:7447\")")
+            raise _Bad(key, _not_endpoint(v))
     return tuple(value)
+
+
+def _not_endpoint(value: str) -> str:
+    return f"not a Zenoh endpoint: {value!r} (like \"tcp/192.168.1.10:7447\")"
+
+
+def parse_endpoints(option: str, values: Sequence[str]) -> tuple[str, ...]:
+    """Zenoh endpoints given on the command line as ``option`` (``--listen``), checked."""
+    for v in values:
+        if not _ENDPOINT.match(v):
+            raise ConfigError(f"{option}: {_not_endpoint(v)}")
+    return tuple(values)
 
 
 class _Bad(ConfigError):
@@ -125,10 +159,16 @@ def parse_ros2(table: Mapping[str, Any] | None, *, source: str = "<config>") -> 
                 values[key] = value
             elif key in ("connect", "listen"):
                 values[key] = _endpoints(key, value)
+            elif key == "frame_prefix":
+                if not isinstance(value, str) or not (value == "" or _FRAME_PREFIX.match(value)):
+                    raise _Bad(key, f"must be a TF frame prefix like \"robot1/\" (names of "
+                               f"letters, digits and _, joined by /; no leading /), got {value!r}")
+                values[key] = _frame_prefix(value)
             elif key == "topics":
                 values[key] = _topics(value)
             else:
-                known = "connect, distro, domain_id, enabled, listen, namespace, node_name, topics"
+                known = ("connect, distro, domain_id, enabled, frame_prefix, listen, namespace, "
+                         "node_name, topics")
                 raise _Bad(key, f"unknown key (known here: {known})")
     except _Bad as exc:
         raise ConfigError(f"{source}: {exc}") from None

@@ -2,9 +2,11 @@
 
 Each robot is the mecanum firmware behind ``sim://mecanum`` (in-process), its
 own :class:`~fwbridge.bridge.base_node.BaseNode`, and its own ROS 2 node in
-namespace ``/robot1`` … ``/robotN``; all share one Zenoh session (one ROS 2
-context, as nodes of one process do), so the same fleet on two machines is
-one ``connect`` line to the router.
+namespace ``/robot1`` … ``/robotN`` with its own TF frames
+(``robot1/odom -> robot1/base_link``, after the settings' ``frame_prefix``):
+the robots share ``/tf``. All share one Zenoh session (one ROS 2 context, as
+nodes of one process do), so the same fleet on two machines is one
+``connect`` line to the router.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class Fleet:
             raise ConfigError("a fleet has at least one robot")
         self.count, self.settings, self.rate_hz = count, settings, rate_hz
         self.namespaces = [f"{prefix}{k}" for k in range(first, first + count)]
+        self.frame_prefixes = [f"{settings.frame_prefix}{ns.strip('/')}/"
+                               for ns in self.namespaces]
         self.on_event, self.say = on_event, say
         self.participant: Participant | None = None
         self.nodes: list[BaseNode] = []
@@ -49,13 +53,14 @@ class Fleet:
         self.participant = Participant(domain=s.domain, distro=s.distro, connect=s.connect,
                                        listen=s.listen)
         try:
-            for i, ns in enumerate(self.namespaces):
+            for i, (ns, frames) in enumerate(zip(self.namespaces, self.frame_prefixes)):
                 config = RobotConfig(sim_url="sim://mecanum", use_sim=True,
                                      rate_hz=self.rate_hz, source=f"<fleet {ns}>")
                 node = BaseNode(config, on_event=self._event_hook(ns))
                 node.start()
                 self.nodes.append(node)
-                bridge = Ros2Base(node, replace(s, namespace=ns), participant=self.participant,
+                bridge = Ros2Base(node, replace(s, namespace=ns, frame_prefix=frames),
+                                  participant=self.participant,
                                   say=self.say if i == 0 and self.say is not None else _quiet)
                 bridge.start()
                 self.bridges.append(bridge)

@@ -5,11 +5,12 @@ publishers and subscriptions declare the liveliness tokens that make them
 visible to ``ros2 node list`` / ``ros2 topic list``; every sample carries
 rmw_zenoh's attachment; payloads are CDR from the rosbags typestore.
 
-The session connects to the given endpoints (rmw_zenoh's router on
-``tcp/localhost:7447`` by default). With no ``listen`` endpoint it is a Zenoh
-*client* of the router, which forwards its samples both ways, so nothing
-listens; with ``listen`` endpoints it is a *peer* that others may reach
-directly (as rmw_zenoh's own sessions are). A client cannot open before a
+The session connects to the given endpoints (a router on
+``tcp/localhost:7447`` by default: ``fwbridge ros2 router``, or rmw_zenoh's).
+With no ``listen`` endpoint it is a Zenoh *client* of the router, which
+forwards its samples both ways, so nothing listens; with ``listen``
+endpoints it is a *peer* that others may reach directly (as rmw_zenoh's own
+sessions are). A client cannot open before a
 router answers, so the session is opened by a background thread that retries
 with bounded back-off: until then publishing drops samples (counted), and
 once open every node, publisher and subscription made meanwhile is declared.
@@ -147,12 +148,16 @@ class Participant:
                 node._declare()
         return node
 
+    def connections(self) -> tuple[int, int]:
+        """How many routers and peers the session is connected to (0, 0 until open)."""
+        if self.session is None:
+            return 0, 0
+        info = self.session.info
+        return len(list(info.routers_zid())), len(list(info.peers_zid()))
+
     def reachable(self) -> bool:
         """Open and connected to at least one router or peer."""
-        if self.session is None:
-            return False
-        info = self.session.info
-        return bool(list(info.routers_zid()) or list(info.peers_zid()))
+        return any(self.connections())
 
     def graph(self, timeout: float = 1.0) -> list[Entity]:
         """Every node, publisher and subscription of the domain, from their tokens."""
