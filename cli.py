@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "record": ("serial", "record_cmd",
                "Capture the bytes arriving on a port to a pcapng or MCAP file."),
     "replay": ("serial", "replay_cmd", "Play one direction of a capture to a port, timed."),
-    "ros2": ("ros2", "ros2_group", "ROS 2 over Zenoh without ROS: topics, echo, pub."),
+    "ros2": ("ros2", "ros2_group", "ROS 2 over Zenoh without ROS: router, topics, echo, pub."),
     "send": ("serial", "send_group", "Send frames to a port at a steady rate."),
     "sim": ("sim", "sim_cmd", "Run a simulated robot's firmware on a new pty."),
     "sniff": ("serial", "sniff_cmd", "Decode the frames arriving on a port, with live rates."),
