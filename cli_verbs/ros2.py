@@ -25,7 +25,8 @@ CONNECT = click.option("--connect", "connect", multiple=True, metavar="ENDPOINT"
                        "file's, else tcp/localhost:7447, where 'fwbridge ros2 router' and "
                        "rmw_zenohd listen).")
 LISTEN = click.option("--listen", "listen", multiple=True, metavar="ENDPOINT",
-                      help="Also listen on this Zenoh endpoint (repeatable; default: none).")
+                      help="Also listen on this Zenoh endpoint, where peers may connect "
+                      "directly, router or not (repeatable; default: none).")
 DOMAIN = click.option("--domain", type=click.IntRange(0, 232), default=None,
                       help="ROS domain (default: the robot file's, else $ROS_DOMAIN_ID, else 0).")
 DISTRO = click.option("--distro", type=click.Choice(["jazzy", "humble"]), default=None,
