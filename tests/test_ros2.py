@@ -421,7 +421,11 @@ class _Lines:
         self._queue.put(None)
 
     def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        """The first line (from here on) containing ``text``."""
+        """The first line so far containing ``text``, waiting for it if none has yet (so
+        lines that come in either order can be waited for one after the other)."""
+        for line in self.seen:
+            if text in line:
+                return line
         end = time.monotonic() + timeout
         while True:
             try:
@@ -546,13 +550,13 @@ def test_fleet_robots_keep_their_own_frames_and_diagnostics(network: dict[str, A
     """Every robot's transform is robotK/odom -> robotK/base_link on the shared /tf, and
     its diagnostics name it, so neither a TF listener nor an aggregator mixes them up."""
     parents: dict[str, set[str]] = {}
-    for sample in _echo(network["endpoint"], "0/tf/**", "tf2_msgs/msg/TFMessage", 60):
+    for sample in _echo(network["endpoint"], "0/tf/**", "tf2_msgs/msg/TFMessage", 200):
         for tf in sample["msg"]["transforms"]:
             parents.setdefault(tf["child_frame_id"], set()).add(tf["header"]["frame_id"])
     assert parents == {f"robot{k}/base_link": {f"robot{k}/odom"} for k in range(1, 5)}
     names, hardware = set(), set()
     for sample in _echo(network["endpoint"], "0/diagnostics/**",
-                        "diagnostic_msgs/msg/DiagnosticArray", 12):
+                        "diagnostic_msgs/msg/DiagnosticArray", 16):
         for status in sample["msg"]["status"]:
             names.add(status["name"])
             hardware.add(status["hardware_id"])
