@@ -10,12 +10,11 @@ The session connects to the given endpoints (a router on
 With no ``listen`` endpoint it is a Zenoh *client* of the router, which
 forwards its samples both ways, so nothing listens; with ``listen``
 endpoints it is a *peer* that others may reach directly (as rmw_zenoh's own
-sessions are). A client cannot open before a
-router answers, so the session is opened by a background thread that retries
-with bounded back-off: until then publishing drops samples (counted), and
-once open every node, publisher and subscription made meanwhile is declared.
-A router that restarts is rejoined by Zenoh itself. Multicast scouting is
-off, as in rmw_zenoh.
+sessions are). A client cannot open before a router answers, so the session
+is opened by a background thread that retries with bounded back-off: until
+then publishing drops samples (counted), and once open every node, publisher
+and subscription made meanwhile is declared. A router that restarts is
+rejoined by Zenoh itself. Multicast scouting is off, as in rmw_zenoh.
 """
 
 from __future__ import annotations

@@ -39,14 +39,14 @@ DEFAULT_LISTEN = ("tcp/127.0.0.1:7447",)
 _HOST = re.compile(r"^(?:tcp|udp|tls|quic|ws)/(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:/?#]*))")
 
 
-def router_config(listen: Sequence[str] = DEFAULT_LISTEN, connect: Sequence[str] = ()) -> Any:
-    """The Zenoh config of a router on ``listen`` (see the module)."""
+def router_config(listen: Sequence[str] = DEFAULT_LISTEN) -> Any:
+    """The Zenoh config of a router on ``listen`` that connects nowhere (see the module)."""
     import zenoh
 
     cfg = zenoh.Config()
     for key, value in (("mode", "router"),
                        ("listen/endpoints", list(listen)),
-                       ("connect/endpoints", list(connect)),
+                       ("connect/endpoints", []),
                        ("scouting/multicast/enabled", False),
                        ("timestamping/enabled", True),
                        ("routing/router/peers_failover_brokering", False),
