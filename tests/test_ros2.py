@@ -539,6 +539,9 @@ def test_fleet_with_listen_says_peers_may_connect_and_they_do() -> None:
         assert "fwbridge ros2 router" in said, said
         (sample,) = _echo(here, "0/robot1/odom/**", "nav_msgs/msg/Odometry", 1)
         assert sample["msg"]["child_frame_id"] == "robot1/base_link"
+        with Participant(connect=(here,), mode="peer"):  # one that stays: the fleet sees it
+            said = lines.wait_for("Zenoh connected")
+        assert f"1 peer(s) on {here}" in said and "ROS 2 node /robot1/base_bridge" in said, said
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 143
         assert "fleet /robot1: commands=" in lines.rest()

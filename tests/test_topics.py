@@ -122,3 +122,15 @@ def test_from_dict_names_the_field() -> None:
         topics.message_from_dict("geometry_msgs/msg/Twist", {"linear": {"x": "fast"}})
     d = topics.message_to_dict(topics.message_from_dict("std_msgs/msg/String", {"data": "hi"}))
     assert d == {"data": "hi"}
+
+
+@pytest.mark.parametrize("distro", topics.DISTROS)
+def test_to_dict_gives_fields_not_constants(distro: str) -> None:
+    """DiagnosticStatus declares OK/WARN/ERROR/STALE: constants of the type, not fields."""
+    msg = topics.diagnostics_message(
+        [topics.diagnostic_status("base", "warn", "slow", {"k": 1}, distro=distro)],
+        stamp=2.5, distro=distro)
+    d = topics.message_to_dict(msg)
+    assert d["status"] == [{"level": 1, "name": "base", "message": "slow", "hardware_id": "",
+                            "values": [{"key": "k", "value": "1"}]}]
+    assert set(d) == {"header", "status"}
