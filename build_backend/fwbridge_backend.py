@@ -44,7 +44,7 @@ def modules(root: Path = Path()) -> dict[str, str]:
     return table
 
 
-class BuildPy(_build_py):  # type: ignore[misc]  (setuptools is untyped here)
+class BuildPy(_build_py):
     """setuptools' ``build_py``, with the single-file modules of pyproject's table."""
 
     def find_package_modules(self, package: str, package_dir: str) -> list[tuple[str, str, str]]:
