@@ -56,8 +56,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     src = tmp_path_factory.mktemp("clone") / "fwbridge"
-    subprocess.run(["git", "clone", "--quiet", "-c", "core.symlinks=false", str(ROOT), str(src)],
-                   check=True, timeout=120, capture_output=True)
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", "-c", "core.symlinks=false",
+                    str(ROOT), str(src)], check=True, timeout=120, capture_output=True)
+    _git("checkout", "--quiet", "--detach", _git("rev-parse", "HEAD").strip(), cwd=src)
     # The working tree's changes over the commit; a link becomes what git writes without
     # symlinks: a file holding its target.
     for name in _git("ls-files", "-z", "--modified", "--others", "--exclude-standard").split("\0"):
