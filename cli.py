@@ -174,3 +174,7 @@ def _stopped() -> NoReturn:
 
 if __name__ == "__main__":
     main()
+else:  # imported: as fwbridge.cli only, never as the bare `cli` of the repository root
+    from fwbridge.lazy import one_name
+
+    one_name(__name__)

@@ -4,4 +4,8 @@
 package.
 """
 
+from fwbridge.lazy import one_name
+
+one_name(__name__)  # not importable as bare `cli_verbs`
+
 __all__: list[str] = []  # the command line is the interface; no Python API here

@@ -3,3 +3,7 @@
 Each takes frame descriptions (:mod:`fwbridge.protocols.description`) and
 returns text; the CLI writes it. Generators import the protocols floor only.
 """
+
+from fwbridge.lazy import one_name
+
+one_name(__name__)  # not importable as bare `codegen`

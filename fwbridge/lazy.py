@@ -2,7 +2,9 @@
 loads with its module on first use.
 
 So ``import fwbridge.protocols`` stays cheap (no numpy, no construct) while
-``from fwbridge.protocols import ActionReceiver`` works.
+``from fwbridge.protocols import ActionReceiver`` works. A package is fwbridge's
+under its one name only: ``import protocols`` (the folder, from the repository
+root) fails here instead of loading a second copy of every module.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "one_name"]
 
 
 def lazy_exports(
     package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``: name -> defining module."""
+    one_name(package)
     namespace = sys.modules[package].__dict__
 
     def __getattr__(name: str) -> Any:
@@ -33,3 +36,11 @@ def lazy_exports(
         return sorted({*namespace, *exports})
 
     return __getattr__, __dir__
+
+
+def one_name(module: str) -> None:
+    """Refuse ``module`` unless it is under ``fwbridge``: the client's folders sit at the
+    top of the repository, where ``import protocols`` would find them under a second name
+    (and a second ``Error`` class that ``except fwbridge.Error`` does not catch)."""
+    if module != "fwbridge" and not module.startswith("fwbridge."):
+        raise ImportError(f"{module} is part of fwbridge: import it as fwbridge.{module}")
