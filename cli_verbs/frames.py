@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fwbridge.cli_verbs.common import Decoder, console, fail, json_line
+from fwbridge.cli_verbs.common import Decoder, Float32, console, fail, json_line
 from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
 from fwbridge.protocols.description import DescriptionError, FieldSpec, FrameDescription
 from fwbridge.protocols.errors import ConfigError, FrameError
@@ -84,6 +84,8 @@ def _label(f: FieldSpec, value: Any) -> Any:
         return value.name if hasattr(value, "name") else int(value)
     if isinstance(value, bytes):
         return value.hex()
+    if f.type == "f32" and not f.scaled:  # a float32 on the wire (scaled values are doubles)
+        return Float32(value)
     return value
 
 

@@ -1,0 +1,62 @@
+"""What people read: JSON numbers, flag names, times, tables that fit and stay aligned."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import struct
+from contextlib import redirect_stdout
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fwbridge.cli_verbs.common import Float32, json_line, json_lines
+from fwbridge.protocols import odom_frame
+from tests.helpers import run_cli
+
+F32 = struct.Struct("<f")
+
+
+def _bits(x: float) -> bytes:
+    return F32.pack(x)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(width=32, allow_nan=False, allow_infinity=False), st.booleans())
+def test_json_float32_is_the_shortest_decimal_that_reads_back_bit_for_bit(
+        f: float, batch: bool) -> None:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        obj = {"v": Float32(f), "d": f}
+        if batch:  # decode's path: a chunk's rows at once
+            json_lines([{"v": Float32(0.5), "d": 0.0}, obj])
+        else:
+            json_line(obj)
+    text = buf.getvalue().splitlines()[-1]
+    printed = text.split('"v":')[1].split(",")[0]
+    back = json.loads(text)
+    assert _bits(back["v"]) == _bits(f)  # float32(parse(printed)) == f, bit for bit (-0.0 too)
+    assert back["d"] == f  # a double stays exact
+    # shortest: the nearest decimal of one significant digit fewer is another float32
+    digits = len(printed.lstrip("-").split("e")[0].replace(".", "").strip("0"))
+    if digits > 1:
+        assert _bits(float(f"{f:.{digits - 2}e}")) != _bits(f), printed
+
+
+def test_json_float32_nonfinite_stays_a_string() -> None:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        json_line({"a": Float32(math.inf), "b": Float32(math.nan)})
+        json_lines([{"a": Float32(-math.inf), "b": Float32(math.nan)}])
+    assert [json.loads(line) for line in buf.getvalue().splitlines()] == [
+        {"a": "inf", "b": "nan"}, {"a": "-inf", "b": "nan"}]
+
+
+def test_decode_json_prints_odometry_floats_as_float32_decimals() -> None:
+    frame = odom_frame.encode(odom_frame.OdomFrame(0.1, -3.3, 1e-7, 33.7))
+    res = run_cli("decode", "-p", "odom", "--json", "-", input=frame)
+    assert res.returncode == 0, res.stderr
+    line = res.stdout.decode().strip()
+    assert '"vx":0.1,' in line and '"vy":-3.3,' in line and '"wz":1e-07,' in line
+    assert '"yaw_deg":33.7}' in line
