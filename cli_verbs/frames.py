@@ -25,6 +25,7 @@ __all__ = [
     "ProtocolParam",
     "described",
     "description_decoder",
+    "flag_text",
     "frames_cmd",
     "is_description",
     "parse_assignments",
@@ -77,9 +78,36 @@ class ProtocolParam(_ParamBase):
                   "(FILE.toml)", param, ctx)
 
 
+def flag_text(f: FieldSpec, value: int) -> str:
+    """A flags value as the names of its set bits, ``a|b`` (a bit without a name in hex,
+    ``0x80``; none set: ``0``): what ``decode`` prints and ``encode`` takes."""
+    value = int(value)
+    names = [label for bit, label in f.flags if value & bit]
+    rest = value & ~sum(bit for bit, _ in f.flags)
+    if rest:
+        names.append(f"0x{rest:x}")
+    return "|".join(names) or "0"
+
+
+def _parse_flags(name: str, f: FieldSpec, text: str) -> int:
+    labels = {label.lower(): bit for bit, label in f.flags}
+    value = 0
+    for part in text.split("|"):
+        part = part.strip()
+        if part.lower() in labels:
+            value |= labels[part.lower()]
+            continue
+        try:
+            value |= int(part, 0)
+        except ValueError:
+            fail(f"{name}: {f.name}={text!r}: {part!r} is neither a number nor a flag "
+                 f"({', '.join(lb for _, lb in f.flags)}); join flags with '|'")
+    return value
+
+
 def _label(f: FieldSpec, value: Any) -> Any:
     if f.flags:
-        return int(value)
+        return flag_text(f, value)
     if f.enum:
         return value.name if hasattr(value, "name") else int(value)
     if isinstance(value, bytes):
@@ -162,6 +190,8 @@ def _parse_value(name: str, f: FieldSpec, text: str, allow_nonfinite: bool) -> A
             return bytes.fromhex(text.replace(":", " "))
         except ValueError:
             fail(f"{name}: {f.name}={text!r} is not hex bytes")
+    if f.flags:
+        return _parse_flags(name, f, text)
     if f.enum:
         labels = {label.lower(): v for v, label in f.enum}
         if text.lower() in labels:
