@@ -34,9 +34,11 @@ from fwbridge.can_bus.capture import (
 from fwbridge.can_bus.ids import ActuatorMessage, Direction, classify, from_message, to_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.cli_verbs.can_common import (
+    ABSOLUTE,
     COUNT,
     DURATION,
     BusOptions,
+    Stamps,
     actuator_fields,
     actuator_text,
     bus_label,
@@ -194,15 +196,20 @@ def _receive(bus: can.BusABC, deadline: Deadline, count: int | None) -> Iterator
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also show frames that are not actuator structs (as candump lines).")
+@ABSOLUTE
 @COUNT
 @DURATION
 @FOXGLOVE
 @click.pass_context
-def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, count: int | None,
-              duration: float | None, foxglove: bool, foxglove_host: str,
+def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, absolute: bool,
+              count: int | None, duration: float | None, foxglove: bool, foxglove_host: str,
               foxglove_port: int) -> None:
-    """Show the actuator structs on the bus as they pass (decoded), or every frame (--raw)."""
+    """Show the actuator structs on the bus as they pass (decoded), or every frame (--raw).
+
+    Times are seconds since the first frame (--absolute: the frames' timestamps).
+    """
     bus = open_bus(options(ctx))
+    stamp = Stamps(absolute)
     live = (_writer(None, bus, options(ctx).bitrate,
                     live_sink(True, foxglove_host, foxglove_port)) if foxglove else None)
     stats: Counter[str] = Counter()
@@ -211,6 +218,7 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, coun
         with StatusLine() as status, until_interrupted():
             for msg in _receive(bus, deadline, count):
                 stats["frames"] += 1
+                t = stamp(msg.timestamp)
                 if live is not None:
                     live.on_message_received(msg)
                 if msg.is_error_frame:
@@ -219,20 +227,19 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, coun
                     got = None if raw else from_message(msg)
                 except FrameError as exc:
                     stats["malformed"] += 1
-                    click.echo(f"{candump_line(msg, bus_label(bus))}  malformed: {exc}")
+                    click.echo(f"{candump_line(msg, bus_label(bus), t)}  malformed: {exc}")
                     continue
                 if got is not None:
                     stats["actuator"] += 1
                     if as_json:
-                        json_line({"t": msg.timestamp, "id": msg.arbitration_id,
-                                   **actuator_fields(got)})
+                        json_line({"t": t, "id": msg.arbitration_id, **actuator_fields(got, t)})
                     else:
-                        click.echo(actuator_text(got))
+                        click.echo(actuator_text(got, t))
                 elif raw or show_all:
                     if as_json:
-                        json_line(_raw_fields(msg, bus_label(bus)))
+                        json_line(_raw_fields(msg, bus_label(bus), t))
                     else:
-                        click.echo(candump_line(msg, bus_label(bus)))
+                        click.echo(candump_line(msg, bus_label(bus), t))
                 status.update(f"{bus_label(bus)}: {stats['frames']} frames, "
                               f"{stats['actuator']} actuator, {stats['error_frames']} errors")
     finally:
@@ -244,8 +251,8 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, coun
     print_counters({k: stats[k] for k in ("frames", "actuator", "malformed", "error_frames")})
 
 
-def _raw_fields(msg: can.Message, channel: str) -> dict[str, Any]:
-    return {"t": msg.timestamp, "channel": msg.channel if msg.channel is not None else channel,
+def _raw_fields(msg: can.Message, channel: str, t: float) -> dict[str, Any]:
+    return {"t": t, "channel": msg.channel if msg.channel is not None else channel,
             "id": msg.arbitration_id, "extended": msg.is_extended_id,
             "remote": msg.is_remote_frame, "error": msg.is_error_frame, "dlc": msg.dlc,
             "data": bytes(msg.data).hex(), "rx": msg.is_rx}
@@ -358,23 +365,30 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
 @can_group.command("decode")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per struct.")
+@ABSOLUTE
 @COUNT
-def decode_cmd(file: str, as_json: bool, count: int | None) -> None:
-    """Decode the actuator structs in a capture (.log, .asc, .blf, .pcapng, .mcap, ...)."""
+def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | None = None) -> None:
+    """Decode the actuator structs in a capture (.log, .asc, .blf, .pcapng, .mcap, ...).
+
+    Times are seconds since the first actuator frame (--absolute: the recorded timestamps).
+    """
     stats: Counter[str] = Counter()
+    stamp = Stamps(absolute)
     try:
         for item in decode_actuators(file):
             if count is not None and stats["structs"] >= count:
                 break
             if isinstance(item, ActuatorMessage):
                 stats["structs"] += 1
+                t = stamp(item.timestamp)
                 if as_json:
-                    json_line(actuator_fields(item))
+                    json_line(actuator_fields(item, t))
                 else:
-                    click.echo(actuator_text(item))
+                    click.echo(actuator_text(item, t))
             else:
                 stats["malformed"] += 1
-                click.echo(f"{candump_line(item[0])}  malformed: {item[1]}", err=True)
+                t = stamp(item[0].timestamp)
+                click.echo(f"{candump_line(item[0], None, t)}  malformed: {item[1]}", err=True)
     except FileNotFoundError:
         fail(f"{file}: no such file")
     except (ValueError, OSError, EOFError) as exc:

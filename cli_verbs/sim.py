@@ -14,6 +14,7 @@ from rich.table import Table
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import PACINGS, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
+from fwbridge.bridge.sim.kinematics import wrap_deg
 from fwbridge.bridge.sim.models import model_names
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
@@ -44,7 +45,15 @@ def _fault_hits(stats: dict[str, int]) -> int:
     return sum(stats[n] for n in ("dropped", "corrupted", "inserted", "delayed"))
 
 
-def _status_text(st: dict[str, Any]) -> str:
+def _heading(yaw: float) -> float:
+    """A model's unwrapped yaw (rad) as the heading shown, degrees in (-180, 180] after
+    rounding to the 0.1° printed (-179.96 shows as +180.0, never -180.0)."""
+    d = round(wrap_deg(math.degrees(yaw)), 1)
+    return 180.0 if d <= -180.0 else d
+
+
+def status_text(st: dict[str, Any]) -> str:
+    """The status line of a simulation: time, pose (yaw in (-180, 180]), link, faults."""
     x, y, yaw = st["pose"]
     link = st["link"]
     fw = st.get("firmware", {})
@@ -52,7 +61,7 @@ def _status_text(st: dict[str, Any]) -> str:
     parts = [
         f"t={st['t'] / 1000:8.2f}s",
         f"x{st['rtf']:.1f}",
-        f"pose=({x:+.3f},{y:+.3f},{math.degrees(yaw):+7.1f}°)",
+        f"pose=({x:+.3f},{y:+.3f},{_heading(yaw):+7.1f}°)",
         f"in={link['bytes_in']}B out={link['bytes_out']}B",
     ]
     if fw:
@@ -175,7 +184,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
             while endpoint.running:
                 time.sleep(0.1)
                 st = endpoint.status()
-                line.update(_status_text(st))
+                line.update(status_text(st))
                 if as_json and time.monotonic() - last_json >= 1.0:
                     last_json = time.monotonic()
                     json_line({"event": "status", **st})
@@ -192,7 +201,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     if as_json:
         json_line({"event": "end", "interrupted": interrupted, **st})
     else:
-        click.echo(_status_text(st), err=True)
+        click.echo(status_text(st), err=True)
         print_counters(st["link"], "host port")
         if "firmware" in st:
             print_counters(st["firmware"], "firmware")

@@ -5,14 +5,18 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import struct
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fwbridge.bridge.sim.fish.body import FishBody
 from fwbridge.cli_verbs.common import Float32, json_line, json_lines
+from fwbridge.cli_verbs.sim import status_text
 from fwbridge.protocols import odom_frame
 from tests.helpers import run_cli
 
@@ -119,3 +123,58 @@ def test_a_flag_name_that_does_not_exist_is_one_error_line(tmp_path: Path) -> No
     err = res.stderr.decode()
     assert err.startswith("error: ") and err.count("\n") == 1
     assert "'cold'" in err and "over_current, stall, hot" in err
+
+
+# -- times and headings ---------------------------------------------------------------
+def _candump(tmp_path: Path) -> Path:
+    """A candump log of actuator feedback 20 ms apart, stamped in 2026."""
+    log = tmp_path / "bus.log"
+    log.write_text("".join(f"({1_780_000_000.5 + 0.02 * k:.6f}) can0 201#0A00010100000000\n"
+                           for k in range(3)))
+    return log
+
+
+def test_can_decode_prints_times_since_the_first_frame_or_absolute(tmp_path: Path) -> None:
+    log = str(_candump(tmp_path))
+    rel = run_cli("can", "decode", log)
+    assert rel.returncode == 0, rel.stderr
+    stamps = [float(line.split()[0]) for line in rel.stdout.decode().splitlines()]
+    assert stamps == [0.0, 0.02, 0.04]
+    out = run_cli("can", "decode", log, "--json").stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["t"] for r in rows] == [0.0, 0.02, 0.04]
+    absolute = run_cli("can", "decode", log, "--json", "--absolute").stdout.splitlines()
+    assert json.loads(absolute[0])["t"] == 1_780_000_000.5
+    via_decode = run_cli("decode", "-p", "actuator", log).stdout.decode().splitlines()
+    assert float(via_decode[-1].split()[0]) == 0.04
+
+
+def test_can_sniff_prints_times_since_the_first_frame_like_serial_sniff() -> None:
+    bus = ("can", "-c", f"times{os.getpid()}", "--bus-kwarg", "modules=1", "sniff", "--count", "3")
+    lines = run_cli(*bus).stdout.decode().splitlines()
+    stamps = [float(line.split()[0]) for line in lines]
+    assert stamps[0] == 0.0 and 0 < stamps[1] < stamps[2] < 10
+    raw = run_cli(*bus, "--raw").stdout.decode().splitlines()
+    assert raw[0].startswith("(0.000000) ")
+    rows = [json.loads(x) for x in run_cli(*bus, "--json", "--absolute").stdout.splitlines()]
+    assert all(r["t"] > 1e9 for r in rows) and list(rows[0])[:2] == ["t", "id"]
+
+
+@pytest.mark.parametrize(("yaw", "shown"), [
+    (3 * math.pi, "+180.0°"), (-3 * math.pi, "+180.0°"), (math.radians(-179.96), "+180.0°"),
+    (math.radians(725), "+5.0°"), (math.radians(-190), "+170.0°"),
+])
+def test_the_status_line_heading_is_wrapped_to_plus_minus_180(yaw: float, shown: str) -> None:
+    st = {"t": 1000, "rtf": 1.0, "pose": [0.0, 0.0, yaw],
+          "link": {"bytes_in": 0, "bytes_out": 0, "overruns": 0}}
+    pose = status_text(st).split("pose=(")[1].split(")")[0]
+    assert pose.split(",")[2].strip() == shown.strip()
+
+
+@pytest.mark.parametrize("degrees", [-179.996, 180.0, -180.0, 539.999, -900.0])
+def test_the_fish_heading_stays_in_plus_minus_180_after_rounding(degrees: float) -> None:
+    body = FishBody()
+    body.yaw = math.radians(degrees)
+    heading = body.heading_rounded(2)
+    assert -180.0 < heading <= 180.0
+    assert -18000 < round(heading * 100) <= 18000
