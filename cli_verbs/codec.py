@@ -292,7 +292,8 @@ def decode_cmd(
     chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
     first = next(chunks, b"")  # input errors come before any output
     # Rows stream as they are decoded (bounded memory, never cut when piped).
-    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames")
+    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames",
+                                           widths=dec.widths, left=dec.text)
 
     def take(items: list[Any]) -> None:
         if table is None:  # a chunk's frames as one batch of lines

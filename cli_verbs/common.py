@@ -7,8 +7,8 @@ import json
 import math
 import struct
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
@@ -151,3 +151,5 @@ class Decoder:
     columns: tuple[str, ...]
     make: Callable[[dict[str, Any]], Any]  # options -> receiver with feed()/finish()/stats
     row: Callable[[Any], dict[str, Any]]  # one received item -> field values
+    widths: Mapping[str, int] = field(default_factory=dict)  # a column's widest value, if known
+    text: frozenset[str] = frozenset()  # columns of text (left-aligned), not numbers

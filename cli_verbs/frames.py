@@ -122,9 +122,31 @@ def row_of(codec: Any, frame: Any) -> dict[str, Any]:
     return {f.name: _label(f, getattr(frame, f.name)) for f in codec.stored}
 
 
+def _column(f: FieldSpec) -> tuple[int | None, bool]:
+    """(widest value as table text, or None when unbounded; whether it is text)."""
+    info = f.info
+    if f.flags:  # one name wide: several set at once widen the column when piped
+        return max(len(lb) for _, lb in f.flags), True
+    if f.enum:
+        return max(len(str(info.lo)), len(str(info.hi)), *(len(lb) for _, lb in f.enum)), True
+    if f.type == "bytes":
+        return (2 * f.size if f.size else None), True
+    if f.is_int and not f.scaled:
+        return max(len(str(info.lo)), len(str(info.hi))), False
+    return None, False  # floats: NUMBER_WIDTH
+
+
 def description_decoder(spec: str) -> tuple[str, Decoder]:
     """(frame name, ``decode``/``sniff`` decoder) of a description."""
     d = described(spec)
+    widths: dict[str, int] = {}
+    text: set[str] = set()
+    for f in d.codec.stored:
+        width, is_text = _column(f)
+        if width is not None:
+            widths[f.name] = width
+        if is_text:
+            text.add(f.name)
 
     def make(opts: dict[str, Any]) -> Any:
         return d.receiver(opts.get("max_length"))
@@ -132,7 +154,7 @@ def description_decoder(spec: str) -> tuple[str, Decoder]:
     def row(item: Any) -> dict[str, Any]:
         return row_of(d.codec, item.frame)
 
-    return d.desc.name, Decoder(d.codec.fields, make, row)
+    return d.desc.name, Decoder(d.codec.fields, make, row, widths, frozenset(text))
 
 
 class FrameTap:
@@ -324,14 +346,19 @@ def frames_cmd(descriptions: tuple[str, ...], as_json: bool) -> None:
         for row in rows:
             json_line(row)
         return
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("name", "source", "bytes", "header", "check", "fields", title="frames",
-                  title_justify="left")
+    # One field and one check per line: the table is as wide as its longest item, not as
+    # the sum of them (piped, nothing is cut; on a terminal rich fits the width).
+    # name, size and header are never cut; the rest folds onto more lines to fit a terminal
+    table = Table(Column("name", no_wrap=True), Column("source", overflow="fold"),
+                  Column("bytes", no_wrap=True), Column("header", no_wrap=True),
+                  Column("check", overflow="fold"), Column("fields", overflow="fold"),
+                  show_lines=True)
     for row in rows:
-        check = row["checksum"] + (f"; {row['length']}" if row["length"] else "")
-        if row["trailer"]:
-            check += f"; trailer {row['trailer']}"
-        table.add_row(row["name"], row["source"], row["size"], row["header"] or "(CAN)", check,
-                      ", ".join(row["fields"]))
+        check = [row["checksum"], row["length"],
+                 f"trailer {row['trailer']}" if row["trailer"] else ""]
+        table.add_row(row["name"], row["source"], row["size"], row["header"] or "(CAN)",
+                      "\n".join(c for c in check if c), "\n".join(row["fields"]))
+    click.echo("frames")
     console.print(table)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import os
+import re
 import struct
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -17,8 +19,10 @@ from hypothesis import strategies as st
 from fwbridge.bridge.sim.fish.body import FishBody
 from fwbridge.cli_verbs.common import Float32, json_line, json_lines
 from fwbridge.cli_verbs.sim import status_text
-from fwbridge.protocols import odom_frame
-from tests.helpers import run_cli
+from fwbridge.protocols import action_frame, odom_frame
+from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
+from tests.helpers import FIXTURES, run_cli
+from tests.tty_run import run_on_pty
 
 F32 = struct.Struct("<f")
 
@@ -178,3 +182,79 @@ def test_the_fish_heading_stays_in_plus_minus_180_after_rounding(degrees: float)
     heading = body.heading_rounded(2)
     assert -180.0 < heading <= 180.0
     assert -18000 < round(heading * 100) <= 18000
+
+
+# -- tables -----------------------------------------------------------------------------
+def _action_frames() -> bytes:
+    """Action frames whose names and data are longer than a number's 12 characters."""
+    frames = [ActionFrame(0, InstructionType.WRITE_PC, SubCommand.QUERY_ROBOT_INFO,
+                          bytes(range(40))),
+              ActionFrame(7, 0x77, SubCommand.IAP_UPGRADE, b"\x01"),
+              ActionFrame(255, InstructionType.WRITE_PC, SubCommand.ENTER_FREE_MODE, b"")]
+    return b"".join(action_frame.encode(f) for f in frames)
+
+
+def _check_aligned(text: str, last_may_grow: bool) -> int:
+    """Every row of a streamed table lines up under the header above it: the gaps between
+    the columns (as the dashes line draws them) are blank. Returns the rows seen."""
+    spans: list[tuple[int, int]] = []
+    rows = 0
+    for line in text.splitlines():
+        if line and set(line) <= {"-", " "}:
+            spans = [(m.start(), m.end()) for m in re.finditer("-+", line)]
+            continue
+        if not spans or not line.split()[:1] or not line.split()[0].isdigit():
+            continue  # the title, a header line or what follows the table
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            assert line[end:start].strip() == "", f"not aligned: {line!r}"
+        limit = len(line) if last_may_grow else spans[-1][1]
+        assert len(line) <= limit, line
+        rows += 1
+    return rows
+
+
+def test_decode_table_piped_keeps_long_values_aligned_and_whole() -> None:
+    res = run_cli("decode", "-p", "action", "-", input=_action_frames())
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.decode()
+    assert _check_aligned(out, last_may_grow=True) == 3
+    assert "query-robot-info" in out and "enter-free-mode" in out
+    assert bytes(range(40)).hex() in out  # never cut in a pipe
+
+
+def test_decode_table_on_a_narrow_terminal_fits_and_stays_aligned() -> None:
+    out, err, rc = run_on_pty("decode", "-p", "action", "-", columns=70, input=_action_frames())
+    assert rc == 0, err
+    lines = [line for line in out.splitlines() if line]
+    assert max(len(line) for line in lines) <= 70, out
+    assert _check_aligned(out, last_may_grow=False) == 3
+    assert "…" in out  # the long data elided, not wrapped onto the next line
+
+
+def test_a_value_wider_than_its_column_widens_it_under_a_new_header(tmp_path: Path) -> None:
+    desc = _status_desc(tmp_path)
+    frames = b"".join(bytes.fromhex(run_cli("encode", desc, f"state={s}", "temp=1.5")
+                                    .stdout.decode()) for s in ("hot", "stall|hot|0x80", "hot"))
+    out = run_cli("decode", "-p", desc, "-", input=frames).stdout.decode()
+    assert _check_aligned(out, last_may_grow=True) == 3
+    assert out.count("offset") == 2  # the header again above the wider rows
+    assert "stall|hot|0x80" in out
+
+
+def test_frames_piped_is_whole_and_not_wider_than_its_longest_item() -> None:
+    res = run_cli("frames", str(FIXTURES / "frames" / "imu.toml"))
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.decode().splitlines()
+    assert max(len(line) for line in lines) <= 140  # was 274 (and 300 with this file)
+    text = "\n".join(lines)
+    for item in ("yaw_deg:f32 deg", "gz:i16*0.001 rad/s (BE)", "crc-ccitt-false over payload",
+                 "length counts data (max 1024)", "tests/fixtures/frames/imu.toml"):
+        assert item in text  # nothing cut
+
+
+def test_frames_on_a_terminal_fits_its_width() -> None:
+    out, err, rc = run_on_pty("frames", columns=72)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 72, out
+    assert "11..1035" in out and "(CAN)" in out  # sizes and headers are never cut
