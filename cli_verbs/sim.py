@@ -6,6 +6,7 @@ import math
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import click
@@ -279,35 +280,6 @@ def _summary(res: SquareResult, side: float) -> Table:
     return table
 
 
-def _plot(res: SquareResult, path: str, side: float) -> None:
-    try:
-        import matplotlib
-    except ImportError:
-        fail("--plot needs matplotlib: pip install 'fwbridge[plot]'")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 6))
-    ax.plot([0, side, side, 0, 0], [0, 0, side, side, 0], color="0.8", lw=6, label="square")
-    if res.truth_path:
-        _, tx, ty, _ = zip(*res.truth_path)
-        ax.plot(tx, ty, color="tab:green", lw=1.5, label="true path (simulation)")
-    if res.odom_path:
-        _, ox, oy, _ = zip(*res.odom_path)
-        ax.plot(ox, oy, color="tab:blue", lw=1, ls="--", label="odometry (bridge)")
-    ax.plot([0], [0], "ko", label="start")
-    ax.set_aspect("equal")
-    ax.set_xlabel("x (m)")
-    ax.set_ylabel("y (m)")
-    ax.set_title(f"closing error: odometry {res.odom_closing * 1000:.1f} mm, "
-                 f"truth {res.truth_closing * 1000:.1f} mm")
-    ax.legend(loc="center")
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 @click.command("demo")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also draw the path (odometry and truth) to a PNG file.")
@@ -389,7 +361,9 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
     if live:
         console.print()
     if plot:
-        _plot(res, plot, side)
+        from fwbridge.cli_verbs.plot import draw_square
+
+        draw_square(res, Path(plot), side)
     if as_json:
         json_line({"event": "end", "completed": res.completed, "seconds": res.seconds,
                    "odom_closing_m": res.odom_closing, "truth_closing_m": res.truth_closing,
