@@ -8,7 +8,11 @@ import json
 import math
 import os
 import re
+import select
+import signal
 import struct
+import subprocess
+import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -17,11 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fwbridge.bridge.sim.fish.body import FishBody
+from fwbridge.bridge.transports import PtyPair
 from fwbridge.cli_verbs.common import Float32, json_line, json_lines
 from fwbridge.cli_verbs.sim import status_text
 from fwbridge.protocols import action_frame, odom_frame
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from tests.helpers import FIXTURES, run_cli
+from tests.helpers import FIXTURES, reaped, run_cli, spawn_verb
 from tests.tty_run import run_on_pty
 
 F32 = struct.Struct("<f")
@@ -258,3 +263,29 @@ def test_frames_on_a_terminal_fits_its_width() -> None:
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 72, out
     assert "11..1035" in out and "(CAN)" in out  # sizes and headers are never cut
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+def test_serial_sniff_times_from_the_start_or_the_wall_clock(tmp_path: Path,
+                                                             absolute: bool) -> None:
+    frame = odom_frame.encode(odom_frame.OdomFrame(0.1, 0.0, 0.0, 0.0))
+    with PtyPair(tmp_path / "tty") as pair:
+        args = ["sniff", pair.path, "-p", "odom", "--json", *(["--absolute"] if absolute else [])]
+        proc = spawn_verb(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        with reaped(proc):
+            assert proc.stdout is not None
+            before = time.time()
+            line = b""
+            deadline = time.monotonic() + 30
+            while not line and time.monotonic() < deadline:
+                pair.write(frame)  # again until the sniffer has the port open and answers
+                if select.select([proc.stdout], [], [], 0.1)[0]:
+                    line = proc.stdout.readline()
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=30)
+    row = json.loads(line)
+    assert row["vx"] == 0.1
+    if absolute:
+        assert before - 1 <= row["t"] <= time.time()
+    else:
+        assert 0 <= row["t"] < 30
