@@ -164,19 +164,27 @@ def send_frame(ctx: click.Context, spec: str, count: int, interval: float) -> No
               help="100 mA units (a limit in commands).")
 @click.option("--command", "command", default="SET_SERVO_POSITION", show_default=True,
               metavar="CMD", help="Sub-command: a name (set-servo-position) or a number (0x38).")
-@click.option("--fault", type=click.IntRange(0, 255), default=0, help="Fault flags byte.")
+@click.option("--fault", default="0", metavar="FLAGS",
+              help="Fault flags: names joined by '|' (over_current|stall_timeout), or a number.")
 @click.option("--feedback", is_flag=True, help="Send as module feedback (0x200+k).")
 @_send_options
 @click.pass_context
 def send_actuator(ctx: click.Context, module: int, angle: int, speed: int, current: int,
-                  command: str, fault: int, feedback: bool, count: int, interval: float) -> None:
+                  command: str, fault: str, feedback: bool, count: int, interval: float) -> None:
     """Send an actuator struct to (or, with --feedback, from) module K."""
+    from fwbridge.cli_verbs.frames import parse_flags
+    from fwbridge.protocols.builtin_frames import builtin
+
     try:
         cmd = parse_command(command)
     except ValueError as exc:
         fail(str(exc))
+    spec = next(f for f in builtin("actuator").fields if f.name == "fault")
+    flags = parse_flags("--fault", spec, fault)
+    if not 0 <= flags <= 0xFF:
+        fail(f"--fault {fault}: {flags} does not fit in one byte (0..255)")
     struct = ActuatorStruct(angle=angle, speed=speed, current=current, module_id=module,
-                            command=cmd, fault=Fault(fault))
+                            command=cmd, fault=Fault(flags))
     direction = Direction.FEEDBACK if feedback else Direction.COMMAND
     _send(ctx, to_message(struct, direction, module), count, interval)
 

@@ -29,6 +29,7 @@ __all__ = [
     "frames_cmd",
     "is_description",
     "parse_assignments",
+    "parse_flags",
     "row_of",
     "tap_for",
 ]
@@ -89,7 +90,8 @@ def flag_text(f: FieldSpec, value: int) -> str:
     return "|".join(names) or "0"
 
 
-def _parse_flags(name: str, f: FieldSpec, text: str) -> int:
+def parse_flags(name: str, f: FieldSpec, text: str) -> int:
+    """The value of ``a|b`` (names in any case, numbers too) for the flags field ``f``."""
     labels = {label.lower(): bit for bit, label in f.flags}
     value = 0
     for part in text.split("|"):
@@ -213,7 +215,7 @@ def _parse_value(name: str, f: FieldSpec, text: str, allow_nonfinite: bool) -> A
         except ValueError:
             fail(f"{name}: {f.name}={text!r} is not hex bytes")
     if f.flags:
-        return _parse_flags(name, f, text)
+        return parse_flags(name, f, text)
     if f.enum:
         labels = {label.lower(): v for v, label in f.enum}
         if text.lower() in labels:

@@ -289,3 +289,16 @@ def test_serial_sniff_times_from_the_start_or_the_wall_clock(tmp_path: Path,
         assert before - 1 <= row["t"] <= time.time()
     else:
         assert 0 <= row["t"] < 30
+
+
+def test_can_send_actuator_takes_fault_flags_by_name(tmp_path: Path) -> None:
+    log = tmp_path / "sent.log"
+    res = run_cli("can", "-c", f"flags{os.getpid()}", "--bus-kwarg", f"capture={log}", "send",
+                  "actuator", "--module", "2", "--fault", "over_current|STALL_TIMEOUT")
+    assert res.returncode == 0, res.stderr
+    data = bytes.fromhex(log.read_text().split()[2].split("#")[1])
+    assert data[5] == 0x21
+    shown = run_cli("can", "decode", str(log)).stdout.decode()
+    assert "fault=over_current|stall_timeout" in shown
+    bad = run_cli("can", "send", "actuator", "--module", "2", "--fault", "stall|cold")
+    assert bad.returncode == 2 and bad.stderr.decode().count("\n") == 1
