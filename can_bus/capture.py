@@ -156,7 +156,8 @@ def format_frame(msg: can.Message) -> str:
     return f"{ident}#{bytes(msg.data).hex().upper()}"
 
 
-def candump_line(msg: can.Message, channel: Any = None) -> str:
-    """One line as ``candump -L`` prints it: ``(timestamp) channel ID#DATA``."""
+def candump_line(msg: can.Message, channel: Any = None, t: float | None = None) -> str:
+    """One line as ``candump -L`` prints it: ``(timestamp) channel ID#DATA`` (``t`` in place
+    of the message's timestamp: a relative time)."""
     ch = msg.channel if msg.channel is not None else (channel if channel is not None else "can0")
-    return f"({msg.timestamp:.6f}) {ch} {format_frame(msg)}"
+    return f"({msg.timestamp if t is None else t:.6f}) {ch} {format_frame(msg)}"

@@ -108,7 +108,8 @@ def encode_action(machine: int, itype: int, sub: int, data_hex: str, crc: str, s
 
 
 # -- decode -------------------------------------------------------------------
-_COLUMNS = ("machine", "type", "sub", "length", "data", "defects")
+# data last: the one column of any length, so a long one pushes no column out of line
+_COLUMNS = ("machine", "type", "sub", "length", "defects", "data")
 
 
 def _make_receiver(opts: dict[str, Any]) -> ActionReceiver:
@@ -145,7 +146,13 @@ def action_decoder() -> Decoder:
     The receiver's ``finish()`` returns the frames it could only decide at
     the end of the stream: print those too.
     """
-    return Decoder(_COLUMNS, _make_receiver, _row)
+    def widest(enum: type[IntEnum]) -> int:
+        return max(len(enum_label(m)) for m in enum)
+
+    widths = {"machine": 3, "type": widest(InstructionType), "sub": widest(SubCommand),
+              "length": 5, "defects": len("defects")}
+    return Decoder(_COLUMNS, _make_receiver, _row, widths,
+                   frozenset({"type", "sub", "defects", "data"}))
 
 
 # -- action groups --------------------------------------------------------------

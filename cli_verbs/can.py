@@ -34,9 +34,11 @@ from fwbridge.can_bus.capture import (
 from fwbridge.can_bus.ids import ActuatorMessage, Direction, classify, from_message, to_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.cli_verbs.can_common import (
+    ABSOLUTE,
     COUNT,
     DURATION,
     BusOptions,
+    Stamps,
     actuator_fields,
     actuator_text,
     bus_label,
@@ -162,19 +164,27 @@ def send_frame(ctx: click.Context, spec: str, count: int, interval: float) -> No
               help="100 mA units (a limit in commands).")
 @click.option("--command", "command", default="SET_SERVO_POSITION", show_default=True,
               metavar="CMD", help="Sub-command: a name (set-servo-position) or a number (0x38).")
-@click.option("--fault", type=click.IntRange(0, 255), default=0, help="Fault flags byte.")
+@click.option("--fault", default="0", metavar="FLAGS",
+              help="Fault flags: names joined by '|' (over_current|stall_timeout), or a number.")
 @click.option("--feedback", is_flag=True, help="Send as module feedback (0x200+k).")
 @_send_options
 @click.pass_context
 def send_actuator(ctx: click.Context, module: int, angle: int, speed: int, current: int,
-                  command: str, fault: int, feedback: bool, count: int, interval: float) -> None:
+                  command: str, fault: str, feedback: bool, count: int, interval: float) -> None:
     """Send an actuator struct to (or, with --feedback, from) module K."""
+    from fwbridge.cli_verbs.frames import parse_flags
+    from fwbridge.protocols.builtin_frames import builtin
+
     try:
         cmd = parse_command(command)
     except ValueError as exc:
         fail(str(exc))
+    spec = next(f for f in builtin("actuator").fields if f.name == "fault")
+    flags = parse_flags("--fault", spec, fault)
+    if not 0 <= flags <= 0xFF:
+        fail(f"--fault {fault}: {flags} does not fit in one byte (0..255)")
     struct = ActuatorStruct(angle=angle, speed=speed, current=current, module_id=module,
-                            command=cmd, fault=Fault(fault))
+                            command=cmd, fault=Fault(flags))
     direction = Direction.FEEDBACK if feedback else Direction.COMMAND
     _send(ctx, to_message(struct, direction, module), count, interval)
 
@@ -194,15 +204,20 @@ def _receive(bus: can.BusABC, deadline: Deadline, count: int | None) -> Iterator
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also show frames that are not actuator structs (as candump lines).")
+@ABSOLUTE
 @COUNT
 @DURATION
 @FOXGLOVE
 @click.pass_context
-def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, count: int | None,
-              duration: float | None, foxglove: bool, foxglove_host: str,
+def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, absolute: bool,
+              count: int | None, duration: float | None, foxglove: bool, foxglove_host: str,
               foxglove_port: int) -> None:
-    """Show the actuator structs on the bus as they pass (decoded), or every frame (--raw)."""
+    """Show the actuator structs on the bus as they pass (decoded), or every frame (--raw).
+
+    Times are seconds since the first frame (--absolute: the frames' timestamps).
+    """
     bus = open_bus(options(ctx))
+    stamp = Stamps(absolute)
     live = (_writer(None, bus, options(ctx).bitrate,
                     live_sink(True, foxglove_host, foxglove_port)) if foxglove else None)
     stats: Counter[str] = Counter()
@@ -211,6 +226,7 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, coun
         with StatusLine() as status, until_interrupted():
             for msg in _receive(bus, deadline, count):
                 stats["frames"] += 1
+                t = stamp(msg.timestamp)
                 if live is not None:
                     live.on_message_received(msg)
                 if msg.is_error_frame:
@@ -219,20 +235,19 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, coun
                     got = None if raw else from_message(msg)
                 except FrameError as exc:
                     stats["malformed"] += 1
-                    click.echo(f"{candump_line(msg, bus_label(bus))}  malformed: {exc}")
+                    click.echo(f"{candump_line(msg, bus_label(bus), t)}  malformed: {exc}")
                     continue
                 if got is not None:
                     stats["actuator"] += 1
                     if as_json:
-                        json_line({"t": msg.timestamp, "id": msg.arbitration_id,
-                                   **actuator_fields(got)})
+                        json_line({"t": t, "id": msg.arbitration_id, **actuator_fields(got, t)})
                     else:
-                        click.echo(actuator_text(got))
+                        click.echo(actuator_text(got, t))
                 elif raw or show_all:
                     if as_json:
-                        json_line(_raw_fields(msg, bus_label(bus)))
+                        json_line(_raw_fields(msg, bus_label(bus), t))
                     else:
-                        click.echo(candump_line(msg, bus_label(bus)))
+                        click.echo(candump_line(msg, bus_label(bus), t))
                 status.update(f"{bus_label(bus)}: {stats['frames']} frames, "
                               f"{stats['actuator']} actuator, {stats['error_frames']} errors")
     finally:
@@ -244,8 +259,8 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, coun
     print_counters({k: stats[k] for k in ("frames", "actuator", "malformed", "error_frames")})
 
 
-def _raw_fields(msg: can.Message, channel: str) -> dict[str, Any]:
-    return {"t": msg.timestamp, "channel": msg.channel if msg.channel is not None else channel,
+def _raw_fields(msg: can.Message, channel: str, t: float) -> dict[str, Any]:
+    return {"t": t, "channel": msg.channel if msg.channel is not None else channel,
             "id": msg.arbitration_id, "extended": msg.is_extended_id,
             "remote": msg.is_remote_frame, "error": msg.is_error_frame, "dlc": msg.dlc,
             "data": bytes(msg.data).hex(), "rx": msg.is_rx}
@@ -358,23 +373,30 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
 @can_group.command("decode")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per struct.")
+@ABSOLUTE
 @COUNT
-def decode_cmd(file: str, as_json: bool, count: int | None) -> None:
-    """Decode the actuator structs in a capture (.log, .asc, .blf, .pcapng, .mcap, ...)."""
+def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | None = None) -> None:
+    """Decode the actuator structs in a capture (.log, .asc, .blf, .pcapng, .mcap, ...).
+
+    Times are seconds since the first actuator frame (--absolute: the recorded timestamps).
+    """
     stats: Counter[str] = Counter()
+    stamp = Stamps(absolute)
     try:
         for item in decode_actuators(file):
             if count is not None and stats["structs"] >= count:
                 break
             if isinstance(item, ActuatorMessage):
                 stats["structs"] += 1
+                t = stamp(item.timestamp)
                 if as_json:
-                    json_line(actuator_fields(item))
+                    json_line(actuator_fields(item, t))
                 else:
-                    click.echo(actuator_text(item))
+                    click.echo(actuator_text(item, t))
             else:
                 stats["malformed"] += 1
-                click.echo(f"{candump_line(item[0])}  malformed: {item[1]}", err=True)
+                t = stamp(item[0].timestamp)
+                click.echo(f"{candump_line(item[0], None, t)}  malformed: {item[1]}", err=True)
     except FileNotFoundError:
         fail(f"{file}: no such file")
     except (ValueError, OSError, EOFError) as exc:

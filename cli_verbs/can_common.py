@@ -16,7 +16,7 @@ from fwbridge.cli_verbs.params import DURATION as DURATION_S
 from fwbridge.protocols.action_frame import SubCommand, as_sub_command
 from fwbridge.protocols.errors import ConfigError
 
-__all__ = ["COUNT", "DURATION", "BusOptions", "actuator_fields",
+__all__ = ["ABSOLUTE", "COUNT", "DURATION", "BusOptions", "Stamps", "actuator_fields",
            "actuator_text", "bus_label", "lone_hint", "open_bus", "options", "parse_command",
            "target"]
 
@@ -26,6 +26,26 @@ DURATION = click.option(
 COUNT = click.option(
     "--count", type=click.IntRange(min=1), default=None, metavar="N",
     help="Stop after N frames (default: until Ctrl-C).")
+
+ABSOLUTE = click.option(
+    "--absolute", is_flag=True,
+    help="Print the frames' own timestamps (seconds since the epoch) instead of seconds "
+         "since the first frame.")
+
+
+class Stamps:
+    """The time a line shows for a frame: seconds since the first frame, or its timestamp."""
+
+    def __init__(self, absolute: bool = False) -> None:
+        self.absolute = absolute
+        self.t0: float | None = None
+
+    def __call__(self, timestamp: float) -> float:
+        if self.absolute:
+            return timestamp
+        if self.t0 is None:
+            self.t0 = timestamp
+        return round(timestamp - self.t0, 6)
 
 
 @dataclass
@@ -114,22 +134,24 @@ def _command_name(cmd: SubCommand | int) -> str:
     return cmd.name.lower().replace("_", "-") if isinstance(cmd, SubCommand) else f"0x{cmd:02X}"
 
 
-def actuator_fields(item: ActuatorMessage) -> dict[str, Any]:
-    """JSON fields of a decoded actuator struct."""
+def actuator_fields(item: ActuatorMessage, t: float | None = None) -> dict[str, Any]:
+    """JSON fields of a decoded actuator struct (``t``: the time to show, default its own)."""
     s = item.struct
-    return {"t": item.timestamp, "direction": item.direction.value, "module": item.module,
+    return {"t": item.timestamp if t is None else t, "direction": item.direction.value,
+            "module": item.module,
             "angle": s.angle, "speed": s.speed, "current_ma": s.current_ma,
             "module_id": s.module_id, "command": _command_name(s.command),
             "fault": int(s.fault), "faults": [f.name for f in type(s.fault) if f and f in s.fault],
             "reserved": [s.reserved_a, s.reserved_b]}
 
 
-def actuator_text(item: ActuatorMessage) -> str:
-    """One human line per struct."""
+def actuator_text(item: ActuatorMessage, t: float | None = None) -> str:
+    """One human line per struct (``t``: the time to show, default its timestamp)."""
     s = item.struct
     faults = "|".join((f.name or "").lower() for f in type(s.fault) if f and f in s.fault) or "-"
     arrow = "->" if item.direction.value == "command" else "<-"
     mismatch = "" if s.module_id == item.module else f" (struct says module {s.module_id})"
-    return (f"{item.timestamp:17.6f} {arrow} module {item.module:3d} {item.direction.value:8s} "
+    when = item.timestamp if t is None else t
+    return (f"{when:17.6f} {arrow} module {item.module:3d} {item.direction.value:8s} "
             f"angle={s.angle:4d} speed={s.speed:3d} current={s.current_ma:5d}mA "
             f"cmd={_command_name(s.command)} fault={faults}{mismatch}")

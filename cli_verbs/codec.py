@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import click
 
 from fwbridge.cli_verbs.action import action_decoder
-from fwbridge.cli_verbs.common import CliError, Decoder, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import (
+    CliError,
+    Decoder,
+    Float32,
+    fail,
+    json_lines,
+    print_counters,
+)
 from fwbridge.cli_verbs.frames import (
     EncodeGroup,
     ProtocolParam,
@@ -116,7 +123,7 @@ def _hex_blocks(path: str, first: bytes, stream: BinaryIO) -> Iterator[bytes]:
 
 def _sum8_row(item: Any) -> dict[str, Any]:
     frame = item.frame
-    row = {name: getattr(frame, name) for name in frame.__slots__}
+    row: dict[str, Any] = {name: Float32(getattr(frame, name)) for name in frame.__slots__}
     if frame.nonfinite:
         row["nonfinite"] = list(frame.nonfinite)
     return row
@@ -285,17 +292,18 @@ def decode_cmd(
     chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
     first = next(chunks, b"")  # input errors come before any output
     # Rows stream as they are decoded (bounded memory, never cut when piped).
-    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames")
+    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames",
+                                           widths=dec.widths, left=dec.text)
 
     def take(items: list[Any]) -> None:
+        if table is None:  # a chunk's frames as one batch of lines
+            json_lines([{"offset": item.offset, "protocol": protocol, **dec.row(item)}
+                        for item in items])
+            return
         for item in items:
-            fields = dec.row(item)
-            if table is None:
-                json_line({"offset": item.offset, "protocol": protocol, **fields})
-            else:
-                table.row(item.offset, fields)
-                if protocol == "action":
-                    _action_extras(item, as_json)
+            table.row(item.offset, dec.row(item))
+            if protocol == "action":
+                _action_extras(item, as_json)
 
     take(rx.feed(first))
     for chunk in chunks:

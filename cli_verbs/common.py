@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import struct
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
@@ -74,10 +76,32 @@ def writable(path: str, option: str = "") -> None:
         fail(f"{option} {exc}".strip())
 
 
+class Float32(float):
+    """A value that is a float32 on the wire: JSON prints the shortest decimal that reads
+    back to the same float32 (``0.1``, not the double ``0.10000000149011612``)."""
+
+    __slots__ = ()
+
+
+_F32 = struct.Struct("<f")
+
+
+@functools.lru_cache(maxsize=8192)  # a stream's values repeat (standstill, set points)
+def _shortest32(x: float) -> float:
+    import numpy as np
+
+    short = float(str(np.float32(x)))  # numpy's Dragon4: the shortest unique float32 digits
+    # The reader parses a double and narrows it: keep x if that ever lands elsewhere.
+    return short if _F32.unpack(_F32.pack(short))[0] == x else x
+
+
 def _jsonable(value: Any) -> Any:
-    # JSON has no NaN/inf: write them as strings so every line stays valid JSON.
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
+    if isinstance(value, float):
+        # JSON has no NaN/inf: write them as strings so every line stays valid JSON.
+        if not math.isfinite(value):
+            return str(value)
+        # zeros as they are: the cache would take -0.0 for 0.0 (they compare equal)
+        return _shortest32(float(value)) if type(value) is Float32 and value else value
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -88,6 +112,29 @@ def _jsonable(value: Any) -> Any:
 def json_line(obj: dict[str, Any]) -> None:
     """One JSON object per line on stdout, flushed (for pipes to jq and friends)."""
     sys.stdout.write(json.dumps(_jsonable(obj), separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def json_lines(objs: list[dict[str, Any]]) -> None:
+    """:func:`json_line` for a batch of flat objects (a chunk's frames): one write, one
+    flush, and the float32 values turned to their shortest decimals in one numpy pass."""
+    if not objs:
+        return
+    marked = [v for obj in objs for v in obj.values() if type(v) is Float32]
+    if marked:
+        import numpy as np
+
+        wire = np.array(marked, dtype=np.float32)
+        short = np.array(list(map(float, map(str, wire))))  # numpy's Dragon4: shortest unique
+        # the reader parses a double and narrows it: where that lands elsewhere keep the value
+        back = short.astype(np.float32)
+        same = (back == wire) | np.isnan(wire)
+        values = iter(np.where(same, short, wire.astype(np.float64)).tolist())
+        objs = [{k: next(values) if type(v) is Float32 else v for k, v in obj.items()}
+                for obj in objs]
+    dumps = json.dumps
+    sys.stdout.write("".join(dumps(_jsonable(obj), separators=(",", ":")) + "\n"
+                             for obj in objs))
     sys.stdout.flush()
 
 
@@ -104,3 +151,5 @@ class Decoder:
     columns: tuple[str, ...]
     make: Callable[[dict[str, Any]], Any]  # options -> receiver with feed()/finish()/stats
     row: Callable[[Any], dict[str, Any]]  # one received item -> field values
+    widths: Mapping[str, int] = field(default_factory=dict)  # a column's widest value, if known
+    text: frozenset[str] = frozenset()  # columns of text (left-aligned), not numbers

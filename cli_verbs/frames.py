@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fwbridge.cli_verbs.common import Decoder, console, fail, json_line
+from fwbridge.cli_verbs.common import Decoder, Float32, console, fail, json_line
 from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
 from fwbridge.protocols.description import DescriptionError, FieldSpec, FrameDescription
 from fwbridge.protocols.errors import ConfigError, FrameError
@@ -25,9 +25,11 @@ __all__ = [
     "ProtocolParam",
     "described",
     "description_decoder",
+    "flag_text",
     "frames_cmd",
     "is_description",
     "parse_assignments",
+    "parse_flags",
     "row_of",
     "tap_for",
 ]
@@ -77,13 +79,43 @@ class ProtocolParam(_ParamBase):
                   "(FILE.toml)", param, ctx)
 
 
+def flag_text(f: FieldSpec, value: int) -> str:
+    """A flags value as the names of its set bits, ``a|b`` (a bit without a name in hex,
+    ``0x80``; none set: ``0``): what ``decode`` prints and ``encode`` takes."""
+    value = int(value)
+    names = [label for bit, label in f.flags if value & bit]
+    rest = value & ~sum(bit for bit, _ in f.flags)
+    if rest:
+        names.append(f"0x{rest:x}")
+    return "|".join(names) or "0"
+
+
+def parse_flags(name: str, f: FieldSpec, text: str) -> int:
+    """The value of ``a|b`` (names in any case, numbers too) for the flags field ``f``."""
+    labels = {label.lower(): bit for bit, label in f.flags}
+    value = 0
+    for part in text.split("|"):
+        part = part.strip()
+        if part.lower() in labels:
+            value |= labels[part.lower()]
+            continue
+        try:
+            value |= int(part, 0)
+        except ValueError:
+            fail(f"{name}: {f.name}={text!r}: {part!r} is neither a number nor a flag "
+                 f"({', '.join(lb for _, lb in f.flags)}); join flags with '|'")
+    return value
+
+
 def _label(f: FieldSpec, value: Any) -> Any:
     if f.flags:
-        return int(value)
+        return flag_text(f, value)
     if f.enum:
         return value.name if hasattr(value, "name") else int(value)
     if isinstance(value, bytes):
         return value.hex()
+    if f.type == "f32" and not f.scaled:  # a float32 on the wire (scaled values are doubles)
+        return Float32(value)
     return value
 
 
@@ -92,9 +124,31 @@ def row_of(codec: Any, frame: Any) -> dict[str, Any]:
     return {f.name: _label(f, getattr(frame, f.name)) for f in codec.stored}
 
 
+def _column(f: FieldSpec) -> tuple[int | None, bool]:
+    """(widest value as table text, or None when unbounded; whether it is text)."""
+    info = f.info
+    if f.flags:  # one name wide: several set at once widen the column when piped
+        return max(len(lb) for _, lb in f.flags), True
+    if f.enum:
+        return max(len(str(info.lo)), len(str(info.hi)), *(len(lb) for _, lb in f.enum)), True
+    if f.type == "bytes":
+        return (2 * f.size if f.size else None), True
+    if f.is_int and not f.scaled:
+        return max(len(str(info.lo)), len(str(info.hi))), False
+    return None, False  # floats: NUMBER_WIDTH
+
+
 def description_decoder(spec: str) -> tuple[str, Decoder]:
     """(frame name, ``decode``/``sniff`` decoder) of a description."""
     d = described(spec)
+    widths: dict[str, int] = {}
+    text: set[str] = set()
+    for f in d.codec.stored:
+        width, is_text = _column(f)
+        if width is not None:
+            widths[f.name] = width
+        if is_text:
+            text.add(f.name)
 
     def make(opts: dict[str, Any]) -> Any:
         return d.receiver(opts.get("max_length"))
@@ -102,7 +156,7 @@ def description_decoder(spec: str) -> tuple[str, Decoder]:
     def row(item: Any) -> dict[str, Any]:
         return row_of(d.codec, item.frame)
 
-    return d.desc.name, Decoder(d.codec.fields, make, row)
+    return d.desc.name, Decoder(d.codec.fields, make, row, widths, frozenset(text))
 
 
 class FrameTap:
@@ -160,6 +214,8 @@ def _parse_value(name: str, f: FieldSpec, text: str, allow_nonfinite: bool) -> A
             return bytes.fromhex(text.replace(":", " "))
         except ValueError:
             fail(f"{name}: {f.name}={text!r} is not hex bytes")
+    if f.flags:
+        return parse_flags(name, f, text)
     if f.enum:
         labels = {label.lower(): v for v, label in f.enum}
         if text.lower() in labels:
@@ -292,14 +348,19 @@ def frames_cmd(descriptions: tuple[str, ...], as_json: bool) -> None:
         for row in rows:
             json_line(row)
         return
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("name", "source", "bytes", "header", "check", "fields", title="frames",
-                  title_justify="left")
+    # One field and one check per line: the table is as wide as its longest item, not as
+    # the sum of them (piped, nothing is cut; on a terminal rich fits the width).
+    # name, size and header are never cut; the rest folds onto more lines to fit a terminal
+    table = Table(Column("name", no_wrap=True), Column("source", overflow="fold"),
+                  Column("bytes", no_wrap=True), Column("header", no_wrap=True),
+                  Column("check", overflow="fold"), Column("fields", overflow="fold"),
+                  show_lines=True)
     for row in rows:
-        check = row["checksum"] + (f"; {row['length']}" if row["length"] else "")
-        if row["trailer"]:
-            check += f"; trailer {row['trailer']}"
-        table.add_row(row["name"], row["source"], row["size"], row["header"] or "(CAN)", check,
-                      ", ".join(row["fields"]))
+        check = [row["checksum"], row["length"],
+                 f"trailer {row['trailer']}" if row["trailer"] else ""]
+        table.add_row(row["name"], row["source"], row["size"], row["header"] or "(CAN)",
+                      "\n".join(c for c in check if c), "\n".join(row["fields"]))
+    click.echo("frames")
     console.print(table)

@@ -16,14 +16,18 @@ import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fwbridge.cli_verbs.common import fail
 from fwbridge.protocols.errors import CaptureError
 
-__all__ = ["BaseSeries", "CanSeries", "base_series", "can_series", "draw", "plot_cmd"]
+if TYPE_CHECKING:
+    from fwbridge.cli_verbs.demo_drive import SquareResult
+
+__all__ = ["BaseSeries", "CanSeries", "base_series", "can_series", "draw", "draw_square",
+           "plot_cmd"]
 
 #: Most windows (seconds) of a CAN plot.
 MAX_WINDOWS = 7 * 24 * 3600
@@ -49,7 +53,7 @@ class BaseSeries:
 
 @dataclass
 class CanSeries:
-    """A CAN capture as 1 s windows: load, frames per ID; error-state changes."""
+    """A CAN capture as whole 1 s windows: load, frames per ID; error-state changes."""
 
     t: list[float] = field(default_factory=list)
     load: list[float] = field(default_factory=list)  # % of the bit rate (bits/s if unknown)
@@ -57,6 +61,8 @@ class CanSeries:
     states: list[tuple[float, str, str, str]] = field(default_factory=list)  # t, node, old, new
     error_frames: list[float] = field(default_factory=list)
     bitrate: int | None = None
+    totals: dict[str, int] = field(default_factory=dict)  # frames per ID, whole capture
+    partial: int = 0  # windows left out of the series: not covered whole by the capture
 
 
 def _mcap_of(path: Path, tmp: Path) -> Path:
@@ -114,8 +120,10 @@ def can_series(path: Path, bitrate: int | None = None, window: float = 1.0) -> C
     frames: list[Counter[str]] = []
     bits: list[int] = []
     t0: float | None = None
+    last: float | None = None
     for msg in read_messages(path):
         t0 = msg.timestamp if t0 is None else t0
+        last = msg.timestamp if last is None else max(last, msg.timestamp)
         k = max(0, int((msg.timestamp - t0) // window))  # a frame a little out of order
         if k >= MAX_WINDOWS:  # bounded: a bogus stamp must not allocate years of windows
             raise CaptureError(f"frame at t={msg.timestamp:.6f} is {msg.timestamp - t0:+.0f} s "
@@ -142,16 +150,87 @@ def can_series(path: Path, bitrate: int | None = None, window: float = 1.0) -> C
                 s.states.append((rec.log_time_ns / 1e9 - t0, body["node"], body["old"],
                                  body["new"]))
     ids = sorted({i for c in frames for i in c})
-    s.t = [(k + 0.5) * window for k in range(len(bits))]
+    s.totals = {i: sum(c[i] for c in frames) for i in ids}
+    # Only whole windows make the series: the last one ends after the last frame and would
+    # draw as a drop in load. A capture shorter than a window keeps it, over its own span.
+    span = last - t0 if t0 is not None and last is not None else 0.0
+    whole = min(len(bits), int(span // window))
+    widths = [window] * whole
+    if not whole and bits:
+        whole, widths = 1, [span or window]
+    s.partial = len(bits) - whole
+    s.t = [(k + 0.5) * window for k in range(whole)]
     rate = s.bitrate
-    s.load = [100.0 * b / (rate * window) if rate else b / window for b in bits]
-    s.per_id = {i: [c[i] for c in frames] for i in ids}
+    s.load = [100.0 * b / (rate * w) if rate else b / w for b, w in zip(bits, widths)]
+    s.per_id = {i: [c[i] for c in frames[:whole]] for i in ids}
     return s
 
 
+#: The counters panel: one colour per counter, the side in the line style (rx solid).
+COUNTER_STYLE = {"frames": "C0", "checksum_errors": "C3", "discarded": "C1", "resyncs": "C4"}
+COUNTER_LABEL = {"frames": "frames", "checksum_errors": "checksum errors",
+                 "discarded": "bytes discarded", "resyncs": "resyncs"}
+SIDE_LABEL = {"rx": "rx (from the device)", "tx": "tx (from the host)"}
+
+
+def _legend_below(ax: Any, ncol: int = 2) -> None:
+    """A legend under the panel, outside its data area (tight_layout makes room)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=ncol, fontsize="small",
+                  frameon=False)
+
+
+def _note(ax: Any, text: str) -> None:
+    """A sentence in the middle of a panel that has nothing to draw."""
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.35",
+            fontsize="large", gid="note")
+
+
+def _counters(d: Any, series: BaseSeries) -> None:
+    """Running totals: frames on the left axis; what should stay at 0 on the right."""
+    t = series.counters_t
+    frames = {k: v for k, v in series.counters.items() if k.endswith(" frames")}
+    errors = {k: v for k, v in series.counters.items() if k not in frames}
+    for name, values in sorted(frames.items()):
+        side = name.split()[0]
+        d.plot(t[:len(values)], values, color="C0" if side == "rx" else "C2",
+               ls="-" if side == "rx" else "--", lw=2,
+               label=f"frames {SIDE_LABEL.get(side, side)}")
+    d.set(xlabel="t (s)", ylabel="frames decoded (total)",
+          title="receiver counters: running totals")
+    risen = {k: v for k, v in errors.items() if any(v)}
+    if risen:
+        e = d.twinx()
+        n = len(risen)
+        for k, (name, values) in enumerate(sorted(risen.items())):
+            side, kind = name.split(" ", 1)
+            # the first widest: counters that rise together (a resync per bad checksum)
+            # stay visible one on another
+            e.plot(t[:len(values)], values, color=COUNTER_STYLE.get(kind, "C5"),
+                   ls="-" if side == "rx" else "--", lw=1.5 + 2.5 * (n - 1 - k) / n,
+                   label=f"{COUNTER_LABEL.get(kind, kind)} {side} (right axis)")
+        e.set_ylabel("errors, bytes discarded (total, log scale)")
+        # symlog: tens of checksum errors and thousands of discarded bytes both readable
+        e.set_yscale("symlog", linthresh=10)
+        e.set_ylim(bottom=0)
+        handles = d.get_legend_handles_labels()
+        more = e.get_legend_handles_labels()
+        d.legend(handles[0] + more[0], handles[1] + more[1], loc="upper center",
+                 bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize="small", frameon=False)
+    else:
+        _legend_below(d)
+        if errors:
+            d.text(0.02, 0.96, "no checksum errors, discarded bytes or resyncs",
+                   transform=d.transAxes, ha="left", va="top", color="0.35", gid="note")
+    d.set_ylim(bottom=0)
+
+
 def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any]:
-    """Draw to ``out`` (PNG, written whole then renamed); the path axes' geometry for tests:
-    ``{"bbox": (x0, y0, x1, y1) in pixels from the bottom left, "xlim", "ylim", "size"}``."""
+    """Draw to ``out`` (PNG, written whole then renamed); the geometry for tests:
+    ``{"bbox": (x0, y0, x1, y1) in pixels from the bottom left, "xlim", "ylim", "size"}``
+    of the path (or load) axes, ``"axes"`` and ``"legends"``: every panel's and legend's
+    pixel box, ``"entries"``: each legend's (label, colour, line style), ``"notes"``: the
+    sentences drawn in place of empty data."""
     try:
         import matplotlib
     except ImportError:
@@ -168,7 +247,7 @@ def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any
         a.plot(series.x, series.y, color=PATH_COLOUR, lw=2, label="odometry path", zorder=3)
         a.set_aspect("equal", adjustable="datalim")
         a.set(xlabel="x (m)", ylabel="y (m)", title="path (odom)")
-        a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # off the path
+        _legend_below(a)
         names = ("vx (m/s)", "vy (m/s)", "wz (rad/s)")
         for i, (name, meas) in enumerate(zip(names, (series.vx, series.vy, series.wz))):
             colour = f"C{i}"
@@ -177,26 +256,30 @@ def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any
                 b.step(series.cmd_t, [cmd[i] for cmd in series.cmd], where="post", color=colour,
                        ls="--", alpha=0.7, label=f"{name} commanded")
         b.set(xlabel="t (s)", title="velocities: commanded (dashed) and measured")
-        b.legend(loc="best", fontsize="small")
+        _legend_below(b, ncol=3)
         import numpy as np
 
         yaw: Any = np.degrees(np.unwrap(np.radians(series.yaw))) if series.yaw else []
         c.plot(series.t, yaw, color="C3")  # unwrapped: a turn past 180° stays one line
         c.set(xlabel="t (s)", ylabel="yaw (°)", title="yaw (unwrapped)")
-        for name, values in sorted(series.counters.items()):
-            d.plot(series.counters_t[:len(values)], values, label=name)
-        d.set(xlabel="t (s)", title="receiver counters (totals)")
         if series.counters:
-            d.legend(loc="best", fontsize="small")
+            _counters(d, series)
+        else:
+            d.set(xlabel="t (s)", title="receiver counters")
+            _note(d, "no counters in this capture")
     else:
         unit = "% of bit rate" if series.bitrate else "bit/s"
         a.plot(series.t, series.load, color=PATH_COLOUR)
-        a.set(xlabel="t (s)", ylabel=f"load ({unit})", title="bus load")
-        for ident, counts in series.per_id.items():
-            b.plot(series.t, counts, label=ident)
+        a.set(xlabel="t (s)", ylabel=f"load ({unit})", title="bus load (whole 1 s windows)")
+        a.set_ylim(bottom=0, top=max([*series.load, 0.0]) * 1.15 or 1.0)  # 0 in view: no zoom
+        n = len(series.per_id)
+        for k, (ident, counts) in enumerate(series.per_id.items()):
+            # the first lines widest: IDs sent at the same rate stay visible one on another
+            b.plot(series.t, counts, label=ident, color=f"C{k % 10}",
+                   ls=("-", "--", ":", "-.")[k // 10 % 4], lw=1.5 + 3.0 * (n - 1 - k) / max(n, 1))
         b.set(xlabel="t (s)", ylabel="frames per window", title="frames per ID")
-        if series.per_id:
-            b.legend(loc="best", fontsize="small", ncol=2)
+        b.set_ylim(bottom=0)
+        _legend_below(b, ncol=6)
         level = {"ACTIVE": 0, "PASSIVE": 1, "BUS_OFF": 2}
         by_node: dict[str, list[tuple[float, int]]] = defaultdict(list)
         for t, node, _old, new in series.states:
@@ -207,23 +290,52 @@ def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any
             c.plot(series.error_frames, [0] * len(series.error_frames), "x", color="red",
                    label="error frames")
         c.set(xlabel="t (s)", yticks=[0, 1, 2], yticklabels=["active", "passive", "bus-off"],
-              title="error-state changes")
+              ylim=(-0.3, 2.3), title="error-state changes")
+        if series.t:
+            c.set_xlim(0, series.t[-1] + 0.5)
         if by_node or series.error_frames:
-            c.legend(loc="best", fontsize="small")
-        totals = {i: sum(v) for i, v in series.per_id.items()}
-        d.bar(list(totals), list(totals.values()))
+            _legend_below(c, ncol=4)
+        else:
+            _note(c, "no errors: no error frames and no error-state changes")
+        d.bar(list(series.totals), list(series.totals.values()))
         d.set(title="frames per ID (whole capture)")
         d.tick_params(axis="x", labelrotation=60)
     fig.suptitle(title)
     fig.tight_layout()
     fig.canvas.draw()
-    bbox = a.get_window_extent()
-    geometry = {"bbox": (bbox.x0, bbox.y0, bbox.x1, bbox.y1), "xlim": a.get_xlim(),
-                "ylim": a.get_ylim(), "size": fig.canvas.get_width_height()}
+
+    def box(artist: Any) -> tuple[float, float, float, float]:
+        e = artist.get_window_extent()
+        return (e.x0, e.y0, e.x1, e.y1)
+
+    geometry = {"bbox": box(a), "xlim": a.get_xlim(), "ylim": a.get_ylim(),
+                "size": fig.canvas.get_width_height(),
+                "axes": [box(ax) for ax in fig.axes],
+                "legends": [box(ax.get_legend()) for ax in fig.axes if ax.get_legend()],
+                "entries": [[(t.get_text(), *_style(h))
+                             for t, h in zip(lg.get_texts(), lg.legend_handles)]
+                            for lg in (ax.get_legend() for ax in fig.axes) if lg],
+                "notes": [t.get_text() for ax in fig.axes for t in ax.texts
+                          if t.get_gid() == "note"]}
+    _save(fig, out)
+    return geometry
+
+
+def _style(handle: Any) -> tuple[Any, Any]:
+    """(colour, line style) of a legend entry (a marker or patch has no line style)."""
+    get = getattr(handle, "get_linestyle", None)
+    colour = getattr(handle, "get_color", getattr(handle, "get_facecolor", lambda: None))()
+    return colour, get() if get else None
+
+
+def _save(fig: Any, out: Path, dpi: float | None = None) -> None:
+    """Write ``fig`` to ``out`` whole: beside it, then renamed in place."""
+    import matplotlib.pyplot as plt
+
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".png", dir=out.parent)
     os.close(fd)
     try:
-        fig.savefig(tmp, format="png")
+        fig.savefig(tmp, format="png", dpi=dpi)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it
@@ -232,6 +344,41 @@ def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any
         plt.close(fig)
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def draw_square(res: SquareResult, out: Path, side: float) -> dict[str, Any]:
+    """``demo --plot``: the square, the true path and the odometry; :func:`draw`'s
+    ``axes``/``legends`` geometry."""
+    try:
+        import matplotlib
+    except ImportError:
+        fail("--plot needs matplotlib: pip install 'fwbridge[plot]'")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 6.6), layout="constrained")
+    ax.plot([0, side, side, 0, 0], [0, 0, side, side, 0], color="0.8", lw=6, label="square")
+    if res.truth_path:
+        _, tx, ty, _ = zip(*res.truth_path)
+        ax.plot(tx, ty, color="tab:green", lw=1.5, label="true path (simulation)")
+    if res.odom_path:
+        _, ox, oy, _ = zip(*res.odom_path)
+        ax.plot(ox, oy, color="tab:blue", lw=1, ls="--", label="odometry (bridge)")
+    ax.plot([0], [0], "ko", label="start")
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_title(f"closing error: odometry {res.odom_closing * 1000:.1f} mm, "
+                 f"truth {res.truth_closing * 1000:.1f} mm")
+    # under the axes, outside them: the constrained layout makes room for it
+    legend = fig.legend(loc="outside lower center", ncol=2, fontsize="small", frameon=False)
+    ax.grid(True, alpha=0.3)
+    fig.canvas.draw()
+    boxes = [x.get_window_extent() for x in (ax, legend)]
+    geometry = {"axes": [(e.x0, e.y0, e.x1, e.y1) for e in boxes[:1]],
+                "legends": [(e.x0, e.y0, e.x1, e.y1) for e in boxes[1:]],
+                "size": fig.canvas.get_width_height()}
+    _save(fig, out, dpi=120)
     return geometry
 
 

@@ -233,14 +233,18 @@ def _errors(stats: dict[str, int]) -> int:
 @click.option("--garbage-timeout", type=Finite(0, TIMEOUT_MAX, unit="s"), default=3.0,
               show_default=True, metavar="S",
               help="Stop with 'wrong baud rate?' after S s of bytes and no frame (0: never).")
+@click.option("--absolute", is_flag=True,
+              help="Print the wall-clock time (seconds since the epoch) instead of seconds "
+                   "since the start.")
 @FOXGLOVE
 def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
-              duration: float | None, baud: int, garbage_timeout: float, foxglove: bool,
-              foxglove_host: str, foxglove_port: int) -> None:
+              duration: float | None, baud: int, garbage_timeout: float, absolute: bool,
+              foxglove: bool, foxglove_host: str, foxglove_port: int) -> None:
     """Decode the frames arriving on PORT as they come, with a live rate/error line.
 
-    Frames go to stdout (lines, or JSON with --json); the counters to stderr
-    at the end.
+    Frames go to stdout (lines, or JSON with --json), each with its time in
+    seconds since the start (--absolute: since the epoch); the counters to
+    stderr at the end.
     """
     dec = decoder_for(protocol)
     tap = tap_for(protocol) if record else None
@@ -261,12 +265,13 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
 
     def emit(item: Any) -> None:
         fields = dec.row(item)
-        t = round(time.monotonic() - start, 6)
+        t = round(time.time() if absolute else time.monotonic() - start, 6)
         if as_json:
             json_line({"t": t, "offset": item.offset, "protocol": protocol, **fields})
         else:
             cols = " ".join(f"{c}={_format(fields.get(c, ''))}" for c in dec.columns)
-            write_line(f"{t:10.3f} {item.offset:>10} {cols}")
+            when = f"{t:17.6f}" if absolute else f"{t:10.3f}"
+            write_line(f"{when} {item.offset:>10} {cols}")
 
     try:
         with StatusLine() as status, until_interrupted():

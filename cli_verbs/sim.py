@@ -6,6 +6,7 @@ import math
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,6 +15,7 @@ from rich.table import Table
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import PACINGS, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
+from fwbridge.bridge.sim.kinematics import wrap_deg
 from fwbridge.bridge.sim.models import model_names
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
@@ -44,7 +46,15 @@ def _fault_hits(stats: dict[str, int]) -> int:
     return sum(stats[n] for n in ("dropped", "corrupted", "inserted", "delayed"))
 
 
-def _status_text(st: dict[str, Any]) -> str:
+def _heading(yaw: float) -> float:
+    """A model's unwrapped yaw (rad) as the heading shown, degrees in (-180, 180] after
+    rounding to the 0.1° printed (-179.96 shows as +180.0, never -180.0)."""
+    d = round(wrap_deg(math.degrees(yaw)), 1)
+    return 180.0 if d <= -180.0 else d
+
+
+def status_text(st: dict[str, Any]) -> str:
+    """The status line of a simulation: time, pose (yaw in (-180, 180]), link, faults."""
     x, y, yaw = st["pose"]
     link = st["link"]
     fw = st.get("firmware", {})
@@ -52,7 +62,7 @@ def _status_text(st: dict[str, Any]) -> str:
     parts = [
         f"t={st['t'] / 1000:8.2f}s",
         f"x{st['rtf']:.1f}",
-        f"pose=({x:+.3f},{y:+.3f},{math.degrees(yaw):+7.1f}°)",
+        f"pose=({x:+.3f},{y:+.3f},{_heading(yaw):+7.1f}°)",
         f"in={link['bytes_in']}B out={link['bytes_out']}B",
     ]
     if fw:
@@ -175,7 +185,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
             while endpoint.running:
                 time.sleep(0.1)
                 st = endpoint.status()
-                line.update(_status_text(st))
+                line.update(status_text(st))
                 if as_json and time.monotonic() - last_json >= 1.0:
                     last_json = time.monotonic()
                     json_line({"event": "status", **st})
@@ -192,7 +202,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     if as_json:
         json_line({"event": "end", "interrupted": interrupted, **st})
     else:
-        click.echo(_status_text(st), err=True)
+        click.echo(status_text(st), err=True)
         print_counters(st["link"], "host port")
         if "firmware" in st:
             print_counters(st["firmware"], "firmware")
@@ -268,35 +278,6 @@ def _summary(res: SquareResult, side: float) -> Table:
     table.add_row("simulation", f"{st.get('t', 0) / 1000:.1f} s simulated, real-time factor "
                   f"{st.get('rtf', 0):.2f}, {st.get('lag_resets', 0)} lag resets")
     return table
-
-
-def _plot(res: SquareResult, path: str, side: float) -> None:
-    try:
-        import matplotlib
-    except ImportError:
-        fail("--plot needs matplotlib: pip install 'fwbridge[plot]'")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 6))
-    ax.plot([0, side, side, 0, 0], [0, 0, side, side, 0], color="0.8", lw=6, label="square")
-    if res.truth_path:
-        _, tx, ty, _ = zip(*res.truth_path)
-        ax.plot(tx, ty, color="tab:green", lw=1.5, label="true path (simulation)")
-    if res.odom_path:
-        _, ox, oy, _ = zip(*res.odom_path)
-        ax.plot(ox, oy, color="tab:blue", lw=1, ls="--", label="odometry (bridge)")
-    ax.plot([0], [0], "ko", label="start")
-    ax.set_aspect("equal")
-    ax.set_xlabel("x (m)")
-    ax.set_ylabel("y (m)")
-    ax.set_title(f"closing error: odometry {res.odom_closing * 1000:.1f} mm, "
-                 f"truth {res.truth_closing * 1000:.1f} mm")
-    ax.legend(loc="center")
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 @click.command("demo")
@@ -380,7 +361,9 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
     if live:
         console.print()
     if plot:
-        _plot(res, plot, side)
+        from fwbridge.cli_verbs.plot import draw_square
+
+        draw_square(res, Path(plot), side)
     if as_json:
         json_line({"event": "end", "completed": res.completed, "seconds": res.seconds,
                    "odom_closing_m": res.odom_closing, "truth_closing_m": res.truth_closing,

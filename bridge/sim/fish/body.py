@@ -163,3 +163,9 @@ class FishBody:
         """The gyro heading, degrees in (-180, 180]."""
         d = math.degrees(math.atan2(math.sin(self.yaw), math.cos(self.yaw)))
         return 180.0 if d == -180.0 else d
+
+    def heading_rounded(self, digits: int) -> float:
+        """:attr:`heading_deg` rounded to ``digits`` decimals and still in (-180, 180]:
+        -179.996 rounds to 180.00, not to -180.00."""
+        d = round(self.heading_deg, digits)
+        return 180.0 if d <= -180.0 else d

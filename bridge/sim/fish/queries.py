@@ -78,7 +78,7 @@ class FishQueries:
         return RobotInfo(
             mode=int(ctl.mode), running=int(ctl.running), servos=len(self.modules),
             stored_groups=len(ctl.groups), uptime_ms=round(self.now * 1000) & 0xFFFFFFFF,
-            heading_cdeg=round(body.heading_deg * 100),
+            heading_cdeg=round(body.heading_rounded(2) * 100),
             depth_cm=_u16(body.depth * 100),
             sonar_left_mm=0xFFFF if math.isinf(left) else _u16(min(left * 1000, 0xFFFE)),
             sonar_right_mm=0xFFFF if math.isinf(right) else _u16(min(right * 1000, 0xFFFE)),

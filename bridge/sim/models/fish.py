@@ -462,7 +462,7 @@ class RobotFish(FishQueries):
                    "error_frames": st["error_frames"]}
         return {
             "t": self.clock.millis(), "model": self.name,
-            "pose": [round(x, 4), round(y, 4), round(self.body.heading_deg, 2)],
+            "pose": [round(x, 4), round(y, 4), self.body.heading_rounded(2)],
             "depth": round(self.body.depth, 3), "speed": round(self.body.speed, 3),
             "sonar": [None if math.isinf(v) else round(v, 3) for v in (left, right)],
             **self.controller.status(),
