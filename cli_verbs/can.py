@@ -46,7 +46,7 @@ from fwbridge.cli_verbs.can_common import (
     parse_command,
     target,
 )
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
+from fwbridge.cli_verbs.common import Group, console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
@@ -56,7 +56,7 @@ from fwbridge.protocols.errors import FrameError
 __all__ = ["can_group"]
 
 
-@click.group("can", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("can", cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-i", "--interface", default=None, metavar="NAME",
               help="python-can interface (fwbridge, virtual, socketcan, ...); default: "
                    "python-can's configuration, else fwbridge.")
@@ -81,7 +81,7 @@ def can_group(ctx: click.Context, interface: str | None, channel: str | None,
 
 
 # -- send ---------------------------------------------------------------------------
-class _FrameOrVerb(click.Group):
+class _FrameOrVerb(Group):
     """``send ID#DATA`` or ``send actuator ...``: anything but a verb is a frame spec."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]
@@ -107,7 +107,7 @@ def _send_options(fn: Any) -> Any:
 
 @can_group.group("send", cls=_FrameOrVerb, invoke_without_command=False)
 def send_group() -> None:
-    """Send one frame: ID#DATA in candump notation, or an actuator struct.
+    """Send one frame (candump's ID#DATA) or an actuator struct.
 
     \b
     fwbridge can send 123#DEADBEEF        standard ID, 4 data bytes
@@ -201,7 +201,10 @@ def _receive(bus: can.BusABC, deadline: Deadline, count: int | None) -> Iterator
 def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, count: int | None,
               duration: float | None, foxglove: bool, foxglove_host: str,
               foxglove_port: int) -> None:
-    """Show the actuator structs on the bus as they pass (decoded), or every frame (--raw)."""
+    """Show the actuator structs on the bus as they pass.
+
+    Decoded; with --raw every frame.
+    """
     bus = open_bus(options(ctx))
     live = (_writer(None, bus, options(ctx).bitrate,
                     live_sink(True, foxglove_host, foxglove_port)) if foxglove else None)
@@ -271,8 +274,11 @@ def _writer(file: str | None, bus: can.BusABC, bitrate: int | None, live: Any) -
 @DURATION
 @click.pass_context
 def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float | None) -> None:
-    """Record frames to FILE; the extension picks the format (.log candump, .asc, .blf,
-    .csv, .trc, .pcapng for Wireshark, .mcap for Foxglove: frames, load, joint_states)."""
+    """Record frames to FILE; its extension picks the format.
+
+    .log (candump), .asc, .blf, .csv, .trc, .pcapng for Wireshark, .mcap for
+    Foxglove (frames, load, joint_states).
+    """
     writable(file)
     bus = open_bus(options(ctx))  # FILE is created only once the bus is open
     writer = _writer(file, bus, options(ctx).bitrate, None)
@@ -311,7 +317,10 @@ def _load(file: str) -> list[can.Message]:
 @click.pass_context
 def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: int | None,
                duration: float | None) -> None:
-    """Send the frames of a capture, keeping their recorded timing (error frames skipped)."""
+    """Send the frames of a capture with their recorded timing.
+
+    Error frames are skipped.
+    """
     msgs = _load(file)
     if not msgs:
         fail(f"{file}: no frames to replay")
@@ -360,7 +369,10 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per struct.")
 @COUNT
 def decode_cmd(file: str, as_json: bool, count: int | None) -> None:
-    """Decode the actuator structs in a capture (.log, .asc, .blf, .pcapng, .mcap, ...)."""
+    """Decode the actuator structs in a CAN capture.
+
+    Any format python-can reads: .log, .asc, .blf, .pcapng, .mcap and more.
+    """
     stats: Counter[str] = Counter()
     try:
         for item in decode_actuators(file):
@@ -395,7 +407,10 @@ def decode_cmd(file: str, as_json: bool, count: int | None) -> None:
 @click.pass_context
 def busload_cmd(ctx: click.Context, interval: float, per_id: bool, as_json: bool,
                 count: int | None, duration: float | None) -> None:
-    """Bus load (exact frame bits, stuffing included) and frames/s per ID, as canbusload -e."""
+    """Bus load and frames/s per ID, as canbusload -e.
+
+    Exact frame bits, stuffing included.
+    """
     opts = options(ctx)
     bus = open_bus(opts)
     bitrate = opts.bitrate or (bus.sim.bitrate if isinstance(bus, FwBridgeBus) else None)
