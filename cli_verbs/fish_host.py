@@ -191,10 +191,18 @@ def flash_cmd(ctx: click.Context, file: str, chunk: int, as_json: bool) -> None:
     """0x35: upgrade the firmware to the image in FILE (IAP, dual bank)."""
     image = _read_file(file)
 
+    sent = [0, 0]  # chunks acknowledged, chunks in all
+
     def progress(done: int, total: int) -> None:
+        sent[:] = [done, total]
         if not as_json:
             click.echo(f"\rchunk {done}/{total}", nl=done == total, err=True)
 
-    with _client(ctx) as fish:
-        report = fish.flash(image, chunk_size=chunk, progress=progress)
+    try:
+        with _client(ctx) as fish:
+            report = fish.flash(image, chunk_size=chunk, progress=progress)
+    except KeyboardInterrupt:  # a stop signal: how far it got, then the entry point's 128 + N
+        with contextlib.suppress(OSError):
+            click.echo(f"\nfish flash: stopped after chunk {sent[0]} of {sent[1]}", err=True)
+        raise
     _show(report.as_dict(), as_json)

@@ -108,7 +108,8 @@ class StatusLine:
         if force or now - self._last >= self.interval:
             self._last = now
             with held():  # never half an escape sequence on the screen
-                self._live.update(Text(text), refresh=True)
+                # One line, cut to the window: a wrapped line would scroll on a narrow one.
+                self._live.update(Text(text, no_wrap=True, overflow="ellipsis"), refresh=True)
 
 
 @contextlib.contextmanager

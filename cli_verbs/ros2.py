@@ -180,7 +180,10 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
             except topics.MessageError as exc:
                 fail(str(exc))
     finally:
+        with lock:
+            done.set()  # a message still arriving prints nothing after the summary
         p.close()
+    click.echo(f"ros2 echo: {seen[0]} messages on {topic}", err=True)
 
 
 @ros2_group.command("pub")
