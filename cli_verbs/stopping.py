@@ -182,8 +182,11 @@ def stoppable() -> Iterator[Stop]:
         yield stop
     except KeyboardInterrupt:
         stop.reason = "signal"
-        with contextlib.suppress(OSError):
-            sys.stderr.write("\n")  # after the ^C the terminal echoed
+        # After the ^C the terminal echoed; a live status line (stderr redirected above
+        # it) clears that line itself.
+        if sys.stderr is sys.__stderr__:
+            with contextlib.suppress(OSError):
+                sys.stderr.write("\n")
     except BrokenPipeError:
         if not stdout_closed():
             raise

@@ -239,3 +239,27 @@ def test_fleet_and_ros2_echo_on_terminals() -> None:
             echo.expect(r"child_frame_id: .*base_link", timeout=30)
             interrupted(echo, r"ros2 echo: [1-9]\d* messages on /robot1/odom")
         interrupted(fleet, r"fleet /robot1: commands=[1-9]")
+
+
+# -- the pieces underneath -----------------------------------------------------------------
+def test_a_signal_while_a_line_is_drawn_waits_for_the_drawing() -> None:
+    """stopping.held(): SIGINT inside the block is raised at its end, not in its middle;
+    inside the verb's clean-up (after its loop) it only sets the exit status."""
+    import os
+
+    from fwbridge.cli_verbs import stopping
+
+    steps: list[str] = []
+    with stopping.stop_signals():
+        with pytest.raises(stopping.Stopped):
+            with stopping.held():
+                os.kill(os.getpid(), signal.SIGINT)
+                steps.append("drawn whole")  # the handler ran, and did not raise here
+            steps.append("never")
+        assert steps == ["drawn whole"] and stopping.exit_code() == 130
+    with stopping.stop_signals():
+        with stopping.stoppable():
+            pass  # the loop ended: the clean-up is shielded
+        with stopping.held():
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert stopping.exit_code() == 143  # recorded, never raised
