@@ -184,7 +184,8 @@ def stoppable() -> Iterator[Stop]:
         stop.reason = "signal"
         # After the ^C the terminal echoed; a live status line (stderr redirected above
         # it) clears that line itself.
-        if sys.stderr is sys.__stderr__:
+        under_live_line = sys.stderr is not sys.__stderr__
+        if not under_live_line:
             with contextlib.suppress(OSError):
                 sys.stderr.write("\n")
     except BrokenPipeError:
