@@ -11,6 +11,7 @@ the live status lines these verbs draw on a terminal.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -83,14 +84,15 @@ def test_sim_restores_the_cursor_on_every_way_out(way: str) -> None:
               r"firmware: cmd_applied=0")
 
 
-def test_sim_whose_terminal_closes_ends_with_129() -> None:
+def test_sim_whose_terminal_closes_ends_with_129(tmp_path: Path) -> None:
     """The window closed under it: SIGHUP, no one to tell, the same clean-up (the link)."""
-    with Terminal("sim", "mecanum", "--link", "/tmp/fwbridge-hangup-test") as term:
+    link = tmp_path / "robot"
+    with Terminal("sim", "mecanum", "--link", str(link)) as term:
         term.expect(r"odom=[1-9]")
-        assert Path("/tmp/fwbridge-hangup-test").is_symlink()
+        assert link.is_symlink()
         term.hang_up()
         assert term.wait() == 129
-    assert not Path("/tmp/fwbridge-hangup-test").is_symlink()
+    assert not link.is_symlink()
 
 
 def test_sim_scara_on_a_terminal() -> None:
@@ -173,6 +175,23 @@ def test_teleop_q_quits_with_0(pair: PtyPair, peer: FirmwarePeer) -> None:
     assert peer.wait_for(lambda a: a[-1].frame == cmd_frame.ZERO, timeout=5)
 
 
+def test_sniff_whose_terminal_closes_ends_with_129(mecanum: str) -> None:
+    with Terminal("sniff", mecanum, "-p", "odom") as term:
+        term.expect(r"odom: [1-9]\d* frames")  # the status line is up
+        term.hang_up()
+        assert term.wait() == 129
+
+
+def test_teleop_whose_terminal_closes_stops_the_base(pair: PtyPair, peer: FirmwarePeer) -> None:
+    with Terminal("teleop", pair.path, "--rate", "50") as term:
+        term.expect(r"teleop on .* q quits")
+        term.send(b"w")
+        assert peer.wait_for(lambda a: bool(a) and a[-1].frame.vx > 0.19, timeout=20)
+        term.hang_up()
+        assert term.wait() == 129
+    assert peer.wait_for(lambda a: a[-1].frame == cmd_frame.ZERO, timeout=5)
+
+
 def test_demo_on_a_terminal() -> None:
     with Terminal("demo") as term:
         term.expect(r"side 1/4 drive\s+odom x=\+0\.0[1-9]")
@@ -181,7 +200,7 @@ def test_demo_on_a_terminal() -> None:
 
 # -- CAN: a shared bus, its modules, a sniffer and a recorder, each on its own terminal -----
 def test_can_bus_sim_sniff_record_on_terminals(tmp_path: Path) -> None:
-    name = f"tty{abs(hash(tmp_path)) % 10**6}"
+    name = f"tty{os.getpid()}"  # in the suite's own runtime directory (conftest)
     with Terminal("can", "bus", "up", name) as bus:
         bus.expect(rf"bus {name} up at 500000 bit/s .* Ctrl-C stops it")
         with Terminal("can", "-c", name, "sim", "2") as sim:
@@ -245,8 +264,6 @@ def test_fleet_and_ros2_echo_on_terminals() -> None:
 def test_a_signal_while_a_line_is_drawn_waits_for_the_drawing() -> None:
     """stopping.held(): SIGINT inside the block is raised at its end, not in its middle;
     inside the verb's clean-up (after its loop) it only sets the exit status."""
-    import os
-
     from fwbridge.cli_verbs import stopping
 
     steps: list[str] = []
