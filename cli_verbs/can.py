@@ -281,9 +281,10 @@ def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float
     """
     writable(file)
     bus = open_bus(options(ctx))  # FILE is created only once the bus is open
-    writer = _writer(file, bus, options(ctx).bitrate, None)
     n = 0
-    try:
+    writer: Any = None
+    try:  # from here every way out shuts the bus down (a stop signal may come at once)
+        writer = _writer(file, bus, options(ctx).bitrate, None)
         with StatusLine() as status, until_interrupted():
             for msg in _receive(bus, Deadline(duration), count):
                 writer.on_message_received(msg)
@@ -291,7 +292,8 @@ def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float
                 status.update(f"{bus_label(bus)} -> {file}: {n} frames")
     finally:
         bus.shutdown()
-        writer.stop()
+        if writer is not None:
+            writer.stop()
     click.echo(f"recorded {n} frames from {bus_label(bus)} to {file}"
                + ("" if n else lone_hint(bus)), err=True)
 
