@@ -87,6 +87,7 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The help lists verbs from the registry: `fwbridge --help` imports none of them.
+        # (Subgroups are cli_verbs.common.Group: whole first sentences, never cut.)
         with formatter.section("Commands"):
             formatter.write_dl([(name, COMMANDS[name][2]) for name in sorted(COMMANDS)])
 
@@ -156,6 +157,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"error: {describe(exc)}", err=True)
         sys.exit(2)
     except Exception as exc:  # a bug or an unforeseen OS error: still one line, no class name
+        if stopping.terminal_gone(exc):  # stopped, and its terminal closed: quietly, 128 + N
+            stopping.silence_stdout(stderr=True)
+            sys.exit(stopping.exit_code())
         if "--debug" in args:
             raise
         click.echo(f"error: {describe(exc)} (--debug shows the traceback)", err=True)

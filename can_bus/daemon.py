@@ -478,21 +478,29 @@ class BusDaemon:
 
 def serve(name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
           pacing: str = "realtime", socketcand: int | None = None,
-          ready: Callable[[BusDaemon], None] | None = None) -> None:
-    """Run the daemon ``name`` until SIGINT, SIGTERM or SIGHUP (in the main thread)."""
+          ready: Callable[[BusDaemon], None] | None = None) -> int | None:
+    """Run the daemon ``name`` until SIGINT, SIGTERM or SIGHUP (in the main thread);
+    returns the signal that stopped it (None: stopped otherwise)."""
     daemon = BusDaemon(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,
                        socketcand=socketcand)
     daemon.open()
     old = {}
+    stopped_by: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        stopped_by.append(signum)
+        daemon.stop()
+
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            old[sig] = signal.signal(sig, lambda *_: daemon.stop())
+            old[sig] = signal.signal(sig, on_signal)
     try:
         daemon.run(None if ready is None else (lambda: ready(daemon)))
     finally:
         daemon.close()
         for sig, handler in old.items():
             signal.signal(sig, handler)
+    return stopped_by[0] if stopped_by else None
 
 
 def stop_daemon(name: str, timeout: float = 5.0) -> bool:

@@ -96,7 +96,7 @@ def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @frame_options
 @click.option("--sep", default=" ", show_default="' '", help="Byte separator ('' for none).")
 def encode_action(machine: int, itype: int, sub: int, data_hex: str, crc: str, sep: str) -> None:
-    """Action frame (FE EF ... FD DF, user side <-> main controller)."""
+    """Action frame (FE EF … FD DF, user side <-> main controller)."""
     try:
         data = parse_hex(data_hex)
     except HexTextError as exc:

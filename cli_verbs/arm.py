@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -28,7 +29,7 @@ from fwbridge.bridge.arm.kinematics import (
     inverse,
 )
 from fwbridge.bridge.arm.pick_place import PickAndPlace, PickPlaceConfig
-from fwbridge.cli_verbs.common import console, fail, json_line
+from fwbridge.cli_verbs.common import Group, console, fail, json_line
 from fwbridge.cli_verbs.params import BITRATE, NEGATIVE_ARGS, Finite
 
 #: A coordinate in metres (an arm reaches a metre or so).
@@ -49,7 +50,7 @@ _CONFIG = click.option("--config", type=click.Path(dir_okay=False), default=None
                             "(default: seed 001's arm, 0.55 m + 0.4 m).")
 
 
-@click.group("arm")
+@click.group("arm", cls=Group)
 def arm_group() -> None:
     """The SCARA arm: inverse kinematics and pick and place over CAN."""
 
@@ -63,7 +64,10 @@ def arm_group() -> None:
 @_CONFIG
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per solution.")
 def ik_cmd(x: float, y: float, z: float, phi: float, config: str | None, as_json: bool) -> None:
-    """Joint solutions for the tool at X Y Z (m); the first is the one the arm takes."""
+    """Joint solutions for the tool at X Y Z (m).
+
+    The first is the one the arm takes.
+    """
     geom, _ = _geometry(config)
     pose = Pose(x, y, z, math.radians(phi))
     try:
@@ -121,7 +125,10 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
                    interface: str | None, channel: str | None, bitrate: int | None,
                    realtime: bool, config: str | None, as_json: bool,
                    ros2: tuple[str, ...]) -> None:
-    """One pick-and-place cycle (seed 001): safe height for XY moves, straight descents."""
+    """One pick-and-place cycle of the SCARA arm over CAN.
+
+    As seed 001 does it: XY moves at the safe height, straight descents.
+    """
     geom, base = _geometry(config)
     cfg = PickPlaceConfig(**{**base.__dict__, "pick": pick, "place": place})
     try:
@@ -163,6 +170,10 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
                 run = drive_pick_place(bus, task, geom, on_step=on_step)
             finally:
                 bus.shutdown()
+    except KeyboardInterrupt:  # a stop signal: what was done, then the entry point's 128 + N
+        with contextlib.suppress(OSError):
+            click.echo(f"pick and place: stopped, {reported} waypoints reached", err=True)
+        raise
     finally:
         if ros_arm is not None:
             time.sleep(0.2)  # the last samples leave before the session closes
@@ -260,7 +271,15 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
                     click.echo("  ".join(f"{k}={v:+.4f}" for k, v in pos.items()), err=True)
             time.sleep(0.002)
     except KeyboardInterrupt:
-        pass
+        with contextlib.suppress(OSError):
+            sys.stderr.write("\n")  # after the ^C the terminal echoed
     finally:
         for b in buses:
             b.shutdown()
+    ran = round(time.monotonic() - start, 3)
+    pos = {m.spec.name: round(m.position, 5) for m in modules}
+    if as_json:
+        json_line({"event": "end", "t": ran, **pos})
+    else:
+        click.echo(f"sim scara: ran {ran:.1f} s, modules at "
+                   + "  ".join(f"{k}={v:+.4f}" for k, v in pos.items()), err=True)

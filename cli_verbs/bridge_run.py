@@ -77,7 +77,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     Sends velocity commands at the control rate (zero when requests stop:
     the watchdog), integrates odometry and prints it to stdout as JSON
     lines; reports, and reconnects, when the port goes away. Node events go
-    to stderr. With --ros2 (or ``[ros2] enabled = true``) it is also a ROS 2
+    to stderr. With --ros2 (or '[ros2] enabled = true') it is also a ROS 2
     node: odom, /tf, cmd_vel and /diagnostics over Zenoh.
     """
     try:

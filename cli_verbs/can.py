@@ -48,7 +48,7 @@ from fwbridge.cli_verbs.can_common import (
     parse_command,
     target,
 )
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
+from fwbridge.cli_verbs.common import Group, console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
@@ -58,7 +58,7 @@ from fwbridge.protocols.errors import FrameError
 __all__ = ["can_group"]
 
 
-@click.group("can", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("can", cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-i", "--interface", default=None, metavar="NAME",
               help="python-can interface (fwbridge, virtual, socketcan, ...); default: "
                    "python-can's configuration, else fwbridge.")
@@ -83,7 +83,7 @@ def can_group(ctx: click.Context, interface: str | None, channel: str | None,
 
 
 # -- send ---------------------------------------------------------------------------
-class _FrameOrVerb(click.Group):
+class _FrameOrVerb(Group):
     """``send ID#DATA`` or ``send actuator ...``: anything but a verb is a frame spec."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]
@@ -109,7 +109,7 @@ def _send_options(fn: Any) -> Any:
 
 @can_group.group("send", cls=_FrameOrVerb, invoke_without_command=False)
 def send_group() -> None:
-    """Send one frame: ID#DATA in candump notation, or an actuator struct.
+    """Send one frame (candump's ID#DATA) or an actuator struct.
 
     \b
     fwbridge can send 123#DEADBEEF        standard ID, 4 data bytes
@@ -212,9 +212,10 @@ def _receive(bus: can.BusABC, deadline: Deadline, count: int | None) -> Iterator
 def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, absolute: bool,
               count: int | None, duration: float | None, foxglove: bool, foxglove_host: str,
               foxglove_port: int) -> None:
-    """Show the actuator structs on the bus as they pass (decoded), or every frame (--raw).
+    """Show the actuator structs on the bus as they pass.
 
-    Times are seconds since the first frame (--absolute: the frames' timestamps).
+    Decoded; with --raw every frame. Times are seconds since the first frame
+    (--absolute: the frames' timestamps).
     """
     bus = open_bus(options(ctx))
     stamp = Stamps(absolute)
@@ -286,13 +287,17 @@ def _writer(file: str | None, bus: can.BusABC, bitrate: int | None, live: Any) -
 @DURATION
 @click.pass_context
 def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float | None) -> None:
-    """Record frames to FILE; the extension picks the format (.log candump, .asc, .blf,
-    .csv, .trc, .pcapng for Wireshark, .mcap for Foxglove: frames, load, joint_states)."""
+    """Record frames to FILE; its extension picks the format.
+
+    .log (candump), .asc, .blf, .csv, .trc, .pcapng for Wireshark, .mcap for
+    Foxglove (frames, load, joint_states).
+    """
     writable(file)
     bus = open_bus(options(ctx))  # FILE is created only once the bus is open
-    writer = _writer(file, bus, options(ctx).bitrate, None)
     n = 0
-    try:
+    writer: Any = None
+    try:  # from here every way out shuts the bus down (a stop signal may come at once)
+        writer = _writer(file, bus, options(ctx).bitrate, None)
         with StatusLine() as status, until_interrupted():
             for msg in _receive(bus, Deadline(duration), count):
                 writer.on_message_received(msg)
@@ -300,7 +305,8 @@ def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float
                 status.update(f"{bus_label(bus)} -> {file}: {n} frames")
     finally:
         bus.shutdown()
-        writer.stop()
+        if writer is not None:
+            writer.stop()
     click.echo(f"recorded {n} frames from {bus_label(bus)} to {file}"
                + ("" if n else lone_hint(bus)), err=True)
 
@@ -326,7 +332,10 @@ def _load(file: str) -> list[can.Message]:
 @click.pass_context
 def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: int | None,
                duration: float | None) -> None:
-    """Send the frames of a capture, keeping their recorded timing (error frames skipped)."""
+    """Send the frames of a capture with their recorded timing.
+
+    Error frames are skipped.
+    """
     msgs = _load(file)
     if not msgs:
         fail(f"{file}: no frames to replay")
@@ -376,9 +385,11 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
 @ABSOLUTE
 @COUNT
 def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | None = None) -> None:
-    """Decode the actuator structs in a capture (.log, .asc, .blf, .pcapng, .mcap, ...).
+    """Decode the actuator structs in a CAN capture.
 
-    Times are seconds since the first actuator frame (--absolute: the recorded timestamps).
+    Any format python-can reads: .log, .asc, .blf, .pcapng, .mcap and more.
+    Times are seconds since the first actuator frame (--absolute: the recorded
+    timestamps).
     """
     stats: Counter[str] = Counter()
     stamp = Stamps(absolute)
@@ -417,7 +428,10 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
 @click.pass_context
 def busload_cmd(ctx: click.Context, interval: float, per_id: bool, as_json: bool,
                 count: int | None, duration: float | None) -> None:
-    """Bus load (exact frame bits, stuffing included) and frames/s per ID, as canbusload -e."""
+    """Bus load and frames/s per ID, as canbusload -e.
+
+    Exact frame bits, stuffing included.
+    """
     opts = options(ctx)
     bus = open_bus(opts)
     bitrate = opts.bitrate or (bus.sim.bitrate if isinstance(bus, FwBridgeBus) else None)

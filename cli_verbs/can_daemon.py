@@ -8,18 +8,20 @@ channel=NAME)`` in any process are nodes of that one bus.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
 
 import click
 
-from fwbridge.cli_verbs.common import console, fail, json_line
+from fwbridge.cli_verbs.common import Group, console, fail, json_line
+from fwbridge.cli_verbs.stopping import stopped_by
 
 __all__ = ["bus_group"]
 
 
-@click.group("bus")
+@click.group("bus", cls=Group)
 def bus_group() -> None:
     """A simulated bus shared across processes: up, down, list."""
 
@@ -80,10 +82,14 @@ def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str,
                    f"{getattr(daemon, 'path', '?')}{where}; Ctrl-C stops it", err=True)
 
     try:
-        serve(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,
-              socketcand=socketcand, ready=ready)
+        signum = serve(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,
+                       socketcand=socketcand, ready=ready)
     except OSError as exc:
         fail(f"bus {name}: {exc}")
+    if signum is not None:  # Ctrl-C, 'bus down' (SIGTERM), a closed terminal: 128 + N
+        stopped_by(signum)
+        with contextlib.suppress(OSError):
+            sys.stderr.write("\n")  # after the ^C the terminal echoed
     click.echo(f"bus {name} down", err=True)
 
 

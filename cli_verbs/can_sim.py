@@ -87,7 +87,10 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
             feedback_period: float, faults: tuple[str, ...], no_auto_recovery: bool,
             capture: str | None, as_json: bool, foxglove: bool, foxglove_host: str,
             foxglove_port: int) -> None:
-    """Run N actuator modules (servo, servo motor, stepper, ...) and a main controller."""
+    """Run N actuator modules and a main controller on the bus.
+
+    The modules are servos, servo motors and steppers in turn.
+    """
     opts = options(ctx)
     interface, _ = target(opts)
     fw = interface == "fwbridge"

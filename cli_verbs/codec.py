@@ -43,7 +43,7 @@ READ_CHUNK = 1 << 16
 def encode_group() -> None:
     """Build one frame and print it as hex.
 
-    Besides the frames below: ``fwbridge encode DESC.toml FIELD=VALUE…`` for
+    Besides the frames below: 'fwbridge encode DESC.toml FIELD=VALUE…' for
     a frame described in a file (docs/FRAMES.md).
     """
 

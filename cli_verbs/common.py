@@ -52,6 +52,24 @@ console = cast("Console", _LazyConsole(stderr=False))
 err_console = cast("Console", _LazyConsole(stderr=True))
 
 
+class Group(click.Group):
+    """A click group whose listing gives each command's first sentence whole (or its
+    ``short_help``), wrapped to the window: click would cut it with "..." at a width
+    that depends on the terminal. Its subgroups are of this class too."""
+
+    group_class = type
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=sys.maxsize)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 class CliError(Error, click.ClickException):
     """An error the user can fix: printed as one ``error: …`` line, exit 2."""
 

@@ -63,7 +63,7 @@ def _print_result(fields: Any) -> None:
 def send_action_cmd(ctx: click.Context, machine: int, itype: int, sub: int, data_hex: str,
                     crc: str, ack: bool, timeout: float, retries: int, as_json: bool,
                     baud: int) -> None:
-    """An action frame (FE EF ... FD DF), with --ack until the peer answers OK."""
+    """An action frame (FE EF … FD DF), with --ack until the peer answers OK."""
     port = ctx.meta["send.port"]
     try:
         data = parse_hex(data_hex)

@@ -19,7 +19,7 @@ import click
 from fwbridge.bridge.action_link import ActionLink
 from fwbridge.bridge.fish_client import FishClient, FishError
 from fwbridge.bridge.transports import IO_ERRORS
-from fwbridge.cli_verbs.common import fail, json_line
+from fwbridge.cli_verbs.common import Group, fail, json_line
 from fwbridge.cli_verbs.link import BAUD, open_port
 from fwbridge.cli_verbs.params import Finite
 from fwbridge.protocols.errors import ConfigError, FrameError
@@ -30,9 +30,9 @@ __all__ = ["fish_group"]
 MAX_FILE = 1 << 20  # bytes: a configuration or image larger than this is not one
 
 
-@click.group("fish")
-@click.option("-p", "--port", required=True, metavar="PORT",
-              help="The fish's serial port (a device, a pty or sim://fish).")
+@click.group("fish", cls=Group)
+@click.option("-p", "--port", default=None, metavar="PORT",
+              help="The fish's serial port (a device, a pty or sim://fish); required.")
 @click.option("--machine", type=click.IntRange(0, 255), default=0, show_default=True,
               help="The fish's machine code.")
 @click.option("--timeout", type=Finite(0, 60, lo_open=True, unit="s"), default=0.5,
@@ -41,15 +41,18 @@ MAX_FILE = 1 << 20  # bytes: a configuration or image larger than this is not on
               help="Retransmissions after the first attempt.")
 @BAUD
 @click.pass_context
-def fish_group(ctx: click.Context, port: str, machine: int, timeout: float, retries: int,
+def fish_group(ctx: click.Context, port: str | None, machine: int, timeout: float, retries: int,
                baud: int) -> None:
     """The robot fish's status, configuration, stored actions and firmware."""
     ctx.meta["fish"] = (port, machine, timeout, retries, baud)
+    ctx.meta["fish.ctx"] = ctx  # where --port belongs, for the error that it is missing
 
 
 @contextlib.contextmanager
 def _client(ctx: click.Context) -> Iterator[FishClient]:
     port, machine, timeout, retries, baud = ctx.meta["fish"]
+    if port is None:  # checked here, not by click: 'fish flash --help' needs no port
+        raise click.UsageError("Missing option '-p' / '--port'.", ctx.meta["fish.ctx"])
     serial_port = open_port(port, baud)
     try:
         yield FishClient(ActionLink(serial_port, timeout=timeout, retries=retries), machine)
@@ -117,7 +120,10 @@ fish_group.add_command(_simple("reset", "0x35 reset: reboot the main controller.
 
 @fish_group.group("config")
 def config_group() -> None:
-    """The user configuration (scenes for free action, decision period, avoidance)."""
+    """The user configuration: read it, write it.
+
+    Scenes for free action, decision period, avoidance.
+    """
 
 
 @config_group.command("get")
@@ -141,7 +147,10 @@ def config_get(ctx: click.Context, output: str | None) -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.pass_context
 def config_set(ctx: click.Context, file: str) -> None:
-    """0x33: write the user configuration of FILE (JSON, as `config get` prints it)."""
+    """0x33: write the user configuration in FILE (JSON).
+
+    FILE is as 'config get' prints it.
+    """
     cfg = _load_config(file)
     with _client(ctx) as fish:
         fish.config_set(cfg)
@@ -179,13 +188,21 @@ def _read_file(file: str) -> bytes:
 @AS_JSON
 @click.pass_context
 def flash_cmd(ctx: click.Context, file: str, chunk: int, as_json: bool) -> None:
-    """0x35: upgrade the fish's firmware to the image in FILE (IAP, dual bank)."""
+    """0x35: upgrade the firmware to the image in FILE (IAP, dual bank)."""
     image = _read_file(file)
 
+    sent = [0, 0]  # chunks acknowledged, chunks in all
+
     def progress(done: int, total: int) -> None:
+        sent[:] = [done, total]
         if not as_json:
             click.echo(f"\rchunk {done}/{total}", nl=done == total, err=True)
 
-    with _client(ctx) as fish:
-        report = fish.flash(image, chunk_size=chunk, progress=progress)
+    try:
+        with _client(ctx) as fish:
+            report = fish.flash(image, chunk_size=chunk, progress=progress)
+    except KeyboardInterrupt:  # a stop signal: how far it got, then the entry point's 128 + N
+        with contextlib.suppress(OSError):
+            click.echo(f"\nfish flash: stopped after chunk {sent[0]} of {sent[1]}", err=True)
+        raise
     _show(report.as_dict(), as_json)

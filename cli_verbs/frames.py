@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fwbridge.cli_verbs.common import Decoder, Float32, console, fail, json_line
+from fwbridge.cli_verbs.common import Decoder, Float32, Group, console, fail, json_line
 from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
 from fwbridge.protocols.description import DescriptionError, FieldSpec, FrameDescription
 from fwbridge.protocols.errors import ConfigError, FrameError
@@ -251,7 +251,7 @@ def parse_assignments(d: Any, pairs: Sequence[str], allow_nonfinite: bool = Fals
         fail(str(exc))
 
 
-class DescribedGroup(click.Group):
+class DescribedGroup(Group):
     """A group whose unknown subcommand may name a description: ``encode imu.toml ax=1``.
 
     ``action`` turns (described frame, frame bytes, options) into the verb's work.

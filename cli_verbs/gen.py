@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from fwbridge.cli_verbs.common import fail
+from fwbridge.cli_verbs.common import Group, fail
 from fwbridge.cli_verbs.frames import described
 
 __all__ = ["gen_c_cmd", "gen_dbc_cmd", "gen_group", "gen_wireshark_cmd", "wireshark_group",
@@ -45,7 +45,7 @@ def _descs(specs: Sequence[str]) -> list[Any]:
     return descs
 
 
-@click.group("gen")
+@click.group("gen", cls=Group)
 def gen_group() -> None:
     """Generate C code, a Wireshark dissector or a DBC from frame descriptions."""
 
@@ -58,7 +58,10 @@ def gen_group() -> None:
               help="Base name of the files (NAME.h, NAME.c).")
 @click.option("--prefix", default="", help="Prefix of every C name (e.g. fwg_).")
 def gen_c_cmd(specs: tuple[str, ...], out_dir: str, name: str, prefix: str) -> None:
-    """C99 header and source: encoders, decoders, checks, byte and chunk receivers."""
+    """C99 header and source for the frames of DESC.
+
+    Encoders, decoders, checks, byte and chunk receivers.
+    """
     import re
 
     from fwbridge.codegen.c import generate
@@ -77,7 +80,7 @@ def gen_c_cmd(specs: tuple[str, ...], out_dir: str, name: str, prefix: str) -> N
 @click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False), default="fwbridge.lua",
               show_default=True, help="The Lua dissector file.")
 def gen_wireshark_cmd(specs: tuple[str, ...], out_file: str) -> None:
-    """A Wireshark Lua dissector for fwbridge's serial captures of these frames."""
+    """A Wireshark Lua dissector for serial captures of these frames."""
     from fwbridge.codegen.wireshark import generate
 
     write_safely(Path(out_file), generate(_descs(specs)))
@@ -100,7 +103,7 @@ def gen_dbc_cmd(specs: tuple[str, ...], out_file: str) -> None:
     click.echo(f"wrote {out_file}", err=True)
 
 
-@click.group("wireshark")
+@click.group("wireshark", cls=Group)
 def wireshark_group() -> None:
     """Wireshark: install the dissector of fwbridge's serial captures."""
 
@@ -113,7 +116,10 @@ PLUGIN_DIR = Path("~/.local/lib/wireshark/plugins")
 @click.option("--dir", "plugin_dir", type=click.Path(file_okay=False), default=None,
               help=f"Plugin folder (default {PLUGIN_DIR}).")
 def wireshark_install_cmd(specs: tuple[str, ...], plugin_dir: str | None) -> None:
-    """Put fwbridge.lua (the built-in frames and DESC...) in the user's plugin folder."""
+    """Put fwbridge.lua in the user's Wireshark plugin folder.
+
+    It dissects the built-in frames and those of DESC.
+    """
     from fwbridge.codegen.wireshark import generate
     from fwbridge.protocols.builtin_frames import BUILTIN_NAMES
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -16,7 +17,7 @@ from fwbridge.bridge.transports import LinkError, open_link
 from fwbridge.cli_verbs.common import console, err_console, fail
 from fwbridge.cli_verbs.params import DURATION as DURATION_S
 from fwbridge.cli_verbs.params import Baud
-from fwbridge.cli_verbs.stopping import Stop, stoppable
+from fwbridge.cli_verbs.stopping import Stop, held, stoppable
 
 BAUD = click.option(
     "-b", "--baud", type=Baud(), default=115200, show_default=True,
@@ -58,6 +59,10 @@ class StatusLine:
     are redirected above it (rich), so frames and the line do not mix. With
     only stderr on the terminal (stdout piped to a file or jq) the line lives
     on stderr and stdout is left alone.
+
+    The cursor, hidden while the line lives, is shown again on every way out
+    (end, error, stop signal, a reader gone): a signal that arrives while the
+    line is drawn or cleared takes effect once that is done.
     """
 
     def __init__(self, interval: float = 0.25) -> None:
@@ -70,17 +75,30 @@ class StatusLine:
     def __enter__(self) -> StatusLine:
         if self.enabled:
             on_stdout = self.console is console
-            self._live = Live(
+            live = Live(
                 Text(""), console=self.console, transient=True, auto_refresh=False,
                 redirect_stdout=on_stdout, redirect_stderr=True,
             )
-            self._live.__enter__()
+            self._live = live
+            try:
+                with held():  # Ctrl-C here comes after the cursor is hidden and the line drawn
+                    live.start(refresh=True)
+            except BaseException:
+                self._stop()  # the with block never runs, nor our __exit__
+                raise
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._live is not None:
-            self._live.__exit__(*exc)
-            self._live = None
+        with held():  # a stop signal now must not cut the clearing short (cursor hidden)
+            self._stop()
+
+    def _stop(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            # A terminal that hung up (SIGHUP, its window closed) answers EIO: there is no
+            # screen left to restore, and the verb's clean-up must go on.
+            with contextlib.suppress(OSError):
+                live.stop()
 
     def update(self, text: str, *, force: bool = False) -> None:
         """Show ``text``; at most every ``interval`` seconds unless ``force``."""
@@ -89,7 +107,23 @@ class StatusLine:
         now = time.monotonic()
         if force or now - self._last >= self.interval:
             self._last = now
-            self._live.update(Text(text), refresh=True)
+            with held():  # never half an escape sequence on the screen
+                # One line, cut to the window: a wrapped line would scroll on a narrow one.
+                self._live.update(Text(text, no_wrap=True, overflow="ellipsis"), refresh=True)
+
+
+@contextlib.contextmanager
+def drawn(display: Any) -> Iterator[None]:
+    """A rich live display (a ``Progress``) for the block, started and stopped whole: a
+    stop signal waits for either to finish, and the cursor is shown again on every way
+    out (as :class:`StatusLine` does)."""
+    try:
+        with held():
+            display.start()
+        yield
+    finally:
+        with held(), contextlib.suppress(OSError):  # OSError: a terminal that hung up
+            display.stop()
 
 
 class Rate:

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from fwbridge.cli_verbs.common import fail, json_line, print_counters
+from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
 from fwbridge.cli_verbs.live import FOXGLOVE
 from fwbridge.cli_verbs.params import DURATION, RATE, Finite
 from fwbridge.cli_verbs.stopping import stoppable
@@ -75,7 +75,7 @@ def _participant(s: Any, wait: float = 3.0) -> Any:
     return p
 
 
-@click.group("ros2")
+@click.group("ros2", cls=Group)
 def ros2_group() -> None:
     """ROS 2 over Zenoh without a ROS install: a router, the graph, echo, publish."""
 
@@ -128,8 +128,10 @@ def router_cmd(listen: tuple[str, ...]) -> None:
               help="Seconds to gather the graph.")
 def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
                config: str | None, as_json: bool, wait: float) -> None:
-    """The ROS 2 graph from the liveliness tokens: topics with their types,
-    publishers and subscribers, then the nodes (like ``ros2 topic list -t``)."""
+    """The ROS 2 graph: topics, their types, publishers and subscribers, nodes.
+
+    Read from the liveliness tokens, like 'ros2 topic list -t'.
+    """
     s = _settings(config, connect, (), domain, distro)
     p = _participant(s)
     try:
@@ -180,7 +182,10 @@ def _find_type(p: Any, topic: str, wait: float) -> str:
 def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
              connect: tuple[str, ...], domain: int | None, distro: str | None,
              config: str | None) -> None:
-    """Print the messages on TOPIC (an absolute name, e.g. /robot1/odom), decoded."""
+    """Print the messages on TOPIC, decoded.
+
+    TOPIC is an absolute name, such as /robot1/odom.
+    """
     from fwbridge.bridge import topics
 
     s = _settings(config, connect, (), domain, distro)
@@ -216,7 +221,10 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
             except topics.MessageError as exc:
                 fail(str(exc))
     finally:
+        with lock:
+            done.set()  # a message still arriving prints nothing after the summary
         p.close()
+    click.echo(f"ros2 echo: {seen[0]} messages on {topic}", err=True)
 
 
 @ros2_group.command("pub")
@@ -234,8 +242,12 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
 def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: int | None,
             connect: tuple[str, ...], domain: int | None, distro: str | None,
             config: str | None) -> None:
-    """Publish a TYPE message built from 'YAML' on TOPIC, like ``ros2 topic pub``:
-    fwbridge ros2 pub /robot1/cmd_vel geometry_msgs/msg/Twist '{linear: {x: 0.2}}' --rate 20"""
+    """Publish a TYPE message built from 'YAML' on TOPIC, like 'ros2 topic pub'.
+
+    \b
+    fwbridge ros2 pub /robot1/cmd_vel geometry_msgs/msg/Twist \\
+        '{linear: {x: 0.2}}' --rate 20
+    """
     from fwbridge.bridge import topics
 
     s = _settings(config, connect, (), domain, distro)

@@ -45,6 +45,7 @@ from fwbridge.cli_verbs.link import (
     Deadline,
     Rate,
     StatusLine,
+    drawn,
     open_port,
     until_interrupted,
     write_line,
@@ -123,7 +124,7 @@ class SendGroup(DescribedGroup):
 def send_group(ctx: click.Context, port: str) -> None:
     """Send frames to PORT at a steady rate (a device path or pyserial URL).
 
-    Besides the frames below: ``fwbridge send PORT DESC.toml FIELD=VALUE…`` for
+    Besides the frames below: 'fwbridge send PORT DESC.toml FIELD=VALUE…' for
     a frame described in a file (docs/FRAMES.md).
     """
     ctx.meta["send.port"] = port
@@ -413,7 +414,8 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
     link = open_port(port, baud)
     sent = laps = 0
     progress = Progress(
-        TextColumn("replay"), BarColumn(), TextColumn("{task.completed}/{task.total} packets"),
+        TextColumn("replay"), BarColumn(),
+        TextColumn("{task.completed} packets" if loop else "{task.completed}/{task.total} packets"),
         TimeRemainingColumn(), console=err_console, disable=not err_console.is_terminal,
         transient=True,
     )
@@ -423,7 +425,7 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
     stopped = False
     t0 = time.monotonic()
     try:
-        with progress, until_interrupted() as stop:
+        with drawn(progress), until_interrupted() as stop:
             while True:
                 for off, packet in zip(offsets, packets):
                     delay = t0 + laps * lap + off - time.monotonic()

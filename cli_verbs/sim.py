@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -135,9 +136,9 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     status line per 100 ms (and takes JSON commands). Runs until Ctrl-C or
     --duration, with a status line on a terminal.
 
-    ``scara`` is the CAN arm instead: its five actuator modules on the bus of
+    'scara' is the CAN arm instead: its five actuator modules on the bus of
     python-can's configuration (CAN_INTERFACE, CAN_CHANNEL; default the
-    fwbridge simulator), driven by ``fwbridge arm pick-place``.
+    fwbridge simulator), driven by 'fwbridge arm pick-place'.
     """
     if model == "scara":
         from fwbridge.cli_verbs.arm import scara_sim
@@ -193,6 +194,9 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
         interrupted = True
     finally:
         endpoint.stop()
+        close_model = getattr(endpoint.model, "close", None)
+        if callable(close_model):  # the fish's CAN nodes: shut down, not left to the collector
+            close_model()
         link.close()
         if capture is not None:
             capture.close()
@@ -339,27 +343,28 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
             return
         last_print[0] = now
         text = _pose_text(drv, odom, truth, now)
-        if live:
-            console.print(text, end="\r", soft_wrap=True, overflow="ignore", crop=True)
+        if status is not None:
+            status.update(text, force=True)
         else:
             click.echo(text)
 
     capture = _capture(record, foxglove, foxglove_host, foxglove_port, None, "demo")
+    # The pose on one live line (fitted to the window, cleared at the end) on a terminal.
+    status = StatusLine() if live else None
     try:
-        if ros2:
-            res = _square_ros2(driver, spec, on_tick, stop, connect, capture)
-        else:
-            res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
-                             capture=capture)
+        with status if status is not None else contextlib.nullcontext():
+            if ros2:
+                res = _square_ros2(driver, spec, on_tick, stop, connect, capture)
+            else:
+                res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
+                                 capture=capture)
     except KeyboardInterrupt:  # a stop signal: the run's own clean-up stopped the base
         stop.set()
-        click.echo("\ndemo: stopped before the square was done", err=True)
+        click.echo("demo: stopped before the square was done", err=True)
         return
     finally:
         if capture is not None:
             capture.close()
-    if live:
-        console.print()
     if plot:
         from fwbridge.cli_verbs.plot import draw_square
 

@@ -20,6 +20,7 @@ error the user can fix; 1 for anything else.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -29,8 +30,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
 
-__all__ = ["SIGNALS", "PipeClosed", "Stop", "Stopped", "exit_code", "received", "silence_stdout",
-           "stdout_closed", "stop_signals", "stoppable"]
+__all__ = ["SIGNALS", "PipeClosed", "Stop", "Stopped", "exit_code", "held", "received",
+           "silence_stdout", "stdout_closed", "stop_signals", "stoppable", "stopped_by",
+           "terminal_gone"]
 
 #: The signals that stop a verb.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -54,6 +56,8 @@ class Stopped(KeyboardInterrupt):
 
 _received: list[int] = []  # the first stop signal of this process, once it came
 _shielded = False  # the verb's main loop is over: signals only set the exit status
+_holding = False  # inside held(): the first signal is raised at the block's end
+_held = False  # a signal came while holding and is still to be raised
 
 
 def received() -> int | None:
@@ -67,24 +71,56 @@ def exit_code() -> int | None:
     return None if sig is None else 128 + sig
 
 
+def stopped_by(signum: int) -> None:
+    """Take ``signum`` as the verb's stop signal without one arriving: a terminal in raw
+    mode hands over Ctrl-C as the byte 0x03, and the verb that reads it says so here, so
+    that the exit status (130) is the one a SIGINT gives."""
+    if not _received:
+        _received.append(signum)
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _held
     if _received:
         return  # later signals must not interrupt the clean-up the first one started
     _received.append(signum)
-    if not _shielded:
+    if _holding:
+        _held = True
+    elif not _shielded:
         raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """A stop signal that arrives in this block is raised at its end, not in its middle:
+    for a step that must not be cut in half (a status line drawn, or cleared and the
+    cursor shown again). Nested blocks hold until the outermost ends."""
+    global _holding, _held
+    if _holding or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _holding = True
+    try:
+        yield
+    finally:
+        _holding = False
+    if _held:  # the block ended normally: the signal takes effect now
+        _held = False
+        if not _shielded and _received:
+            raise Stopped(_received[0])
 
 
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP raise :class:`Stopped` in this block; the previous
     handlers come back after it. Outside the main thread (tests): nothing changes."""
-    global _shielded
+    global _shielded, _held
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     _received.clear()  # a fresh run (the entry point may be called more than once)
     _shielded = False
+    _held = False
     previous = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS}
     try:
         yield
@@ -104,13 +140,21 @@ def stdout_closed() -> bool:
     return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
 
 
-def silence_stdout() -> None:
-    """Point stdout at /dev/null, so what is still buffered (and the interpreter's last
-    flush) cannot raise again once its reader has gone away."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+def silence_stdout(*, stderr: bool = False) -> None:
+    """Point stdout (and stderr too, with ``stderr``) at /dev/null, so what is still
+    buffered (and the interpreter's last flush) cannot raise again once its reader has
+    gone away."""
+    for stream in (sys.stdout, sys.stderr) if stderr else (sys.stdout,):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+
+
+def terminal_gone(exc: BaseException) -> bool:
+    """``exc`` is a write to a terminal that hung up (EIO) after a stop signal: the verb
+    was stopped (SIGHUP, its window closed) and has no one left to tell."""
+    return isinstance(exc, OSError) and exc.errno == errno.EIO and received() is not None
 
 
 @dataclass
@@ -138,8 +182,12 @@ def stoppable() -> Iterator[Stop]:
         yield stop
     except KeyboardInterrupt:
         stop.reason = "signal"
-        with contextlib.suppress(OSError):
-            sys.stderr.write("\n")  # after the ^C the terminal echoed
+        # After the ^C the terminal echoed; a live status line (stderr redirected above
+        # it) clears that line itself.
+        under_live_line = sys.stderr is not sys.__stderr__
+        if not under_live_line:
+            with contextlib.suppress(OSError):
+                sys.stderr.write("\n")
     except BrokenPipeError:
         if not stdout_closed():
             raise

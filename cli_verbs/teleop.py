@@ -4,10 +4,11 @@ Keys: ``w`` forward, ``s`` back, ``a`` turn left, ``d`` turn right, ``q``
 quits, any other key stops. The current command is resent at ``--rate`` so
 a firmware watchdog stays fed; a key takes effect at once. On a terminal,
 stdin is put in raw mode (like the seed's ``tty.setraw``; output processing
-stays on so lines end properly, also under tmux); Ctrl-C and Ctrl-D quit.
-Keys can also be piped in; end of input quits. Quitting, and every stop
-signal (SIGINT, SIGTERM, SIGHUP), sends zero velocity and restores the
-terminal.
+stays on so lines end properly, also under tmux); Ctrl-D quits too. Raw
+mode hands Ctrl-C over as a byte: it stops the verb as the SIGINT it is
+everywhere else (exit status 130), while ``q``, Ctrl-D and the end of piped
+keys end it normally (0). Quitting, and every stop signal (SIGINT, SIGTERM,
+SIGHUP), sends zero velocity and restores the terminal.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -25,10 +27,12 @@ from fwbridge.bridge.transports import IO_ERRORS
 from fwbridge.cli_verbs.common import fail
 from fwbridge.cli_verbs.link import BAUD, open_port, until_interrupted
 from fwbridge.cli_verbs.params import RATE, Finite
+from fwbridge.cli_verbs.stopping import stopped_by
 from fwbridge.protocols import cmd_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 
 QUIT_BYTES = frozenset(b"q\x03\x04")  # q, Ctrl-C, Ctrl-D (raw mode delivers them as bytes)
+CTRL_C = 0x03
 
 
 def key_command(key: int, linear: float, angular: float) -> CmdFrame:
@@ -72,7 +76,10 @@ def raw_terminal(fd: int) -> Iterator[bool]:
 @click.option("--angular", type=Finite(0, 20, unit="rad/s"), default=0.5, show_default=True,
               help="a/d rate, rad/s")
 def teleop_cmd(port: str, baud: int, rate: float, linear: float, angular: float) -> None:
-    """Drive the base on PORT from the keyboard: w/s/a/d, q quits, other keys stop."""
+    """Drive the base on PORT from the keyboard: w/s/a/d, q quits, other keys stop.
+
+    Ctrl-C stops it too (exit status 130, as for every verb); q and Ctrl-D end it with 0.
+    """
     link = open_port(port, baud)
     fd = sys.stdin.fileno()
     period = 1.0 / rate
@@ -103,6 +110,8 @@ def teleop_cmd(port: str, baud: int, rate: float, linear: float, angular: float)
                         break  # end of input
                     for key in keys:
                         if key in QUIT_BYTES:
+                            if key == CTRL_C:  # the SIGINT a cooked terminal would send
+                                stopped_by(signal.SIGINT)
                             quitting = True
                             break
                         cmd = key_command(key, linear, angular)
