@@ -46,7 +46,7 @@ from fwbridge.cli_verbs.can_common import (
     parse_command,
     target,
 )
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
+from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
@@ -269,11 +269,15 @@ def _writer(file: str | None, bus: can.BusABC, bitrate: int | None, live: Any) -
 @click.argument("file", type=click.Path(dir_okay=False))
 @COUNT
 @DURATION
+@FORCE
 @click.pass_context
-def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float | None) -> None:
+def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float | None,
+               force: bool) -> None:
     """Record frames to FILE; the extension picks the format (.log candump, .asc, .blf,
-    .csv, .trc, .pcapng for Wireshark, .mcap for Foxglove: frames, load, joint_states)."""
-    writable(file)
+    .csv, .trc, .pcapng for Wireshark, .mcap for Foxglove: frames, load, joint_states).
+
+    An existing FILE is refused unless --force; it is replaced only once the bus is open."""
+    writable(file, force=force)
     bus = open_bus(options(ctx))  # FILE is created only once the bus is open
     writer = _writer(file, bus, options(ctx).bitrate, None)
     n = 0

@@ -16,7 +16,7 @@ from fwbridge.bridge.sim.endpoint import PACINGS, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import model_names
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
+from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
@@ -108,7 +108,9 @@ def _old_pace(value: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Capture the robot link (both directions, as the host sees them): pcapng, "
-                   "or MCAP with the decoded messages for a .mcap name.")
+                   "or MCAP with the decoded messages for a .mcap name; an existing FILE only "
+                   "with --force.")
+@FORCE
 @FOXGLOVE
 @click.option("--flash", "flash_path", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="fish: keep its flash (user configuration, stored actions, "
@@ -116,7 +118,7 @@ def _old_pace(value: str) -> str:
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: str,
             old_pace: str | None, speed: float, step_ms: int, baud: int, link_path: str | None,
             wait_for_host: bool, watchdog_ms: int | None, as_json: bool, record: str | None,
-            foxglove: bool, foxglove_host: str, foxglove_port: int,
+            force: bool, foxglove: bool, foxglove_host: str, foxglove_port: int,
             flash_path: str | None) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
@@ -139,6 +141,8 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     spec = _faults(faults, seed)
     if flash_path is not None and model != "fish":
         fail("--flash is for the fish (its main controller's flash)")
+    if record:
+        writable(record, "--record", force=force)
     try:
         robot: Any = model
         if flash_path is not None:
@@ -301,7 +305,8 @@ def _plot(res: SquareResult, path: str, side: float) -> None:
 
 @click.command("demo")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Also draw the path (odometry and truth) to a PNG file.")
+              help="Also draw the path (odometry and truth) to a PNG file; an existing FILE "
+                   "only with --force.")
 @click.option("--side", type=Finite(0.2, 5.0, unit="m"), default=1.0, show_default=True,
               help="Side of the square, m.")
 @FAULTS
@@ -312,10 +317,12 @@ def _plot(res: SquareResult, path: str, side: float) -> None:
 @click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
               help="With --ros2: also join the Zenoh router here (default: in-process only).")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Capture the link: pcapng, or MCAP (raw bytes, ROS 2 messages) for .mcap.")
+              help="Capture the link: pcapng, or MCAP (raw bytes, ROS 2 messages) for .mcap; "
+                   "an existing FILE only with --force.")
+@FORCE
 @FOXGLOVE
 def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool,
-             ros2: bool, connect: tuple[str, ...], record: str | None, foxglove: bool,
+             ros2: bool, connect: tuple[str, ...], record: str | None, force: bool, foxglove: bool,
              foxglove_host: str, foxglove_port: int) -> None:
     """Drive a simulated mecanum base around a square through the bridge.
 
@@ -328,8 +335,10 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
     spec = _faults(faults, seed)
     if connect and not ros2:
         fail("--connect goes with --ros2")
+    if record:
+        writable(record, "--record", force=force)
     if plot:  # checked now, not after the 30 s run
-        writable(plot, "--plot")
+        writable(plot, "--plot", force=force)
         try:
             import matplotlib  # noqa: F401
         except ImportError:
