@@ -381,6 +381,8 @@ def decode_cmd(file: str, as_json: bool, count: int | None) -> None:
                 click.echo(f"{candump_line(item[0])}  malformed: {item[1]}", err=True)
     except FileNotFoundError:
         fail(f"{file}: no such file")
+    except BrokenPipeError:
+        raise  # stdout's reader went away (| head): a normal end, not a bad capture
     except (ValueError, OSError, EOFError) as exc:
         fail(f"{file}: not a readable capture: {exc}")
     print_counters({"structs": stats["structs"], "malformed": stats["malformed"]})
