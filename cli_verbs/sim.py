@@ -33,6 +33,13 @@ SEED = click.option("--seed", type=int, default=0, show_default=True,
                     help="Seed of the fault injection (same seed, same faults).")
 
 
+#: What afap means with a host on the port (said at the start of such a run).
+AFAP_WITH_A_HOST = (
+    "afap: simulated time runs as fast as the CPU allows and never waits for the host (only "
+    "for room on the port): a host that talks in real time sees all of --duration pass in a "
+    "moment; drive it with --pacing realtime (--speed N to go faster)")
+
+
 def _faults(text: str, seed: int) -> FaultSpec:
     try:
         return FaultSpec.parse(text, seed=seed)
@@ -87,8 +94,10 @@ def _old_pace(value: str) -> str:
 @click.option("--duration", type=DURATION, default=None,
               metavar="S", help="Stop after S seconds of simulated time (default: Ctrl-C).")
 @click.option("--pacing", type=click.Choice(PACINGS), default="realtime", show_default=True,
-              help="realtime: simulated time follows the clock; afap: as fast as the "
-              "reader allows (deterministic).")
+              help="realtime: simulated time follows the clock; afap: as fast as the CPU "
+              "allows (deterministic). afap never waits for the host, only for room on the "
+              "port: a host that talks in real time sees all of --duration pass in a moment "
+              "(drive it with realtime, --speed to go faster).")
 @click.option("--pace", "old_pace", default=None, hidden=True,
               help="Old spelling of --pacing (fast = afap).")
 @click.option("--speed", type=SPEED, default=1.0,
@@ -100,8 +109,10 @@ def _old_pace(value: str) -> str:
 @click.option("--link", "link_path", type=click.Path(dir_okay=False), default=None,
               metavar="PATH", help="Also make PATH a symlink to the port.")
 @click.option("--wait-for-host", is_flag=True,
-              help="Do not start the clock before the first byte from the host "
-              "(with --pacing afap: runs then repeat byte for byte).")
+              help="Do not start the clock before the first byte from the host. With "
+              "--pacing afap a run then repeats byte for byte if the host's bytes do not "
+              "depend on its clock (a script, a replay); afap still does not wait for the "
+              "host after that byte.")
 @click.option("--watchdog", "watchdog_ms", type=click.IntRange(min=0), default=None,
               metavar="MS", help="mecanum: stop the motors after MS ms without a command "
               "(default 500; 0: never, as the seed firmware).")
@@ -129,7 +140,9 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
 
     ``scara`` is the CAN arm instead: its five actuator modules on the bus of
     python-can's configuration (CAN_INTERFACE, CAN_CHANNEL; default the
-    fwbridge simulator), driven by ``fwbridge arm pick-place``.
+    fwbridge simulator). On a shared bus ('fwbridge can bus up NAME',
+    CAN_INTERFACE=fwbridge CAN_CHANNEL=NAME) 'fwbridge arm pick-place -i
+    fwbridge -c NAME' drives them from another process.
     """
     if model == "scara":
         from fwbridge.cli_verbs.arm import scara_sim
@@ -158,6 +171,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     link.tap = capture.write if capture is not None else None
     stop = endpoint.stop_event
     interrupted = False
+    clock0: float | None = None
     try:  # from here every stop removes what was created (the ptys, the --link)
         ready = {
             "event": "ready", "model": model, "port": link.path,
@@ -171,8 +185,11 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
                        f"{pacing}, step {step_ms} ms, faults: {spec}")
             click.echo(f"open {link.path} with any serial program (no baud rate needed); "
                        "Ctrl-C stops", err=True)
+        if pacing == "afap":
+            click.echo(AFAP_WITH_A_HOST, err=True)
         if wait_for_host:
             link.wait_for_host(stop)
+        clock0 = time.monotonic()
         endpoint.start(None if duration is None else round(duration * 1000))
         last_json = time.monotonic()
         with StatusLine() as line:
@@ -186,17 +203,21 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        wall = time.monotonic() - clock0 if clock0 is not None else 0.0
         endpoint.stop()
         link.close()
         if capture is not None:
             capture.close()
     st = endpoint.status()
+    st["wall_s"] = round(wall, 3)  # from the clock's start (the host's first byte) to the end
     if endpoint.error is not None and not isinstance(endpoint.error, KeyboardInterrupt):
         fail(f"simulation stopped: {type(endpoint.error).__name__}: {endpoint.error}")
     if as_json:
         json_line({"event": "end", "interrupted": interrupted, **st})
     else:
         click.echo(_status_text(st), err=True)
+        if pacing == "afap":
+            click.echo(f"afap: {st['t'] / 1000:.2f} s simulated in {wall:.2f} s", err=True)
         print_counters(st["link"], "host port")
         if "firmware" in st:
             print_counters(st["firmware"], "firmware")
