@@ -224,11 +224,10 @@ def open_link(
 
 
 #: Dropping a just-opened port's backlog (:func:`drop_backlog`): one look every SETTLE s,
-#: at least MIN s, then while a look finds a burst (a buffer emptying: a pty's or a
-#: device's FIFO pushing its held bytes once the kernel's queue has room; a live line at
-#: 1 Mbit/s brings about 1 KB per look), at most MAX s.
-BACKLOG_SETTLE = 0.01
-BACKLOG_MIN = 0.05
+#: dropping what came while a look finds a burst (a buffer emptying: a pty's or a device's
+#: FIFO pushing what it held the moment the kernel's queue has room), at most MAX s. A
+#: live line brings less per look (1 Mbit/s: 1.5 KB), and is kept.
+BACKLOG_SETTLE = 0.015
 BACKLOG_MAX = 0.5
 BACKLOG_BURST = 2048
 
@@ -247,15 +246,13 @@ def drop_backlog(link: serial.SerialBase, *, clock: Callable[[], float] = time.m
         return 0
     start = clock()
     dropped = 0
-    while True:
-        waiting = link.in_waiting
-        if waiting:
-            dropped += len(link.read(waiting))
-        if clock() - start >= BACKLOG_MAX:
-            return dropped
+    while clock() - start < BACKLOG_MAX:
         sleep(BACKLOG_SETTLE)
-        if clock() - start >= BACKLOG_MIN and link.in_waiting < BACKLOG_BURST:
-            return dropped  # a trickle: the device talking now, kept
+        waiting = link.in_waiting
+        if waiting < BACKLOG_BURST:
+            break  # a trickle: the other side talking now, kept
+        dropped += len(link.read(waiting))
+    return dropped
 
 
 def read_some(link: serial.SerialBase, limit: int = READ_MAX) -> bytes:

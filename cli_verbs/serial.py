@@ -236,8 +236,8 @@ def _start_clean(link: Any, port: str, verb: str) -> None:
         link.close()
         fail(f"{port} went away (unplugged?): {exc}")
     if dropped:
-        click.echo(f"{verb}: dropped {dropped} bytes {port} held from before it was opened "
-                   "(--keep-backlog keeps them)", err=True)
+        click.echo(f"{verb}: dropped {dropped} bytes {port} held back from before it was "
+                   "opened (--keep-backlog keeps them)", err=True)
 
 
 @click.command("sniff")

@@ -4,11 +4,13 @@ dropped unless ``--keep-backlog``."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
-import select
+import struct
 import subprocess
+import termios
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,9 +28,10 @@ STALE = odom_frame.encode(OdomFrame(9.0, 0.0, 0.0, 0.0))  # sent before the prog
 
 
 class BackloggedDevice(threading.Thread):
-    """A device nobody read: the kernel's queue full of old frames, 4 KiB more held back in
-    its own FIFO (cut mid-frame where it overflowed), pushed as soon as there is room; then
-    fresh frames (vx = 1, yaw = 0, 1, 2, ...) every 10 ms."""
+    """A device nobody reads, as the simulator's pty link is: a frame a millisecond, the
+    kernel's queue full, 4 KiB more held back in its own FIFO (the newest bytes lost when it
+    overflows, so a frame is cut), pushed whenever there is room. The frames it makes once
+    the port was opened (the opener's flush empties the queue) are fresh: vx = 1."""
 
     def __init__(self, pair: PtyPair) -> None:
         super().__init__(daemon=True)
@@ -36,43 +39,57 @@ class BackloggedDevice(threading.Thread):
         self.fd = pair.master_fd
         flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
         fcntl.fcntl(self.fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
-        self.queued = 0
-        while True:  # fill the kernel's queue until it takes no more
+        # how full the port's input queue is, seen from a second descriptor of the port
+        self.probe = os.open(pair.slave_name, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        while True:  # the old frames that filled the queue
             try:
-                self.queued += os.write(self.fd, STALE)
+                os.write(self.fd, STALE)
             except BlockingIOError:
                 break
-        self.fifo = bytearray((STALE * 216)[:4096])
+        self.high = 0  # the queue's level once full (the kernel moves the bytes in a moment)
+        self.fifo = bytearray()
+        self.full = threading.Event()
+        self.opened = threading.Event()
         self.halt = threading.Event()
 
-    def _push(self, data: bytes | bytearray) -> None:
-        view = memoryview(bytes(data))
-        while view and not self.halt.is_set():
-            if select.select([], [self.fd], [], 0.1)[1]:
-                try:
-                    view = view[os.write(self.fd, view):]
-                except (BlockingIOError, OSError):
-                    continue
+    def queued(self) -> int:
+        return int(struct.unpack("i", fcntl.ioctl(self.probe, termios.FIONREAD, b"\0" * 4))[0])
 
     def run(self) -> None:
-        self._push(self.fifo)  # the moment the reader's open empties the kernel's queue
         k = 0
-        while not self.halt.wait(0.01):
-            self._push(odom_frame.encode(OdomFrame(1.0, 0.0, 0.0, float(k))))
-            k += 1
+        while not self.halt.wait(0.001):
+            level = self.queued()
+            if not self.opened.is_set() and self.full.is_set() and level < self.high // 4:
+                self.opened.set()  # a reader opened the port and flushed its queue
+            self.high = max(self.high, level)
+            if self.opened.is_set():
+                self.fifo += odom_frame.encode(OdomFrame(1.0, 0.0, 0.0, float(k)))
+                k += 1
+            else:
+                self.fifo += STALE
+            if len(self.fifo) >= 4096:
+                del self.fifo[4096:]
+                if self.high > 2048:
+                    self.full.set()
+            with contextlib.suppress(BlockingIOError, OSError):
+                del self.fifo[:os.write(self.fd, self.fifo)]
+
+    def close(self) -> None:
+        self.halt.set()
+        self.join(5)
+        os.close(self.probe)
 
 
 @pytest.fixture
 def device() -> Iterator[BackloggedDevice]:
     with PtyPair() as pair:
         dev = BackloggedDevice(pair)
-        assert dev.queued > 1000  # the kernel held a backlog
         dev.start()
         try:
+            assert dev.full.wait(10)  # the kernel's queue and the device's FIFO are full
             yield dev
         finally:
-            dev.halt.set()
-            dev.join(5)
+            dev.close()
 
 
 def _frames(data: bytes) -> list[OdomFrame]:
