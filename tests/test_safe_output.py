@@ -246,3 +246,11 @@ def test_shared_bus_refusals_say_what_to_run_instead(rundir: Path) -> None:
         line = one_error_line(run_verb("can", "-c", name, "--bus-kwarg", "modules=2", "sniff",
                                        "--duration", "0.2"))
         assert f"fwbridge can -c {name} sim N" in line and f"can -c {name} record FILE" in line
+
+
+def test_can_sim_bad_bus_options_leave_the_capture(tmp_path: Path) -> None:
+    keep = _keep(tmp_path, "keep.mcap")
+    res = run_verb("can", "--bus-kwarg", "bitrate_typo=1", "sim", "2", "--capture", str(keep),
+                   "--force", "--duration", "0.2")
+    assert "bitrate_typo" in one_error_line(res)
+    _untouched(keep)
