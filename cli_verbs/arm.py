@@ -131,6 +131,15 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
         task = PickAndPlace(geom, cfg)
     except (ValueError, UnreachableError) as exc:
         fail(str(exc))
+    # No channel on the simulator: the arm is simulated here. A channel names a shared bus
+    # (the arm of 'sim scara' on it), never a new, empty bus of this process.
+    in_process = interface in (None, "fwbridge") and not channel
+    if interface is None and channel:  # python-can's configuration names it, else fwbridge
+        from fwbridge.cli_verbs.can_common import BusOptions, target
+
+        interface = target(BusOptions(None, channel))[0]
+    if interface == "fwbridge" and channel:
+        _shared_arm_bus(channel)
     reported = 0
     ros_arm = _ros2_arm(ros2) if ros2 else None
 
@@ -152,13 +161,6 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
         if realtime and in_process:
             time.sleep(cfg.period)
 
-    # No channel on the simulator: the arm is simulated here. A channel names a shared bus
-    # (the arm of 'sim scara' on it), never a new, empty bus of this process.
-    in_process = interface in (None, "fwbridge") and not channel
-    if interface is None and channel:
-        interface = "fwbridge"
-    if interface == "fwbridge" and channel:
-        _shared_arm_bus(channel)
     try:
         if in_process:
             run = run_pick_place(cfg, geom, on_step=on_step, bitrate=bitrate or 1_000_000)
