@@ -31,6 +31,7 @@ import importlib
 import importlib.util
 import os
 import select
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ __all__ = [
     "available_ports",
     "claim_pty_link",
     "classify_open_error",
+    "drop_backlog",
     "open_async_streams",
     "open_link",
     "poller_for",
@@ -219,6 +221,38 @@ def open_link(
         raise LinkError(f"cannot open {url}: {exc}") from None
     except (serial.SerialException, OSError) as exc:
         raise classify_open_error(url, exc) from None
+
+
+#: Dropping a just-opened port's backlog (:func:`drop_backlog`): one look every SETTLE s,
+#: dropping what came while a look finds a burst (a buffer emptying: a pty's or a device's
+#: FIFO pushing what it held the moment the kernel's queue has room), at most MAX s. A
+#: live line brings less per look (1 Mbit/s: 1.5 KB), and is kept.
+BACKLOG_SETTLE = 0.015
+BACKLOG_MAX = 0.5
+BACKLOG_BURST = 2048
+
+
+def drop_backlog(link: serial.SerialBase, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> int:
+    """Discard what a just-opened port holds from before it was opened; the count.
+
+    Opening empties the kernel's input queue (pyserial flushes it), but what the
+    other side held back while that queue was full (a simulator's or a
+    device's FIFO) arrives right after, all at once: without this a capture
+    starts with kilobytes of stale bytes and a frame cut where the FIFO
+    overflowed. ``sim://`` ports have no past: nothing is read from them.
+    """
+    if str(getattr(link, "portstr", "") or getattr(link, "port", "")).startswith("sim://"):
+        return 0
+    start = clock()
+    dropped = 0
+    while clock() - start < BACKLOG_MAX:
+        sleep(BACKLOG_SETTLE)
+        waiting = link.in_waiting
+        if waiting < BACKLOG_BURST:
+            break  # a trickle: the other side talking now, kept
+        dropped += len(link.read(waiting))
+    return dropped
 
 
 def read_some(link: serial.SerialBase, limit: int = READ_MAX) -> bytes:

@@ -356,9 +356,17 @@ class BusDaemon:
         for key, have in (("bitrate", ch.bitrate), ("data_bitrate", ch.data_bitrate)):
             want = req.get(key)
             if want is not None and int(want) != have:
-                raise ConfigError(f"bus {self.name} runs at {have} bit/s ({key}), not {want}")
+                option = "--bitrate" if key == "bitrate" else "--data-bitrate"
+                raise ConfigError(
+                    f"bus {self.name} runs at {have} bit/s ({key}), not {want}: ask for {have}"
+                    f" (or no rate: a node takes the bus's), or restart the bus at {want}"
+                    f" ('fwbridge can bus down {self.name}; fwbridge can bus up {self.name}"
+                    f" {option} {want}')")
         if req.get("pacing") not in (None, ch.pacing):
-            raise ConfigError(f"bus {self.name} is paced {ch.pacing}, not {req['pacing']}")
+            raise ConfigError(
+                f"bus {self.name} is paced {ch.pacing}, not {req['pacing']}: leave the pacing"
+                f" out (a node takes the bus's), or restart the bus ('fwbridge can bus down"
+                f" {self.name}; fwbridge can bus up {self.name} --pacing {req['pacing']}')")
         nid = self.attach(client, req)
         client.queue(packet(b"h", json.dumps(
             {"node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,

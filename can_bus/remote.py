@@ -86,9 +86,11 @@ class RemoteBus(FwBridgeBus):
 
         self.channel_name = str(channel)
         if int(modules) or capture:
+            name = self.channel_name
             raise SimBusInitError(
-                f"{self.channel_name} is a shared bus (daemon): modules= and capture= belong to"
-                " an in-process channel; run 'fwbridge can sim' or 'fwbridge can record' on it")
+                f"{name} is a shared bus (daemon): modules= and capture= belong to a channel"
+                f" inside one process; on {name} run the modules with 'fwbridge can -c {name}"
+                f" sim N' and record with 'fwbridge can -c {name} record FILE'")
         timing = kwargs.get("timing")
         if timing is not None and hasattr(timing, "nom_bitrate"):
             fd, bitrate, data_bitrate = True, int(timing.nom_bitrate), int(timing.data_bitrate)

@@ -108,10 +108,13 @@ def _bus_kwargs(interface: str | None, channel: str | None, bitrate: int | None
 @click.option("--place", type=XYZ, default=(0.2, -0.25, 0.15), show_default=True,
               metavar="X Y Z", help="Where to place, m.")
 @click.option("-i", "--interface", default=None,
-              help="python-can interface of the arm's bus; default: a simulated arm on "
-                   "the fwbridge simulator, in this process.")
-@click.option("-c", "--channel", default=None, help="Channel (vcan0, can0, ...).")
-@click.option("-b", "--bitrate", type=BITRATE, default=None, help="Bit rate (default 1000000).")
+              help="python-can interface of the arm's bus; default (and -i fwbridge without "
+                   "-c): a simulated arm on the fwbridge simulator, in this process.")
+@click.option("-c", "--channel", default=None,
+              help="Channel (vcan0, can0, ...); with fwbridge, a shared bus ('fwbridge can bus "
+                   "up NAME') where 'fwbridge sim scara' runs the arm.")
+@click.option("-b", "--bitrate", type=BITRATE, default=None,
+              help="Bit rate (default 1000000; a shared bus: its own).")
 @click.option("--realtime", is_flag=True,
               help="Simulated arm: pace the run by the wall clock (default: as fast as "
                    "possible).")
@@ -135,6 +138,15 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
         task = PickAndPlace(geom, cfg)
     except (ValueError, UnreachableError) as exc:
         fail(str(exc))
+    # No channel on the simulator: the arm is simulated here. A channel names a shared bus
+    # (the arm of 'sim scara' on it), never a new, empty bus of this process.
+    in_process = interface in (None, "fwbridge") and not channel
+    if interface is None and channel:  # python-can's configuration names it, else fwbridge
+        from fwbridge.cli_verbs.can_common import BusOptions, target
+
+        interface = target(BusOptions(None, channel))[0]
+    if interface == "fwbridge" and channel:
+        _shared_arm_bus(channel)
     reported = 0
     ros_arm = _ros2_arm(ros2) if ros2 else None
 
@@ -153,19 +165,14 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
                 click.echo(f"t={r.time:6.2f}s  {r.phase.value:<14} reached, error "
                            f"{r.error_m * 1000:.2f} mm   tool ({p.x:+.3f}, {p.y:+.3f}, "
                            f"{p.z:.3f}) m")
-        if realtime and interface is None:
+        if realtime and in_process:
             time.sleep(cfg.period)
 
     try:
-        if interface in (None, "fwbridge"):  # the simulated arm, in this process
+        if in_process:
             run = run_pick_place(cfg, geom, on_step=on_step, bitrate=bitrate or 1_000_000)
         else:
-            import can
-
-            try:
-                bus = can.Bus(**_bus_kwargs(interface, channel, bitrate))
-            except (can.CanError, OSError, ValueError, ImportError) as exc:
-                fail(f"cannot open the CAN bus: {exc}")
+            bus = _open_arm_bus(interface, channel, bitrate)
             try:
                 run = drive_pick_place(bus, task, geom, on_step=on_step)
             finally:
@@ -181,6 +188,36 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
     _summary(run, as_json)
     if run.task.failure:
         sys.exit(1)
+
+
+def _shared_arm_bus(channel: str) -> None:
+    """A fwbridge channel named for the arm must be a shared bus that is up."""
+    from fwbridge.can_bus.daemon_client import attachable
+
+    if not attachable(channel):
+        fail(f"-c {channel}: no shared bus {channel} is up, so no arm is on it: start one "
+             f"('fwbridge can bus up {channel} --bitrate 1000000') and the arm on it "
+             f"('CAN_INTERFACE=fwbridge CAN_CHANNEL={channel} fwbridge sim scara'), or leave "
+             "out -c for an arm simulated in this process")
+
+
+def _open_arm_bus(interface: str | None, channel: str | None, bitrate: int | None) -> Any:
+    """The arm's bus (a real one, vcan, or a shared simulated bus); one error line if not."""
+    import can
+
+    from fwbridge.can_bus.interface import FwBridgeBus
+    from fwbridge.cli_verbs.can_common import open_error
+
+    try:
+        bus = can.Bus(**_bus_kwargs(interface, channel, bitrate))
+    except (can.CanError, OSError, ValueError, ImportError) as exc:
+        fail(f"cannot open the CAN bus: {open_error(interface, channel, exc)}")
+    if isinstance(bus, FwBridgeBus) and bus.sim.afap:
+        bus.shutdown()
+        fail(f"bus {channel} is paced afap, and the arm runs in real time: start the bus with "
+             f"--pacing realtime ('fwbridge can bus down {channel}; fwbridge can bus up "
+             f"{channel} --bitrate 1000000')")
+    return bus
 
 
 def _ros2_arm(connect: tuple[str, ...]) -> Any:
@@ -237,24 +274,46 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
         cfg = {}  # nothing configured: the in-process simulator
     except (can.CanError, ValueError) as exc:
         fail(f"python-can configuration: {exc}")
+    from fwbridge.can_bus.daemon_client import attachable
+    from fwbridge.can_bus.interface import FwBridgeBus
+    from fwbridge.cli_verbs.can_common import open_error
+
     interface = cfg.get("interface") or "fwbridge"
-    channel = cfg.get("channel") or "sim0"
-    kw: dict[str, Any] = {"interface": interface, "channel": channel,
-                          "bitrate": cfg.get("bitrate") or 1_000_000}
+    channel = str(cfg.get("channel") or "sim0")
+    shared = interface == "fwbridge" and attachable(channel)
+    # a shared bus runs at its own rate: ask for one only when it is configured
+    rate = cfg.get("bitrate") or (None if shared else 1_000_000)
+    kw: dict[str, Any] = {"interface": interface, "channel": channel}
+    if rate:
+        kw["bitrate"] = rate
     try:
         modules, buses = run_modules(lambda: can.Bus(**kw), geom)
     except (can.CanError, OSError, ValueError, ImportError) as exc:
-        fail(f"cannot open the CAN bus: {exc}")
+        fail(f"cannot open the CAN bus: {open_error(interface, channel, exc)}")
+    sim = buses[0].sim if isinstance(buses[0], FwBridgeBus) else None
+    if shared and sim is not None and sim.afap:
+        for b in buses:
+            b.shutdown()
+        fail(f"bus {channel} is paced afap, and the arm runs in real time: start the bus with "
+             f"--pacing realtime ('fwbridge can bus down {channel}; fwbridge can bus up "
+             f"{channel} --bitrate 1000000')")
     names = ", ".join(f"{s.name}=0x{0x100 + s.module_id:x}" for s in arm_specs(geom))
-    where = f"{interface} {channel}"
+    where = f"{interface} {channel}" + (f" at {sim.bitrate} bit/s" if sim is not None else "")
     if as_json:
-        json_line({"event": "ready", "bus": where, "modules": names})
+        json_line({"event": "ready", "bus": where, "shared": shared, "modules": names})
     else:
         click.echo(f"SCARA arm modules on {where}: {names}", err=True)
-        if interface == "fwbridge":
-            click.echo("this simulated bus lives in this process; to drive the arm from "
-                       "another one, share a bus (CAN_INTERFACE=socketcan CAN_CHANNEL=vcan0), "
-                       "or run `fwbridge arm pick-place`, which starts its own arm", err=True)
+        if shared:
+            click.echo(f"{channel} is a shared bus (its daemon runs it): drive the arm from "
+                       f"any process with 'fwbridge arm pick-place -i fwbridge -c {channel}'",
+                       err=True)
+        elif interface == "fwbridge":
+            click.echo(f"{channel} is simulated inside this process, so nothing else reaches "
+                       "it; to drive the arm from another process share a bus: 'fwbridge can "
+                       "bus up arm0 --bitrate 1000000', then 'CAN_INTERFACE=fwbridge "
+                       "CAN_CHANNEL=arm0 fwbridge sim scara' and 'fwbridge arm pick-place -i "
+                       "fwbridge -c arm0' (or 'fwbridge arm pick-place' alone, which simulates "
+                       "its own arm)", err=True)
     start = time.monotonic()
     next_print = start
     try:

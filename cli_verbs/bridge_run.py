@@ -17,7 +17,7 @@ from fwbridge.bridge.hardware import LifecycleError
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.safe_output import OutputError, PendingFile
 from fwbridge.bridge.transports import LinkError
-from fwbridge.cli_verbs.common import fail, json_line, print_counters
+from fwbridge.cli_verbs.common import FORCE, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.stopping import silence_stdout
@@ -60,7 +60,9 @@ def _read_requests(node: BaseNode, refused: list[int]) -> None:
               help="Override the config's use_sim (simulated endpoint or the real port).")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Capture both directions of the link: pcapng, or MCAP (raw bytes, ROS 2 "
-                   "messages, counters) for a .mcap name.")
+                   "messages, counters) for a .mcap name. An existing FILE is refused unless "
+                   "--force, and replaced only once the link is up.")
+@FORCE
 @click.option("--cmd-stdin", is_flag=True,
               help="Read velocity requests from stdin, one per line: 'vx vy wz' or JSON.")
 @click.option("--every", type=click.IntRange(min=1), default=1, show_default=True,
@@ -70,8 +72,8 @@ def _read_requests(node: BaseNode, refused: list[int]) -> None:
               "fwbridge[ros2]).")
 @FOXGLOVE
 def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record: str | None,
-               cmd_stdin: bool, every: int, ros2: bool, foxglove: bool, foxglove_host: str,
-               foxglove_port: int) -> None:
+               force: bool, cmd_stdin: bool, every: int, ros2: bool, foxglove: bool,
+               foxglove_host: str, foxglove_port: int) -> None:
     """Run the mobile-base node of CONFIG (a robot TOML file).
 
     Sends velocity commands at the control rate (zero when requests stop:
@@ -85,6 +87,8 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         ros2_settings = _ros2_settings(config, ros2)
     except ConfigError as exc:
         fail(str(exc))
+    if record:
+        writable(record, "--record", force=force)
     fatal: list[str] = []
     reader_gone = threading.Event()  # stdout's reader went away (| head): stop the base
 

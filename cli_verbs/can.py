@@ -48,7 +48,15 @@ from fwbridge.cli_verbs.can_common import (
     parse_command,
     target,
 )
-from fwbridge.cli_verbs.common import Group, console, fail, json_line, print_counters, writable
+from fwbridge.cli_verbs.common import (
+    FORCE,
+    Group,
+    console,
+    fail,
+    json_line,
+    print_counters,
+    writable,
+)
 from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
@@ -285,14 +293,17 @@ def _writer(file: str | None, bus: can.BusABC, bitrate: int | None, live: Any) -
 @click.argument("file", type=click.Path(dir_okay=False))
 @COUNT
 @DURATION
+@FORCE
 @click.pass_context
-def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float | None) -> None:
+def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float | None,
+               force: bool) -> None:
     """Record frames to FILE; its extension picks the format.
 
     .log (candump), .asc, .blf, .csv, .trc, .pcapng for Wireshark, .mcap for
-    Foxglove (frames, load, joint_states).
+    Foxglove (frames, load, joint_states). An existing FILE is refused unless
+    --force; it is replaced only once the bus is open.
     """
-    writable(file)
+    writable(file, force=force)
     bus = open_bus(options(ctx))  # FILE is created only once the bus is open
     n = 0
     writer: Any = None
@@ -410,6 +421,8 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
                 click.echo(f"{candump_line(item[0], None, t)}  malformed: {item[1]}", err=True)
     except FileNotFoundError:
         fail(f"{file}: no such file")
+    except BrokenPipeError:
+        raise  # stdout's reader went away (| head): a normal end, not a bad capture
     except (ValueError, OSError, EOFError) as exc:
         fail(f"{file}: not a readable capture: {exc}")
     print_counters({"structs": stats["structs"], "malformed": stats["malformed"]})

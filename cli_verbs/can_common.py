@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +18,8 @@ from fwbridge.protocols.action_frame import SubCommand, as_sub_command
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["ABSOLUTE", "COUNT", "DURATION", "BusOptions", "Stamps", "actuator_fields",
-           "actuator_text", "bus_label", "lone_hint", "open_bus", "options", "parse_command",
-           "target"]
+           "actuator_text", "bus_label", "lone_hint", "open_bus", "open_error", "options",
+           "parse_command", "target"]
 
 DURATION = click.option(
     "--duration", type=DURATION_S, default=None, metavar="S",
@@ -94,7 +95,32 @@ def open_bus(opts: BusOptions, **extra: Any) -> can.BusABC:
         return can.Bus(interface=interface, channel=channel, ignore_config=True, **kwargs)
     except (can.CanError, NotImplementedError, ValueError, TypeError, OSError) as exc:
         where = interface + (f" channel {channel}" if channel is not None else "")
-        raise CliError(f"cannot open CAN bus {where}: {exc}") from None
+        raise CliError(f"cannot open CAN bus {where}: {open_error(interface, channel, exc)}"
+                       ) from None
+
+
+def _vcan(channel: str) -> str:
+    return f"modprobe vcan; ip link add dev {channel} type vcan; ip link set up {channel}"
+
+
+def open_error(interface: str | None, channel: Any, exc: BaseException) -> str:
+    """Why a bus did not open, with the fix where the cause is known (SocketCAN's errnos)."""
+    code = getattr(exc, "errno", None)
+    if code is None and isinstance(exc.__cause__, OSError):
+        code = exc.__cause__.errno
+    if interface == "socketcan":
+        name = str(channel or "vcan0")
+        virtual = name if name.startswith("vcan") else "vcan0"
+        if code == errno.EAFNOSUPPORT:
+            return ("this machine has no SocketCAN (the Linux kernel's CAN sockets); on Linux, "
+                    f"as root, make a virtual bus: {_vcan(virtual)}; or use the simulated bus "
+                    "(-i fwbridge)")
+        if code == errno.ENODEV:
+            return (f"no CAN interface {name} (ip link shows the ones there are); a virtual "
+                    f"one, as root: {_vcan(virtual)}")
+        if code == errno.ENETDOWN:
+            return f"{name} is down; as root: ip link set up {name}"
+    return str(exc)
 
 
 def bus_label(bus: can.BusABC) -> str:

@@ -25,7 +25,7 @@ from fwbridge.can_bus.capture import open_writer
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
 from fwbridge.cli_verbs.can_common import open_bus, options, target
-from fwbridge.cli_verbs.common import console, fail, json_line, writable
+from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE
 from fwbridge.cli_verbs.params import DURATION, Finite
@@ -79,14 +79,16 @@ def parse_fault(text: str) -> Injection:
               help="fwbridge: a bus-off module stays off (ISO recovery on request only).")
 @click.option("--capture", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Record every frame (.log, .asc, .blf, .pcapng, ...; .mcap adds bus load, "
-                   "error states, joint_states and module health).")
+                   "error states, joint_states and module health). Created once the bus is "
+                   "open; an existing FILE is refused unless --force.")
+@FORCE
 @click.option("--json", "as_json", is_flag=True, help="The final report as one JSON object.")
 @FOXGLOVE
 @click.pass_context
 def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str | None,
             feedback_period: float, faults: tuple[str, ...], no_auto_recovery: bool,
-            capture: str | None, as_json: bool, foxglove: bool, foxglove_host: str,
-            foxglove_port: int) -> None:
+            capture: str | None, force: bool, as_json: bool, foxglove: bool,
+            foxglove_host: str, foxglove_port: int) -> None:
     """Run N actuator modules and a main controller on the bus.
 
     The modules are servos, servo motors and steppers in turn.
@@ -105,27 +107,35 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
         if not 1 <= p.module <= count:
             fail(f"--fault: no module {p.module} (modules are 1..{count})")
     if capture:
-        writable(capture, "--capture")
-    extra: dict[str, Any] = {"pacing": pacing} if fw and pacing else {}
-    buses: list[can.BusABC] = []
-    writer = notifier = cap_bus = None
-    # MCAP and the live view: one writer (frames, load, state changes, joint_states), and
-    # the modules' health as /diagnostics from the controller's report.
+        writable(capture, "--capture", force=force)
     mcap = (capture or "").lower().endswith(".mcap") or foxglove
-    mcap_writer = _mcap_writer(capture, opts, foxglove, foxglove_host, foxglove_port,
-                               fw) if mcap else None
-    if fw:
-        extra["name"] = "controller"
-        if capture or mcap_writer:  # the simulator's own tap records synchronously, any pacing
-            extra["capture"] = mcap_writer or capture
+    if foxglove and capture and not _mcap_name(capture):
+        fail("--foxglove records CAN to .mcap files only (or to none)")
+    extra: dict[str, Any] = {"name": "controller"} if fw else {}
+    if fw and pacing:
+        extra["pacing"] = pacing
+    buses: list[can.BusABC] = []
+    writer = notifier = cap_bus = mcap_writer = None
     try:
         ctrl_bus = open_bus(opts, **extra)
         buses.append(ctrl_bus)
+        # The bus works: only now is the capture created (a failed start leaves a file as it
+        # was). On a channel of this process the simulator's own tap records synchronously,
+        # any pacing; a shared bus (its daemon elsewhere) and other buses through a listener.
+        tap = isinstance(ctrl_bus, FwBridgeBus) and type(ctrl_bus).__name__ != "RemoteBus"
+        # MCAP and the live view: one writer (frames, load, state changes, joint_states),
+        # and the modules' health as /diagnostics from the controller's report.
+        if mcap:
+            mcap_writer = _mcap_writer(capture, ctrl_bus, opts, foxglove, foxglove_host,
+                                       foxglove_port)
         for k in range(1, count + 1):
-            mod_extra = {"name": f"module{k}", "auto_recovery": not no_auto_recovery} if fw else {}
+            mod_extra: dict[str, Any] = (
+                {"name": f"module{k}", "auto_recovery": not no_auto_recovery} if fw else {})
+            if k == 1 and tap and (capture or mcap_writer):
+                mod_extra["capture"] = mcap_writer or capture
             buses.append(open_bus(opts, **mod_extra))
-        if (capture or mcap_writer) and not fw:
-            writer = mcap_writer or open_writer(str(capture))
+        if (capture or mcap_writer) and not tap:
+            writer = mcap_writer or _open_writer(str(capture))
             cap_bus = open_bus(opts)
             notifier = can.Notifier(cap_bus, [writer], timeout=0.05)
         modules = [ActuatorModule(bus, k, KINDS[(k - 1) % 3], feedback_period=feedback_period)
@@ -177,17 +187,30 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
             mcap_writer.stop()
 
 
-def _mcap_writer(capture: str | None, opts: Any, foxglove: bool, host: str, port: int,
-                 fw: bool) -> Any:
+def _mcap_name(path: str) -> bool:
+    return path.lower().endswith(".mcap")
+
+
+def _open_writer(path: str) -> Any:
+    """A capture in the format of ``path``'s extension; one error line if there is none."""
+    from fwbridge.protocols.errors import CaptureError
+
+    try:
+        return open_writer(path)
+    except (CaptureError, OSError, ValueError) as exc:
+        fail(f"--capture {exc}")
+
+
+def _mcap_writer(capture: str | None, bus: can.BusABC, opts: Any, foxglove: bool, host: str,
+                 port: int) -> Any:
     from fwbridge.bridge.mcap_capture import can_writer
     from fwbridge.can_bus.mcap_io import McapError
     from fwbridge.cli_verbs.live import live_sink
 
-    path = capture if capture and capture.lower().endswith(".mcap") else None
-    if capture and path is None:
-        fail("--foxglove records CAN to .mcap files only (or to none)")
+    path = capture if capture and _mcap_name(capture) else None
     live = live_sink(foxglove, host, port)
-    bitrate = opts.bitrate or (500000 if fw else None)  # the simulator's default rate
+    # the simulator's rate (a shared bus's own), else what -b says
+    bitrate = bus.sim.bitrate if isinstance(bus, FwBridgeBus) else opts.bitrate
     try:
         return can_writer(path, bitrate=bitrate, live=live, channel=target(opts)[1] or "can0")
     except (ValueError, OSError, McapError) as exc:

@@ -84,12 +84,18 @@ def fail(message: str) -> NoReturn:
     raise CliError(message)
 
 
-def writable(path: str, option: str = "") -> None:
-    """Check an output path before a run: one ``error:`` line if it cannot be written."""
+#: ``--force``: the one way to let a verb replace an existing output file.
+FORCE = click.option("--force", is_flag=True,
+                     help="Replace an output file that exists already (refused without it).")
+
+
+def writable(path: str, option: str = "", *, force: bool = False) -> None:
+    """Check an output path before a run: one ``error:`` line if it cannot be written, or
+    if a file is there already and ``force`` (``--force``) does not allow replacing it."""
     from fwbridge.bridge.safe_output import OutputError, check_writable
 
     try:
-        check_writable(path)
+        check_writable(path, replace=force)
     except OutputError as exc:
         fail(f"{option} {exc}".strip())
 

@@ -2,20 +2,20 @@
 
 Each DESC is a built-in name (odom, cmd, action, actuator) or a description
 file. Outputs are written whole or not at all (a temporary file, then a
-rename), so a failed run never leaves half a file in place of a good one.
+rename), so a failed run never leaves half a file in place of a good one; an
+existing output is replaced only with ``--force`` (``wireshark install``
+updates its plugin file: that is what it is for).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from fwbridge.cli_verbs.common import Group, fail
+from fwbridge.cli_verbs.common import FORCE, Group, fail, writable
 from fwbridge.cli_verbs.frames import described
 
 __all__ = ["gen_c_cmd", "gen_dbc_cmd", "gen_group", "gen_wireshark_cmd", "wireshark_group",
@@ -23,15 +23,25 @@ __all__ = ["gen_c_cmd", "gen_dbc_cmd", "gen_group", "gen_wireshark_cmd", "wiresh
 
 
 def write_safely(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder."""
+    """Write ``text`` to ``path`` whole (a temporary file in the same folder, then a rename),
+    with the user's umask."""
+    from fwbridge.bridge.safe_output import OutputError, write_whole
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        write_whole(path, text)
+    except OutputError as exc:
+        fail(str(exc))
     except OSError as exc:
         fail(f"{path}: {exc.strerror or exc}")
+
+
+def _new(*paths: Path, force: bool) -> None:
+    """Refuse an output that exists already (unless ``--force``), before any is written;
+    a folder still to be made is fine."""
+    for path in paths:
+        if path.exists() or path.parent.is_dir():
+            writable(str(path), "--out", force=force)
 
 
 def _descs(specs: Sequence[str]) -> list[Any]:
@@ -57,7 +67,9 @@ def gen_group() -> None:
 @click.option("--name", default="fwframes", show_default=True,
               help="Base name of the files (NAME.h, NAME.c).")
 @click.option("--prefix", default="", help="Prefix of every C name (e.g. fwg_).")
-def gen_c_cmd(specs: tuple[str, ...], out_dir: str, name: str, prefix: str) -> None:
+@FORCE
+def gen_c_cmd(specs: tuple[str, ...], out_dir: str, name: str, prefix: str,
+              force: bool) -> None:
     """C99 header and source for the frames of DESC.
 
     Encoders, decoders, checks, byte and chunk receivers.
@@ -69,6 +81,7 @@ def gen_c_cmd(specs: tuple[str, ...], out_dir: str, name: str, prefix: str) -> N
     for value, what in ((name, "--name"), (prefix, "--prefix")):
         if value and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
             fail(f"{what} {value!r}: letters, digits and _ only (it names C files and symbols)")
+    _new(*(Path(out_dir) / f"{name}.{ext}" for ext in ("h", "c")), force=force)
     files = generate(_descs(specs), name, prefix)
     for fname, text in files.items():
         write_safely(Path(out_dir) / fname, text)
@@ -79,10 +92,12 @@ def gen_c_cmd(specs: tuple[str, ...], out_dir: str, name: str, prefix: str) -> N
 @click.argument("specs", nargs=-1, metavar="DESC...")
 @click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False), default="fwbridge.lua",
               show_default=True, help="The Lua dissector file.")
-def gen_wireshark_cmd(specs: tuple[str, ...], out_file: str) -> None:
+@FORCE
+def gen_wireshark_cmd(specs: tuple[str, ...], out_file: str, force: bool) -> None:
     """A Wireshark Lua dissector for serial captures of these frames."""
     from fwbridge.codegen.wireshark import generate
 
+    _new(Path(out_file), force=force)
     write_safely(Path(out_file), generate(_descs(specs)))
     click.echo(f"wrote {out_file}", err=True)
 
@@ -91,10 +106,12 @@ def gen_wireshark_cmd(specs: tuple[str, ...], out_file: str) -> None:
 @click.argument("specs", nargs=-1, metavar="[DESC...]")
 @click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False),
               default="fwbridge_actuators.dbc", show_default=True, help="The DBC file.")
-def gen_dbc_cmd(specs: tuple[str, ...], out_file: str) -> None:
+@FORCE
+def gen_dbc_cmd(specs: tuple[str, ...], out_file: str, force: bool) -> None:
     """A DBC for CAN payload descriptions (default: the actuator struct)."""
     from fwbridge.codegen.dbc import generate
 
+    _new(Path(out_file), force=force)
     try:
         text = generate(_descs(specs or ("actuator",)))
     except ValueError as exc:

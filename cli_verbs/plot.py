@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fwbridge.cli_verbs.common import fail
+from fwbridge.cli_verbs.common import FORCE, fail, writable
 from fwbridge.protocols.errors import CaptureError
 
 if TYPE_CHECKING:
@@ -402,10 +402,11 @@ def plot_capture(path: Path, out: Path, bitrate: int | None = None) -> dict[str,
 @click.command("plot")
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True,
-              metavar="PNG", help="The picture to write.")
+              metavar="PNG", help="The picture to write (an existing one only with --force).")
+@FORCE
 @click.option("--bitrate", type=click.IntRange(min=1), default=None, metavar="BIT/S",
               help="CAN logs without it: the bit rate, for the load in %.")
-def plot_cmd(capture: str, out: str, bitrate: int | None) -> None:
+def plot_cmd(capture: str, out: str, force: bool, bitrate: int | None) -> None:
     """Draw CAPTURE: a base's path, velocities, yaw and counters; a CAN bus's load,
     frames per ID and error states."""
     from fwbridge.bridge.capture import CaptureError
@@ -414,6 +415,7 @@ def plot_cmd(capture: str, out: str, bitrate: int | None) -> None:
     src = Path(capture)
     if not src.is_file():
         fail(f"{src}: no such capture file")
+    writable(out, "--output", force=force)
     try:
         plot_capture(src, Path(out), bitrate)
     except (McapError, CaptureError, ValueError, OSError, EOFError) as exc:

@@ -19,9 +19,10 @@ from fwbridge.bridge.capture import (
     read_capture,
 )
 from fwbridge.bridge.health import GarbageWatch
-from fwbridge.bridge.transports import IO_ERRORS, read_some
+from fwbridge.bridge.transports import IO_ERRORS, drop_backlog, read_some
 from fwbridge.cli_verbs.codec import DECODERS
 from fwbridge.cli_verbs.common import (
+    FORCE,
     Decoder,
     console,
     err_console,
@@ -221,6 +222,25 @@ def _errors(stats: dict[str, int]) -> int:
     return sum(v for k, v in stats.items() if k.endswith("_errors"))
 
 
+KEEP_BACKLOG = click.option(
+    "--keep-backlog", is_flag=True,
+    help="Keep the bytes PORT held back from before it was opened (a device's or a "
+         "simulator's buffer); by default they are dropped, so the run starts with fresh "
+         "bytes.")
+
+
+def _start_clean(link: Any, port: str, verb: str) -> None:
+    """Drop PORT's backlog, saying so on stderr when there was one."""
+    try:
+        dropped = drop_backlog(link)
+    except IO_ERRORS as exc:
+        link.close()
+        fail(f"{port} went away (unplugged?): {exc}")
+    if dropped:
+        click.echo(f"{verb}: dropped {dropped} bytes {port} held back from before it was "
+                   "opened (--keep-backlog keeps them)", err=True)
+
+
 @click.command("sniff")
 @click.argument("port")
 @click.option("-p", "--protocol", type=ProtocolParam(SNIFF_PROTOCOLS), required=True,
@@ -228,7 +248,9 @@ def _errors(stats: dict[str, int]) -> int:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also capture the raw bytes to a pcapng file (MCAP with the decoded "
-                   "messages for a .mcap name).")
+                   "messages for a .mcap name); an existing FILE only with --force.")
+@FORCE
+@KEEP_BACKLOG
 @DURATION
 @BAUD
 @click.option("--garbage-timeout", type=Finite(0, TIMEOUT_MAX, unit="s"), default=3.0,
@@ -238,8 +260,9 @@ def _errors(stats: dict[str, int]) -> int:
               help="Print the wall-clock time (seconds since the epoch) instead of seconds "
                    "since the start.")
 @FOXGLOVE
-def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
-              duration: float | None, baud: int, garbage_timeout: float, absolute: bool,
+def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None, force: bool,
+              keep_backlog: bool, duration: float | None, baud: int, garbage_timeout: float,
+              absolute: bool,
               foxglove: bool, foxglove_host: str, foxglove_port: int) -> None:
     """Decode the frames arriving on PORT as they come, with a live rate/error line.
 
@@ -252,9 +275,11 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None,
     if is_description(protocol):
         protocol = described(protocol).desc.name
     rx = dec.make({})
-    if record:
-        writable(record, "--record")  # before the port: a bad path is one line, not a late error
+    if record:  # before the port: a bad path is one line, not a late error
+        writable(record, "--record", force=force)
     link = open_port(port, baud)
+    if not keep_backlog:
+        _start_clean(link, port, "sniff")
     kind = protocol if protocol in ("odom", "cmd") else None
     capture = _open_capture(record, port, baud, live_sink(foxglove, foxglove_host, foxglove_port),
                             link, rx=kind, tx=None, frames=protocol) if record or foxglove else None
@@ -341,17 +366,23 @@ def _open_capture(file: str | None, port: str, baud: int, live: Any, link: Any,
 @click.option("-p", "--protocol", type=ProtocolParam(SNIFF_PROTOCOLS), default=None,
               help="Also put each frame the receiver accepts on a second interface, whole "
               "(Wireshark dissects frames split across reads from it).")
+@FORCE
+@KEEP_BACKLOG
 @DURATION
 @BAUD
-def record_cmd(port: str, file: str, protocol: str | None, duration: float | None,
-               baud: int) -> None:
+def record_cmd(port: str, file: str, protocol: str | None, force: bool, keep_backlog: bool,
+               duration: float | None, baud: int) -> None:
     """Capture the bytes arriving on PORT to a pcapng FILE (Wireshark, tshark, replay),
-    or to MCAP for a .mcap name (raw bytes, odometry as ROS 2 messages, counters)."""
-    writable(file)
+    or to MCAP for a .mcap name (raw bytes, odometry as ROS 2 messages, counters).
+
+    An existing FILE is refused unless --force; it is replaced only once PORT is open."""
+    writable(file, force=force)
     rx = decoder_for(protocol).make({}) if protocol else None
     tap = tap_for(protocol) if protocol else None
     name = described(protocol).desc.name if protocol and is_description(protocol) else protocol
     link = open_port(port, baud)  # FILE is created only once PORT is open
+    if not keep_backlog:
+        _start_clean(link, port, "record")
     deadline = Deadline(duration)
     rate = Rate()
     with _open_capture(file, port, baud, None, link, tx=None, frames=name) as cap:

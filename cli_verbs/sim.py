@@ -19,7 +19,7 @@ from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.kinematics import wrap_deg
 from fwbridge.bridge.sim.models import model_names
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.cli_verbs.common import console, fail, json_line, print_counters, writable
+from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
@@ -34,6 +34,13 @@ FAULTS = click.option(
 )
 SEED = click.option("--seed", type=int, default=0, show_default=True,
                     help="Seed of the fault injection (same seed, same faults).")
+
+
+#: What afap means with a host on the port (said at the start of such a run).
+AFAP_WITH_A_HOST = (
+    "afap: simulated time runs as fast as the CPU allows and never waits for the host (only "
+    "for room on the port): a host that talks in real time sees all of --duration pass in a "
+    "moment; drive it with --pacing realtime (--speed N to go faster)")
 
 
 def _faults(text: str, seed: int) -> FaultSpec:
@@ -98,8 +105,10 @@ def _old_pace(value: str) -> str:
 @click.option("--duration", type=DURATION, default=None,
               metavar="S", help="Stop after S seconds of simulated time (default: Ctrl-C).")
 @click.option("--pacing", type=click.Choice(PACINGS), default="realtime", show_default=True,
-              help="realtime: simulated time follows the clock; afap: as fast as the "
-              "reader allows (deterministic).")
+              help="realtime: simulated time follows the clock; afap: as fast as the CPU "
+              "allows (deterministic). afap never waits for the host, only for room on the "
+              "port: a host that talks in real time sees all of --duration pass in a moment "
+              "(drive it with realtime, --speed to go faster).")
 @click.option("--pace", "old_pace", default=None, hidden=True,
               help="Old spelling of --pacing (fast = afap).")
 @click.option("--speed", type=SPEED, default=1.0,
@@ -111,15 +120,19 @@ def _old_pace(value: str) -> str:
 @click.option("--link", "link_path", type=click.Path(dir_okay=False), default=None,
               metavar="PATH", help="Also make PATH a symlink to the port.")
 @click.option("--wait-for-host", is_flag=True,
-              help="Do not start the clock before the first byte from the host "
-              "(with --pacing afap: runs then repeat byte for byte).")
+              help="Do not start the clock before the first byte from the host. With "
+              "--pacing afap a run then repeats byte for byte if the host's bytes do not "
+              "depend on its clock (a script, a replay); afap still does not wait for the "
+              "host after that byte.")
 @click.option("--watchdog", "watchdog_ms", type=click.IntRange(min=0), default=None,
               metavar="MS", help="mecanum: stop the motors after MS ms without a command "
               "(default 500; 0: never, as the seed firmware).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: ready, status each second, end.")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Capture the robot link (both directions, as the host sees them): pcapng, "
-                   "or MCAP with the decoded messages for a .mcap name.")
+                   "or MCAP with the decoded messages for a .mcap name; an existing FILE only "
+                   "with --force.")
+@FORCE
 @FOXGLOVE
 @click.option("--flash", "flash_path", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="fish: keep its flash (user configuration, stored actions, "
@@ -127,7 +140,7 @@ def _old_pace(value: str) -> str:
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: str,
             old_pace: str | None, speed: float, step_ms: int, baud: int, link_path: str | None,
             wait_for_host: bool, watchdog_ms: int | None, as_json: bool, record: str | None,
-            foxglove: bool, foxglove_host: str, foxglove_port: int,
+            force: bool, foxglove: bool, foxglove_host: str, foxglove_port: int,
             flash_path: str | None) -> None:
     """Run a simulated MODEL firmware on a new pty and print the port to open.
 
@@ -138,7 +151,9 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
 
     'scara' is the CAN arm instead: its five actuator modules on the bus of
     python-can's configuration (CAN_INTERFACE, CAN_CHANNEL; default the
-    fwbridge simulator), driven by 'fwbridge arm pick-place'.
+    fwbridge simulator). On a shared bus ('fwbridge can bus up NAME',
+    CAN_INTERFACE=fwbridge CAN_CHANNEL=NAME) 'fwbridge arm pick-place -i
+    fwbridge -c NAME' drives them from another process.
     """
     if model == "scara":
         from fwbridge.cli_verbs.arm import scara_sim
@@ -150,6 +165,8 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     spec = _faults(faults, seed)
     if flash_path is not None and model != "fish":
         fail("--flash is for the fish (its main controller's flash)")
+    if record:
+        writable(record, "--record", force=force)
     try:
         robot: Any = model
         if flash_path is not None:
@@ -165,6 +182,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     link.tap = capture.write if capture is not None else None
     stop = endpoint.stop_event
     interrupted = False
+    clock0: float | None = None
     try:  # from here every stop removes what was created (the ptys, the --link)
         ready = {
             "event": "ready", "model": model, "port": link.path,
@@ -178,8 +196,11 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
                        f"{pacing}, step {step_ms} ms, faults: {spec}")
             click.echo(f"open {link.path} with any serial program (no baud rate needed); "
                        "Ctrl-C stops", err=True)
+        if pacing == "afap":
+            click.echo(AFAP_WITH_A_HOST, err=True)
         if wait_for_host:
             link.wait_for_host(stop)
+        clock0 = time.monotonic()
         endpoint.start(None if duration is None else round(duration * 1000))
         last_json = time.monotonic()
         with StatusLine() as line:
@@ -193,6 +214,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        wall = time.monotonic() - clock0 if clock0 is not None else 0.0
         endpoint.stop()
         close_model = getattr(endpoint.model, "close", None)
         if callable(close_model):  # the fish's CAN nodes: shut down, not left to the collector
@@ -201,12 +223,15 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
         if capture is not None:
             capture.close()
     st = endpoint.status()
+    st["wall_s"] = round(wall, 3)  # from the clock's start (the host's first byte) to the end
     if endpoint.error is not None and not isinstance(endpoint.error, KeyboardInterrupt):
         fail(f"simulation stopped: {type(endpoint.error).__name__}: {endpoint.error}")
     if as_json:
         json_line({"event": "end", "interrupted": interrupted, **st})
     else:
         click.echo(status_text(st), err=True)
+        if pacing == "afap":
+            click.echo(f"afap: {st['t'] / 1000:.2f} s simulated in {wall:.2f} s", err=True)
         print_counters(st["link"], "host port")
         if "firmware" in st:
             print_counters(st["firmware"], "firmware")
@@ -286,7 +311,8 @@ def _summary(res: SquareResult, side: float) -> Table:
 
 @click.command("demo")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Also draw the path (odometry and truth) to a PNG file.")
+              help="Also draw the path (odometry and truth) to a PNG file; an existing FILE "
+                   "only with --force.")
 @click.option("--side", type=Finite(0.2, 5.0, unit="m"), default=1.0, show_default=True,
               help="Side of the square, m.")
 @FAULTS
@@ -297,10 +323,12 @@ def _summary(res: SquareResult, side: float) -> Table:
 @click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
               help="With --ros2: also join the Zenoh router here (default: in-process only).")
 @click.option("--record", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Capture the link: pcapng, or MCAP (raw bytes, ROS 2 messages) for .mcap.")
+              help="Capture the link: pcapng, or MCAP (raw bytes, ROS 2 messages) for .mcap; "
+                   "an existing FILE only with --force.")
+@FORCE
 @FOXGLOVE
 def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: bool,
-             ros2: bool, connect: tuple[str, ...], record: str | None, foxglove: bool,
+             ros2: bool, connect: tuple[str, ...], record: str | None, force: bool, foxglove: bool,
              foxglove_host: str, foxglove_port: int) -> None:
     """Drive a simulated mecanum base around a square through the bridge.
 
@@ -313,8 +341,10 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
     spec = _faults(faults, seed)
     if connect and not ros2:
         fail("--connect goes with --ros2")
+    if record:
+        writable(record, "--record", force=force)
     if plot:  # checked now, not after the 30 s run
-        writable(plot, "--plot")
+        writable(plot, "--plot", force=force)
         try:
             import matplotlib  # noqa: F401
         except ImportError:

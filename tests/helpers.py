@@ -375,3 +375,15 @@ class Fish:
 
     def run_until_group_done(self, limit_ms: int = 10_000) -> None:
         assert self.world.run_until(lambda: not self.model.controller.player.running, limit_ms)
+
+
+@contextlib.contextmanager
+def shared_bus(name: str, *options: str) -> Iterator[str]:
+    """``fwbridge can bus up NAME --detach OPTIONS``, taken down on the way out (set
+    FWBRIDGE_RUNTIME_DIR to a private directory first)."""
+    up = run_verb("can", "bus", "up", name, "--detach", *options)
+    assert up.returncode == 0, up.stderr
+    try:
+        yield name
+    finally:
+        run_verb("can", "bus", "down", name)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from pathlib import Path
 
 import can
+import pytest
 
 from fwbridge.bridge.arm.can_arm import drive_pick_place, run_modules
 from fwbridge.bridge.arm.kinematics import ScaraGeometry
 from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
-from tests.helpers import run_cli
+from tests.helpers import ROOT, cli_env, fwbridge_argv, reaped, run_cli, shared_bus
 
 
 def test_pick_place_cli_on_the_simulated_arm() -> None:
@@ -77,3 +80,53 @@ def test_host_loop_drives_modules_on_the_virtual_bus() -> None:
     assert task.phase is Phase.DONE, task.failure
     assert all(r.error_m <= 0.001 for r in task.reached)
     assert run.bus_frames > 1000
+
+
+# -- the arm of 'sim scara' on a shared bus, driven from another process ------------------------
+@pytest.fixture
+def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "run"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv("FWBRIDGE_RUNTIME_DIR", str(d))
+    return d
+
+
+def test_pick_place_drives_the_arm_of_sim_scara_on_a_shared_bus(rundir: Path) -> None:
+    with shared_bus("arm0"):  # its own rate (500 kbit/s): the arm's nodes take it
+        arm = subprocess.Popen([*fwbridge_argv(), "sim", "scara", "--json"], cwd=ROOT,
+                               env=cli_env({"CAN_INTERFACE": "fwbridge", "CAN_CHANNEL": "arm0"}),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert arm.stdout is not None
+        with reaped(arm):
+            ready = json.loads(arm.stdout.readline())
+            assert ready["event"] == "ready" and ready["shared"] is True, ready
+            start = json.loads(arm.stdout.readline())  # the pose before the run
+            res = run_cli("arm", "pick-place", "-i", "fwbridge", "-c", "arm0", "--json",
+                          timeout=120)
+            arm.send_signal(signal.SIGTERM)
+            out, err = arm.communicate(timeout=20)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout.decode().splitlines()[-1])["done"] is True
+    poses = [json.loads(line) for line in out.decode().splitlines()]
+    # the arm of the other process is the one that moved (down to the part: d3 grows)
+    assert max(p["d3"] for p in poses) > start["d3"] + 0.02, (start, poses)
+    assert "in this process" not in err.decode()
+
+
+def test_pick_place_refuses_a_channel_without_an_arm(rundir: Path) -> None:
+    res = run_cli("arm", "pick-place", "-i", "fwbridge", "-c", "arm9")
+    lines = res.stderr.decode().strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, lines
+    assert "no shared bus arm9 is up" in lines[0] and "fwbridge can bus up arm9" in lines[0]
+    assert res.stdout == b""  # no run on a bus of its own
+
+
+def test_sim_scara_on_a_shared_bus_at_another_rate_names_the_fix(rundir: Path) -> None:
+    with shared_bus("arm1"):
+        res = run_cli("sim", "scara", "--duration", "0.2",
+                      env={"CAN_INTERFACE": "fwbridge", "CAN_CHANNEL": "arm1",
+                           "CAN_BITRATE": "1000000"})
+    lines = res.stderr.decode().strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, lines
+    assert "runs at 500000 bit/s" in lines[0]
+    assert "fwbridge can bus up arm1 --bitrate 1000000" in lines[0]

@@ -15,7 +15,7 @@ import pytest
 
 from fwbridge.bridge.capture import read_capture
 from fwbridge.bridge.transports import PtyPair
-from tests.helpers import FirmwarePeer, reaped, run_verb, spawn_verb
+from tests.helpers import FirmwarePeer, reaped, run_verb, shared_bus, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -43,19 +43,20 @@ def _untouched(keep: Path) -> None:
 
 def test_can_record_keeps_the_file_when_the_bus_cannot_open(tmp_path: Path) -> None:
     keep = _keep(tmp_path, "keep.log")
-    res = run_verb("can", "-i", "socketcan", "-c", "fwbridge-none0", "record", str(keep))
+    res = run_verb("can", "-i", "socketcan", "-c", "fwbridge-none0", "record", str(keep),
+                   "--force")
     assert "cannot open CAN bus" in one_error_line(res)
     _untouched(keep)
 
 
 def test_bridge_keeps_the_capture_when_the_start_fails(tmp_path: Path) -> None:
     keep = _keep(tmp_path, "keep.pcapng")
-    missing = run_verb("bridge", str(tmp_path / "missing.toml"), "--record", str(keep))
+    missing = run_verb("bridge", str(tmp_path / "missing.toml"), "--record", str(keep), "--force")
     one_error_line(missing)
     _untouched(keep)
     cfg = tmp_path / "robot.toml"
     cfg.write_text(f'[link]\nurl = "{tmp_path / "ttyUSB7"}"\n')
-    no_port = run_verb("bridge", str(cfg), "--record", str(keep))
+    no_port = run_verb("bridge", str(cfg), "--record", str(keep), "--force")
     assert "no such device" in one_error_line(no_port)
     _untouched(keep)
 
@@ -65,7 +66,7 @@ def test_bridge_replaces_the_capture_once_the_link_works(pair: PtyPair, peer: Fi
     keep = _keep(tmp_path, "keep.pcapng")
     cfg = tmp_path / "robot.toml"
     cfg.write_text(f'[link]\nurl = "{pair.path}"\n[control]\nrate_hz = 50\n')
-    res = run_verb("bridge", str(cfg), "--record", str(keep), "--duration", "0.3")
+    res = run_verb("bridge", str(cfg), "--record", str(keep), "--duration", "0.3", "--force")
     assert res.returncode == 0, res.stderr
     assert {p.direction for p in read_capture(keep)} >= {"tx"}
     mask = os.umask(0)
@@ -76,7 +77,7 @@ def test_bridge_replaces_the_capture_once_the_link_works(pair: PtyPair, peer: Fi
 
 def test_record_keeps_the_file_when_the_port_cannot_open(tmp_path: Path) -> None:
     keep = _keep(tmp_path, "keep.pcapng")
-    res = run_verb("record", str(tmp_path / "ttyUSB7"), str(keep))
+    res = run_verb("record", str(tmp_path / "ttyUSB7"), str(keep), "--force")
     assert "no such device" in one_error_line(res)
     _untouched(keep)
 
@@ -156,3 +157,100 @@ def test_sim_link_takes_over_a_stale_pty_link_and_removes_it(tmp_path: Path) -> 
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 129, err
     assert not os.path.lexists(link)
+
+
+# -- an existing output is replaced only with --force -----------------------------------------
+@pytest.mark.parametrize("verb", [
+    ("record", "{port}", "{out}.pcapng"),
+    ("sniff", "{port}", "-p", "odom", "--record", "{out}.pcapng"),
+    ("can", "--bus-kwarg", "modules=1", "record", "{out}.log"),
+    ("can", "sim", "2", "--capture", "{out}.mcap"),
+    ("bridge", "{cfg}", "--record", "{out}.pcapng"),
+    ("sim", "echo", "--record", "{out}.pcapng"),
+    ("demo", "--record", "{out}.pcapng"),
+    ("demo", "--plot", "{out}.png"),
+    ("plot", "{capture}", "-o", "{out}.png"),
+    ("gen", "dbc", "-o", "{out}.dbc"),
+    ("gen", "wireshark", "odom", "-o", "{out}.lua"),
+    ("gen", "c", "odom", "-o", "{dir}", "--name", "keep"),
+], ids=lambda v: "-".join(a for a in v[:3] if not a.startswith(("{", "-"))))
+def test_an_existing_output_is_refused_without_force(
+        pair: PtyPair, tmp_path: Path, verb: tuple[str, ...]) -> None:
+    cfg = tmp_path / "robot.toml"
+    cfg.write_text(f'[link]\nurl = "{pair.path}"\n')
+    capture = tmp_path / "some.log"
+    capture.write_text("(1796161315.123858) sim0 101#0000000000000000\n")
+    name = next(a for a in verb if "{out}" in a or "{dir}" in a)
+    keep = _keep(tmp_path, name.format(out="keep", dir="keep.h"))
+    args = [a.format(port=pair.path, out=tmp_path / "keep", cfg=cfg, capture=capture,
+                     dir=tmp_path) for a in verb]
+    res = run_verb(*args, timeout=60)
+    line = one_error_line(res)
+    assert keep.name in line and "exists already" in line and "--force" in line
+    assert res.stdout == b""  # refused before the run, not after it
+    _untouched(keep)
+
+
+def test_force_replaces_an_existing_output(tmp_path: Path) -> None:
+    keep = _keep(tmp_path, "keep.log")
+    res = run_verb("can", "--bus-kwarg", "modules=1", "record", str(keep), "--count", "3",
+                   "--force")
+    assert res.returncode == 0, res.stderr
+    assert len(keep.read_text().splitlines()) == 3
+    dbc = _keep(tmp_path, "keep.dbc")
+    assert run_verb("gen", "dbc", "-o", str(dbc), "--force").returncode == 0
+    assert dbc.read_text().startswith("VERSION")
+
+
+def test_generated_files_get_the_users_umask(tmp_path: Path) -> None:
+    mask = os.umask(0)
+    os.umask(mask)
+    outs = [tmp_path / "a.dbc", tmp_path / "a.lua", tmp_path / "c" / "fw.h",
+            tmp_path / "c" / "fw.c"]
+    assert run_verb("gen", "dbc", "-o", str(outs[0])).returncode == 0
+    assert run_verb("gen", "wireshark", "odom", "-o", str(outs[1])).returncode == 0
+    assert run_verb("gen", "c", "odom", "-o", str(tmp_path / "c"), "--name", "fw").returncode == 0
+    for out in outs:
+        assert out.stat().st_mode & 0o777 == 0o666 & ~mask, out  # as a plain open() makes it
+
+
+# -- a shared bus (its daemon in another process) ----------------------------------------------
+@pytest.fixture
+def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "run"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv("FWBRIDGE_RUNTIME_DIR", str(d))
+    return d
+
+
+def test_can_sim_capture_on_a_shared_bus(rundir: Path, tmp_path: Path) -> None:
+    keep = _keep(tmp_path, "keep.mcap")
+    with shared_bus("shared0") as name:
+        # a failed start (the bus runs at another rate) leaves the file as it was ...
+        bad = run_verb("can", "-c", name, "-b", "250000", "sim", "3", "--capture", str(keep),
+                       "--force", "--duration", "0.5")
+        line = one_error_line(bad)
+        assert "runs at 500000 bit/s" in line and "--bitrate 250000" in line
+        _untouched(keep)
+        # ... and a good one records the shared bus's frames, as a node of it
+        ok = run_verb("can", "-c", name, "sim", "3", "--capture", str(keep), "--force",
+                      "--duration", "1", "--json")
+        assert ok.returncode == 0, ok.stderr
+    decoded = run_verb("can", "decode", str(keep), "--json")
+    modules = {json.loads(r)["module"] for r in decoded.stdout.splitlines()}
+    assert modules == {1, 2, 3}, decoded.stderr
+
+
+def test_shared_bus_refusals_say_what_to_run_instead(rundir: Path) -> None:
+    with shared_bus("shared1") as name:
+        line = one_error_line(run_verb("can", "-c", name, "--bus-kwarg", "modules=2", "sniff",
+                                       "--duration", "0.2"))
+        assert f"fwbridge can -c {name} sim N" in line and f"can -c {name} record FILE" in line
+
+
+def test_can_sim_bad_bus_options_leave_the_capture(tmp_path: Path) -> None:
+    keep = _keep(tmp_path, "keep.mcap")
+    res = run_verb("can", "--bus-kwarg", "bitrate_typo=1", "sim", "2", "--capture", str(keep),
+                   "--force", "--duration", "0.2")
+    assert "bitrate_typo" in one_error_line(res)
+    _untouched(keep)
