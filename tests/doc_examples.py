@@ -307,7 +307,8 @@ def setup(namespace: dict[str, Any]) -> None:
     env = {**os.environ, "PATH": os.pathsep.join((bindir, os.environ.get("PATH", ""))),
            "FWBRIDGE_RUNTIME_DIR": str(run), "HOME": str(scratch), "NO_COLOR": "1"}
     env.pop("COLUMNS", None)
-    namespace[STATE] = DocState(str(path.relative_to(ROOT)), scratch, env)
+    name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+    namespace[STATE] = DocState(name, scratch, env)
     namespace["_old_runtime_dir"] = os.environ.get("FWBRIDGE_RUNTIME_DIR")
     os.environ["FWBRIDGE_RUNTIME_DIR"] = str(run)  # the python blocks' buses too
 
