@@ -305,7 +305,7 @@ def setup(namespace: dict[str, Any]) -> None:
     run.mkdir(mode=0o700)
     bindir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": os.pathsep.join((bindir, os.environ.get("PATH", ""))),
-           "FWBRIDGE_RUNTIME_DIR": str(run), "HOME": str(scratch), "NO_COLOR": "1"}
+           "FWBRIDGE_RUNTIME_DIR": str(run), "NO_COLOR": "1"}
     env.pop("COLUMNS", None)
     name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
     namespace[STATE] = DocState(name, scratch, env)
