@@ -190,9 +190,11 @@ def matches(expected: str, output: str) -> bool:
 def run_line(cmd: Command, state: DocState) -> str | None:
     """Run one command as the doc says; a failure's description, or None."""
     text = cmd.text
-    if state.pty:
-        text = text.replace(PLACEHOLDER_PTY, state.pty)
     where = f"{state.name}:{cmd.line}: {cmd.text}"
+    if PLACEHOLDER_PTY in text:
+        if state.pty is None:  # never the real /dev/pts/7: another program's terminal
+            return f"{where}\n{PLACEHOLDER_PTY} stands for a simulation's port: none runs here"
+        text = text.replace(PLACEHOLDER_PTY, state.pty)
     if SERVES.match(text) or UNTIL_STOPPED.match(text):
         bg = Background(text, state)
         if SERVES.match(text):
