@@ -219,12 +219,16 @@ def run_line(cmd: Command, state: DocState) -> str | None:
             bg.stop()
             return f"{where}\ndid not start in {READY_TIMEOUT:.0f} s\n{bg.output()}"
         return stopped_failure(where, bg, bg.stop())
+    proc = subprocess.Popen(["bash", "-c", text], cwd=state.scratch, env=state.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        done = subprocess.run(["bash", "-c", text], cwd=state.scratch, env=state.env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=RUN_TIMEOUT)
+        stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole pipeline, not only bash
+        proc.communicate()
         return f"{where}\ndid not end in {RUN_TIMEOUT:.0f} s"
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     output = f"exit {done.returncode}\nstdout:\n{clip(done.stdout)}stderr:\n{clip(done.stderr)}"
     want_error = cmd.expected is not None and cmd.expected.startswith("error:")
     if done.returncode != (2 if want_error else 0) or "Traceback" in done.stderr:
