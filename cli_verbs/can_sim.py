@@ -162,6 +162,10 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
                             until=None if duration is None else t_start + duration)
         runner.start()
         label = f"{interface}:{buses[0].channel_info}"
+        # Said at once, as `fwbridge sim` says its port: the report comes at the end.
+        click.echo(f"{count} actuator module{'s' if count != 1 else ''} and a controller on "
+                   f"{label}; {'Ctrl-C stops' if duration is None else 'until --duration'}",
+                   err=True)
         health = _Health(mcap_writer)
         with StatusLine() as status, until_interrupted():
             while runner.running:

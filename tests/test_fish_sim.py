@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterator
 
 import pytest
+import serial
 
 from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
 from fwbridge.bridge.sim.fish.body import Obstacle
@@ -330,3 +331,16 @@ def test_result_layouts_have_the_documented_sizes_and_round_trip() -> None:
     assert servos[0].as_dict()["health"] == "silent" and servos[0].as_dict()["role"] == "power"
     assert can_info.as_dict()["nodes"][1]["state"] == "bus-off"
     assert [action_name(action_code(n)) for n in ("glide", "group-3")] == ["glide", "group-3"]
+
+
+def test_closing_a_sim_port_shuts_the_fish_s_can_nodes_down() -> None:
+    # Not left to python-can's "was not properly shut down" at exit (docs/simulation.md).
+    port = serial.serial_for_url(SIM_URL, timeout=0.1)
+    port.write(action_frame.encode(ActionFrame(0, InstructionType.WRITE_PC,
+                                               SubCommand.ENTER_FREE_MODE, b"")))
+    assert port.read(1)
+    buses = list(port.endpoint.model.buses)
+    assert len(buses) == 8
+    port.close()
+    assert port.endpoint.model.buses == []
+    assert all(bus._is_shutdown for bus in buses)

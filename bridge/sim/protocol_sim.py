@@ -137,7 +137,13 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
             self._pty_port.close()
             self._pty_port = None
         if self.is_open and self.endpoint is not None:
-            self.endpoint.stop()
+            ep = self.endpoint
+            ep.stop()
+            # The fish's CAN nodes: shut down now, not by python-can's complaint at exit.
+            close = getattr(ep.model, "close", None)
+            thread = getattr(ep, "_thread", None)
+            if callable(close) and (thread is None or not thread.is_alive()):
+                close()
         if self._pty is not None:
             self._pty.close()
             self._pty = None
