@@ -612,3 +612,33 @@ def test_frame_prefix_of_a_robot_file_names_odometry_tf_and_diagnostics() -> Non
     status = got["diag"][0].status[0]
     assert (status.name, status.hardware_id) == ("r9/base_bridge: base link",
                                                  "r9:sim://mecanum")
+
+
+@pytest.mark.slow
+def test_the_three_lines_of_the_docs(tmp_path: Path) -> None:
+    """README's and docs/ROS2.md's three lines, each the CLI in its own process: the
+    router, a bridge with `--ros2`, and `ros2 echo` of its odometry (on a free port
+    instead of 7447, so the test never meets another router)."""
+    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    robot = tmp_path / "robot.toml"
+    robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
+                     f'namespace = "/robot1"\nconnect = ["{endpoint}"]\n')
+    router = spawn_verb("ros2", "router", "--listen", endpoint, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE)
+    with reaped(router):
+        assert _Lines(router.stderr).wait_for("router: listening on")
+        bridge = spawn_verb("bridge", str(robot), "--ros2", stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+        with reaped(bridge):
+            bridge_err = _Lines(bridge.stderr)
+            bridge_err.wait_for("ROS 2 node /robot1/base_bridge")
+            echo = run_cli("ros2", "echo", "/robot1/odom", "--json", "--count", "1",
+                           "--connect", endpoint, timeout=60)
+            bridge.send_signal(signal.SIGINT)
+            assert bridge.wait(timeout=30) == 130
+            assert "odometry_published=" in bridge_err.rest()
+        router.send_signal(signal.SIGINT)
+        assert router.wait(timeout=30) == 130
+    assert echo.returncode == 0, echo.stderr.decode()
+    msg = json.loads(echo.stdout.splitlines()[0])
+    assert msg["header"]["frame_id"] == "odom" and msg["child_frame_id"] == "base_link"
