@@ -141,7 +141,10 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         if pending is not None:
             pending.discard()
         fail(str(exc))
-    except BaseException:
+    except BaseException:  # a stop signal while the link starts: the safe stop all the same
+        node.stop()
+        if capture is not None:
+            capture.close()
         if pending is not None:
             pending.discard()
         raise
