@@ -58,11 +58,15 @@ UNTIL_STOPPED = re.compile(
     r"^(fwbridge (sim|can sim|sniff|bridge|record|can sniff|can busload|can record|fleet)\b"
     r"(?!.*--duration)"
     r"|fwbridge ros2 (echo|pub)\b(?!.*--count)"
+    r"|fwbridge ros2 router\b"
     r"|python -m can\.logger\b)"
 )
 # Started, for the commands whose first line of output comes before they are: the
 # bridge prints odometry while it starts, and says "active" once it runs.
-STARTED = {"fwbridge bridge": re.compile(r"^bridge: .* active,", re.M)}
+# can.logger is in its loop (where Ctrl-C ends it quietly) once it prints a frame.
+STARTED = {"fwbridge bridge": re.compile(r"^bridge: .* active,", re.M),
+           "fwbridge ros2 router": re.compile(r"^router: listening on", re.M),
+           "python -m can.logger": re.compile(r"^Timestamp:", re.M)}
 PLACEHOLDER_PTY = "/dev/pts/7"
 PTY = re.compile(r"/dev/pts/\d+")
 READY_TIMEOUT = 30.0  # seconds for a simulation's first line (its port)

@@ -20,6 +20,7 @@ pytest.importorskip("mcap")
 rosbags = pytest.importorskip("rosbags")
 
 import can  # noqa: E402
+import numpy as np  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from mcap.reader import make_reader  # noqa: E402
@@ -190,12 +191,15 @@ def test_bridge_record_mcap_holds_ros2_messages_decode_agrees(tmp_path: Path) ->
     assert cmds.returncode == 0 and odos.returncode == 0, cmds.stderr + odos.stderr
     cmd_rows = [json.loads(line) for line in cmds.stdout.decode().splitlines()]
     odo_rows = [json.loads(line) for line in odos.stdout.decode().splitlines()]
-    assert [(t.linear.x, t.linear.y, t.angular.z) for t in twists] == [
-        (r["vx"], r["vy"], r["wz"]) for r in cmd_rows]
+    # decode --json prints float32 fields as their shortest decimal: compare as float32
+    f32 = np.float32
+    assert [(f32(t.linear.x), f32(t.linear.y), f32(t.angular.z)) for t in twists] == [
+        (f32(r["vx"]), f32(r["vy"]), f32(r["wz"])) for r in cmd_rows]
     assert any(r["vx"] == pytest.approx(0.3) for r in cmd_rows)
     # the node's odometry records: one per frame, twist = the frame's velocities
-    assert [(o.twist.twist.linear.x, o.twist.twist.linear.y, o.twist.twist.angular.z)
-            for o in odoms] == [(r["vx"], r["vy"], r["wz"]) for r in odo_rows][:len(odoms)]
+    assert [(f32(o.twist.twist.linear.x), f32(o.twist.twist.linear.y),
+             f32(o.twist.twist.angular.z)) for o in odoms] == [
+        (f32(r["vx"]), f32(r["vy"]), f32(r["wz"])) for r in odo_rows][:len(odoms)]
     assert len(odoms) >= len(odo_rows) - 1
     last = odoms[-1]
     assert last.header.frame_id == "odom" and last.child_frame_id == "base_link"
@@ -256,7 +260,7 @@ def test_can_sim_and_record_to_mcap_decode_agrees(tmp_path: Path) -> None:
     ts = store()
     frames = [ts.deserialize_cdr(rec.data, FRAME_TYPE)  # type: ignore[attr-defined]
               for rec in read_mcap(out, ["/from_can_bus"])]
-    dec = run_verb("can", "decode", str(out), "--json")
+    dec = run_verb("can", "decode", str(out), "--json", "--absolute")
     assert dec.returncode == 0, dec.stderr
     rows = [json.loads(line) for line in dec.stdout.decode().splitlines()]
     structs = [f for f in frames if 0x100 <= f.id <= 0x2FF and f.dlc == 8]
@@ -304,7 +308,7 @@ def test_sigkill_leaves_a_file_readable_to_its_last_chunk(tmp_path: Path) -> Non
     assert len(frames) > 100
     msgs = [decode_frame(r.data) for r in frames]
     assert all(b.timestamp >= a.timestamp for a, b in itertools.pairwise(msgs))
-    dec = run_verb("can", "decode", str(out), "--json")
+    dec = run_verb("can", "decode", str(out), "--json", "--absolute")
     assert dec.returncode == 0 and len(dec.stdout.splitlines()) > 100
 
 
