@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fwbridge.protocols.description import FrameDescription
+from fwbridge.protocols.description_names import clash_error
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["generate"]
@@ -98,6 +99,9 @@ def generate(descs: Sequence[FrameDescription]) -> str:
     if not can:
         raise ConfigError("no CAN payload among the descriptions: give one with a [can] table "
                          "(e.g. actuator)")
+    clash = clash_error(can, targets=("dbc",))
+    if clash is not None:
+        raise ConfigError(clash)
     too_big = [d.name for d in can if (d.size or 99) > 8]
     if too_big:
         raise ConfigError(f"{too_big[0]}: a CAN payload has at most 8 bytes")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["CanMessage", "CanSignal", "check_can_signals", "parse_can"]
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,47}\Z")
+_NODE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}\Z")  # a DBC node name is a C identifier
 _INT_SIZES = {"u8": 1, "i8": 1, "u16": 2, "i16": 2, "u32": 4, "i32": 4, "u64": 8, "i64": 8}
 
 
@@ -94,8 +95,11 @@ def _messages(chk: Any, msgs: Any) -> tuple[CanMessage, ...]:
         if ident < 0 or top >= (1 << (29 if ext else 11)):
             raise chk.fail("can.message", i, "id", f"0x{top:x} does not fit a "
                            f"{'29' if ext else '11'}-bit identifier", label)
-        out.append(CanMessage(name, ident, span, ext,
-                              chk.get(m, "can.message", i, "sender", str, "", label)))
+        sender = chk.get(m, "can.message", i, "sender", str, "", label)
+        if sender and not _NODE.match(sender):
+            raise chk.fail("can.message", i, "sender", f"{sender!r} is not a node name: letters, "
+                           "digits and _, starting with a letter, at most 48", label)
+        out.append(CanMessage(name, ident, span, ext, sender))
     return tuple(out)
 
 
@@ -129,8 +133,8 @@ def _signals(chk: Any, sigs: Any) -> tuple[CanSignal, ...]:
         out.append(CanSignal(name, stype, chk.get(s, "can.signal", i, "byte", int, ..., label),
                              order, tuple(replaces), scale,
                              chk.get(s, "can.signal", i, "offset", float, 0.0, label),
-                             chk.get(s, "can.signal", i, "unit", str, "", label),
-                             chk.get(s, "can.signal", i, "doc", str, "", label)))
+                             chk.text(s, "can.signal", i, "unit", 64, label),
+                             chk.text(s, "can.signal", i, "doc", 1000, label)))
     return tuple(out)
 
 
