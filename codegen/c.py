@@ -22,6 +22,7 @@ from fwbridge.codegen.c_support import (
     c_type,
     check_expr,
     checksum_c,
+    comment,
     describe,
     get_expr,
     hex_list,
@@ -84,7 +85,7 @@ NOINLINE = """\
 
 def _header(fr: Frame) -> str:
     d, p, u = fr.d, fr.p, fr.u
-    out = [f"/* {d.name}: {describe(d)}", f" * {d.doc} */" if d.doc else " */"]
+    out = [f"/* {d.name}: {describe(d)}", f" * {comment(d.doc)} */" if d.doc else " */"]
     if fr.var:
         out.append(f"#define {u}_MIN_SIZE {d.min_size}u")
         out.append(f"#define {u}_MAX_SIZE {d.max_size}u")
@@ -136,7 +137,7 @@ def _header(fr: Frame) -> str:
                        "buffer (encode) */")
             out.append(f"    size_t {f.name}_len;")
         else:
-            unit = f" /* {f.unit} */" if f.unit else ""
+            unit = f" /* {comment(f.unit)} */" if f.unit else ""
             out.append(f"    {c_type(f)} {f.name};{unit}")
     out.append(f"}} {p}_t;")
     out.append("")

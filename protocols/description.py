@@ -385,7 +385,7 @@ def _labels(chk: _Checker, raw: Any, f: FieldSpec, i: int, key: str, bits: bool)
             raise chk.fail("field", i, key, f"{value} does not fit in {f.type}")
         if bits and (value <= 0 or value & (value - 1)):
             raise chk.fail("field", i, key, f"{k} is not a single bit (1, 2, 4, …)")
-        if not isinstance(v, str) or not _LABEL.match(v):
+        if not isinstance(v, str) or not _LABEL.match(v) or v == "mro":  # mro: not in an Enum
             raise chk.fail("field", i, key, f"{v!r} is not a label (letters, digits and _, "
                            "starting with a letter, at most 48)")
         if v.lower() in folded:
@@ -528,8 +528,10 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     if not isinstance(raw_fields, list) or not raw_fields:
         raise chk.fail("field", None, None, "at least one [[field]] is required")
     if len(raw_fields) > MAX_FIELDS:
-        raise chk.fail("field", MAX_FIELDS, None, f"{len(raw_fields)} fields; at most "
-                       f"{MAX_FIELDS}")
+        where = chk.where
+        line = where.tables.get(("field", 0)) or where.line("", 0, "field")
+        raise DescriptionError(source, line, "field", f"{len(raw_fields)} fields; at most "
+                               f"{MAX_FIELDS}")
     fields: list[FieldSpec] = []
     taken: set[str] = set()
     for i, fdoc in enumerate(raw_fields):

@@ -7,6 +7,7 @@ Lua plugin that does not load) or a process that ran out of memory or time.
 
 from __future__ import annotations
 
+import re
 import resource
 import subprocess
 import sys
@@ -14,9 +15,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from fwbridge.protocols.description import DescriptionError, loads
+from fwbridge.protocols.builtin_frames import builtin
+from fwbridge.protocols.description import DescriptionError, FrameDescription, loads
+from fwbridge.protocols.description_names import C_RESERVED_NAMES, generated_names
 from tests.c_harness import CFLAGS, compiler
+from tests.frame_strategies import descriptions
 from tests.helpers import run_cli
 
 IMU = """\
@@ -90,17 +96,36 @@ def test_a_c_comment_terminator_in_text_cannot_reach_the_generated_c(tmp_path: P
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     harness = tmp_path / "main.c"
-    harness.write_text('#include "fw.h"\nint main(void) { const uint8_t z[1] = {0}; '
-                       "return imu_check(z, 0) == -1 ? 0 : 1; }\n")
+    harness.write_text('#include "fw.h"\nint main(void) { const uint8_t z[IMU_SIZE] = {0}; '
+                       "return imu_check(z, IMU_SIZE) == -2 ? 0 : 1; }\n")
     proc = subprocess.run([compiler(), *CFLAGS, "-I", str(tmp_path), str(tmp_path / "fw.c"),
                            str(harness), "-o", str(tmp_path / "main")], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "injected_by_unit" not in files["fw.h"].replace("/*", "\0").split("*/")[0] or True
     nm = subprocess.run(["nm", str(tmp_path / "main")], capture_output=True, text=True).stdout
     assert "injected_by_unit" not in nm
     assert "#define memcmp" not in "\n".join(
         line for line in files["fw.h"].splitlines() if line.startswith("#"))
+    assert subprocess.run([str(tmp_path / "main")], check=False).returncode == 0  # header checked
+
+
+def test_a_quote_and_newline_in_text_cannot_add_a_dbc_message(tmp_path: Path) -> None:
+    import dataclasses
+
+    import cantools
+
+    from fwbridge.codegen.dbc import generate
+    from fwbridge.protocols.builtin_frames import builtin
+
+    desc = builtin("actuator")
+    evil = 'deg"\nBO_ 2046 evil: 8 Vector__XXX\n SG_ x : 0|8@1+ (1,0) [0|255] "'
+    bad = dataclasses.replace(desc, doc=evil, fields=(
+        dataclasses.replace(desc.fields[0], unit=evil, doc=evil), *desc.fields[1:]))
+    out = tmp_path / "x.dbc"
+    out.write_text(generate([bad]))
+    db = cantools.database.load_file(str(out))
+    assert 0x7FE not in [m.frame_id for m in db.messages]
+    assert len(db.messages) == len(cantools.database.load_string(generate([desc])).messages)
 
 
 def test_dbc_sender_must_be_a_node_name(tmp_path: Path) -> None:
@@ -222,9 +247,9 @@ def test_the_fixed_receiver_scans_a_flood_of_headers_in_bounded_memory() -> None
     '''
     d = Described.of(loads(text))
     rx = d.receiver()
-    got = rx.feed(b"\\xaa\\x55" * (1 << 20))
+    got = rx.feed(b"\\xaa\\x55" * (1 << 19))
     rx.finish()
-    assert rx.stats.bytes == 2 << 20 and not got
+    assert rx.stats.bytes == 1 << 20 and not got
     import resource
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
     """
@@ -238,24 +263,104 @@ def test_a_fixed_frame_is_at_most_64_kib() -> None:
 
 
 def test_many_fields_and_deep_nesting_are_one_error_line(tmp_path: Path) -> None:
-    many = _fields(*[f'name = "f{k}"\ntype = "u8"' for k in range(40000)])
-    assert "x.toml:" in _refused(many) and "fields" in _refused(many)
+    many = '[frame]\nname = "a"\nheader = "5A"\nfield = [' + ", ".join(
+        f'{{name = "f{k}", type = "u8"}}' for k in range(40000)) + "]\n"
+    assert "characters; a description has at most 1048576" in _refused(many)
+    fewer = "field = [" + ", ".join(f'{{name = "f{k}", type = "u8"}}' for k in range(5000)) + (
+        ']\n[frame]\nname = "a"\nheader = "5A"\n')
+    assert "x.toml:1: field: 5000 fields; at most 1024" in _refused(fewer)
+    nodes = '[[can.message]]\nname = "m{k}"\nid = {k}\nnodes = [0, 255]\n'
+    flood = _fields('name = "a"\ntype = "u8"', extra="[can]\n" + "".join(
+        nodes.format(k=k) for k in range(300))).replace('header = "5A"\n', "")
+    assert "can.message" in _refused(flood)
     deep = '[frame]\nname = "a"\nheader = "5A"\ndoc = ' + "[" * 5000 + "]" * 5000 + "\n"
     assert "nested" in _refused(deep)
-    for text in (many, deep):
+    for text in (many, fewer, deep, flood):
         _gen_error(tmp_path, "c", text)
 
 
 # -- decoding ------------------------------------------------------------------------------------
-def test_a_scaled_value_that_decodes_to_infinity_counts_as_nonfinite() -> None:
+def test_a_scaled_value_that_decodes_to_infinity_counts_as_nonfinite(tmp_path: Path) -> None:
     from fwbridge.protocols.described import Described
+    from tests.c_harness import build, run_receiver
 
-    text = _fields('name = "big"\ntype = "u64"\nscale = 1e300',
+    text = _fields('name = "big"\ntype = "u64"\nscale = 1e300', 'name = "n"\ntype = "u8"',
                    extra='[checksum]\nalgorithm = "sum8"\n')
     d = Described.of(loads(text))
-    frame = d.codec.encode(d.codec.make(1 << 40))  # 1e300 * 2**40: inf
+    payload = (1 << 40).to_bytes(8, "little") + b"\x07"
+    frame = b"\x5a" + payload + bytes([sum(payload) & 0xFF])  # 1e300 * 2**40: inf
     assert d.codec.decode(frame).big == float("inf")
+    lib = build([d.desc], tmp_path)
     for stream in (frame, frame * 300):  # the scalar and the numpy scanners
         rx = d.receiver()
         got = rx.feed(stream)
+        rx.finish()
         assert len(got) == rx.stats.nonfinite == len(stream) // len(frame)
+        _, stats = run_receiver(lib, "mm", len(rx.stats.as_dict()), stream, [])
+        assert dict(zip(rx.stats.as_dict(), stats)) == rx.stats.as_dict()
+
+
+# -- the declared names are the generated ones ------------------------------------------------
+_C_DEFS = [re.compile(p, re.M) for p in (
+    r"^#define (\w+)", r"^typedef char (\w+)\[", r"^typedef void \(\*(\w+)\)",
+    r"^} (\w+);", r"^static const uint8_t (\w+)\[",
+    r"^(?:static )?(?:inline )?(?:FWG_NOINLINE )?(?:const )?\w+ \*?(\w+)\(")]
+
+
+def _c_defined(text: str) -> set[str]:
+    asserts = re.findall(r"^FWG_STATIC_ASSERT\(.*, (\w+)\);$", text, re.M)
+    return {m for rx in _C_DEFS for m in rx.findall(text)} | {
+        f"fwg_static_assert_{a}" for a in asserts}
+
+
+def _c_members(text: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for body, name in re.findall(r"^typedef struct \{\n(.*?)^\} (\w+);", text, re.M | re.S):
+        out[name] = set(re.findall(r"^    [\w ]+?\*?(\w+)(?:\[[^\]]*\])?;", body, re.M))
+    return out
+
+
+def _declared(desc: FrameDescription, target: str, prefix: str = "") -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for n in generated_names(desc, prefix, (target,)):
+        out.setdefault(n.space, set()).add(n.name)
+    return out
+
+
+NAMED = ["odom", "cmd", "action", "actuator"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(st.sampled_from(NAMED).map(builtin), descriptions(max_fields=5)),
+       st.sampled_from(("", "fwg_")))
+def test_the_names_checked_are_the_names_the_generators_write(desc: FrameDescription,
+                                                                prefix: str) -> None:
+    from fwbridge.codegen import c, dbc, wireshark
+
+    files = c.generate([desc], "fw", prefix)
+    common = _c_defined(c.PRELUDE + c.NOINLINE) | {"FW_H"}
+    text = files["fw.h"] + files["fw.c"]
+    declared = _declared(desc, "c", prefix)
+    assert _c_defined(text) - common == declared["c"]
+    assert common - {"FW_H"} <= C_RESERVED_NAMES
+    members = _c_members(text)
+    p = prefix + desc.name
+    for struct in (f"{p}_wire", f"{p}_t"):
+        assert members[struct] == declared.get(f"c.member:{struct}", set()), struct
+    if desc.header:
+        lua = wireshark.generate([desc])
+        got = set(re.findall(r'Proto(?:Field\.\w+|Expert\.new)\("([^"]+)"', lua))
+        assert got - {"fwbridge.unknown"} == _declared(desc, "lua")["lua"]
+    if desc.can:
+        text = dbc.generate([desc])
+        got_dbc: dict[str, set[str]] = {}
+        msg = ""
+        for line in text.splitlines():
+            m = re.match(r"BO_ \d+ (\w+):", line)
+            if m:
+                msg = m.group(1)
+                got_dbc.setdefault("dbc.message", set()).add(msg)
+            s = re.match(r" SG_ (\w+) :", line)
+            if s:
+                got_dbc.setdefault(f"dbc.signal:{msg}", set()).add(s.group(1))
+        assert got_dbc == _declared(desc, "dbc")
