@@ -179,6 +179,8 @@ class FixedReceiver:
     max_scan = 1 << 18
     #: Candidate bytes the numpy scanner gathers at once (its index array is 8 times this).
     block_bytes = 1 << 20
+    #: Largest per-position CRC tables the numpy scanner builds (bytes).
+    crc_table_bytes = 8 << 20
 
     def __init__(self, codec: FrameCodec[Any]) -> None:
         d = codec.desc
@@ -204,7 +206,12 @@ class FixedReceiver:
         self._scales = [f.name for f in d.fields]
         self._groups = _groups(d.fields, self.dtype)
         self.algo = ck.algo if ck else None
-        if ck is not None and self.kind == "crc":
+        self._crc_table: np.ndarray[Any, Any] | None = None
+        span = self.span[1] - self.span[0] + codec.check_size
+        # The per-position tables take 256 entries a byte: beyond a few megabytes (a large
+        # frame) the CRC of each candidate is crcmod's instead.
+        if (ck is not None and self.kind == "crc"
+                and span * 256 * max(2, ck.algo.width // 8) <= self.crc_table_bytes):
             self._crc_table, self._crc_zero = _check_table(
                 ck.algo, self.span[1] - self.span[0], codec.check_size, self.check_order)
             self._crc_pos = (np.arange(self.span[1] - self.span[0] + codec.check_size,
@@ -376,7 +383,13 @@ class FixedReceiver:
             # message and check field in one gather: the XOR of every position's entry
             # is crc(zeros) exactly when the CRC matches the check field
             block = rows[:, lo:hi + self.codec.check_size]
-            bad_c = _xor_rows(self._crc_table, self._crc_pos, block) != self._crc_zero
+            if self._crc_table is not None:
+                bad_c = _xor_rows(self._crc_table, self._crc_pos, block) != self._crc_zero
+            else:
+                func, order, end = self.check_func, self.check_order, hi - lo
+                assert func is not None
+                bad_c = np.fromiter((func(r[:end].tobytes()) != int.from_bytes(
+                    r[end:].tobytes(), order) for r in block), dtype=bool, count=len(block))
         else:
             bad_c = np.zeros(len(rows), dtype=bool)
         if bad_t is not None:

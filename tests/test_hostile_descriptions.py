@@ -257,6 +257,37 @@ def test_the_fixed_receiver_scans_a_flood_of_headers_in_bounded_memory() -> None
     assert self_mb < 300, f"{self_mb} MB"
 
 
+def test_a_large_frame_with_a_wide_crc_is_received_in_bounded_memory() -> None:
+    code = """
+    import resource
+    from fwbridge.protocols.description import loads
+    from fwbridge.protocols.described import Described
+    text = '''[frame]
+    name = "big"
+    header = "AA 55"
+    [[field]]
+    name = "seq"
+    type = "u16"
+    ''' + "".join(f'[[field]]\\nname = "b{k}"\\ntype = "bytes"\\nsize = 4000\\n'
+                    for k in range(15)) + '''
+    [checksum]
+    algorithm = "crc-64"
+    '''
+    d = Described.of(loads(text))
+    frames = [d.codec.encode(d.codec.make(k, *[bytes([k]) * 4000] * 15)) for k in range(3)]
+    bad = bytearray(frames[1])
+    bad[100] ^= 1
+    rx = d.receiver()
+    got = rx.feed(b"\\x00\\xaa\\x55" + frames[0] + bytes(bad) + frames[1] + frames[2])
+    rx.finish()
+    # rejected: the stray header at offset 1, and the frame with a flipped bit
+    assert [r.frame.seq for r in got] == [0, 1, 2] and rx.stats.checksum_errors == 2
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    """
+    self_mb, _ = _child_rss_mb(code)
+    assert self_mb < 150, f"{self_mb} MB"
+
+
 def test_a_fixed_frame_is_at_most_64_kib() -> None:
     text = _fields(*[f'name = "b{k}"\ntype = "bytes"\nsize = 4096' for k in range(20)])
     assert "frames are at most 64 KiB" in _refused(text)
