@@ -119,6 +119,8 @@ class DescriptionError(ConfigError):
         self.key = key
         self.reason = reason
         where = f"{source}:{line}: {key}" if line else source  # line 0: the file itself
+        if len(reason) > 500:  # a value quoted from a hostile file: the line stays readable
+            reason = f"{reason[:300]} … {reason[-150:]}"
         super().__init__(f"{where}: {reason}")
 
 
@@ -381,10 +383,12 @@ def _labels(chk: _Checker, raw: Any, f: FieldSpec, i: int, key: str, bits: bool)
             value = int(k, 0)
         except ValueError:
             raise chk.fail("field", i, key, f"{k!r} is not an integer (write 1 or 0x01)") from None
+        if k.strip() != k:  # int() would take " 1" as 1
+            raise chk.fail("field", i, key, f"{k!r} is not an integer (write 1 or 0x01)")
         if not f.info.lo <= value <= f.info.hi:
             raise chk.fail("field", i, key, f"{value} does not fit in {f.type}")
         if bits and (value <= 0 or value & (value - 1)):
-            raise chk.fail("field", i, key, f"{k} is not a single bit (1, 2, 4, …)")
+            raise chk.fail("field", i, key, f"{value} is not a single bit (1, 2, 4, …)")
         if not isinstance(v, str) or not _LABEL.match(v) or v == "mro":  # mro: not in an Enum
             raise chk.fail("field", i, key, f"{v!r} is not a label (letters, digits and _, "
                            "starting with a letter, at most 48)")
@@ -392,7 +396,7 @@ def _labels(chk: _Checker, raw: Any, f: FieldSpec, i: int, key: str, bits: bool)
             raise chk.fail("field", i, key, f"label {v!r} given twice (labels differing in "
                            "case only are one name in the generated C and Lua)")
         if value in out:
-            raise chk.fail("field", i, key, f"{k} = {v!r}: the value {value} already has the "
+            raise chk.fail("field", i, key, f"{k!r} = {v!r}: the value {value} already has the "
                            f"label {out[value]!r}")
         folded.add(v.lower())
         out[value] = v

@@ -92,7 +92,8 @@ def _messages(chk: Any, msgs: Any) -> tuple[CanMessage, ...]:
         nodes = chk.get(m, "can.message", i, "nodes", list, None, label)
         span = None
         if nodes is not None:
-            if (len(nodes) != 2 or not all(isinstance(k, int) for k in nodes)
+            if (len(nodes) != 2 or not all(isinstance(k, int) and not isinstance(k, bool)
+                                           for k in nodes)
                     or not 0 <= nodes[0] <= nodes[1] <= 255):
                 raise chk.fail("can.message", i, "nodes", "expected [first, last] in 0..255",
                                label)

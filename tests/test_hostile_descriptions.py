@@ -395,3 +395,14 @@ def test_the_names_checked_are_the_names_the_generators_write(desc: FrameDescrip
             if s:
                 got_dbc.setdefault(f"dbc.signal:{msg}", set()).add(s.group(1))
         assert got_dbc == _declared(desc, "dbc")
+
+
+def test_quoted_keys_and_long_values_stay_one_short_line(tmp_path: Path) -> None:
+    err = _refused(_fields('name = "m"\ntype = "u8"\nenum = { "1\\n" = "a" }'))
+    assert "\n" not in err and "field[1].enum" in err
+    err = _refused(_imu(f'doc = "{"x" * 100000}"'))
+    assert "frame.doc: at most 1000 characters" in err
+    err = _refused(_fields(f'name = "{"m" * 100000}"\ntype = "u8"'))
+    assert len(err) < 700 and "\n" not in err
+    err = _gen_error(tmp_path, "c", _fields('name = "m"\ntype = [' + "1, " * 100000 + "2]"))
+    assert len(err) < 700
