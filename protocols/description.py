@@ -579,7 +579,12 @@ def load(path: str | Path) -> FrameDescription:
     """Read and validate the description in the file ``path``."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as fh:  # read no more than a description can hold (not /dev/zero)
+            raw = fh.read(4 * MAX_TEXT + 1)
+        if len(raw) > 4 * MAX_TEXT:
+            raise DescriptionError(str(p), 0, "file", f"more than {4 * MAX_TEXT} bytes; a "
+                                   f"description has at most {MAX_TEXT} characters")
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text
     except FileNotFoundError:
         raise DescriptionError(str(p), 0, "file", "no such file") from None
     except UnicodeDecodeError:

@@ -406,3 +406,10 @@ def test_quoted_keys_and_long_values_stay_one_short_line(tmp_path: Path) -> None
     assert len(err) < 700 and "\n" not in err
     err = _gen_error(tmp_path, "c", _fields('name = "m"\ntype = [' + "1, " * 100000 + "2]"))
     assert len(err) < 700
+
+
+def test_an_endless_file_is_read_only_as_far_as_a_description_can_go() -> None:
+    from fwbridge.protocols.description import load
+
+    with pytest.raises(DescriptionError, match="description has at most"):
+        load("/dev/zero")
