@@ -413,3 +413,34 @@ def test_an_endless_file_is_read_only_as_far_as_a_description_can_go() -> None:
 
     with pytest.raises(DescriptionError, match="description has at most"):
         load("/dev/zero")
+
+
+def test_the_generated_c_compiles_in_the_default_gnu_dialect_where_linux_is_a_macro(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why ``linux`` is refused: under gcc's default dialect it is the macro 1."""
+    import dataclasses
+
+    from fwbridge.codegen import c
+    from fwbridge.codegen.c import generate
+    from fwbridge.protocols.description import load
+    from fwbridge.protocols.errors import ConfigError
+    from tests.conftest import FIXTURES
+
+    descs = [builtin(n) for n in NAMED] + [load(FIXTURES / "frames" / "imu.toml")]
+    gnu = ["-Wall", "-Wextra", "-Werror", "-c"]
+
+    def compiles(ds: list[FrameDescription], name: str) -> subprocess.CompletedProcess[str]:
+        for fname, text in generate(ds, name).items():
+            (tmp_path / fname).write_text(text)
+        return subprocess.run([compiler(), *gnu, str(tmp_path / f"{name}.c"), "-o",
+                               str(tmp_path / f"{name}.o")], capture_output=True, text=True)
+
+    assert compiles(descs, "ok").returncode == 0
+    imu = descs[-1]
+    renamed = dataclasses.replace(imu, fields=(dataclasses.replace(imu.fields[0], name="linux"),
+                                               *imu.fields[1:]))
+    with pytest.raises(ConfigError, match="field 'linux' makes the C member linux"):
+        generate([renamed], "bad")
+    monkeypatch.setattr(c, "clash_error", lambda *args: None)  # what the check prevents:
+    assert "expected identifier" in compiles([renamed], "bad").stderr
+    assert "linux" in str(_refused(_fields('name = "linux"\ntype = "u8"')))
