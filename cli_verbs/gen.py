@@ -137,12 +137,15 @@ def wireshark_install_cmd(specs: tuple[str, ...], plugin_dir: str | None) -> Non
 
     It dissects the built-in frames and those of DESC.
     """
+    from fwbridge.codegen.lua_check import check_plugin
     from fwbridge.codegen.wireshark import generate
     from fwbridge.protocols.builtin_frames import BUILTIN_NAMES
 
     names = [n for n in BUILTIN_NAMES if n != "actuator"]
     target = Path(plugin_dir).expanduser() if plugin_dir else PLUGIN_DIR.expanduser()
     path = target / "fwbridge.lua"
-    write_safely(path, generate(_descs([*names, *specs])))
+    text = generate(_descs([*names, *specs]))
+    check_plugin(text)  # a plugin that does not load would replace a working one
+    write_safely(path, text)
     click.echo(f"installed {path} (restart Wireshark, or Analyze > Reload Lua Plugins)",
                err=True)

@@ -7,7 +7,11 @@ memory): the tests hold them to it on random descriptions and streams.
 
 from __future__ import annotations
 
-from fwbridge.codegen.c_support import Frame, check_expr, len_get
+import math
+import sys
+
+from fwbridge.codegen.c_support import Frame, check_expr, get_expr, len_get
+from fwbridge.protocols.description import FieldSpec
 
 __all__ = ["judge", "receiver", "rest_matches", "rx_header"]
 
@@ -83,7 +87,26 @@ def nonfinite(fr: Frame, ptr: str) -> str:
         mask = 0x80 if f.type == "f32" else 0xF0
         terms.append(f"(({ptr}[{hi}] & 0x7Fu) == 0x7Fu && ({ptr}[{nx}] & 0x{mask:02X}u) == "
                      f"0x{mask:02X}u)")
+    for f in fr.d.fields:
+        # a scaled value is raw * scale + offset in double, as the Python receivers decode
+        # it: where a finite raw value can make it infinite, the frame counts as nonfinite
+        if not f.scaled or not _may_overflow(f):
+            continue
+        value = (f"((double){get_expr(f, f'({ptr} + {fr.d.offset_of(f.name)}u)')} * "
+                 f"{f.scale if f.scale is not None else 1.0!r} + {f.offset or 0.0!r})")
+        terms.append(f"!({value} <= {_DBL_MAX} && {value} >= -{_DBL_MAX})")
     return " || ".join(terms) if terms else "0"
+
+
+_DBL_MAX = "1.7976931348623157e308"
+
+
+def _may_overflow(f: FieldSpec) -> bool:
+    """Whether a finite raw value of scaled field ``f`` can decode to an infinite value."""
+    scale, offset = (f.scale if f.scale is not None else 1.0), f.offset or 0.0
+    top = {"f32": 3.4028234663852886e38, "f64": sys.float_info.max}.get(
+        f.type, float(max(abs(f.info.lo), abs(f.info.hi))))
+    return any(math.isinf(r * scale + offset) for r in (top, -top))
 
 
 def receiver(fr: Frame) -> list[str]:

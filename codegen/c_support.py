@@ -7,13 +7,26 @@ import crcmod
 from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.description import FieldSpec, FrameDescription
 
-__all__ = ["Frame", "c_type", "check_expr", "checksum_c", "get_expr", "hex_list", "len_get",
-           "put_stmt", "uint24", "upper"]
+__all__ = ["Frame", "c_type", "check_expr", "checksum_c", "comment", "get_expr", "hex_list",
+           "len_get", "put_stmt", "uint24", "upper"]
 
 _CTYPES = {"u8": "uint8_t", "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t",
            "u32": "uint32_t", "i32": "int32_t", "u64": "uint64_t", "i64": "int64_t",
            "f32": "float", "f64": "double"}
 _UTYPES = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
+
+
+def comment(text: str) -> str:
+    """``text`` made safe inside a C block comment: one line, no comment delimiter in it.
+
+    The loader refuses such text; this keeps descriptions built in code from reaching the C
+    as code (a ``*/`` ends the comment, a newline after ``//``-style splices starts a line).
+    """
+    flat = "".join(" " if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in "\u2028\u2029\\"
+                   else ch for ch in text)
+    while "*/" in flat or "/*" in flat:
+        flat = flat.replace("*/", "* /").replace("/*", "/ *")
+    return flat
 
 
 def upper(name: str) -> str:

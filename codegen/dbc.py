@@ -11,10 +11,12 @@ BusMaster read the result; the repository ships the actuator's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fwbridge.protocols.description import FrameDescription
+from fwbridge.protocols.description_names import clash_error
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["generate"]
@@ -54,6 +56,21 @@ class _Signal:
                   else (0, (1 << self.bits) - 1))
         a, b = lo * self.factor + self.offset, hi * self.factor + self.offset
         return (min(a, b), max(a, b))
+
+
+def _text(text: str) -> str:
+    """``text`` inside a DBC string: one line without ``"`` (DBC strings have no escape).
+
+    The loader refuses such text; descriptions built in code are made safe here.
+    """
+    return "".join("'" if ch == '"' else " " if ord(ch) < 0x20 or ch in "\\\x7f" else ch
+                   for ch in text)
+
+
+def _node(name: str) -> str:
+    """A node name as a DBC identifier (the loader refuses any other)."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return out if re.match(r"[A-Za-z_]", out) else f"N_{out}"
 
 
 def _num(x: float) -> str:
@@ -98,10 +115,13 @@ def generate(descs: Sequence[FrameDescription]) -> str:
     if not can:
         raise ConfigError("no CAN payload among the descriptions: give one with a [can] table "
                          "(e.g. actuator)")
+    clash = clash_error(can, targets=("dbc",))
+    if clash is not None:
+        raise ConfigError(clash)
     too_big = [d.name for d in can if (d.size or 99) > 8]
     if too_big:
         raise ConfigError(f"{too_big[0]}: a CAN payload has at most 8 bytes")
-    nodes = sorted({m.sender for d in can for m in d.can if m.sender})
+    nodes = sorted({_node(m.sender) for d in can for m in d.can if m.sender})
     lines = ['VERSION ""', "", "NS_ :", *(f"\t{ns}" for ns in _NS), "", "BS_:", "",
              f"BU_: {' '.join(nodes)}".rstrip(), ""]
     comments: list[str] = []
@@ -110,8 +130,8 @@ def generate(descs: Sequence[FrameDescription]) -> str:
     for d in can:
         sigs = _signals(d)
         for msg in d.can:
-            sender = msg.sender or "Vector__XXX"
-            receivers = ",".join(n for n in nodes if n != msg.sender) or "Vector__XXX"
+            sender = _node(msg.sender) if msg.sender else "Vector__XXX"
+            receivers = ",".join(n for n in nodes if n != sender) or "Vector__XXX"
             for ident, node in msg.ids():
                 name = msg.name if node is None else f"{msg.name}_{node}"
                 frame_id = ident | (0x80000000 if msg.extended else 0)
@@ -121,16 +141,16 @@ def generate(descs: Sequence[FrameDescription]) -> str:
                     lines.append(
                         f" SG_ {s.name} : {s.start()}|{s.bits}@{1 if s.little else 0}"
                         f"{'-' if s.signed else '+'} ({_num(s.factor)},{_num(s.offset)}) "
-                        f'[{_num(lo)}|{_num(hi)}] "{s.unit}" {receivers}')
+                        f'[{_num(lo)}|{_num(hi)}] "{_text(s.unit)}" {receivers}')
                     if s.labels:
                         values.append(f"VAL_ {frame_id} {s.name} " + " ".join(
                             f'{v} "{label}"' for v, label in s.labels) + " ;")
                     if s.valtype:
                         valtypes.append(f"SIG_VALTYPE_ {frame_id} {s.name} : {s.valtype};")
                     if s.doc:
-                        comments.append(f'CM_ SG_ {frame_id} {s.name} "{s.doc}";')
+                        comments.append(f'CM_ SG_ {frame_id} {s.name} "{_text(s.doc)}";')
                 doc = d.doc + (f" (node {node})" if node is not None else "")
                 if doc:
-                    comments.append(f'CM_ BO_ {frame_id} "{doc}";')
+                    comments.append(f'CM_ BO_ {frame_id} "{_text(doc)}";')
                 lines.append("")
     return "\n".join([*lines, *comments, *valtypes, *values, ""])

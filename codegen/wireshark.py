@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import crcmod
 
 from fwbridge.protocols.description import FieldSpec, FrameDescription
+from fwbridge.protocols.description_names import clash_error
+from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["generate"]
 
@@ -139,7 +141,16 @@ encap:add((wtap_encaps and wtap_encaps.USER1) or 46, fwb_frames)
 
 
 def _lua_str(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A Lua string literal of ``text``: quotes, backslashes and control bytes escaped."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\{ord(ch):03d}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def _crc_table(desc: FrameDescription) -> str:
@@ -328,6 +339,9 @@ def _frame_lua(d: FrameDescription) -> str:
 def generate(descs: Sequence[FrameDescription]) -> str:
     """The Lua text of a dissector for ``descs`` (CAN payloads, headerless, are skipped)."""
     serial = [d for d in descs if d.header]
+    clash = clash_error(serial, targets=("lua",))
+    if clash is not None:
+        raise ConfigError(clash)
     names = ", ".join(d.name for d in serial)
     out = [_PRELUDE % {"names": names},
            "local frames_by_name = {}",
@@ -335,7 +349,11 @@ def generate(descs: Sequence[FrameDescription]) -> str:
            'this frame", expert.group.MALFORMED, expert.severity.WARN)',
            "all_experts[#all_experts + 1] = unknown_expert"]
     for d in serial:
+        # Each frame's locals live in a block of their own: the main chunk of a Lua file
+        # holds at most 200 locals, which 26 frames would pass.
+        out.append("do")
         out.append(f"local F_{d.name}_summary = \"\"")
         out.append(_frame_lua(d))
+        out.append("end")
     out.append(_MAIN)
     return "\n".join(out)

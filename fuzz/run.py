@@ -2,6 +2,10 @@
 
     python -m fuzz.run TARGET [libFuzzer options] [CORPUS_DIR ...]
     python -m fuzz.run sum8_receiver -max_total_time=600 fuzz/corpus/sum8_receiver
+    python -m fuzz.run description_loader -max_total_time=600 CORPUS_COPY
+
+``fuzz/corpus/<target>/`` holds seed inputs (valid ones, so a run starts past
+the refusals); give a copy of it, since libFuzzer adds the inputs it finds.
 
 Crashes are written as ``crash-<sha1>`` files (``-artifact_prefix=`` sets
 where); keep each one in ``tests/fixtures/fuzz/<target>/`` so the

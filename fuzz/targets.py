@@ -158,6 +158,31 @@ def config_loader(data: bytes) -> None:
             parse_arm(arm)
 
 
+def description_loader(data: bytes) -> None:
+    """A frame description (a file people share): refused with one error line, or loaded
+    into a description every generator and a receiver take."""
+    from fwbridge.codegen import c, dbc, wireshark
+    from fwbridge.protocols.described import Described
+    from fwbridge.protocols.description import DescriptionError, loads
+
+    try:
+        desc = loads(data.decode("utf-8", errors="replace"), "fuzz.toml")
+    except DescriptionError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("fuzz.toml"), str(exc)
+        return
+    d = Described.of(desc)
+    files = c.generate([desc], "fw")
+    assert all("*/" not in line.split("/*", 1)[-1].rsplit("*/", 1)[0]
+               for text in files.values() for line in text.splitlines() if "/*" in line)
+    if desc.header:
+        wireshark.generate([desc])
+        rx = d.receiver()
+        frames = rx.feed(data[:256])
+        assert rx.stats.frames == len(frames)
+    if desc.can and (desc.size or 0) <= 8:
+        dbc.generate([desc])
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "sum8_receiver": sum8_receiver,
     "sum8_decode": sum8_decode,
@@ -168,6 +193,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "can_pcapng": can_pcapng,
     "candump": candump,
     "config_loader": config_loader,
+    "description_loader": description_loader,
 }
 
 

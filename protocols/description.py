@@ -29,6 +29,7 @@ from fwbridge.protocols.description_can import (
     check_can_signals,
     parse_can,
 )
+from fwbridge.protocols.description_names import first_clash
 from fwbridge.protocols.errors import ConfigError, UnknownName
 
 if sys.version_info >= (3, 11):
@@ -85,6 +86,7 @@ SPANS = ("payload", "after-header", "all")
 #: Names a field cannot take: the schema's own parts and the CLI's row keys.
 RESERVED = frozenset({"header", "body", "trailer", "offset", "protocol", "frame", "defects"})
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,47}\Z")
+_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}\Z")
 #: Names the generated C and Lua could not use as identifiers.
 _KEYWORDS = (
     "auto break case char const continue default do double else enum extern float for goto if "
@@ -94,6 +96,18 @@ _KEYWORDS = (
 FOREIGN_KEYWORDS = frozenset(_KEYWORDS.split())
 MAX_BYTES_SIZE = 4096
 MAX_HEADER = 8
+#: A frame's largest size (fixed, or with the largest data a length allows): receivers and
+#: the generated C hold one whole frame.
+MAX_FRAME = 65535
+MAX_FIELDS = 1024
+#: A description's text: far above any real one, well below what takes the loader long.
+MAX_TEXT = 1 << 20
+MAX_UNIT = 64
+MAX_DOC = 1000
+#: Text written into generated code (C comments, Lua and DBC strings) is one line of
+#: printable characters without the ones those languages would read as an end: a C comment
+#: ends at ``*/``, a DBC string at ``"`` (DBC has no escape), a Lua string at a newline.
+_BAD_TEXT = re.compile(r'[\x00-\x1f\x7f-\x9f"\\\u2028\u2029]|\*/|/\*')
 
 
 class DescriptionError(ConfigError):
@@ -105,6 +119,8 @@ class DescriptionError(ConfigError):
         self.key = key
         self.reason = reason
         where = f"{source}:{line}: {key}" if line else source  # line 0: the file itself
+        if len(reason) > 500:  # a value quoted from a hostile file: the line stays readable
+            reason = f"{reason[:300]} … {reason[-150:]}"
         super().__init__(f"{where}: {reason}")
 
 
@@ -316,6 +332,19 @@ class _Checker:
             raise self.fail(table, index, key, f"expected {_KIND[kind]}, got {value!r}", label)
         return value
 
+    def text(self, doc: Mapping[str, Any], table: str, index: int | None, key: str,
+             limit: int, label: str | None = None) -> str:
+        """A free-text key (``doc``, ``unit``): a string generated code can carry as is."""
+        value: str = self.get(doc, table, index, key, str, "", label)
+        bad = _BAD_TEXT.search(value)
+        if bad:
+            raise self.fail(table, index, key, f"{bad.group()!r} is not allowed here: one line "
+                            "of text without \", \\, /* or */ (it is written into C comments "
+                            "and Lua and DBC strings)", label)
+        if len(value) > limit:
+            raise self.fail(table, index, key, f"at most {limit} characters", label)
+        return value
+
 
 _KIND = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
          dict: "a table", list: "an array"}
@@ -348,19 +377,28 @@ def _labels(chk: _Checker, raw: Any, f: FieldSpec, i: int, key: str, bits: bool)
     if not f.is_int or f.scaled:
         raise chk.fail("field", i, key, f"only for unscaled integer fields, not {f.type}")
     out: dict[int, str] = {}
+    folded: set[str] = set()
     for k, v in raw.items():
         try:
             value = int(k, 0)
         except ValueError:
             raise chk.fail("field", i, key, f"{k!r} is not an integer (write 1 or 0x01)") from None
+        if k.strip() != k:  # int() would take " 1" as 1
+            raise chk.fail("field", i, key, f"{k!r} is not an integer (write 1 or 0x01)")
         if not f.info.lo <= value <= f.info.hi:
             raise chk.fail("field", i, key, f"{value} does not fit in {f.type}")
         if bits and (value <= 0 or value & (value - 1)):
-            raise chk.fail("field", i, key, f"{k} is not a single bit (1, 2, 4, …)")
-        if not isinstance(v, str) or not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", v):
-            raise chk.fail("field", i, key, f"{v!r} is not a label (letters, digits, _)")
-        if v in out.values():
-            raise chk.fail("field", i, key, f"label {v!r} given twice")
+            raise chk.fail("field", i, key, f"{value} is not a single bit (1, 2, 4, …)")
+        if not isinstance(v, str) or not _LABEL.match(v) or v == "mro":  # mro: not in an Enum
+            raise chk.fail("field", i, key, f"{v!r} is not a label (letters, digits and _, "
+                           "starting with a letter, at most 48)")
+        if v.lower() in folded:
+            raise chk.fail("field", i, key, f"label {v!r} given twice (labels differing in "
+                           "case only are one name in the generated C and Lua)")
+        if value in out:
+            raise chk.fail("field", i, key, f"{k!r} = {v!r}: the value {value} already has the "
+                           f"label {out[value]!r}")
+        folded.add(v.lower())
         out[value] = v
     return tuple(sorted(out.items()))
 
@@ -394,8 +432,8 @@ def _field(chk: _Checker, doc: Any, i: int, default_order: str, names: set[str])
     if size is not None and (kind != "bytes" or not 1 <= size <= MAX_BYTES_SIZE):
         raise chk.fail("field", i, "size", f"only bytes fields take a size (1..{MAX_BYTES_SIZE})"
                        if kind != "bytes" else f"{size} is not in 1..{MAX_BYTES_SIZE}")
-    f = FieldSpec(name, ftype, order, scale, offset, chk.get(doc, "field", i, "unit", str, ""),
-                  size=size, doc=chk.get(doc, "field", i, "doc", str, ""))
+    f = FieldSpec(name, ftype, order, scale, offset, chk.text(doc, "field", i, "unit", MAX_UNIT),
+                  size=size, doc=chk.text(doc, "field", i, "doc", MAX_DOC))
     enum = _labels(chk, doc["enum"], f, i, "enum", False) if "enum" in doc else ()
     flags = _labels(chk, doc["flags"], f, i, "flags", True) if "flags" in doc else ()
     if enum and flags:
@@ -460,6 +498,9 @@ def _checksum(chk: _Checker, doc: Any, order: str, names: set[str]) -> ChecksumS
 
 def loads(text: str, source: str = "<string>") -> FrameDescription:
     """Parse and validate a description given as TOML text."""
+    if len(text) > MAX_TEXT:
+        raise DescriptionError(source, 0, "file", f"{len(text)} characters; a description has "
+                               f"at most {MAX_TEXT}")
     chk = _Checker(source, text)
     try:
         doc = tomllib.loads(text)
@@ -467,6 +508,9 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
         m = re.search(r"line (\d+)", str(exc))
         raise DescriptionError(source, int(m.group(1)) if m else 1, "toml",
                                f"not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise DescriptionError(source, 1, "toml", "arrays or tables nested too deeply") \
+            from None
     chk.table(doc, "", {"frame", "field", "length", "checksum", "can"}, None, "description")
     frame = doc.get("frame")
     if not isinstance(frame, dict):
@@ -487,9 +531,16 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     raw_fields = doc.get("field", [])
     if not isinstance(raw_fields, list) or not raw_fields:
         raise chk.fail("field", None, None, "at least one [[field]] is required")
+    if len(raw_fields) > MAX_FIELDS:
+        where = chk.where
+        line = where.tables.get(("field", 0)) or where.line("", 0, "field")
+        raise DescriptionError(source, line, "field", f"{len(raw_fields)} fields; at most "
+                               f"{MAX_FIELDS}")
     fields: list[FieldSpec] = []
+    taken: set[str] = set()
     for i, fdoc in enumerate(raw_fields):
-        fields.append(_field(chk, fdoc, i, order, {f.name for f in fields}))
+        fields.append(_field(chk, fdoc, i, order, taken))
+        taken.add(fields[-1].name)
     length = _length(chk, doc["length"], fields) if "length" in doc else None
     for i, f in enumerate(fields):
         if f.type == "bytes" and f.size is None and (length is None or length.data != f.name):
@@ -498,7 +549,7 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     checksum = (_checksum(chk, doc["checksum"], order, {f.name for f in fields})
                 if "checksum" in doc else None)
     desc = FrameDescription(name, header, trailer, order, tuple(fields), length, checksum, can,
-                            can_signals, frame.get("doc", ""), source)
+                            can_signals, chk.text(frame, "frame", None, "doc", MAX_DOC), source)
     if can:
         bad = "header" if header else "trailer" if trailer else "length" if length else None
         if bad:
@@ -513,8 +564,14 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     if length is not None and length.max < desc.data_bias:
         raise chk.fail("length", None, "max", f"{length.max} is less than the {desc.data_bias} "
                        f"bytes the length counts besides {length.data!r}: no frame could be valid")
-    if desc.max_size > 65535 + desc.overhead:
-        raise chk.fail("length", None, "max", "frames are at most 64 KiB")
+    if desc.max_size > MAX_FRAME + (desc.overhead if length else 0):
+        raise chk.fail("length", None, "max", "frames are at most 64 KiB") if length else \
+            chk.fail("field", None, None, f"the fields take {desc.fixed_payload} bytes: "
+                     "frames are at most 64 KiB")
+    clash = first_clash([desc])
+    if clash is not None:
+        table, index, key = clash.name.where
+        raise chk.fail(table, index, key, clash.reason())
     return desc
 
 
@@ -522,7 +579,12 @@ def load(path: str | Path) -> FrameDescription:
     """Read and validate the description in the file ``path``."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as fh:  # read no more than a description can hold (not /dev/zero)
+            raw = fh.read(4 * MAX_TEXT + 1)
+        if len(raw) > 4 * MAX_TEXT:
+            raise DescriptionError(str(p), 0, "file", f"more than {4 * MAX_TEXT} bytes; a "
+                                   f"description has at most {MAX_TEXT} characters")
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text
     except FileNotFoundError:
         raise DescriptionError(str(p), 0, "file", "no such file") from None
     except UnicodeDecodeError:

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 __all__ = ["CanMessage", "CanSignal", "check_can_signals", "parse_can"]
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,47}\Z")
+_NODE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}\Z")  # a DBC node name is a C identifier
+#: Bounds that keep a description's DBC (and the checks of its names) small.
+MAX_MESSAGES = 256
+MAX_IDS = 2048
+MAX_SIGNALS = 64
 _INT_SIZES = {"u8": 1, "i8": 1, "u16": 2, "i16": 2, "u32": 4, "i32": 4, "u64": 8, "i64": 8}
 
 
@@ -72,7 +77,9 @@ def _checked_name(chk: Any, value: str, table: str, i: int, label: str) -> str:
 def _messages(chk: Any, msgs: Any) -> tuple[CanMessage, ...]:
     if not isinstance(msgs, list) or not msgs:
         raise chk.fail("can", None, "message", "give at least one [[can.message]]")
-    out = []
+    if len(msgs) > MAX_MESSAGES:
+        raise chk.fail("can", None, "message", f"{len(msgs)} messages; at most {MAX_MESSAGES}")
+    out: list[CanMessage] = []
     for i, m in enumerate(msgs):
         label = f"can.message[{i + 1}]"
         if not isinstance(m, dict):
@@ -85,7 +92,8 @@ def _messages(chk: Any, msgs: Any) -> tuple[CanMessage, ...]:
         nodes = chk.get(m, "can.message", i, "nodes", list, None, label)
         span = None
         if nodes is not None:
-            if (len(nodes) != 2 or not all(isinstance(k, int) for k in nodes)
+            if (len(nodes) != 2 or not all(isinstance(k, int) and not isinstance(k, bool)
+                                           for k in nodes)
                     or not 0 <= nodes[0] <= nodes[1] <= 255):
                 raise chk.fail("can.message", i, "nodes", "expected [first, last] in 0..255",
                                label)
@@ -94,14 +102,23 @@ def _messages(chk: Any, msgs: Any) -> tuple[CanMessage, ...]:
         if ident < 0 or top >= (1 << (29 if ext else 11)):
             raise chk.fail("can.message", i, "id", f"0x{top:x} does not fit a "
                            f"{'29' if ext else '11'}-bit identifier", label)
-        out.append(CanMessage(name, ident, span, ext,
-                              chk.get(m, "can.message", i, "sender", str, "", label)))
+        sender = chk.get(m, "can.message", i, "sender", str, "", label)
+        if sender and not _NODE.match(sender):
+            raise chk.fail("can.message", i, "sender", f"{sender!r} is not a node name: letters, "
+                           "digits and _, starting with a letter, at most 48", label)
+        out.append(CanMessage(name, ident, span, ext, sender))
+        ids = sum(len(msg.ids()) for msg in out)
+        if ids > MAX_IDS:
+            raise chk.fail("can.message", i, "nodes", f"the messages take {ids} CAN IDs; at "
+                           f"most {MAX_IDS}", label)
     return tuple(out)
 
 
 def _signals(chk: Any, sigs: Any) -> tuple[CanSignal, ...]:
     if not isinstance(sigs, list):
         raise chk.fail("can", None, "signal", "expected [[can.signal]] tables")
+    if len(sigs) > MAX_SIGNALS:
+        raise chk.fail("can", None, "signal", f"{len(sigs)} signals; at most {MAX_SIGNALS}")
     out = []
     for i, s in enumerate(sigs):
         label = f"can.signal[{i + 1}]"
@@ -129,8 +146,8 @@ def _signals(chk: Any, sigs: Any) -> tuple[CanSignal, ...]:
         out.append(CanSignal(name, stype, chk.get(s, "can.signal", i, "byte", int, ..., label),
                              order, tuple(replaces), scale,
                              chk.get(s, "can.signal", i, "offset", float, 0.0, label),
-                             chk.get(s, "can.signal", i, "unit", str, "", label),
-                             chk.get(s, "can.signal", i, "doc", str, "", label)))
+                             chk.text(s, "can.signal", i, "unit", 64, label),
+                             chk.text(s, "can.signal", i, "doc", 1000, label)))
     return tuple(out)
 
 

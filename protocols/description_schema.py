@@ -12,7 +12,7 @@ is rebuilt from the data it counts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from construct import (
     Bytes,
@@ -66,6 +66,13 @@ def span_function(desc: FrameDescription, name: str | None = None) -> Callable[[
     return over_all
 
 
+class _Label(NamedTuple):
+    """An entry of a label table, as construct's ``merge`` reads enum members."""
+
+    name: str
+    value: int
+
+
 def _field(desc: FrameDescription, f: FieldSpec) -> Construct:
     if f.type == "bytes":
         if f.size is not None:
@@ -83,10 +90,12 @@ def _field(desc: FrameDescription, f: FieldSpec) -> Construct:
 
         del counts
         return Rebuild(base, rebuild)
+    # labels through construct's merge argument, not as keywords: a label may be any
+    # identifier, "subcon" (the name of construct's first parameter) included
     if f.enum:
-        return Enum(base, **{label: value for value, label in f.enum})
+        return Enum(base, [_Label(label, value) for value, label in f.enum])
     if f.flags:
-        return FlagsEnum(base, **{label: value for value, label in f.flags})
+        return FlagsEnum(base, [_Label(label, value) for value, label in f.flags])
     return base
 
 

@@ -175,6 +175,12 @@ class FixedReceiver:
 
     #: Inputs at least this long use the numpy scanner.
     vector_threshold = 512
+    #: Bytes one scan takes at most (a longer chunk is scanned in slices).
+    max_scan = 1 << 18
+    #: Candidate bytes the numpy scanner gathers at once (its index array is 8 times this).
+    block_bytes = 1 << 20
+    #: Largest per-position CRC tables the numpy scanner builds (bytes).
+    crc_table_bytes = 8 << 20
 
     def __init__(self, codec: FrameCodec[Any]) -> None:
         d = codec.desc
@@ -200,7 +206,12 @@ class FixedReceiver:
         self._scales = [f.name for f in d.fields]
         self._groups = _groups(d.fields, self.dtype)
         self.algo = ck.algo if ck else None
-        if ck is not None and self.kind == "crc":
+        self._crc_table: np.ndarray[Any, Any] | None = None
+        span = self.span[1] - self.span[0] + codec.check_size
+        # The per-position tables take 256 entries a byte: beyond a few megabytes (a large
+        # frame) the CRC of each candidate is crcmod's instead.
+        if (ck is not None and self.kind == "crc"
+                and span * 256 * max(2, ck.algo.width // 8) <= self.crc_table_bytes):
             self._crc_table, self._crc_zero = _check_table(
                 ck.algo, self.span[1] - self.span[0], codec.check_size, self.check_order)
             self._crc_pos = (np.arange(self.span[1] - self.span[0] + codec.check_size,
@@ -217,7 +228,9 @@ class FixedReceiver:
                 conv = e if f.flags else (lambda v, t=table: t.get(v, v))
                 self._label_columns.append((k, conv))
         self._trailer_arr = np.frombuffer(d.trailer, np.uint8)
-        self.float_fields = [f.name for f in d.fields if f.info.kind == "float"]
+        # Fields decoded as floats: float fields, and scaled ones (a large raw value times a
+        # large scale is infinite); a frame with any of them not finite counts in nonfinite.
+        self.float_fields = [f.name for f in d.fields if f.info.kind == "float" or f.scaled]
         self.bytes_fields = [f.name for f in d.fields if f.type == "bytes"]
         self._single = codec.prefix[0].struct if len(codec.prefix) == 1 else None
         self._buf = b""
@@ -288,9 +301,73 @@ class FixedReceiver:
             hits = hits[a[hits + k] == header[k]]
         ncomplete = int(np.searchsorted(hits, n - size, side="right"))
         complete = hits[:ncomplete]
-        # One gather of every complete candidate, from the first byte the check covers.
+        # Candidates are gathered a block at a time, from the first byte the check covers:
+        # a gather of them all is candidates x frame size (gigabytes for a flood of headers
+        # against a large frame); a block keeps the working memory to a few megabytes.
         g = self.span[0]
-        rows = a[complete[:, None] + self._cols]
+        per = max(1, self.block_bytes // (size - g))
+        parts: list[tuple[Any, Any, Any]] = []
+        for start in range(0, max(ncomplete, 1), per):
+            rows = a[complete[start:start + per, None] + self._cols]
+            bad_c, bad_t = self._bad_rows(rows)
+            good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
+            parts.append((bad_c, bad_t, rows[good, hl - g: hl - g + self.dtype.itemsize]))
+        bad_c = np.concatenate([p[0] for p in parts])
+        bad_t = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
+        good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
+        acc = complete[good]
+        errs = [0, 0]
+        if len(acc) != len(complete):
+            invalid = complete[~good]
+            j = np.searchsorted(acc, invalid) - 1
+            ends = np.where(j >= 0, acc[np.maximum(j, 0)] + size if len(acc) else 0, 0)
+            outside = (invalid >= ends) & (invalid >= covered)
+            errs[0] = int(np.count_nonzero(bad_c[~good] & outside))
+            if bad_t is not None:
+                errs[1] = int(np.count_nonzero(bad_t[~good] & outside))
+        if ncomplete < len(hits):
+            keep = int(hits[ncomplete])
+        else:
+            keep = self._hold(buf, max(0, n - hl + 1))
+        body = np.ascontiguousarray(np.concatenate([p[2] for p in parts]))
+        nonfinite = 0
+        if self._uniform is not None:
+            per_row = self.dtype.itemsize // np.dtype(self._uniform).itemsize
+            values = body.view(self._uniform).reshape(len(acc), per_row)  # -1 fails on 0 rows
+            if self.float_fields and len(acc):
+                finite = np.isfinite(values)
+                if not finite.all():  # the all-finite case is the hot one
+                    nonfinite = int(len(acc) - np.count_nonzero(finite.all(axis=1)))
+            uniform = values.T.tolist() if len(acc) else [[] for _ in self._scales]
+            return _Scan(acc, uniform, errs[0], errs[1], keep, nonfinite)
+        nacc = len(acc)
+        fin = np.ones(nacc, dtype=bool) if self.float_fields and nacc else None
+        columns: list[list[Any]] = []
+        for start, count, dt, scale, offset in self._groups:
+            if dt is None:  # a bytes field
+                columns.append([bytes(r) for r in body[:, start:start + count]])
+                continue
+            block = body[:, start:start + count * dt.itemsize].view(dt).reshape(nacc, count)
+            cols = block.T
+            if scale is not None:
+                # the same double operations as the per-frame constructor: raw * scale + offset;
+                # written field-major so tolist() reads each column contiguously; an
+                # infinite result is the value (counted below), as in Python, not a warning
+                with np.errstate(over="ignore", invalid="ignore"):
+                    cols = np.multiply(cols, scale, dtype=np.float64, order="C")
+                    if offset:
+                        np.add(cols, offset, out=cols)
+            if fin is not None and (scale is not None or dt.kind == "f"):
+                fin &= np.isfinite(cols).all(axis=0)  # the values as decoded, scaled
+            columns.extend(cols.tolist() if nacc else [[] for _ in range(count)])
+        if fin is not None:
+            nonfinite = int(nacc - np.count_nonzero(fin))
+        return _Scan(acc, columns, errs[0], errs[1], keep, nonfinite)
+
+    def _bad_rows(self, rows: np.ndarray[Any, Any]) -> tuple[Any, Any]:
+        """(bad check, bad trailer or None) of each candidate row; a bad trailer is not
+        also counted a bad check."""
+        g, size = self.span[0], self.size
         lo, hi = self.span[0] - g, self.span[1] - g
         if self.trailer:
             tl = len(self.trailer)
@@ -306,65 +383,34 @@ class FixedReceiver:
             # message and check field in one gather: the XOR of every position's entry
             # is crc(zeros) exactly when the CRC matches the check field
             block = rows[:, lo:hi + self.codec.check_size]
-            bad_c = _xor_rows(self._crc_table, self._crc_pos, block) != self._crc_zero
+            if self._crc_table is not None:
+                bad_c = _xor_rows(self._crc_table, self._crc_pos, block) != self._crc_zero
+            else:
+                func, order, end = self.check_func, self.check_order, hi - lo
+                assert func is not None
+                bad_c = np.fromiter((func(r[:end].tobytes()) != int.from_bytes(
+                    r[end:].tobytes(), order) for r in block), dtype=bool, count=len(block))
         else:
-            bad_c = np.zeros(len(complete), dtype=bool)
+            bad_c = np.zeros(len(rows), dtype=bool)
         if bad_t is not None:
             bad_c &= ~bad_t
-            good = ~(bad_c | bad_t)
-        else:
-            good = ~bad_c
-        acc = complete[good]
-        errs = [0, 0]
-        if len(acc) != len(complete):
-            invalid = complete[~good]
-            j = np.searchsorted(acc, invalid) - 1
-            ends = np.where(j >= 0, acc[np.maximum(j, 0)] + size if len(acc) else 0, 0)
-            outside = (invalid >= ends) & (invalid >= covered)
-            errs[0] = int(np.count_nonzero(bad_c[~good] & outside))
-            if bad_t is not None:
-                errs[1] = int(np.count_nonzero(bad_t[~good] & outside))
-        if ncomplete < len(hits):
-            keep = int(hits[ncomplete])
-        else:
-            keep = self._hold(buf, max(0, n - hl + 1))
-        body = np.ascontiguousarray(rows[good, hl - g: hl - g + self.dtype.itemsize])
-        nonfinite = 0
-        if self._uniform is not None:
-            per_row = self.dtype.itemsize // np.dtype(self._uniform).itemsize
-            values = body.view(self._uniform).reshape(len(acc), per_row)  # -1 fails on 0 rows
-            if self.float_fields and len(acc):
-                finite = np.isfinite(values)
-                if not finite.all():  # the all-finite case is the hot one
-                    nonfinite = int(len(acc) - np.count_nonzero(finite.all(axis=1)))
-            uniform = values.T.tolist() if len(acc) else [[] for _ in self._scales]
-            return _Scan(acc, uniform, errs[0], errs[1], keep, nonfinite)
-        nacc = len(acc)
-        if self.float_fields and nacc:
-            rec = body.view(self.dtype).reshape(-1)
-            fin = np.ones(nacc, dtype=bool)
-            for name in self.float_fields:
-                fin &= np.isfinite(rec[name])
-            nonfinite = int(nacc - np.count_nonzero(fin))
-        columns: list[list[Any]] = []
-        for start, count, dt, scale, offset in self._groups:
-            if dt is None:  # a bytes field
-                columns.append([bytes(r) for r in body[:, start:start + count]])
-                continue
-            block = body[:, start:start + count * dt.itemsize].view(dt).reshape(nacc, count)
-            cols = block.T
-            if scale is not None:
-                # the same double operations as the per-frame constructor: raw * scale + offset;
-                # written field-major so tolist() reads each column contiguously
-                cols = np.multiply(cols, scale, dtype=np.float64, order="C")
-                if offset:
-                    np.add(cols, offset, out=cols)
-            columns.extend(cols.tolist() if nacc else [[] for _ in range(count)])
-        return _Scan(acc, columns, errs[0], errs[1], keep, nonfinite)
+        return bad_c, bad_t
 
     # -- feeding ------------------------------------------------------------------
     def feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
         """Take the next chunk of the stream; return the frames it completes."""
+        step = max(self.max_scan, self.size)
+        if len(data) <= step:
+            return self._feed(data)
+        # Any chunking gives the same frames and counters: a long chunk is scanned in
+        # slices, so the scanner's working memory does not grow with the chunk.
+        view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+        out: list[Received] = []
+        for i in range(0, len(view), step):
+            out += self._feed(view[i:i + step])
+        return out
+
+    def _feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
         if not data:
             return []
         base = self._base

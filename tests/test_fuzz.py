@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,36 @@ def test_short_atheris_run(tmp_path: Path) -> None:
         f"a target crashed; keep the input (less its first byte) in {CRASHES}/<target>/:\n"
         f"{res.stderr[-3000:]}"
     )
+
+
+#: Seed corpora (fuzz/corpus/<target>/): valid inputs a run starts from.
+SEEDS = sorted((p.parent.name, p) for p in (ROOT / "fuzz" / "corpus").glob("*/*") if p.is_file())
+
+
+def test_seed_corpora_belong_to_targets() -> None:
+    assert SEEDS and {name for name, _ in SEEDS} <= set(TARGETS)
+
+
+@pytest.mark.parametrize(("name", "path"), SEEDS, ids=[f"{n}/{p.name}" for n, p in SEEDS])
+def test_seeds_pass_their_target(name: str, path: Path) -> None:
+    TARGETS[name](path.read_bytes())
+    if name == "description_loader":  # a seed that loads: the run starts past the refusals
+        from fwbridge.protocols.description import loads
+
+        loads(path.read_text())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("atheris") is None,
+                    reason="atheris is not installed (pip install atheris): no coverage-guided run")
+def test_short_atheris_run_of_the_description_loader_from_its_seeds(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ROOT / "fuzz" / "corpus" / "description_loader", corpus)
+    crashes = tmp_path / "crashes"
+    crashes.mkdir()
+    cmd = [sys.executable, "-m", "fuzz.run", "description_loader", f"-max_total_time={SECONDS}",
+           "-rss_limit_mb=1024", "-timeout=20", f"-artifact_prefix={crashes}/", str(corpus)]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    found = sorted(p.name for p in crashes.iterdir())
+    assert res.returncode == 0 and not found, (
+        f"the loader target crashed; keep the input in {CRASHES}/description_loader/:\n"
+        f"{res.stderr[-3000:]}")
