@@ -235,17 +235,18 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
         fail(f"cannot open the CAN bus: {exc}")
     names = ", ".join(f"{s.name}=0x{0x100 + s.module_id:x}" for s in arm_specs(geom))
     where = f"{interface} {channel}"
-    if as_json:
-        json_line({"event": "ready", "bus": where, "modules": names})
-    else:
-        click.echo(f"SCARA arm modules on {where}: {names}", err=True)
-        if interface == "fwbridge":
-            click.echo("this simulated bus lives in this process; to drive the arm from "
-                       "another one, share a bus (CAN_INTERFACE=socketcan CAN_CHANNEL=vcan0), "
-                       "or run `fwbridge arm pick-place`, which starts its own arm", err=True)
     start = time.monotonic()
     next_print = start
-    try:
+    try:  # from the readiness line on: a stop right after it still shuts the buses down
+        if as_json:
+            json_line({"event": "ready", "bus": where, "modules": names})
+        else:
+            click.echo(f"SCARA arm modules on {where}: {names}", err=True)
+            if interface == "fwbridge":
+                click.echo("this simulated bus lives in this process; to drive the arm from "
+                           "another one, share a bus (CAN_INTERFACE=socketcan "
+                           "CAN_CHANNEL=vcan0), or run `fwbridge arm pick-place`, which "
+                           "starts its own arm", err=True)
         while duration is None or time.monotonic() - start < duration:
             now = time.monotonic() - start
             for m in modules:

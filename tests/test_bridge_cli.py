@@ -145,7 +145,7 @@ def test_sniff_suspects_a_wrong_baud_rate(pair: PtyPair) -> None:
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 2 and lines[-1].startswith("error: only garbage on ")
     assert "wrong baud rate?" in lines[-1] and "--baud" in lines[-1]
-    assert lines[0].startswith("counters:")
+    assert lines[0].startswith("sniffing ") and lines[1].startswith("counters:")
 
 
 def test_serial_errors_are_one_line_with_the_fix(pair: PtyPair, tmp_path: Path) -> None:
