@@ -27,6 +27,7 @@ from fwbridge.can_bus.daemon import BusDaemon
 from fwbridge.can_bus.daemon_client import daemon_info
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.remote import RemoteBus
+from tests.helpers import wait_for_line
 
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
 
@@ -131,7 +132,7 @@ def bus_up(rundir: Path) -> Iterator[subprocess.Popen[str]]:
     while daemon_info("sim0") is None:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling: a bounded wait for the daemon's socket
     yield proc
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -176,9 +177,9 @@ def test_python_can_logger_records_across_processes(bus_up: subprocess.Popen[str
     log = tmp_path / "out.log"
     logger = subprocess.Popen([sys.executable, "-m", "can.logger", "-i", "fwbridge", "-c", "sim0",
                                "-f", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ})
+                              text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        time.sleep(2.0)  # python-can's start-up
+        wait_for_line(logger, "^Can Logger", stream="stdout")  # its bus is open: it receives
         for i in range(3):
             sent = _run("can", "send", f"7{i}1#0102")
             assert sent.returncode == 0, sent.stderr
