@@ -7,11 +7,16 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test lint pytest bench clean
 
+# The first run downloads and installs about 60 packages: pip names each one as it goes
+# (a progress bar on a terminal, plain lines in a CI log), so a minute is not silent.
 $(STAMP): pyproject.toml
+	@echo "setting up $(VENV): fwbridge (editable) with every extra; about a minute on a fresh machine"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,plot,ros2,mcap,foxglove,canstacks]'
+	$(BIN)/python -m pip install --progress-bar on --no-color \
+	    -e '.[test,plot,ros2,mcap,foxglove,canstacks]'
 	touch $(STAMP)
+	@echo "$(VENV) is ready"
 
 ## demo: the main job, simulated end to end (no hardware, no network)
 demo: $(STAMP)

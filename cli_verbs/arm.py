@@ -299,24 +299,24 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
              f"{channel} --bitrate 1000000')")
     names = ", ".join(f"{s.name}=0x{0x100 + s.module_id:x}" for s in arm_specs(geom))
     where = f"{interface} {channel}" + (f" at {sim.bitrate} bit/s" if sim is not None else "")
-    if as_json:
-        json_line({"event": "ready", "bus": where, "shared": shared, "modules": names})
-    else:
-        click.echo(f"SCARA arm modules on {where}: {names}", err=True)
-        if shared:
-            click.echo(f"{channel} is a shared bus (its daemon runs it): drive the arm from "
-                       f"any process with 'fwbridge arm pick-place -i fwbridge -c {channel}'",
-                       err=True)
-        elif interface == "fwbridge":
-            click.echo(f"{channel} is simulated inside this process, so nothing else reaches "
-                       "it; to drive the arm from another process share a bus: 'fwbridge can "
-                       "bus up arm0 --bitrate 1000000', then 'CAN_INTERFACE=fwbridge "
-                       "CAN_CHANNEL=arm0 fwbridge sim scara' and 'fwbridge arm pick-place -i "
-                       "fwbridge -c arm0' (or 'fwbridge arm pick-place' alone, which simulates "
-                       "its own arm)", err=True)
     start = time.monotonic()
     next_print = start
-    try:
+    try:  # from the readiness line on: a stop right after it still shuts the buses down
+        if as_json:
+            json_line({"event": "ready", "bus": where, "shared": shared, "modules": names})
+        else:
+            click.echo(f"SCARA arm modules on {where}: {names}", err=True)
+            if shared:
+                click.echo(f"{channel} is a shared bus (its daemon runs it): drive the arm from "
+                           f"any process with 'fwbridge arm pick-place -i fwbridge -c {channel}'",
+                           err=True)
+            elif interface == "fwbridge":
+                click.echo(f"{channel} is simulated inside this process, so nothing else reaches "
+                           "it; to drive the arm from another process share a bus: 'fwbridge can "
+                           "bus up arm0 --bitrate 1000000', then 'CAN_INTERFACE=fwbridge "
+                           "CAN_CHANNEL=arm0 fwbridge sim scara' and 'fwbridge arm pick-place -i "
+                           "fwbridge -c arm0' (or 'fwbridge arm pick-place' alone, which simulates "
+                           "its own arm)", err=True)
         while duration is None or time.monotonic() - start < duration:
             now = time.monotonic() - start
             for m in modules:

@@ -132,6 +132,9 @@ def _send(ctx: click.Context, msg: can.Message, count: int, interval: float) -> 
     sent = 0
     try:
         with until_interrupted():
+            if count > 1:  # a run that lasts: say it has begun
+                click.echo(f"sending {count} x {format_frame(msg)} on {bus_label(bus)}, one "
+                           f"every {interval:g} s", err=True)
             for i in range(count):
                 if i:
                     time.sleep(interval)
@@ -310,6 +313,7 @@ def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float
     try:  # from here every way out shuts the bus down (a stop signal may come at once)
         writer = _writer(file, bus, options(ctx).bitrate, None)
         with StatusLine() as status, until_interrupted():
+            click.echo(f"recording {bus_label(bus)} to {file}", err=True)  # both open: ready
             for msg in _receive(bus, Deadline(duration), count):
                 writer.on_message_received(msg)
                 n += 1
@@ -359,9 +363,12 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
     bus = open_bus(opts, **fifo)
     deadline = Deadline(duration)
     sent = lap_no = 0
+    laps = "until stopped" if loops == 0 else f"{loops} time(s)"
     t0 = time.monotonic()
     try:
         with until_interrupted():
+            click.echo(f"replaying {len(msgs)} frames from {file} on {bus_label(bus)}, {laps}",
+                       err=True)
             while (loops == 0 or lap_no < loops) and not deadline.expired:
                 for off, msg in zip(offsets, msgs):
                     if deadline.expired or (count is not None and sent >= count):

@@ -168,6 +168,7 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
                    err=True)
         health = _Health(mcap_writer)
         with StatusLine() as status, until_interrupted():
+            click.echo(f"simulating {count} module(s) on {label}", err=True)  # running: ready
             while runner.running:
                 time.sleep(0.05)
                 now = runner.now()

@@ -301,6 +301,9 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None, force
 
     try:
         with StatusLine() as status, until_interrupted():
+            # Ready: open and reading (inside the stop block, so a stop right after it
+            # takes the normal way out).
+            click.echo(f"sniffing {port} for {protocol} frames", err=True)
             while not deadline.expired:
                 try:
                     data = read_some(link)
@@ -388,6 +391,7 @@ def record_cmd(port: str, file: str, protocol: str | None, force: bool, keep_bac
     with _open_capture(file, port, baud, None, link, tx=None, frames=name) as cap:
         try:
             with StatusLine() as status, until_interrupted():
+                click.echo(f"recording {port} to {file}", err=True)  # both open: ready
                 while not deadline.expired:
                     try:
                         data = read_some(link)
@@ -454,9 +458,12 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
     # Replaying velocity commands commands motion: a stop before the end sends zero velocity.
     commands = _carries_commands(packets)
     stopped = False
+    again = ", in a loop" if loop else ""
     t0 = time.monotonic()
     try:
         with drawn(progress), until_interrupted() as stop:
+            click.echo(f"replaying {len(packets)} {direction} packets from {file} to {port}"
+                       f"{again}", err=True)
             while True:
                 for off, packet in zip(offsets, packets):
                     delay = t0 + laps * lap + off - time.monotonic()

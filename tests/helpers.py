@@ -5,18 +5,22 @@ stand-in. Test modules import from here, never from each other."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import os
+import re
+import selectors
 import shutil
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import IO, Any, TypeVar
 
 import can
 import pytest
@@ -65,6 +69,9 @@ def run_cli(
     )
 
 
+SETTLE_MARK = b"\x00settled\x00"  # no frame header in it: every receiver discards it
+
+
 @dataclass(frozen=True)
 class Arrival:
     t: float  # time.monotonic() when the peer read it
@@ -92,17 +99,18 @@ class FirmwarePeer(threading.Thread):
         self.raw = bytearray()
         self._cond = threading.Condition()
         self._halt = threading.Event()
+        self._cut = 0  # settle() markers taken out of raw so far (bytes)
 
     def run(self) -> None:
         while not self._halt.is_set():
             fd = self.pair.master_fd
             if fd < 0:
-                time.sleep(0.005)
+                time.sleep(0.005)  # polling: unplugged, until the pair is plugged again
                 continue
             try:
                 data = self.pair.read(timeout=0.02)
             except (OSError, ValueError):  # unplugged under our feet
-                time.sleep(0.005)
+                time.sleep(0.005)  # polling: as above
                 continue
             if not data:
                 continue
@@ -110,7 +118,8 @@ class FirmwarePeer(threading.Thread):
             with self._cond:
                 self.raw += data
                 for item in self.rx.feed(data):
-                    raw = bytes(self.raw[item.offset : item.offset + cmd_frame.SIZE])
+                    start = item.offset - self._cut
+                    raw = bytes(self.raw[start : start + cmd_frame.SIZE])
                     self.arrivals.append(Arrival(now, item.frame, raw))
                     if self.answer is not None:
                         reply = self.answer(item.frame)
@@ -137,9 +146,119 @@ class FirmwarePeer(threading.Thread):
         with self._cond:
             return [a.frame for a in self.arrivals]
 
+    def settle(self, timeout: float = 20.0) -> None:
+        """Wait until every byte written to the port so far has been read here.
+
+        For the end of an exchange (the writer has exited, say): a pty hands
+        bytes to its master side from a kernel work queue, so some may still be
+        on their way. A marker written on the port after them comes after them
+        (one queue, in order); once it is here so is all before it. The marker
+        is taken out of ``raw`` again (the receiver discards it: no frame).
+        """
+        with self._cond:
+            start = len(self.raw)
+        fd = os.open(self.pair.slave_name, os.O_WRONLY | os.O_NOCTTY)
+        try:
+            os.write(fd, SETTLE_MARK)
+        finally:
+            os.close(fd)
+        with self._cond:
+            if not self._cond.wait_for(lambda: SETTLE_MARK in self.raw[start:], timeout):
+                pytest.fail(f"the port's bytes did not settle within {timeout} s")
+            at = self.raw.index(SETTLE_MARK, start)
+            del self.raw[at : at + len(SETTLE_MARK)]
+            self._cut += len(SETTLE_MARK)
+
     def stop(self) -> None:
         self._halt.set()
         self.join(2.0)
+
+
+def unread(pair: PtyPair) -> int:
+    """Bytes written on ``pair``'s device side that no reader of the port has taken yet."""
+    fd = os.open(pair.slave_name, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+    try:
+        buf = bytearray(4)
+        fcntl.ioctl(fd, termios.FIONREAD, buf)
+        return int.from_bytes(buf, sys.byteorder)
+    finally:
+        os.close(fd)
+
+
+def waiting_for_input(pid: int) -> bool:
+    """The process's main thread sleeps in select/poll: it is done with what it read
+    (Linux: ``/proc/PID/wchan``; a ``time.sleep`` or a lock sleeps elsewhere)."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+    return wchan in ("poll_schedule_timeout", "poll_schedule_timeout.constprop.0",
+                     "do_select", "do_sys_poll")
+
+
+# -- waiting for a process: its readiness line, or a condition, never a fixed sleep ----------
+T = TypeVar("T")
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 20.0, what: str = "") -> T:
+    """Poll ``predicate`` until it returns something true, and return that; fail the test
+    (naming ``what``) after ``timeout`` seconds. A bound on waiting, not on speed."""
+    end = time.monotonic() + timeout
+    while True:
+        got = predicate()
+        if got:
+            return got
+        if time.monotonic() >= end:
+            pytest.fail(f"{what or 'the condition'} did not hold within {timeout} s")
+        time.sleep(0.01)  # polling: between two checks of a bounded wait
+
+
+def wait_for_line(source: subprocess.Popen[Any] | IO[Any] | int, pattern: str,
+                  timeout: float = 20.0, *, stream: str = "stderr") -> str:
+    """The first line of ``source`` that matches ``pattern`` (a regex, searched).
+
+    ``source`` is a process (its ``stream``: ``"stderr"`` or ``"stdout"``, a pipe),
+    a readable file or a descriptor (a pty's master side). It is read without
+    blocking, a byte at a time, never past the end of the matching line, so
+    what follows is still there for ``communicate()`` or the next wait (do not
+    read the same stream through its buffered file object before). Fails the
+    test, with the output seen so far, when the stream ends (the process
+    exited) or after ``timeout`` seconds.
+    """
+    proc = source if isinstance(source, subprocess.Popen) else None
+    stream_obj = getattr(proc, stream) if proc is not None else source
+    if stream_obj is None:
+        raise ValueError(f"the process's {stream} is not a pipe")
+    fd = stream_obj if isinstance(stream_obj, int) else stream_obj.fileno()
+    want = re.compile(pattern)
+    seen = bytearray()
+    line = bytearray()
+    end = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            left = end - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                why = f"no line matching {pattern!r} within {timeout} s"
+                break
+            try:
+                byte = os.read(fd, 1)
+            except OSError:  # EIO: a pty whose other side is closed
+                byte = b""
+            if not byte:
+                if line and want.search(text := line.decode(errors="replace")):
+                    return text  # a last line with no newline after it
+                code = proc.poll() if proc is not None else None
+                why = f"the stream ended (exit status {code}) before a line matching {pattern!r}"
+                break
+            seen += byte
+            line += byte
+            if byte == b"\n":
+                text = line.decode(errors="replace")
+                if want.search(text):
+                    return text.rstrip("\r\n")
+                line.clear()
+    pytest.fail(f"{why}; seen:\n{seen.decode(errors='replace')[-3000:]}")
 
 
 @contextlib.contextmanager
@@ -180,7 +299,7 @@ class Recorder:
 
     def odometry(self, rec: Odometry) -> None:
         if self.delay:
-            time.sleep(self.delay)  # a subscriber doing slow work (I/O, a plot, a lock)
+            time.sleep(self.delay)  # not a readiness wait: a subscriber doing slow work
         with self.cond:
             self.records.append(rec)
             self.cond.notify_all()
@@ -220,7 +339,7 @@ class LagMeter(threading.Thread):
     def run(self) -> None:
         while not self._halt.is_set():
             t0 = time.monotonic()
-            time.sleep(self.step)
+            time.sleep(self.step)  # not a readiness wait: how late it wakes is the figure
             self.worst = max(self.worst, time.monotonic() - t0 - self.step)
 
     def __enter__(self) -> LagMeter:

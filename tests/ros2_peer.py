@@ -90,7 +90,7 @@ def pub(s: zenoh.Session, key: str, vx: float, wz: float, seconds: float, rate: 
         seq += 1
         att = struct.pack("<qqB16s", seq, time.time_ns(), 16, b"\x07" * 16)
         publisher.put(data, attachment=att)
-        time.sleep(1.0 / rate)
+        time.sleep(1.0 / rate)  # pacing: a publisher at RATE Hz
 
 
 def main() -> None:
@@ -105,10 +105,15 @@ def main() -> None:
             raw = bytes.fromhex(rest[rest.index("--raw") + 1]) if "--raw" in rest else None
             pub(s, rest[0], float(rest[1]), float(rest[2]), float(rest[3]), rate, raw)
         elif verb == "tokens":
-            time.sleep(0.5)
-            for reply in s.liveliness().get("@ros2_lv/0/**", timeout=2.0):
-                if reply.ok is not None:
-                    print(str(reply.ok.key_expr), flush=True)
+            # The session connects in the background: ask again until an answer comes.
+            end = time.monotonic() + 10.0
+            keys: list[str] = []
+            while not keys and time.monotonic() < end:
+                keys = [str(r.ok.key_expr) for r in s.liveliness().get("@ros2_lv/0/**",
+                                                                        timeout=2.0)
+                        if r.ok is not None]
+            for key in keys:
+                print(key, flush=True)
     finally:
         s.close()
 

@@ -24,7 +24,15 @@ from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
 from tests import sim_stub
-from tests.helpers import ROOT, FirmwarePeer, LagMeter, run_cli, run_verb, spawn_verb
+from tests.helpers import (
+    ROOT,
+    FirmwarePeer,
+    LagMeter,
+    run_cli,
+    run_verb,
+    spawn_verb,
+    wait_for_line,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -50,7 +58,7 @@ def until(cond: Callable[[], bool], timeout: float = 10.0) -> bool:
     while not cond():
         if time.monotonic() > end:
             return False
-        time.sleep(0.01)
+        time.sleep(0.01)  # polling: a bounded wait
     return True
 
 
@@ -132,7 +140,7 @@ def test_sniff_suspects_a_wrong_baud_rate(pair: PtyPair) -> None:
     def garbage() -> None:  # what a UART at the wrong rate delivers: bytes, no frame
         while not stop.is_set():
             pair.write(bytes([0x13, 0xF0, 0x7E, 0x00, 0xFF, 0x55, 0x3C]) * 8)
-            time.sleep(0.01)
+            time.sleep(0.01)  # pacing: a stream of garbage, as a UART delivers it
 
     feeder = threading.Thread(target=garbage, daemon=True)
     feeder.start()
@@ -145,7 +153,7 @@ def test_sniff_suspects_a_wrong_baud_rate(pair: PtyPair) -> None:
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 2 and lines[-1].startswith("error: only garbage on ")
     assert "wrong baud rate?" in lines[-1] and "--baud" in lines[-1]
-    assert lines[0].startswith("counters:")
+    assert lines[0].startswith("sniffing ") and lines[1].startswith("counters:")
 
 
 def test_serial_errors_are_one_line_with_the_fix(pair: PtyPair, tmp_path: Path) -> None:
@@ -177,18 +185,11 @@ def test_record_then_replay_reproduces_bytes_and_timing(tmp_path: Path) -> None:
     gaps = [0.06, 0.03, 0.12, 0.03, 0.12]  # distinct enough that a mix-up shows
     with PtyPair() as src:
         recorder = spawn_verb("record", src.path, str(capture), stderr=subprocess.PIPE)
-        # Sync bytes until the recorder has one (its file grows past the header): it is reading.
-        size0 = 0
-        until(lambda: capture.exists())
-        size0 = capture.stat().st_size
-        while capture.stat().st_size == size0:
-            src.write(b"\x00")
-            time.sleep(0.02)
-        time.sleep(0.05)
+        wait_for_line(recorder, "^recording ")  # port and file open: it is reading
         for i, frame in enumerate(frames):
             src.write(frame)
             if i < len(gaps):
-                time.sleep(gaps[i])
+                time.sleep(gaps[i])  # pacing: the gaps the replay must reproduce
         until(lambda: sum(len(p.data) for p in read_capture(capture)) >= 90)
         recorder.send_signal(signal.SIGINT)
         _, err = recorder.communicate(timeout=10)
@@ -319,7 +320,7 @@ def test_sniff_action_frames_through_the_decoder_registry(pair: PtyPair) -> None
     def feed() -> None:
         while not stop.is_set():
             pair.write(frame)
-            time.sleep(0.02)
+            time.sleep(0.02)  # pacing: a device sending at 50 Hz
 
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
@@ -376,7 +377,7 @@ def test_bridge_stops_on_a_suspected_wrong_baud_rate(pair: PtyPair, tmp_path: Pa
         while not stop.is_set():
             with contextlib.suppress(OSError):
                 pair.write(bytes([0x13, 0xF0, 0x7E, 0x00, 0xFF, 0x55, 0x3C]) * 8)
-            time.sleep(0.01)
+            time.sleep(0.01)  # pacing: a stream of garbage, as a UART delivers it
 
     feeder = threading.Thread(target=garbage, daemon=True)
     feeder.start()

@@ -27,6 +27,7 @@ from fwbridge.can_bus.daemon import BusDaemon
 from fwbridge.can_bus.daemon_client import daemon_info
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.remote import RemoteBus
+from tests.helpers import wait_for_line
 
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
 
@@ -131,7 +132,7 @@ def bus_up(rundir: Path) -> Iterator[subprocess.Popen[str]]:
     while daemon_info("sim0") is None:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling: a bounded wait for the daemon's socket
     yield proc
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -141,9 +142,12 @@ def bus_up(rundir: Path) -> Iterator[subprocess.Popen[str]]:
 def test_the_readme_tour_across_processes(bus_up: subprocess.Popen[str], rundir: Path) -> None:
     listing = _run("can", "bus", "list", "--json")
     assert json.loads(listing.stdout)["name"] == "sim0"
-    sim = subprocess.Popen([*FWBRIDGE, "can", "sim", "3", "--duration", "4", "--json"],
+    # The modules run until the tour is over (a fixed duration could end before it
+    # on a loaded machine, and leave `can record` waiting for frames).
+    sim = subprocess.Popen([*FWBRIDGE, "can", "sim", "3", "--json"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        wait_for_line(sim, "^simulating ")  # its modules are on the bus
         sniff = _run("can", "sniff", "--count", "5", "--json")
         assert sniff.returncode == 0, sniff.stderr
         rows = [json.loads(line) for line in sniff.stdout.splitlines()]
@@ -160,8 +164,9 @@ def test_the_readme_tour_across_processes(bus_up: subprocess.Popen[str], rundir:
         assert rec.returncode == 0, rec.stderr
         assert len(log.read_text().splitlines()) == 20
     finally:
+        sim.send_signal(signal.SIGINT)  # as Ctrl-C ends it
         out, err = sim.communicate(timeout=60)
-    assert sim.returncode == 0, err
+    assert sim.returncode == 130, err
     final = json.loads(out.splitlines()[-1])
     assert all(m["status"] == "ok" for m in final["modules"])
     # SIGTERM stops the daemon and removes its socket; 143, as every verb a signal stops
@@ -176,9 +181,9 @@ def test_python_can_logger_records_across_processes(bus_up: subprocess.Popen[str
     log = tmp_path / "out.log"
     logger = subprocess.Popen([sys.executable, "-m", "can.logger", "-i", "fwbridge", "-c", "sim0",
                                "-f", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ})
+                              text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        time.sleep(2.0)  # python-can's start-up
+        wait_for_line(logger, "^Can Logger", stream="stdout")  # its bus is open: it receives
         for i in range(3):
             sent = _run("can", "send", f"7{i}1#0102")
             assert sent.returncode == 0, sent.stderr

@@ -189,7 +189,7 @@ def test_python_can_logger_and_player_run_on_fwbridge(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and (not log.exists() or log.stat().st_size < 1500):
-            time.sleep(0.05)
+            time.sleep(0.05)  # polling: a bounded wait for frames in the log
     finally:
         logger.send_signal(signal.SIGINT)  # how a user stops can.logger
         out, err = logger.communicate(timeout=20)

@@ -180,7 +180,7 @@ def test_nodes_on_vcan(opened: list[can.BusABC]) -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not all(
                 ctrl.health[k].status is Status.OK for k in (1, 2, 3)):
-            time.sleep(0.05)
+            time.sleep(0.05)  # polling: a bounded wait
     finally:
         runner.stop()
     assert runner.error is None

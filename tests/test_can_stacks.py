@@ -131,7 +131,7 @@ def test_canopen_nmt_heartbeat_and_sdo_between_two_buses() -> None:
         deadline = time.monotonic() + 5
         while local.nmt.state != "OPERATIONAL":
             assert time.monotonic() < deadline
-            time.sleep(0.01)
+            time.sleep(0.01)  # polling: a bounded wait
         local.nmt.start_heartbeat(50)
         assert remote.nmt.wait_for_heartbeat(timeout=2) == "OPERATIONAL"
         remote.nmt.state = "PRE-OPERATIONAL"

@@ -108,7 +108,7 @@ def test_fish_on_a_pty_with_the_wall_clock() -> None:
             assert link.send(EXAMPLE).delivered
             end = time.monotonic() + 20.0  # a bound on waiting, not an assertion
             while fish.controller.player.stats.groups_done < 1 and time.monotonic() < end:
-                time.sleep(0.02)
+                time.sleep(0.02)  # polling: a bounded wait
             info = link.query(SubCommand.QUERY_ROBOT_INFO)
         finally:
             port.close()

@@ -84,7 +84,7 @@ class PtyFish:
         while time.monotonic() < end:
             if callable(cond) and cond():
                 return True
-            time.sleep(0.02)
+            time.sleep(0.02)  # polling: a bounded wait
         return False
 
 
@@ -170,7 +170,7 @@ def test_main_controller_can_flash_mode_until_reset(fish: PtyFish) -> None:
     master = fish.model.master
     assert master.targets == {}
     sent = {k: h.commands_sent for k, h in master.health.items()}
-    time.sleep(0.3)  # the world runs meanwhile: nothing goes to the servos
+    time.sleep(0.3)  # not a readiness wait: the world runs meanwhile, nothing goes to the servos
     assert {k: h.commands_sent for k, h in master.health.items()} == sent
     # Only flash commands are answered; the rest is busy.
     fish.link.sender.retries = 0

@@ -17,7 +17,7 @@ from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols.description import load
 from fwbridge.protocols.frame_codec import FrameCodec
 from tests.conftest import FIXTURES
-from tests.helpers import FirmwarePeer, run_verb, spawn_verb
+from tests.helpers import FirmwarePeer, run_verb, spawn_verb, wait_for_line, wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -121,18 +121,14 @@ def test_sniff_and_record_a_described_frame_split_across_reads(tmp_path: Path) -
     with PtyPair(tmp_path / "tty") as pair:
         proc = spawn_verb("sniff", pair.path, "-p", IMU, "--json", "--record", str(capture),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
-        # a first frame until the sniffer has the port open
-        rows: list[dict[str, object]] = []
-        while not rows:
-            pair.write(_imu(seq=0))
-            rows = _read_rows(proc, 1, 0.1)
+        wait_for_line(proc, "^sniffing ")  # the port is open
         sent = [_imu(seq=k, ax=k / 10, mode=k % 3) for k in range(1, 9)]
         for frame in sent:  # each frame in two writes, a pause between: two reads
             pair.write(b"\x5a" + frame[:7])
-            time.sleep(0.03)
+            time.sleep(0.03)  # pacing: the pause that splits the frame across two reads
             pair.write(frame[7:])
-            time.sleep(0.01)
-        rows += _read_rows(proc, 8)
+            time.sleep(0.01)  # pacing: as above, before the next frame
+        rows = _read_rows(proc, 8)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=10)
     assert proc.returncode == 128 + signal.SIGINT, err  # stopped by a signal
@@ -153,18 +149,14 @@ def test_record_with_a_description_then_replay_plays_the_reads_only(tmp_path: Pa
     frames = [_imu(seq=k) for k in range(5)]
     with PtyPair(tmp_path / "src") as src:
         rec = spawn_verb("record", src.path, str(capture), "-p", IMU, stderr=subprocess.PIPE)
-        while not capture.exists() or not any(p.data for p in read_capture(capture)):
-            src.write(b"\x00")
-            time.sleep(0.05)
+        wait_for_line(rec, "^recording ")  # port and file open: it is reading
         for f in frames:
             src.write(f[:5])
-            time.sleep(0.02)
+            time.sleep(0.02)  # pacing: the pause that splits the frame across two reads
             src.write(f[5:])
-            time.sleep(0.02)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and sum(
-                p.link_type == LINKTYPE_USER1 for p in read_capture(capture)) < 5:
-            time.sleep(0.05)
+            time.sleep(0.02)  # pacing: as above, before the next frame
+        wait_until(lambda: sum(p.link_type == LINKTYPE_USER1 for p in read_capture(capture)) >= 5,
+                   10, "5 frames in the capture")
         rec.send_signal(signal.SIGINT)
         _, err = rec.communicate(timeout=10)
     assert rec.returncode == 128 + signal.SIGINT and b"5 imu frames" in err, err
@@ -175,8 +167,8 @@ def test_record_with_a_description_then_replay_plays_the_reads_only(tmp_path: Pa
             proc = run_verb("replay", str(capture), dst.path, "-p", IMU, "--speed", "5")
             assert proc.returncode == 0, proc.stderr
             assert peer.wait_for(lambda a: bytes(peer.raw).lstrip(b"\x00") == b"".join(frames))
+            peer.settle()  # the replay has exited: everything it wrote is here
         finally:
             peer.stop()
-    time.sleep(0.1)
     assert bytes(peer.raw).lstrip(b"\x00") == b"".join(frames)  # no frame played twice
     assert os.path.getsize(capture) > 0

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import os
+import re
 import select
 import signal
 import socket
@@ -38,7 +39,15 @@ from fwbridge.can_bus.mcap_capture import (  # noqa: E402
 from fwbridge.can_bus.mcap_io import read_mcap  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
-from tests.helpers import run_verb, spawn_verb  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    reaped,
+    run_verb,
+    spawn_verb,
+    unread,
+    wait_for_line,
+    wait_until,
+    waiting_for_input,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -209,6 +218,13 @@ def test_bridge_record_mcap_holds_ros2_messages_decode_agrees(tmp_path: Path) ->
     check_layout("base.json", out)
 
 
+def _dropped(err: bytes) -> int:
+    """The odometry records the bridge skipped for a late subscriber (its summary line)."""
+    found = re.search(rb"odometry_dropped=(\d+)", err)
+    assert found is not None, err
+    return int(found[1])
+
+
 def test_record_and_sniff_to_mcap_then_replay(tmp_path: Path) -> None:
     frames = [odom_frame.encode(OdomFrame(0.1 * i, 0.0, 0.2, 10.0 * i)) for i in range(1, 9)]
     rec, sniffed = tmp_path / "rec.mcap", tmp_path / "sniff.mcap"
@@ -216,16 +232,24 @@ def test_record_and_sniff_to_mcap_then_replay(tmp_path: Path) -> None:
         recorder = spawn_verb("record", a.path, str(rec), stderr=subprocess.PIPE)
         sniffer = spawn_verb("sniff", b.path, "-p", "odom", "--record", str(sniffed), "--json",
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(1.5)  # both verbs have opened their ports
-        for frame in frames:
-            a.write(frame)
-            b.write(frame)
-            time.sleep(0.05)
-        time.sleep(0.5)
-        for p in (recorder, sniffer):
-            p.send_signal(signal.SIGTERM)  # finalised like Ctrl-C
-        _, rerr = recorder.communicate(timeout=20)
-        sout, serr = sniffer.communicate(timeout=20)
+        with reaped(recorder), reaped(sniffer):
+            wait_for_line(recorder, "^recording ")  # both verbs have opened their ports
+            wait_for_line(sniffer, "^sniffing ")
+            for frame in frames:
+                a.write(frame)
+                b.write(frame)
+                time.sleep(0.05)  # pacing: one frame per read, as a device sends them
+            # Every frame read and handled before the stop: the sniffer has printed
+            # them all, the recorder has left none unread and waits for more.
+            sout = b"".join(wait_for_line(sniffer, "", stream="stdout").encode() + b"\n"
+                            for _ in frames)
+            wait_until(lambda: unread(a) == 0 and waiting_for_input(recorder.pid),
+                       what="the recorder reading every frame")
+            for p in (recorder, sniffer):
+                p.send_signal(signal.SIGTERM)  # finalised like Ctrl-C
+            _, rerr = recorder.communicate(timeout=20)
+            rest, serr = sniffer.communicate(timeout=20)
+            sout += rest
     # stopped by SIGTERM: exit 128 + 15, after the same clean-up as Ctrl-C
     assert recorder.returncode == 143 and b"recorded" in rerr, rerr
     assert sniffer.returncode == 143, serr
@@ -289,10 +313,9 @@ def test_sigkill_leaves_a_file_readable_to_its_last_chunk(tmp_path: Path) -> Non
     out = tmp_path / "cut.mcap"
     proc = spawn_verb("can", "-c", f"kill{os.getpid()}", "sim", "3", "--capture", str(out),
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    end = time.monotonic() + 30
-    while time.monotonic() < end and (not out.exists() or out.stat().st_size < 6000):
-        time.sleep(0.2)  # a chunk closes every second of bus time
-    time.sleep(1.2)
+    # a chunk closes every second of bus time: the first ones are in the file
+    wait_until(lambda: out.exists() and out.stat().st_size >= 6000, 30, "the first chunks")
+    time.sleep(1.2)  # not a readiness wait: the bus runs on, the kill lands in a later chunk
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     with open(out, "rb") as f:
@@ -347,7 +370,7 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
     assert run_verb("convert", str(pcap), str(conv)).returncode == 0
     assert b"".join(p.data for p in read_capture(conv)) == b"".join(
         p.data for p in read_capture(run_mcap))
-    assert len(list(read_mcap(conv, ["/odom"]))) == len(expected)
+    assert len(list(read_mcap(conv, ["/odom"]))) == len(expected) + _dropped(err)
     log = tmp_path / "bus.log"
     chan = f"conv{os.getpid()}"
     assert run_verb("can", "-c", chan, "--bus-kwarg", "modules=2", "--bus-kwarg", "pacing=afap",
@@ -425,10 +448,7 @@ def test_foxglove_live_view_of_sim_and_bridge(tmp_path: Path) -> None:
             assert bridge.stdin is not None
             bridge.stdin.write(b"0.25 0 0\n")
             bridge.stdin.flush()
-            end = time.monotonic() + 20
-            while not listening(port) and time.monotonic() < end:
-                time.sleep(0.1)
-            addrs = listening(port)
+            addrs = wait_until(lambda: listening(port), 20, f"a listener on port {port}")
             assert addrs and all(a == "0100007F" for a in addrs), addrs  # 127.0.0.1 only
             client = subprocess.run([sys.executable, "-c", CLIENT, f"ws://127.0.0.1:{port}", "20"],
                                     capture_output=True, timeout=60, env={
@@ -542,9 +562,7 @@ def test_fleet_live_view_keeps_the_robots_apart() -> None:
     fleet = spawn_verb("fleet", "2", "--foxglove", "--foxglove-port", str(port), "--connect",
                        "tcp/127.0.0.1:9", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        end = time.monotonic() + 30
-        while not listening(port) and time.monotonic() < end:
-            time.sleep(0.1)
+        wait_until(lambda: listening(port), 30, f"a listener on port {port}")
         assert listening(port) and all(a == "0100007F" for a in listening(port))
         client = subprocess.run([sys.executable, "-c", FLEET_CLIENT, f"ws://127.0.0.1:{port}"],
                                 capture_output=True, timeout=60,

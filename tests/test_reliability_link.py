@@ -202,7 +202,7 @@ def poll(pred: Any, timeout: float = 5.0) -> bool:
     while not pred():
         if time.monotonic() > end:
             return False
-        time.sleep(0.005)
+        time.sleep(0.005)  # polling: a bounded wait
     return True
 
 
@@ -218,7 +218,7 @@ def sample(node: BaseNode, stream: OdometryStream, until: Any, every: float = 0.
         worst["pending"] = max(worst["pending"], node.core.receiver.pending)
         worst["backlog"] = max(worst["backlog"], written - decoded)
         worst["samples"] += 1
-        time.sleep(every)
+        time.sleep(every)  # pacing: one sample every EVERY s
     return worst
 
 

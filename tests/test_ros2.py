@@ -175,7 +175,7 @@ def _wait(pred: Any, timeout: float = 10.0) -> bool:
     while time.monotonic() < end:
         if pred():
             return True
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling: a bounded wait
     return False
 
 
@@ -351,8 +351,7 @@ def test_fleet_stops_cleanly_on_a_signal(sig: str) -> None:
                             stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
     assert proc.stderr is not None
     line = proc.stderr.readline().decode()
-    assert "2 simulated bases" in line, line
-    time.sleep(0.5)
+    assert "2 simulated bases" in line, line  # printed inside its loop's stop block: ready
     proc.send_signal(getattr(signal, sig))
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + getattr(signal, sig), err  # the stop convention
@@ -386,12 +385,12 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
     robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
                      f'namespace = "/robot7"\nconnect = ["{endpoint}"]\n')
     try:
-        from tests.helpers import cli_env, fwbridge_argv
+        from tests.helpers import cli_env, fwbridge_argv, wait_for_line
 
         proc = subprocess.Popen([*fwbridge_argv(), "bridge", str(robot), "--ros2", "--duration",
                                  "6", "--every", "1000"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=cli_env(), cwd=ROOT)
-        time.sleep(2.0)
+        ready = wait_for_line(proc, "ROS 2 node ", 60)  # its cmd_vel subscriber is declared
         subprocess.run([*PEER, endpoint, "pub", "0/robot7/cmd_vel", "0.2", "0", "1.5"],
                        check=True, timeout=30, capture_output=True)
         _out, err = proc.communicate(timeout=60)
@@ -399,7 +398,7 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
         router.close()
     text = err.decode()
     assert proc.returncode == 0, text
-    assert "ROS 2 node /robot7/base_bridge" in text and "sending zero velocity" in text
+    assert "ROS 2 node /robot7/base_bridge" in ready and "sending zero velocity" in text
     counters = dict(kv.split("=") for kv in text.split("ros2: ")[1].split())
     assert int(counters["cmd_vel_received"]) > 5 and int(counters["odometry_published"]) > 50
 

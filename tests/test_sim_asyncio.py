@@ -62,7 +62,7 @@ def test_the_asyncio_node_runs_on_a_sim_url() -> None:
     async def drive() -> None:
         task = asyncio.create_task(node.run())
         for _ in range(200):
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # pacing: a request every 20 ms, as a host sends them
             node.request(0.2, 0.0, 0.0)
             if any(o.vx > 0.1 for o in got):
                 break

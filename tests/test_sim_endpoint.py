@@ -235,7 +235,7 @@ def test_bridge_tracks_the_pose_through_one_percent_corruption() -> None:
         try:
             for i in range(30):  # 3 s of requests, renewed well within the watchdog
                 node.request(*(request if i < 22 else (0.0, 0.0, 0.0)))
-                time.sleep(0.1)
+                time.sleep(0.1)  # pacing: a request every 0.1 s, as a host sends them
             # The counts are compared across two processes' views: first the
             # simulation's, then the node's once it has read what was in flight
             # (waiting for a count, not for a time, so a stalled machine cannot
@@ -244,7 +244,7 @@ def test_bridge_tracks_the_pose_through_one_percent_corruption() -> None:
             floor = sim["firmware"]["odom_sent"] - sim["faults"]["robot->host"]["corrupted"]
             deadline = time.monotonic() + 30
             while node.stats()["frames"] < floor and time.monotonic() < deadline:
-                time.sleep(0.02)
+                time.sleep(0.02)  # polling: a bounded wait
             stats = node.stats()
             after = endpoint.status()["firmware"]["odom_sent"]
         finally:

@@ -20,7 +20,7 @@ from fwbridge.bridge.capture import read_capture
 from fwbridge.bridge.transports import PtyPair
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
-from tests.helpers import FirmwarePeer, reaped, spawn_verb
+from tests.helpers import FirmwarePeer, reaped, spawn_verb, wait_for_line, wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -42,7 +42,7 @@ def _moving(peer: FirmwarePeer) -> None:
 
 
 def _stopped_at_zero(peer: FirmwarePeer) -> None:
-    time.sleep(0.2)  # anything the process still wrote has arrived
+    peer.settle()  # the process has exited: everything it wrote has arrived
     frames = peer.frames()
     assert frames and frames[-1] == cmd_frame.ZERO, frames[-3:]
 
@@ -147,7 +147,7 @@ def test_send_cmd_that_ends_at_its_count_sends_no_extra_frame(pair: PtyPair,
     _, err = proc.communicate(timeout=DEADLINE)
     assert proc.returncode == 0, err
     assert peer.wait_for(lambda a: len(a) >= 3)
-    time.sleep(0.2)
+    peer.settle()  # and nothing after them
     assert [f.vx for f in peer.frames()] == pytest.approx([0.3] * 3)
 
 
@@ -215,14 +215,14 @@ def test_sniff_piped_to_head_ends_quietly(pair: PtyPair) -> None:
     assert proc.stdout is not None and proc.stderr is not None
     with reaped(proc):
         frame = odom_frame.encode(OdomFrame(0.1, 0.0, 0.0, 1.0))
-        while not select.select([proc.stdout], [], [], 0.02)[0]:
-            pair.write(frame)
-        proc.stdout.readline()
+        wait_for_line(proc, "^sniffing ")
+        pair.write(frame)
+        wait_for_line(proc, "", stream="stdout")  # `head -1`
         proc.stdout.close()
         end = time.monotonic() + DEADLINE
         while proc.poll() is None and time.monotonic() < end:
             pair.write(frame)  # the sniffer learns the reader is gone at its next frame
-            time.sleep(0.02)
+            time.sleep(0.02)  # pacing: a device sending at 50 Hz
         assert proc.wait(timeout=1) == 0
         err = proc.stderr.read()
     assert b"Traceback" not in err and b"Error" not in err, err
@@ -241,7 +241,8 @@ def test_can_record_blf_survives_sigterm(tmp_path: Path) -> None:
     proc = spawn_verb("can", "--bus-kwarg", "modules=2", "record", str(out),
                       stderr=subprocess.PIPE)
     with reaped(proc):
-        time.sleep(1.0)  # frames flow; nothing to wait on but the process's own clock
+        wait_for_line(proc, "^recording ")
+        time.sleep(1.0)  # not a readiness wait: frames flow for a while (in the process only)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=DEADLINE)
     assert proc.returncode == 143, err
@@ -258,10 +259,8 @@ def test_can_record_log_keeps_its_tail_on_sigterm(tmp_path: Path) -> None:
     with reaped(proc):
         # The file appears once the bus is open and the recording runs (a loaded
         # machine may take longer than any fixed sleep to get there).
-        end = time.monotonic() + DEADLINE
-        while not (out.exists() and out.stat().st_size > 0) and time.monotonic() < end:
-            time.sleep(0.05)
-        time.sleep(0.3)
+        wait_until(lambda: out.exists() and out.stat().st_size > 0, DEADLINE, "a first frame")
+        time.sleep(0.3)  # not a readiness wait: more frames flow, the tail is mid-write
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=DEADLINE)
     assert proc.returncode == 143, err
@@ -299,30 +298,32 @@ def _can_log(tmp_path: Path) -> Path:
     return path
 
 
-# (verb, what its output must show once it runs, what its summary says)
+# (verb, the stream and line that show its loop runs, what its summary says)
 EVERY_VERB = {
-    "sniff": (["sniff", "{port}", "-p", "odom"], b"", b"counters: frames="),
-    "record": (["record", "{port}", "{tmp}/rec.pcapng"], b"", b"recorded "),
-    "replay": (["replay", "{capture}", "{port}", "--loop"], b"", b"replayed "),
-    "can-sniff": (["can", "--bus-kwarg", "modules=2", "sniff"], b"module", b"counters: frames="),
-    "can-record": (["can", "--bus-kwarg", "modules=2", "record", "{tmp}/x.blf"], b"",
-                   b"recorded "),
+    "sniff": (["sniff", "{port}", "-p", "odom"], "stderr", "^sniffing ", b"counters: frames="),
+    "record": (["record", "{port}", "{tmp}/rec.pcapng"], "stderr", "^recording ", b"recorded "),
+    "replay": (["replay", "{capture}", "{port}", "--loop"], "stderr", "^replaying ",
+               b"replayed "),
+    "can-sniff": (["can", "--bus-kwarg", "modules=2", "sniff"], "stdout", "module",
+                  b"counters: frames="),
+    "can-record": (["can", "--bus-kwarg", "modules=2", "record", "{tmp}/x.blf"], "stderr",
+                   "^recording ", b"recorded "),
     "can-send": (["can", "--bus-kwarg", "modules=1", "send", "123#00", "--count", "100000",
-                  "--interval", "0.01"], b"", b"sent "),
+                  "--interval", "0.01"], "stderr", "^sending ", b"sent "),
     "can-replay": (["can", "--bus-kwarg", "modules=1", "replay", "{canlog}", "--loop", "0"],
-                   b"", b"replayed "),
+                   "stderr", "^replaying ", b"replayed "),
     "can-busload": (["can", "--bus-kwarg", "modules=2", "busload", "--interval", "0.2"],
-                    b"frames", b""),
-    "can-sim": (["can", "sim", "2"], b"", b""),
-    "sim-scara": (["sim", "scara"], b"", b""),
-    "demo": (["demo"], b"side", b"demo: stopped before the square was done"),
+                    "stdout", "frames", b""),
+    "can-sim": (["can", "sim", "2"], "stderr", "^simulating ", b""),
+    "sim-scara": (["sim", "scara"], "stderr", "^SCARA arm modules on ", b""),
+    "demo": (["demo"], "stdout", "side", b"demo: stopped before the square was done"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(EVERY_VERB))
 def test_every_long_running_verb_stops_the_same_way_on_sigterm(
         pair: PtyPair, tmp_path: Path, name: str) -> None:
-    args, running, summary = EVERY_VERB[name]
+    args, stream, running, summary = EVERY_VERB[name]
     argv = [a.format(port=pair.path, tmp=tmp_path, capture=_capture_file(tmp_path),
                      canlog=_can_log(tmp_path)) for a in args]
     proc = spawn_verb(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -331,14 +332,8 @@ def test_every_long_running_verb_stops_the_same_way_on_sigterm(
         end = time.monotonic() + DEADLINE
         while not _stop_handlers_installed(proc.pid):
             assert proc.poll() is None and time.monotonic() < end, proc.communicate()
-            time.sleep(0.01)
-        if running:  # its loop runs: the first output is there
-            out = b""
-            while running not in out:
-                assert select.select([proc.stdout], [], [], DEADLINE)[0], out
-                out += os.read(proc.stdout.fileno(), 65536)
-        else:
-            time.sleep(1.0)  # into its loop; nothing to observe from outside
+            time.sleep(0.01)  # polling: a bounded wait, as wait_until's
+        wait_for_line(proc, running, DEADLINE, stream=stream)  # its loop runs
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=DEADLINE)
     assert proc.returncode == 143, err

@@ -108,7 +108,7 @@ import os, sys, time
 fd = int(sys.argv[1]); frame = bytes.fromhex(sys.argv[2])
 while True:
     os.write(fd, frame)
-    time.sleep(0.02)
+    time.sleep(0.02)  # pacing: a host sending at 50 Hz
 """
 
 
