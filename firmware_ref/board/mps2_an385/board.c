@@ -1,0 +1,185 @@
+/*
+ * board.c - the MPS2 AN385 (QEMU mps2-an385): SysTick at 1 kHz from the
+ * 25 MHz system clock, UART0 (the link) on interrupt-driven RX and TX
+ * rings, UART1 (diagnostics) polled. The only file that knows registers.
+ */
+#include "board.h"
+
+#define REG(addr) (*(volatile uint32_t *)(addr))
+
+/* CMSDK APB UART */
+#define UART0 0x40004000u
+#define UART1 0x40005000u
+#define UART_DATA(u) REG((u) + 0x00u)
+#define UART_STATE(u) REG((u) + 0x04u)
+#define UART_CTRL(u) REG((u) + 0x08u)
+#define UART_INT(u) REG((u) + 0x0Cu) /* read: status; write 1: clear */
+#define UART_BAUDDIV(u) REG((u) + 0x10u)
+#define STATE_TXFULL 0x1u
+#define STATE_RXFULL 0x2u
+#define CTRL_TXEN 0x1u
+#define CTRL_RXEN 0x2u
+#define CTRL_TXINT 0x4u
+#define CTRL_RXINT 0x8u
+#define INT_TX 0x1u
+#define INT_RX 0x2u
+
+/* System control space */
+#define SYST_CSR REG(0xE000E010u)
+#define SYST_RVR REG(0xE000E014u)
+#define SYST_CVR REG(0xE000E018u)
+#define NVIC_ISER0 REG(0xE000E100u)
+#define SCB_AIRCR REG(0xE000ED0Cu)
+#define IRQ_UART0RX 0u
+#define IRQ_UART0TX 1u
+
+#define SYSCLK_HZ 25000000u
+#define BAUD 115200u
+
+/* Power-of-two rings, indices free-running: the ISR owns one end, main() the other. */
+#define RX_RING 256u
+#define TX_RING 512u
+
+static volatile uint32_t ticks;
+static uint8_t rx_ring[RX_RING];
+static volatile uint32_t rx_head, rx_tail; /* head: ISR writes; tail: main reads */
+static uint8_t tx_ring[TX_RING];
+static volatile uint32_t tx_head, tx_tail; /* head: main writes; tail: ISR reads */
+static volatile uint8_t tx_busy;           /* a byte is in the UART, its TX interrupt will come */
+static board_stats stats;
+
+void SysTick_Handler(void);
+void Uart0Rx_Handler(void);
+void Uart0Tx_Handler(void);
+
+static inline void irq_off(void) { __asm__ volatile("cpsid i" ::: "memory"); }
+static inline void irq_on(void) { __asm__ volatile("cpsie i" ::: "memory"); }
+
+void board_init(void)
+{
+    SYST_RVR = SYSCLK_HZ / 1000u - 1u;
+    SYST_CVR = 0;
+    SYST_CSR = 0x7u; /* processor clock, interrupt, enable */
+
+    UART_BAUDDIV(UART0) = SYSCLK_HZ / BAUD;
+    UART_CTRL(UART0) = CTRL_TXEN | CTRL_RXEN | CTRL_TXINT | CTRL_RXINT;
+    UART_BAUDDIV(UART1) = SYSCLK_HZ / BAUD;
+    UART_CTRL(UART1) = CTRL_TXEN | CTRL_RXEN;
+    NVIC_ISER0 = (1u << IRQ_UART0RX) | (1u << IRQ_UART0TX);
+    irq_on();
+}
+
+void SysTick_Handler(void)
+{
+    ticks++;
+}
+
+uint32_t board_ms(void)
+{
+    return ticks;
+}
+
+/* One byte per interrupt, as the UART delivers them. */
+void Uart0Rx_Handler(void)
+{
+    UART_INT(UART0) = INT_RX;
+    while (UART_STATE(UART0) & STATE_RXFULL) {
+        uint8_t b = (uint8_t)UART_DATA(UART0);
+        uint32_t h = rx_head;
+        stats.rx_bytes++;
+        if (h - rx_tail < RX_RING) {
+            rx_ring[h & (RX_RING - 1u)] = b;
+            rx_head = h + 1u;
+        } else {
+            stats.rx_overruns++;
+        }
+    }
+}
+
+void Uart0Tx_Handler(void)
+{
+    uint32_t t = tx_tail;
+    UART_INT(UART0) = INT_TX;
+    if (t != tx_head && !(UART_STATE(UART0) & STATE_TXFULL)) {
+        UART_DATA(UART0) = tx_ring[t & (TX_RING - 1u)];
+        tx_tail = t + 1u;
+    } else {
+        tx_busy = 0;
+    }
+}
+
+size_t board_link_read(uint8_t *buf, size_t cap)
+{
+    uint32_t t = rx_tail;
+    uint32_t h = rx_head;
+    size_t n = 0;
+    while (t != h && n < cap) {
+        buf[n++] = rx_ring[t & (RX_RING - 1u)];
+        t++;
+    }
+    rx_tail = t;
+    return n;
+}
+
+void board_link_write(void *ctx, const uint8_t *data, size_t len)
+{
+    uint32_t h = tx_head;
+    size_t i;
+    (void)ctx;
+    if (len > TX_RING - (h - tx_tail)) {
+        stats.tx_dropped += (uint32_t)len; /* the host does not read: drop, like a UART */
+        return;
+    }
+    for (i = 0; i < len; i++) {
+        tx_ring[(h + i) & (TX_RING - 1u)] = data[i];
+    }
+    tx_head = h + (uint32_t)len;
+    stats.tx_bytes += (uint32_t)len;
+    irq_off();
+    if (!tx_busy) { /* idle: start it; the TX interrupt sends the rest */
+        uint32_t t = tx_tail;
+        tx_busy = 1;
+        UART_DATA(UART0) = tx_ring[t & (TX_RING - 1u)];
+        tx_tail = t + 1u;
+    }
+    irq_on();
+}
+
+void board_diag_write(const char *text)
+{
+    while (*text) {
+        while (UART_STATE(UART1) & STATE_TXFULL) {
+        }
+        UART_DATA(UART1) = (uint8_t)*text++;
+    }
+}
+
+int board_diag_getc(void)
+{
+    if (UART_STATE(UART1) & STATE_RXFULL) {
+        return (int)(UART_DATA(UART1) & 0xFFu);
+    }
+    return -1;
+}
+
+void board_idle(void)
+{
+    /* With interrupts masked, an interrupt that comes after the check still ends the WFI. */
+    irq_off();
+    if (rx_head == rx_tail) {
+        __asm__ volatile("wfi");
+    }
+    irq_on();
+}
+
+void board_reset(void)
+{
+    SCB_AIRCR = 0x05FA0004u; /* VECTKEY | SYSRESETREQ */
+    for (;;) {
+    }
+}
+
+const board_stats *board_link_stats(void)
+{
+    return &stats;
+}
