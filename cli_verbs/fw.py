@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import select
@@ -152,6 +153,7 @@ class QemuBoard:
                 return
             buf += chunk
             *lines, buf = buf.split(b"\n")
+            buf = buf[-65536:]  # a line that never ends cannot grow without bound
             for raw in lines:
                 text = raw.decode(errors="replace").strip()
                 with self._cond:
@@ -350,3 +352,123 @@ def run_cmd(link_path: str | None, duration: float | None, as_json: bool, icount
         print_counters(st["cmd"], "firmware command receiver")
         print_counters(st["action"], "firmware action receiver")
         print_counters(st["responder"], "firmware responder")
+
+
+def drive_square(port: str, side: float, *, timeout_s: float = 90.0,
+                 on_tick: Any = None) -> dict[str, Any]:
+    """The square driver on the bridge's node, the node on ``port`` (use_sim = false).
+
+    The board's odometry is its commanded velocity integrated (no wheels, no
+    truth to compare with): the square closes when the odometry says so.
+    """
+    from fwbridge.bridge.base_node import BaseNode
+    from fwbridge.bridge.config import RobotConfig
+    from fwbridge.bridge.odometry import Odometry
+    from fwbridge.cli_verbs.demo_drive import SquareDriver
+
+    driver = SquareDriver(side=side)
+    latest: list[Odometry] = []
+    lock = threading.Lock()
+
+    def on_odometry(odom: Odometry) -> None:
+        with lock:
+            latest[:] = [odom]
+
+    config = RobotConfig(url=port, use_sim=False, rate_hz=50.0, source="<fw demo>")
+    node = BaseNode(config, on_odometry=on_odometry)
+    node.start()
+    t0 = time.monotonic()
+    seq, last = -1, t0
+    end: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    try:
+        while not driver.done and time.monotonic() - t0 < timeout_s:
+            with lock:
+                odom = latest[0] if latest else None
+            now = time.monotonic()
+            if odom is not None and odom.seq != seq:  # steer on fresh odometry only
+                seq = odom.seq
+                cmd = driver.update((odom.x, odom.y, odom.yaw), now - last,
+                                    (odom.vx, odom.vy, odom.wz))
+                last = now
+                node.request(*cmd)
+                if on_tick is not None:
+                    on_tick(driver, odom, now - t0)
+            time.sleep(0.02)
+        node.request(0.0, 0.0, 0.0)
+        time.sleep(0.3)  # the last frames arrive
+        with lock:
+            if latest:
+                end = (latest[0].x, latest[0].y, latest[0].yaw)
+        stats = node.stats()
+    finally:
+        node.stop()  # the safe stop: zero velocity
+    return {"completed": driver.done, "seconds": time.monotonic() - t0,
+            "odom_end": list(end), "odom_closing_m": math.hypot(end[0], end[1]),
+            "bridge": stats}
+
+
+def _settled(board: QemuBoard, timeout: float = 3.0) -> dict[str, Any]:
+    """The board's counters once it reports standing still (or the last ones)."""
+    end = time.monotonic() + timeout
+    after = board.latest["ms"] if board.latest else -1
+    while time.monotonic() < end:
+        board.request_status()
+        st = board.wait_status(after, timeout=0.5)
+        if st is None:
+            continue
+        after = st["ms"]
+        if velocity(st) == (0.0, 0.0, 0.0):
+            return st
+    return board.latest or {}
+
+
+@fw_group.command("demo")
+@click.option("--side", type=click.FloatRange(0.2, 5.0), default=1.0, show_default=True,
+              help="Side of the square, m.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of the live display.")
+@ICOUNT
+@ELF_OPT
+def demo_cmd(side: float, as_json: bool, icount: str | None, elf: str | None) -> None:
+    """Drive a square through the bridge on firmware_ref running on QEMU's Cortex-M3.
+
+    What ``fwbridge demo`` does with the simulated base, on the emulated
+    board instead: the bridge's node opens the board's pty as a real port
+    (use_sim = false) and the square driver steers on the board's odometry.
+    """
+    _check_icount(icount)
+    board = _board(elf, icount)
+    try:
+        board.start()
+    except BoardError as exc:
+        fail(str(exc))
+    if not as_json:
+        click.echo(f"fwbridge fw demo: firmware_ref on QEMU {MACHINE} at {board.port}, "
+                   f"bridge node on it, {side:g} m square")
+
+    def on_tick(driver: Any, odom: Any, t: float) -> None:
+        if as_json:
+            json_line({"event": "odometry", "t": round(t, 3), "side": driver.leg + 1,
+                       "phase": driver.phase, "x": odom.x, "y": odom.y, "yaw": odom.yaw})
+
+    try:
+        res = drive_square(board.port, side, on_tick=on_tick)
+        st = _settled(board)
+    except KeyboardInterrupt:
+        click.echo("\nfw demo: stopped before the square was done", err=True)
+        return
+    finally:
+        board.stop()
+    res["firmware"] = st
+    if as_json:
+        json_line({"event": "end", **res})
+    else:
+        x, y, yaw = res["odom_end"]
+        click.echo(f"completed: {'yes' if res['completed'] else 'no'} in {res['seconds']:.1f} s")
+        click.echo(f"end pose (board odometry): x={x:+.4f} m y={y:+.4f} m "
+                   f"yaw={math.degrees(math.atan2(math.sin(yaw), math.cos(yaw))):+.2f}°")
+        click.echo(f"closing error: {res['odom_closing_m'] * 1000:.2f} mm")
+        print_counters(res["bridge"], "bridge")
+        if st:
+            click.echo(_status_text(st))
+    if not res["completed"]:
+        fail("the square was not completed (see the statistics above)")

@@ -218,3 +218,19 @@ def test_fw_run_link_symlink_and_errors(tmp_path: Path) -> None:
     bad = spawn_verb("fw", "run", "--icount", "fast", stderr=subprocess.PIPE)
     _, err = bad.communicate(timeout=DEADLINE)
     assert bad.returncode == 2 and b"--icount" in err
+
+
+def test_fw_demo_closes_the_square_on_the_board() -> None:
+    qemu_build()
+    proc = spawn_verb("fw", "demo", "--side", "0.3", "--json", stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
+    with reaped(proc):
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    end = json.loads(out.decode().splitlines()[-1])
+    assert end["event"] == "end" and end["completed"] is True
+    assert end["odom_closing_m"] < 0.004  # the driver's tolerance, on the board's odometry
+    assert end["bridge"]["checksum_errors"] == 0 and end["bridge"]["frames"] > 0
+    fw = end["firmware"]
+    assert fw["cmd"]["frames"] > 0 and fw["cmd"]["checksum_errors"] == 0
+    assert fw["velocity_bits"] == ZERO_BITS  # the node's safe stop reached the board

@@ -99,37 +99,33 @@ static void send_odom(uint32_t dt_ms)
     A.odom_sent++;
 }
 
-/* ---- the counters line (no printf: a few hundred bytes of code, not 20 KB) ---- */
+/* ---- the counters line: no printf (a few hundred bytes of code, not 20 KB) and no
+ * line buffer (written as it is made: the diagnostics UART is polled) ---- */
 
 typedef struct {
-    char buf[768];
-    size_t len;
+    int comma; /* a field was written in the current object */
 } line_t;
 
 static void put(line_t *l, const char *s)
 {
-    while (*s && l->len + 1 < sizeof l->buf) {
-        l->buf[l->len++] = *s++;
-    }
+    (void)l;
+    board_diag_write(s);
 }
 
 static void put_u32(line_t *l, const char *key, uint32_t v)
 {
-    char digits[11];
-    int n = 0;
-    if (l->len > 0 && l->buf[l->len - 1] != '{') {
-        put(l, ", ");
-    }
-    put(l, "\"");
-    put(l, key);
-    put(l, "\": ");
+    char digits[12];
+    int n = 11;
+    digits[n] = '\0';
     do {
-        digits[n++] = (char)('0' + v % 10u);
+        digits[--n] = (char)('0' + v % 10u);
         v /= 10u;
     } while (v != 0);
-    while (n > 0 && l->len + 1 < sizeof l->buf) {
-        l->buf[l->len++] = digits[--n];
-    }
+    put(l, l->comma ? ", \"" : "\"");
+    put(l, key);
+    put(l, "\": ");
+    put(l, digits + n);
+    l->comma = 1;
 }
 
 static void open_obj(line_t *l, const char *key)
@@ -137,6 +133,13 @@ static void open_obj(line_t *l, const char *key)
     put(l, ", \"");
     put(l, key);
     put(l, "\": {");
+    l->comma = 0;
+}
+
+static void close_obj(line_t *l)
+{
+    put(l, "}");
+    l->comma = 1;
 }
 
 static uint32_t f32_bits(float f)
@@ -148,12 +151,12 @@ static uint32_t f32_bits(float f)
 
 static void report(uint32_t now)
 {
-    static line_t l;
+    line_t l;
     const fw_sum8_stats *c = &A.cmd_rx.stats;
     const fw_action_stats *a = &A.act_rx.stats;
     const fw_responder_stats *r = &A.resp.stats;
     const board_stats *b = board_link_stats();
-    l.len = 0;
+    l.comma = 0;
     put(&l, "{");
     put_u32(&l, "ms", now);
     put_u32(&l, "odom_sent", A.odom_sent);
@@ -176,18 +179,18 @@ static void report(uint32_t now)
     put_u32(&l, "resyncs", c->resyncs);
     put_u32(&l, "nonfinite", c->nonfinite);
     put_u32(&l, "overlapping", c->overlapping);
-    put(&l, "}");
+    close_obj(&l);
     /* Floats as their IEEE-754 bit patterns: exact, and no float formatting code. */
     open_obj(&l, "velocity_bits");
     put_u32(&l, "vx", f32_bits(A.cmd.vx));
     put_u32(&l, "vy", f32_bits(A.cmd.vy));
     put_u32(&l, "wz", f32_bits(A.cmd.wz));
-    put(&l, "}");
+    close_obj(&l);
     open_obj(&l, "last_cmd_bits");
     put_u32(&l, "vx", f32_bits(A.last_rx.vx));
     put_u32(&l, "vy", f32_bits(A.last_rx.vy));
     put_u32(&l, "wz", f32_bits(A.last_rx.wz));
-    put(&l, "}");
+    close_obj(&l);
     open_obj(&l, "action");
     put_u32(&l, "frames", a->frames);
     put_u32(&l, "bytes", a->bytes);
@@ -199,15 +202,13 @@ static void report(uint32_t now)
     put_u32(&l, "crc_errors", a->crc_errors);
     put_u32(&l, "truncated", a->truncated);
     put_u32(&l, "relaxed_accepts", a->relaxed_accepts);
-    put(&l, "}");
+    close_obj(&l);
     open_obj(&l, "responder");
     put_u32(&l, "answered", r->answered);
     put_u32(&l, "acks", r->acks);
     put_u32(&l, "naks", r->naks);
     put_u32(&l, "duplicates", r->duplicates);
     put(&l, "}}\n");
-    l.buf[l.len] = '\0';
-    board_diag_write(l.buf);
 }
 
 int main(void)

@@ -1,7 +1,14 @@
 /*
- * board.c - the MPS2 AN385 (QEMU mps2-an385): SysTick at 1 kHz from the
- * 25 MHz system clock, UART0 (the link) on interrupt-driven RX and TX
+ * board.c - the MPS2 AN385 (QEMU mps2-an385): SysTick as the clock,
+ * TIMER0 as a 1 kHz wake-up, UART0 (the link) on interrupt-driven RX and TX
  * rings, UART1 (diagnostics) polled. The only file that knows registers.
+ *
+ * Why SysTick free-runs instead of interrupting every millisecond: time
+ * counted in tick interrupts loses every tick whose interrupt comes late (an
+ * emulator descheduled by a busy host reloads its timer from when the
+ * interrupt ran, and a real part masked in a long critical section misses
+ * them too). Read from the counter itself (board_ms), time stays right
+ * however late the interrupts are.
  */
 #include "board.h"
 
@@ -29,6 +36,12 @@
 #define SYST_RVR REG(0xE000E014u)
 #define SYST_CVR REG(0xE000E018u)
 #define NVIC_ISER0 REG(0xE000E100u)
+/* CMSDK APB timer 0 */
+#define TIMER0_CTRL REG(0x40000000u)
+#define TIMER0_RELOAD REG(0x40000008u)
+#define TIMER0_INT REG(0x4000000Cu)
+#define IRQ_TIMER0 8u
+#define SYST_WRAP 0x01000000u /* the 24-bit counter's period, in clock cycles */
 #define SCB_AIRCR REG(0xE000ED0Cu)
 #define IRQ_UART0RX 0u
 #define IRQ_UART0TX 1u
@@ -40,7 +53,8 @@
 #define RX_RING 256u
 #define TX_RING 512u
 
-static volatile uint32_t ticks;
+static uint64_t cycles;     /* SysTick clock cycles since boot (board_ms) */
+static uint32_t syst_last;  /* SysTick's value at the last board_ms() */
 static uint8_t rx_ring[RX_RING];
 static volatile uint32_t rx_head, rx_tail; /* head: ISR writes; tail: main reads */
 static uint8_t tx_ring[TX_RING];
@@ -48,7 +62,7 @@ static volatile uint32_t tx_head, tx_tail; /* head: main writes; tail: ISR reads
 static volatile uint8_t tx_busy;           /* a byte is in the UART, its TX interrupt will come */
 static board_stats stats;
 
-void SysTick_Handler(void);
+void Timer0_Handler(void);
 void Uart0Rx_Handler(void);
 void Uart0Tx_Handler(void);
 
@@ -57,26 +71,36 @@ static inline void irq_on(void) { __asm__ volatile("cpsie i" ::: "memory"); }
 
 void board_init(void)
 {
-    SYST_RVR = SYSCLK_HZ / 1000u - 1u;
+    SYST_RVR = SYST_WRAP - 1u;
     SYST_CVR = 0;
-    SYST_CSR = 0x7u; /* processor clock, interrupt, enable */
+    syst_last = 0;
+    SYST_CSR = 0x5u; /* processor clock, enable; no interrupt (see board_ms) */
+    TIMER0_RELOAD = SYSCLK_HZ / 1000u - 1u;
+    TIMER0_CTRL = 0x9u; /* enable, interrupt */
 
     UART_BAUDDIV(UART0) = SYSCLK_HZ / BAUD;
     UART_CTRL(UART0) = CTRL_TXEN | CTRL_RXEN | CTRL_TXINT | CTRL_RXINT;
     UART_BAUDDIV(UART1) = SYSCLK_HZ / BAUD;
     UART_CTRL(UART1) = CTRL_TXEN | CTRL_RXEN;
-    NVIC_ISER0 = (1u << IRQ_UART0RX) | (1u << IRQ_UART0TX);
+    NVIC_ISER0 = (1u << IRQ_UART0RX) | (1u << IRQ_UART0TX) | (1u << IRQ_TIMER0);
     irq_on();
 }
 
-void SysTick_Handler(void)
+/* Only wakes the main loop (board_idle's WFI) every millisecond. */
+void Timer0_Handler(void)
 {
-    ticks++;
+    TIMER0_INT = 1u;
 }
 
 uint32_t board_ms(void)
 {
-    return ticks;
+    /* Cycles since boot, from how far the down-counter moved since the last call (mod its
+     * period): exact as long as calls come less than one period (671 ms) apart, and the
+     * main loop calls every millisecond. No interrupt in the path, so none can be missed. */
+    uint32_t v = SYST_CVR;
+    cycles += (syst_last - v) & (SYST_WRAP - 1u);
+    syst_last = v;
+    return (uint32_t)(cycles / (SYSCLK_HZ / 1000u));
 }
 
 /* One byte per interrupt, as the UART delivers them. */

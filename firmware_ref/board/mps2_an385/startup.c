@@ -16,6 +16,7 @@ void Default_Handler(void);
 void SysTick_Handler(void) __attribute__((weak, alias("Default_Handler")));
 void Uart0Rx_Handler(void) __attribute__((weak, alias("Default_Handler")));
 void Uart0Tx_Handler(void) __attribute__((weak, alias("Default_Handler")));
+void Timer0_Handler(void) __attribute__((weak, alias("Default_Handler")));
 
 #ifdef FW_SEMIHOSTED
 /* The unit tests: stdio and files through the debugger interface (newlib's rdimon). */
@@ -82,7 +83,7 @@ void Default_Handler(void)
 
 typedef void (*vector_fn)(void);
 
-/* 16 system exceptions, then the AN385's IRQs: UART0 RX 0, UART0 TX 1, UART1 RX 2, ... */
+/* 16 system exceptions, then the AN385's IRQs: UART0 RX 0, UART0 TX 1, ..., TIMER0 8. */
 __attribute__((section(".vectors"), used)) static const vector_fn vectors[16 + 32] = {
     (vector_fn)(uintptr_t)__stack_top,
     Reset_Handler,
@@ -100,7 +101,9 @@ __attribute__((section(".vectors"), used)) static const vector_fn vectors[16 + 3
     Uart0Rx_Handler,
     Uart0Tx_Handler,
     Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
-    Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
+    Default_Handler,
+    Timer0_Handler, /* IRQ 8 */
+    Default_Handler, Default_Handler, Default_Handler,
     Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
     Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
     Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
