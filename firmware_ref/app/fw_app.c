@@ -17,10 +17,13 @@
 #define FW_ODOM_RATE_HZ 50u /* the harness's default --rate */
 #endif
 #ifndef FW_ACTION_MAX_LEN
-#define FW_ACTION_MAX_LEN 1024u /* the harness's default --max-len */
+/* Largest action data accepted (longer frames get a length NAK). The harness takes
+ * 1024; a microcontroller keeps what its frames need: an IAP chunk of 256 bytes with
+ * its 5-byte header, a user configuration of 32 scenes (232 bytes). */
+#define FW_ACTION_MAX_LEN 320u
 #endif
 #ifndef FW_ACTION_KEEP
-#define FW_ACTION_KEEP 256u /* data kept for duplicate detection; longer: by CRC */
+#define FW_ACTION_KEEP 64u /* data kept for duplicate detection; longer: by length and CRC */
 #endif
 #ifndef FW_DIAG_PERIOD_MS
 #define FW_DIAG_PERIOD_MS 1000u
@@ -169,6 +172,7 @@ static void report(uint32_t now)
     put_u32(&l, "tx_dropped", b->tx_dropped);
     put_u32(&l, "rx_bytes", b->rx_bytes);
     put_u32(&l, "rx_overruns", b->rx_overruns);
+    put_u32(&l, "rx_held", b->rx_held);
     put_u32(&l, "stack_used", board_stack_used());
     put_u32(&l, "stack_size", board_stack_size());
     open_obj(&l, "cmd");

@@ -12,7 +12,8 @@
 
 typedef struct {
     uint32_t rx_bytes;    /* bytes the link's RX interrupt took from the UART */
-    uint32_t rx_overruns; /* bytes lost because the RX ring was full */
+    uint32_t rx_overruns; /* bytes lost in the UART (a real part without flow control) */
+    uint32_t rx_held;     /* times the RX ring was full and the UART held the line */
     uint32_t tx_bytes;    /* bytes handed to the link's TX ring */
     uint32_t tx_dropped;  /* bytes refused because the TX ring was full (like the harness) */
 } board_stats;
@@ -21,6 +22,11 @@ typedef struct {
 void board_init(void);
 /* Milliseconds since boot, from SysTick; wraps after 49 days (callers use wrap-safe math). */
 uint32_t board_ms(void);
+/* Clock cycles since boot (the SysTick clock), and its rate. */
+uint64_t board_cycles(void);
+uint32_t board_cycle_hz(void);
+/* The core's own cycle counter (DWT), when the part has one that counts: 1 and *out. */
+int board_dwt_cycles(uint32_t *out);
 /* Move up to cap received link bytes out of the RX ring; returns how many. */
 size_t board_link_read(uint8_t *buf, size_t cap);
 /* Queue bytes for the link's TX interrupt; a write that does not fit whole is dropped. */

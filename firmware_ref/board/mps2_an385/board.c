@@ -50,11 +50,14 @@
 #define BAUD 115200u
 
 /* Power-of-two rings, indices free-running: the ISR owns one end, main() the other. */
-#define RX_RING 256u
-#define TX_RING 512u
+#define RX_RING 128u /* 11 ms of bytes at 115200 Bd; the main loop drains it every 1 ms */
+#define TX_RING 256u /* an odometry frame, answers and results between two drains */
 
 static uint64_t cycles;     /* SysTick clock cycles since boot (board_ms) */
 static uint32_t syst_last;  /* SysTick's value at the last board_ms() */
+static uint32_t ms_now;     /* milliseconds since boot */
+static uint32_t ms_rem;     /* cycles towards the next millisecond */
+static uint8_t rx_held;     /* the RX ring was full: bytes wait in the UART (flow control) */
 static uint8_t rx_ring[RX_RING];
 static volatile uint32_t rx_head, rx_tail; /* head: ISR writes; tail: main reads */
 static uint8_t tx_ring[TX_RING];
@@ -92,32 +95,71 @@ void Timer0_Handler(void)
     TIMER0_INT = 1u;
 }
 
-uint32_t board_ms(void)
+uint64_t board_cycles(void)
 {
     /* Cycles since boot, from how far the down-counter moved since the last call (mod its
      * period): exact as long as calls come less than one period (671 ms) apart, and the
      * main loop calls every millisecond. No interrupt in the path, so none can be missed. */
     uint32_t v = SYST_CVR;
-    cycles += (syst_last - v) & (SYST_WRAP - 1u);
+    uint32_t delta = (syst_last - v) & (SYST_WRAP - 1u);
     syst_last = v;
-    return (uint32_t)(cycles / (SYSCLK_HZ / 1000u));
+    cycles += delta;
+    ms_rem += delta;
+    while (ms_rem >= SYSCLK_HZ / 1000u) { /* no 64-bit division: a few passes at most */
+        ms_rem -= SYSCLK_HZ / 1000u;
+        ms_now++;
+    }
+    return cycles;
+}
+
+uint32_t board_cycle_hz(void)
+{
+    return SYSCLK_HZ;
+}
+
+uint32_t board_ms(void)
+{
+    (void)board_cycles();
+    return ms_now;
+}
+
+/* The DWT cycle counter (Cortex-M3 debug unit); 0 when it does not count (QEMU). */
+int board_dwt_cycles(uint32_t *out)
+{
+    uint32_t a, b;
+    REG(0xE000EDFCu) |= 1u << 24; /* DEMCR.TRCENA */
+    REG(0xE0001000u) |= 1u;       /* DWT_CTRL.CYCCNTENA */
+    a = REG(0xE0001004u);
+    __asm__ volatile("nop; nop; nop; nop");
+    b = REG(0xE0001004u);
+    *out = b;
+    return b != a;
+}
+
+/* Move received bytes from the UART to the ring; when the ring is full, leave the byte in
+ * the UART and stop its interrupt: the UART holds the line (QEMU stops taking bytes from
+ * the pty; a real UART without RTS would overrun and count it) until main drains. */
+static void rx_pull(void)
+{
+    while (UART_STATE(UART0) & STATE_RXFULL) {
+        uint32_t h = rx_head;
+        if (h - rx_tail >= RX_RING) {
+            UART_CTRL(UART0) &= ~CTRL_RXINT;
+            rx_held = 1;
+            stats.rx_held++;
+            return;
+        }
+        rx_ring[h & (RX_RING - 1u)] = (uint8_t)UART_DATA(UART0);
+        rx_head = h + 1u;
+        stats.rx_bytes++;
+    }
 }
 
 /* One byte per interrupt, as the UART delivers them. */
 void Uart0Rx_Handler(void)
 {
     UART_INT(UART0) = INT_RX;
-    while (UART_STATE(UART0) & STATE_RXFULL) {
-        uint8_t b = (uint8_t)UART_DATA(UART0);
-        uint32_t h = rx_head;
-        stats.rx_bytes++;
-        if (h - rx_tail < RX_RING) {
-            rx_ring[h & (RX_RING - 1u)] = b;
-            rx_head = h + 1u;
-        } else {
-            stats.rx_overruns++;
-        }
-    }
+    rx_pull();
 }
 
 void Uart0Tx_Handler(void)
@@ -142,6 +184,15 @@ size_t board_link_read(uint8_t *buf, size_t cap)
         t++;
     }
     rx_tail = t;
+    if (rx_held) { /* room again: take what waits in the UART, then its interrupt again */
+        irq_off();
+        rx_held = 0;
+        rx_pull();
+        if (!rx_held) {
+            UART_CTRL(UART0) |= CTRL_RXINT;
+        }
+        irq_on();
+    }
     return n;
 }
 
