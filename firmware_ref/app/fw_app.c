@@ -11,6 +11,7 @@
 #include "board.h"
 #include "fw_action.h"
 #include "fw_crc16.h"
+#include "fw_fish.h"
 #include "fw_sum8.h"
 
 #ifndef FW_ODOM_RATE_HZ
@@ -48,6 +49,7 @@ typedef struct {
 } app_t;
 
 static app_t A;
+static fw_fish F;
 static uint8_t act_buf[FW_ACTION_RX_BUF_SIZE(FW_ACTION_MAX_LEN)];
 static uint8_t keep_buf[FW_ACTION_KEEP];
 
@@ -55,11 +57,21 @@ static void on_action_frame(void *ctx, const fw_action_frame *f, fw_pos_t offset
 {
     uint8_t ans[FW_ACTION_ANSWER_SIZE];
     size_t n;
+    int dup = 0;
+    const int fish = fw_action_is_request(f->type) && fw_fish_handles(f->sub);
     (void)ctx;
     (void)offset;
-    n = fw_responder_answer(&A.resp, f, FW_STATUS_AUTO, ans, NULL);
-    if (n != 0) {
-        board_link_write(NULL, ans, n);
+    n = fw_responder_answer(&A.resp, f, fish ? fw_fish_check(&F, f) : FW_STATUS_AUTO, ans, &dup);
+    if (n == 0) {
+        return;
+    }
+    board_link_write(NULL, ans, n);
+    if (fish && ans[7] == FW_STATUS_OK) {
+        fw_fish_execute(&F, f, dup, board_ms()); /* its result, if it has one, follows */
+    }
+    if (F.reboot) { /* IAP end or reset: the answer and result out, then restart */
+        board_link_flush(100);
+        board_reset();
     }
 }
 
@@ -225,6 +237,16 @@ int main(void)
                       on_action_frame, on_action_reject, NULL);
     fw_responder_init(&A.resp, &A.crc, keep_buf, sizeof keep_buf);
     fw_watchdog_init(&A.watchdog, FW_CMD_TIMEOUT_MS);
+    {
+        size_t size;
+        void *store = board_persist(&size);
+        /* The store is the board's persistent region (a flash sector on a real part). */
+        if (store == NULL || size < sizeof(fw_fish_store)) {
+            for (;;) {
+            }
+        }
+        fw_fish_init(&F, &A.crc, (fw_fish_store *)store, board_link_write, NULL, board_ms());
+    }
     A.boot_ms = board_ms();
     board_diag_write("fwref: ready\n");
     last_odom = A.boot_ms;

@@ -39,6 +39,14 @@ int board_diag_getc(void);
 void board_idle(void);
 /* Software reset (RAM marked no-init survives it). */
 void board_reset(void);
+/* Memory that stands for flash: `persist` survives a soft reset (the store of
+ * settings), the two banks hold firmware images (dual-bank upgrade). A real part
+ * erases and programs flash sectors here; the emulated board has RAM that a reset
+ * keeps and a power cycle (QEMU restarted) clears. NULL when the board has none. */
+void *board_persist(size_t *size);
+uint8_t *board_bank(unsigned bank, uint32_t *size);
+/* Block until the link's TX ring is empty (before a reset), at most timeout_ms. */
+void board_link_flush(uint32_t timeout_ms);
 /* The link driver's counters. */
 const board_stats *board_link_stats(void);
 /* Stack bytes ever used (the stack is painted at boot); and the stack's size. */

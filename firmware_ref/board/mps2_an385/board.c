@@ -200,9 +200,14 @@ void board_link_write(void *ctx, const uint8_t *data, size_t len)
 {
     uint32_t h = tx_head;
     size_t i;
+    uint32_t t0 = board_ms();
     (void)ctx;
+    /* A burst (a long result) waits for the TX interrupt to make room, a little: a host
+     * that does not read at all gets its bytes dropped, as a UART would drop them. */
+    while (len > TX_RING - (h - tx_tail) && len <= TX_RING && board_ms() - t0 < 20u) {
+    }
     if (len > TX_RING - (h - tx_tail)) {
-        stats.tx_dropped += (uint32_t)len; /* the host does not read: drop, like a UART */
+        stats.tx_dropped += (uint32_t)len;
         return;
     }
     for (i = 0; i < len; i++) {
@@ -245,6 +250,29 @@ void board_idle(void)
         __asm__ volatile("wfi");
     }
     irq_on();
+}
+
+/* Linker-placed regions that no start-up code touches (NOLOAD, outside the image). */
+extern uint8_t __persist_start[], __persist_end[], __banks_start[], __banks_end[];
+
+void *board_persist(size_t *size)
+{
+    *size = (size_t)(__persist_end - __persist_start);
+    return __persist_start;
+}
+
+uint8_t *board_bank(unsigned bank, uint32_t *size)
+{
+    uint32_t half = (uint32_t)(__banks_end - __banks_start) / 2u;
+    *size = half;
+    return bank < 2u ? __banks_start + bank * half : NULL;
+}
+
+void board_link_flush(uint32_t timeout_ms)
+{
+    uint32_t t0 = board_ms();
+    while ((tx_head != tx_tail || tx_busy) && board_ms() - t0 < timeout_ms) {
+    }
 }
 
 void board_reset(void)
