@@ -1,11 +1,13 @@
 """firmware_ref on a Cortex-M3 (QEMU mps2-an385): flash, RAM, stack and instructions per byte.
 
 - **Flash and RAM** of ``firmware_ref/build/qemu/fwref.elf`` (the seed-002
-  link, the command watchdog, the action receiver and responder, the board
-  port), from ``arm-none-eabi-size``; the largest symbols from ``nm``.
+  link, the command watchdog, the action receiver and responder, the fish's
+  system commands with IAP, the board port), from ``arm-none-eabi-size -A``;
+  the largest symbols from ``nm``.
 - **Worst stack depth**, two ways: statically, from ``-fstack-usage`` frame
   sizes over the call graph of the disassembly (indirect calls, the
-  receivers' callbacks, are taken to reach every callback; library routines
+  receivers' callbacks, are taken to reach every callback of their file;
+  library routines
   without a frame size count 32 bytes), main's deepest path plus the
   deepest interrupt handler plus the 32-byte exception frame; and measured,
   from the stack the firmware paints at boot, after a workload on the link
@@ -33,6 +35,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import tty
 from pathlib import Path
@@ -45,8 +48,11 @@ FIRMWARE = ROOT / "firmware_ref"
 QB = FIRMWARE / "build" / "qemu"
 ELF = QB / "fwref.elf"
 BENCH_ELF = QB / "fw_bench_cm.elf"
-#: Functions whose address is taken: where the receivers' indirect calls may go.
-CALLBACKS = ("on_cmd_frame", "on_action_frame", "on_action_reject", "board_link_write")
+#: Where an indirect call may go, by the source file of the caller: the receivers call
+#: their frame callbacks, everything else calls only the transmit callback.
+CALLBACKS = {"fw_sum8.c": ("on_cmd_frame",),
+             "fw_action.c": ("on_action_frame", "on_action_reject", "board_link_write")}
+TX_CALLBACK = ("board_link_write",)
 ISRS = ("Uart0Rx_Handler", "Uart0Tx_Handler", "Timer0_Handler", "Default_Handler")
 EXCEPTION_FRAME = 32  # r0-r3, r12, lr, pc, xPSR stacked on entry (no FPU on the M3)
 UNKNOWN_FRAME = 32  # a library routine without -fstack-usage data
@@ -66,16 +72,21 @@ def build() -> None:
 
 
 def sizes() -> dict[str, int]:
-    out = subprocess.run(["arm-none-eabi-size", "-B", str(ELF)], capture_output=True,
-                         text=True, check=True).stdout.splitlines()[1].split()
-    text, data, bss = (int(v) for v in out[:3])
+    """Bytes per section (``size -A``): flash is .text + .data, RAM .data + .bss; the
+    store and the banks (NOLOAD regions that stand in for flash) apart."""
+    out = subprocess.run(["arm-none-eabi-size", "-A", str(ELF)], capture_output=True,
+                         text=True, check=True).stdout
+    sec = {p[0]: int(p[1]) for p in (ln.split() for ln in out.splitlines())
+           if len(p) == 3 and p[0].startswith(".") and p[1].isdigit()}
+    text, data, bss = sec.get(".text", 0), sec.get(".data", 0), sec.get(".bss", 0)
     syms = subprocess.run(["arm-none-eabi-nm", "-S", str(ELF)], capture_output=True,
                           text=True, check=True).stdout
     top = {p[-1]: int(p[0], 16) for p in (ln.split() for ln in syms.splitlines())
            if len(p) == 3 and p[-1] in ("__stack_top", "__stack_bottom")}
     stack = top.get("__stack_top", 0) - top.get("__stack_bottom", 0)
     return {"text": text, "data": data, "bss": bss, "flash": text + data,
-            "ram_static": data + bss, "stack_reserved": stack}
+            "ram_static": data + bss, "stack_reserved": stack,
+            "store": sec.get(".noinit", 0), "banks": sec.get(".banks", 0)}
 
 
 def largest_symbols(n: int = 10) -> list[tuple[str, str, int]]:
@@ -92,13 +103,17 @@ def largest_symbols(n: int = 10) -> list[tuple[str, str, int]]:
     return sorted(rows, key=lambda r: -r[2])[:n]
 
 
-def frame_sizes() -> dict[str, int]:
+def frame_sizes() -> tuple[dict[str, int], dict[str, str]]:
+    """Frame size and source file of each function (clones: "f.isra", "f.constprop")."""
     frames: dict[str, int] = {}
+    files: dict[str, str] = {}
     for su in (QB / "obj").rglob("*.su"):
         for line in su.read_text().splitlines():
             where, size, _ = line.split("\t")
-            frames[where.rsplit(":", 1)[-1]] = int(size)  # clones: "f.isra", "f.constprop"
-    return frames
+            name = where.rsplit(":", 1)[-1]
+            frames[name] = int(size)
+            files[name] = Path(where.split(":", 1)[0]).name
+    return frames, files
 
 
 def _su_name(fn: str) -> str:
@@ -128,10 +143,10 @@ def call_graph() -> tuple[dict[str, set[str]], set[str]]:
 
 
 def static_stack() -> dict[str, Any]:
-    frames = frame_sizes()
+    frames, files = frame_sizes()
     graph, indirect = call_graph()
     for fn in indirect:
-        graph[fn] |= set(CALLBACKS)
+        graph[fn] |= set(CALLBACKS.get(files.get(_su_name(fn), ""), TX_CALLBACK))
     unknown: set[str] = set()
     memo: dict[str, tuple[int, list[str]]] = {}
 
@@ -175,29 +190,39 @@ def painted_stack(quick: bool) -> dict[str, Any]:
         bad[-4] ^= 0xFF
         workload = [
             cmd_frame.encode(cmd_frame.CmdFrame(0.5, -0.25, 1.0)),
+            action_frame.encode(ActionFrame(0x00, 0x03, 0x36, b"")),  # config read: a result
+            action_frame.encode(ActionFrame(0x00, 0x03, 0x01, b"")),  # status: a result
             action_frame.encode(big),
             action_frame.encode(ActionFrame(0x01, 0x05, 0x99, b"")),  # unknown sub
             bytes(bad),
             b"\xfe\xef\x01\x04\xff\x7f\x21" + bytes(32),  # false header, huge length
             b"\xaa\x55\xaa" + bytes(20),
         ]
-        rounds = 20 if quick else 200
+        rounds = 20 if quick else 100
         written = 0
+        halt = threading.Event()
+
+        def drain() -> None:  # odometry, answers and results: a host that reads them
+            while not halt.is_set():
+                if _readable(fd, 0.05):
+                    os.read(fd, 65536)
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
         for _ in range(rounds):
             for chunk in workload:
                 os.write(fd, chunk)
                 written += len(chunk)
-                if _readable(fd):
-                    os.read(fd, 65536)  # odometry and answers: keep the pty drained
             time.sleep(0.005)
         st: dict[str, Any] = {}
-        end = time.monotonic() + 30.0
+        end = time.monotonic() + 180.0  # QEMU takes a few kB/s from a pty on a busy host
         while time.monotonic() < end and st.get("rx_bytes", -1) < written:
-            while _readable(fd):
-                os.read(fd, 65536)
+            time.sleep(0.5)  # a counters line costs the board ~1 kB of polled output: not often
             before = board.latest["ms"] if board.latest else -1
             board.request_status()
             st = board.wait_status(before, timeout=2.0) or st
+        halt.set()
+        reader.join(2.0)
         os.close(fd)
     finally:
         board.stop()
@@ -207,10 +232,10 @@ def painted_stack(quick: bool) -> dict[str, Any]:
             "answers": st.get("responder", {}).get("answered"), "rounds": rounds}
 
 
-def _readable(fd: int) -> bool:
+def _readable(fd: int, timeout: float = 0.0) -> bool:
     import select
 
-    return bool(select.select([fd], [], [], 0)[0])
+    return bool(select.select([fd], [], [], timeout)[0])
 
 
 def instructions_per_byte() -> list[dict[str, Any]]:
@@ -259,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         ("stack used, worst (static analysis)", st["worst"]),
         ("stack used, measured (painted, after the workload)", painted["stack_used"]),
         ("RAM, static + measured stack", ram_used),
+        ("settings store (stands in for a flash sector)", sz["store"]),
+        ("firmware banks A + B (stand in for flash)", sz["banks"]),
     ]))
     print(f"\nstatic worst: main {st['main']} B ({' > '.join(st['main_path'])}) + interrupt "
           f"{st['isr']} B ({' > '.join(st['isr_path'])}) + {EXCEPTION_FRAME} B exception frame")

@@ -197,7 +197,7 @@ static void note_error(fw_fish *f, uint8_t code, uint8_t module, uint32_t now)
     fw_fish_error *e = &f->errors[f->error_head];
     e->code = code;
     e->module = module;
-    e->time_ms = now - f->boot_ms;
+    put32(e->time_ms, now - f->boot_ms);
     f->error_head = (uint8_t)((f->error_head + 1u) % FW_FISH_MAX_ERRORS);
     if (f->error_count < FW_FISH_MAX_ERRORS) {
         f->error_count++;
@@ -316,7 +316,7 @@ static void errors_result(fw_fish *f, const fw_action_frame *req)
         const fw_fish_error *e = &f->errors[(first + k) % FW_FISH_MAX_ERRORS];
         b[1 + 6 * k] = e->code;
         b[2 + 6 * k] = e->module;
-        put32(b + 3 + 6 * k, e->time_ms);
+        memcpy(b + 3 + 6 * k, e->time_ms, 4);
     }
     send_result(f, req, b, 1u + 6u * f->error_count);
 }

@@ -33,7 +33,7 @@ typedef struct {
 
 typedef struct {
     uint8_t code, module;
-    uint32_t time_ms;
+    uint8_t time_ms[4]; /* little-endian: 6 bytes a record, no padding */
 } fw_fish_error;
 
 typedef struct {

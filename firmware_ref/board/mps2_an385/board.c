@@ -50,8 +50,8 @@
 #define BAUD 115200u
 
 /* Power-of-two rings, indices free-running: the ISR owns one end, main() the other. */
-#define RX_RING 128u /* 11 ms of bytes at 115200 Bd; the main loop drains it every 1 ms */
-#define TX_RING 256u /* an odometry frame, answers and results between two drains */
+#define RX_RING 64u  /* 5.5 ms of bytes at 115200 Bd; the main loop drains it every 1 ms */
+#define TX_RING 128u /* an odometry frame and an answer; results wait for room in pieces */
 
 static uint64_t cycles;     /* SysTick clock cycles since boot (board_ms) */
 static uint32_t syst_last;  /* SysTick's value at the last board_ms() */
