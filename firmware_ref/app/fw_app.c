@@ -33,7 +33,9 @@
 #define ODOM_PERIOD_MS (1000u / FW_ODOM_RATE_HZ)
 
 typedef struct {
-    fw_sum8_rx cmd_rx;
+    /* The receiver generated from protocols/frames/cmd.toml (fw_frames_gen.c): the same
+     * frames and counters as fw_sum8_rx (fuzz/fuzz_sum8.c checks both). */
+    fwg_cmd_rx cmd_rx;
     fw_crc16 crc;
     fw_action_rx act_rx;
     fw_responder resp;
@@ -85,11 +87,15 @@ static void on_action_reject(void *ctx, const fw_action_reject *r)
     }
 }
 
-static void on_cmd_frame(void *ctx, const uint8_t *frame, fw_pos_t offset)
+static void on_cmd_frame(void *ctx, const uint8_t *frame, size_t len, uint32_t offset)
 {
+    fwg_cmd_t v;
     (void)ctx;
     (void)offset;
-    fw_cmd_decode(frame, &A.cmd);
+    fwg_cmd_decode(frame, len, &v);
+    A.cmd.vx = v.vx;
+    A.cmd.vy = v.vy;
+    A.cmd.wz = v.wz;
     A.last_rx = A.cmd;
     A.last_cmd_ms = board_ms();
     fw_watchdog_feed(&A.watchdog, A.last_cmd_ms);
@@ -167,7 +173,7 @@ static uint32_t f32_bits(float f)
 static void report(uint32_t now)
 {
     line_t l;
-    const fw_sum8_stats *c = &A.cmd_rx.stats;
+    const fwg_cmd_stats *c = &A.cmd_rx.stats;
     const fw_action_stats *a = &A.act_rx.stats;
     const fw_responder_stats *r = &A.resp.stats;
     const board_stats *b = board_link_stats();
@@ -232,7 +238,7 @@ int main(void)
     uint32_t next_odom, last_odom, next_diag;
     board_init();
     fw_crc16_init_name(&A.crc, FW_CRC16_DEFAULT);
-    fw_sum8_rx_init(&A.cmd_rx, FW_CMD_SIZE);
+    fwg_cmd_rx_init(&A.cmd_rx);
     fw_action_rx_init(&A.act_rx, &A.crc, act_buf, sizeof act_buf, FW_ACTION_MAX_LEN,
                       on_action_frame, on_action_reject, NULL);
     fw_responder_init(&A.resp, &A.crc, keep_buf, sizeof keep_buf);
@@ -257,7 +263,7 @@ int main(void)
         size_t n;
         uint32_t now;
         while ((n = board_link_read(buf, sizeof buf)) > 0) {
-            fw_sum8_rx_feed(&A.cmd_rx, buf, n, on_cmd_frame, NULL);
+            fwg_cmd_rx_feed(&A.cmd_rx, buf, n, on_cmd_frame, NULL);
             fw_action_rx_feed(&A.act_rx, buf, n);
         }
         now = board_ms();

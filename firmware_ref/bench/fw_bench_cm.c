@@ -145,6 +145,36 @@ static void run_feed(const char *name, size_t n, int both)
     result(name, n, a, b, cmd_rx.stats.frames + act_rx.stats.frames);
 }
 
+static void on_gen(void *ctx, const uint8_t *frame, size_t len, uint32_t offset)
+{
+    fwg_cmd_t v;
+    (void)ctx;
+    (void)offset;
+    fwg_cmd_decode(frame, len, &v);
+    sink += (uint32_t)v.vx;
+}
+
+/* The board's path: the generated command receiver and the action receiver, 64-byte chunks. */
+static void run_gen_feed(const char *name, size_t n, int both)
+{
+    static fwg_cmd_rx g;
+    stamp_t a, b;
+    size_t i;
+    fwg_cmd_rx_init(&g);
+    fw_action_rx_init(&act_rx, &crc, act_buf, sizeof act_buf, 1024, on_frame, NULL, NULL);
+    fw_responder_init(&resp, &crc, keep, sizeof keep);
+    a = stamp();
+    for (i = 0; i < n; i += 64u) {
+        size_t len = n - i < 64u ? n - i : 64u;
+        fwg_cmd_rx_feed(&g, stream + i, len, on_gen, NULL);
+        if (both) {
+            fw_action_rx_feed(&act_rx, stream + i, len);
+        }
+    }
+    b = stamp();
+    result(name, n, a, b, g.stats.frames + act_rx.stats.frames);
+}
+
 static void run_bytewise(const char *name, size_t n)
 {
     stamp_t a, b;
@@ -171,9 +201,12 @@ int main(void)
     run_bytewise("cmd_clean_sum8_byte", n);
     run_feed("cmd_clean_sum8_feed", n, 0);
     run_feed("cmd_clean_both_receivers", n, 1);
+    run_gen_feed("cmd_clean_generated_feed", n, 0);
+    run_gen_feed("cmd_clean_generated_and_action", n, 1);
     n = fill_cmd(5);
     run_bytewise("cmd_garbage5_sum8_byte", n);
     run_feed("cmd_garbage5_both_receivers", n, 1);
+    run_gen_feed("cmd_garbage5_generated_and_action", n, 1);
     n = fill_action();
     run_feed("action32_both_receivers", n, 1);
     board_diag_write("done\n");
