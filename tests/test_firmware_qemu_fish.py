@@ -120,3 +120,34 @@ def test_power_loss_during_an_upgrade() -> None:
             st = fc.status()
             assert (st.bank, st.version) == (0, 0x0100)
         run.stop()
+
+
+#: The patent's worked example (PROTOCOLS.md 3.4): its 69 data bytes are a two-step group.
+EXAMPLE = bytes.fromhex(
+    "FEFF00064500320000BFFB000000004000020002000000030018000300400D07000000"
+    "01503C00023C3200031E1400030018000300400D070000000150C4FF023CCEFF031EECFF"
+    "000000DAF39A40FDDF")
+
+
+def test_stored_action_groups_listed_read_and_erased() -> None:
+    from fwbridge.protocols.action_frame import ActionFrame, InstructionType
+
+    group = EXAMPLE[7:7 + 69]
+    with fw_run() as run:
+        with client(run) as fc:
+            ex = fc.link.send(ActionFrame(0, InstructionType.WRITE_PC, 0x31, group),
+                              want_result=False)
+            assert ex.delivered
+            again = fc.link.send(ActionFrame(0, InstructionType.WRITE_PC, 0x31, group),
+                                 want_result=False)  # the same frame: a duplicate, kept once
+            assert again.delivered
+            slot = fc.link.send(ActionFrame(0, InstructionType.READ_PC, 0x37, b"\x00"),
+                                want_result=True)
+            assert slot.delivered and slot.result is not None
+            assert bytes(slot.result.data) == b"\x00\x01\x00" + group  # status, kind 1, slot 0
+        assert fish(run, "actions") == {"groups": [{"slot": 0, "steps": 2, "bytes": 69}]}
+        assert fish(run, "status")["stored_groups"] == 1
+        proc = run_verb("fish", "--port", run.port, "erase")
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert fish(run, "actions") == {"groups": []}
+        run.stop()
