@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "encode": ("codec", "encode_group", "Build one frame and print it as hex."),
     "fish": ("fish_host", "fish_group", "The robot fish: status, configuration, firmware."),
     "fleet": ("ros2", "fleet_cmd", "N simulated bases as ROS 2 nodes /robotK, one Zenoh network."),
+    "fw": ("fw", "fw_group", "The reference firmware on an emulated Cortex-M3 (QEMU)."),
     "frames": ("frames", "frames_cmd", "List the built-in and given frame descriptions."),
     "gen": ("gen", "gen_group", "Generate C, a Wireshark dissector or a DBC from descriptions."),
     "plot": ("plot", "plot_cmd", "Draw a capture: path, velocities, counters; CAN load per ID."),

@@ -27,6 +27,9 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_sum8_receiver", "odometry receiver vs the seed's GetOneByte"),
     ("bench_action_receiver", "action-frame receiver vs the patent's receiver"),
     ("bench_c_receivers", "C firmware receivers vs the seed's C GetOneByte"),
+    ("bench_qemu_uart_echo", "polled UART echo on QEMU's mps2-an385 and netduinoplus2"),
+    ("bench_firmware_qemu", "firmware_ref on a Cortex-M3 (QEMU): flash, RAM, stack, instructions "
+     "per byte"),
     ("bench_codegen", "receivers from descriptions (Python, generated C) vs hand-written ones"),
     ("bench_bridge_latency", "serial round trip and base-node CPU"),
     ("bench_sim", "simulated world speed and round trip"),

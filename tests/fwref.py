@@ -32,7 +32,7 @@ ACTION_STATS = ("frames", "bytes", "discarded", "resyncs", "header_errors", "len
 RESPONDER_STATS = ("answered", "acks", "naks", "duplicates")
 ARQ_STATS = ("sent", "retransmitted", "delivered", "failed", "timeouts", "naks", "ignored")
 REJECT_REASONS = {1: "length", 2: "trailer", 3: "crc", 4: "truncated"}
-ARQ_EVENTS = {0: None, 1: "retransmit", 2: "delivered", 3: "failed"}
+ARQ_EVENTS = {0: None, 1: "retransmit", 2: "delivered", 3: "failed", 4: "acknowledged"}
 
 u8p = ctypes.POINTER(ctypes.c_uint8)
 u32p = ctypes.POINTER(ctypes.c_uint32)
@@ -103,6 +103,10 @@ class Firmware:
         _sig(lib.fwh_arq_open, i, vp, cp, ctypes.c_uint32, ui)
         _sig(lib.fwh_arq_send, i, vp, ui, ui, ui, u8p, sz, ctypes.c_uint32)
         _sig(lib.fwh_arq_on_answer, i, vp, u8p, sz, ctypes.c_uint32)
+        _sig(lib.fwh_arq_send_read, i, vp, ui, ui, ui, u8p, sz, ctypes.c_uint32,
+             ctypes.c_uint32)
+        _sig(lib.fwh_arq_on_result, i, vp, ctypes.c_uint32)
+        _sig(lib.fwh_arq_missing_results, ctypes.c_uint32, vp)
         _sig(lib.fwh_arq_poll, i, vp, ctypes.c_uint32)
         _sig(lib.fwh_arq_busy, i, vp)
         _sig(lib.fwh_arq_deadline, ctypes.c_uint32, vp)
@@ -306,6 +310,20 @@ class ArqTx:
     def send(self, machine: int, itype: int, sub: int, data: bytes, now: int) -> int:
         return int(self.lib.fwh_arq_send(self.mem, machine, itype, sub, _buf(data), len(data),
                                          now & 0xFFFFFFFF))
+
+    def send_read(self, machine: int, itype: int, sub: int, data: bytes, now: int,
+                  result_timeout: int) -> int:
+        """A read: delivered by its result (PROTOCOLS.md 3.3), re-asked without one."""
+        return int(self.lib.fwh_arq_send_read(self.mem, machine, itype, sub, _buf(data),
+                                              len(data), now & 0xFFFFFFFF,
+                                              result_timeout & 0xFFFFFFFF))
+
+    def on_result(self, now: int) -> str | None:
+        return ARQ_EVENTS[self.lib.fwh_arq_on_result(self.mem, now & 0xFFFFFFFF)]
+
+    @property
+    def missing_results(self) -> int:
+        return int(self.lib.fwh_arq_missing_results(self.mem))
 
     def on_answer(self, frame: bytes, now: int) -> str | None:
         rc = self.lib.fwh_arq_on_answer(self.mem, _buf(frame), len(frame), now & 0xFFFFFFFF)

@@ -386,6 +386,29 @@ int fwh_arq_send(fwh_arq *h, unsigned machine, unsigned type, unsigned sub, cons
     return fw_arq_send(&h->arq, h->frame, len, now);
 }
 
+/* Encode and send a read (delivered by its result); -1 busy or not a request. */
+int fwh_arq_send_read(fwh_arq *h, unsigned machine, unsigned type, unsigned sub,
+                      const uint8_t *data, size_t n, uint32_t now, uint32_t result_timeout)
+{
+    size_t len;
+    if (fw_arq_busy(&h->arq) || n > FWH_MAX_LEN) {
+        return -1;
+    }
+    len = fw_action_encode(&h->crc, (uint8_t)machine, (uint8_t)type, (uint8_t)sub, data,
+                           (uint16_t)n, h->frame, sizeof h->frame);
+    return fw_arq_send_read(&h->arq, h->frame, len, now, result_timeout);
+}
+
+int fwh_arq_on_result(fwh_arq *h, uint32_t now)
+{
+    return fw_arq_on_result(&h->arq, now);
+}
+
+uint32_t fwh_arq_missing_results(const fwh_arq *h)
+{
+    return h->arq.stats.missing_results;
+}
+
 /* A frame from the peer (exact bytes; must pass fw_action_check). */
 int fwh_arq_on_answer(fwh_arq *h, const uint8_t *frame, size_t len, uint32_t now)
 {

@@ -453,6 +453,12 @@ int fw_arq_busy(const fw_arq *a)
 
 int fw_arq_send(fw_arq *a, const uint8_t *frame, size_t len, uint32_t now)
 {
+    return fw_arq_send_read(a, frame, len, now, 0);
+}
+
+int fw_arq_send_read(fw_arq *a, const uint8_t *frame, size_t len, uint32_t now,
+                     uint32_t result_timeout)
+{
     if (a->frame != NULL || len < FW_ACTION_OVERHEAD || !fw_action_is_request(frame[3])) {
         return -1; /* one frame at a time; a frame nobody answers would always fail */
     }
@@ -462,6 +468,8 @@ int fw_arq_send(fw_arq *a, const uint8_t *frame, size_t len, uint32_t now)
     a->type = frame[3];
     a->sub = frame[6];
     a->attempts = 1;
+    a->acknowledged = 0;
+    a->result_timeout = result_timeout;
     a->deadline = now + a->timeout;
     a->stats.sent++;
     a->tx(a->tx_ctx, frame, len);
@@ -472,6 +480,8 @@ static void arq_idle(fw_arq *a)
 {
     a->frame = NULL;
     a->frame_len = 0;
+    a->acknowledged = 0;
+    a->result_timeout = 0;
 }
 
 /* Damaged on the way (CRC, length, trailer) or not now (busy): worth sending again. */
@@ -499,7 +509,8 @@ int fw_arq_on_answer(fw_arq *a, const fw_action_frame *frame, uint32_t now)
 {
     /* An answer: type T + 0x10 with T a request, one status byte, and the
      * outstanding frame's machine code and sub-command. */
-    if (a->frame == NULL || frame->len != 1 || frame->type < FW_TYPE_ANSWER_OFFSET ||
+    if (a->frame == NULL || a->acknowledged || frame->len != 1 ||
+        frame->type < FW_TYPE_ANSWER_OFFSET ||
         !fw_action_is_request((uint8_t)(frame->type - FW_TYPE_ANSWER_OFFSET)) ||
         frame->type - FW_TYPE_ANSWER_OFFSET != a->type || frame->machine != a->machine ||
         frame->sub != a->sub) {
@@ -507,6 +518,11 @@ int fw_arq_on_answer(fw_arq *a, const fw_action_frame *frame, uint32_t now)
         return FW_ARQ_NONE;
     }
     a->last_status = frame->data[0];
+    if (frame->data[0] == FW_STATUS_OK && a->result_timeout != 0) {
+        a->acknowledged = 1; /* a read: its result delivers it */
+        a->deadline = now + a->result_timeout;
+        return FW_ARQ_ACKNOWLEDGED;
+    }
     if (frame->data[0] == FW_STATUS_OK) {
         a->stats.delivered++;
         arq_idle(a);
@@ -529,5 +545,31 @@ int fw_arq_poll(fw_arq *a, uint32_t now)
         return FW_ARQ_NONE;
     }
     a->stats.timeouts++;
+    if (a->acknowledged) {
+        a->acknowledged = 0; /* answered, but the result was lost or damaged: ask again */
+        a->stats.missing_results++;
+    }
     return arq_again(a, now);
+}
+
+int fw_arq_on_result(fw_arq *a, uint32_t now)
+{
+    (void)now;
+    if (a->frame == NULL || a->result_timeout == 0) {
+        a->stats.ignored++;
+        return FW_ARQ_NONE;
+    }
+    a->stats.delivered++;
+    arq_idle(a);
+    return FW_ARQ_DELIVERED;
+}
+
+int fw_arq_on_frame(fw_arq *a, const fw_action_frame *frame, uint32_t now)
+{
+    if (a->frame != NULL && a->result_timeout != 0 && frame->len != 1 &&
+        frame->type == (uint8_t)(a->type + FW_TYPE_ANSWER_OFFSET) &&
+        frame->machine == a->machine && frame->sub == a->sub) {
+        return fw_arq_on_result(a, now);
+    }
+    return fw_arq_on_answer(a, frame, now);
 }

@@ -264,7 +264,8 @@ enum {
     FW_ARQ_NONE = 0,
     FW_ARQ_RETRANSMIT = 1, /* the frame was written again */
     FW_ARQ_DELIVERED = 2,  /* answered OK: the sender is idle again */
-    FW_ARQ_FAILED = 3      /* retry limit reached: the sender is idle again */
+    FW_ARQ_FAILED = 3,     /* retry limit reached: the sender is idle again */
+    FW_ARQ_ACKNOWLEDGED = 4 /* a read was answered OK: its result is awaited */
 };
 
 typedef struct {
@@ -275,6 +276,7 @@ typedef struct {
     uint32_t timeouts;
     uint32_t naks;
     uint32_t ignored; /* frames that answer nothing outstanding */
+    uint32_t missing_results; /* reads answered OK whose result did not come in time */
 } fw_arq_stats;
 
 typedef struct {
@@ -287,6 +289,8 @@ typedef struct {
     uint8_t machine, type, sub;
     uint8_t attempts;
     uint8_t last_status; /* status of the last answer (or 0xFF: none) */
+    uint8_t acknowledged; /* a read's OK answer came: now its result is awaited */
+    uint32_t result_timeout; /* ticks to wait for a read's result; 0: not a read */
     uint32_t deadline;
     fw_arq_stats stats;
 } fw_arq;
@@ -296,8 +300,19 @@ int fw_arq_busy(const fw_arq *a);
 /* Send an encoded frame (kept by the caller until DELIVERED/FAILED); writes
  * it at once. Returns -1 when busy or when the frame is not a request. */
 int fw_arq_send(fw_arq *a, const uint8_t *frame, size_t len, uint32_t now);
-/* Every frame the link delivers; returns an FW_ARQ_* event. */
+/* A read (PROTOCOLS.md 3.3): delivered by its result frame, not by its answer. The OK
+ * answer gives FW_ARQ_ACKNOWLEDGED and starts a result deadline of result_timeout ticks;
+ * no result by then sends the read again, from the same retry budget as a lost answer.
+ * A result that comes before its answer (the answer lost) delivers the read. */
+int fw_arq_send_read(fw_arq *a, const uint8_t *frame, size_t len, uint32_t now,
+                     uint32_t result_timeout);
+/* Every answer the link delivers; returns an FW_ARQ_* event. */
 int fw_arq_on_answer(fw_arq *a, const fw_action_frame *frame, uint32_t now);
+/* The outstanding read's result arrived (the caller matched it): FW_ARQ_DELIVERED. */
+int fw_arq_on_result(fw_arq *a, uint32_t now);
+/* Any frame: a result of the outstanding read (type T + 0x10, its machine code and
+ * sub-command, data not one byte) goes to fw_arq_on_result, the rest to on_answer. */
+int fw_arq_on_frame(fw_arq *a, const fw_action_frame *frame, uint32_t now);
 /* Call periodically; retransmits or fails once the deadline has passed. */
 int fw_arq_poll(fw_arq *a, uint32_t now);
 

@@ -786,6 +786,44 @@ static void test_arq(void)
     CHECK(fw_arq_send(&a, req, n, t0) == -1);
 }
 
+/* A read (PROTOCOLS.md 3.3): its OK answer only acknowledges it; a lost result asks again. */
+static void test_arq_read_reask(void)
+{
+    uint8_t req[32], res[32], ok[FW_ACTION_ANSWER_SIZE];
+    size_t n, m;
+    fw_arq a;
+    fw_action_frame f;
+    tx_count tx = {0};
+    const uint32_t t0 = 0xFFFFFFF0u; /* across the wrap */
+    const uint8_t config[3] = {0x00, 0x01, 0x02};
+    fw_arq_init(&a, 10, 1, count_tx, &tx);
+    n = fw_action_encode(&ccitt, 1, FW_TYPE_READ_PHONE, FW_SUB_READ_USER_CONFIG, NULL, 0, req,
+                         sizeof req);
+    CHECK(fw_arq_send_read(&a, req, n, t0, 30) == 0 && tx.writes == 1);
+    /* The OK answer: one status byte 0x00 (config[0]). */
+    fw_action_encode(&ccitt, 1, 0x11, FW_SUB_READ_USER_CONFIG, config, 1, ok, sizeof ok);
+    fw_action_decode(ok, &f);
+    CHECK(fw_arq_on_frame(&a, &f, t0 + 2) == FW_ARQ_ACKNOWLEDGED && fw_arq_busy(&a));
+    CHECK(fw_arq_on_frame(&a, &f, t0 + 3) == FW_ARQ_NONE); /* a second answer: ignored */
+    CHECK(fw_arq_poll(&a, t0 + 31) == FW_ARQ_NONE);
+    CHECK(fw_arq_poll(&a, t0 + 32) == FW_ARQ_RETRANSMIT && tx.writes == 2);
+    CHECK(a.stats.missing_results == 1 && a.stats.timeouts == 1);
+    /* The result comes before the second answer (that answer lost): delivered. */
+    m = fw_action_encode(&ccitt, 1, 0x11, FW_SUB_READ_USER_CONFIG, config, sizeof config, res,
+                         sizeof res);
+    CHECK(m == FW_ACTION_OVERHEAD + sizeof config);
+    fw_action_decode(res, &f);
+    CHECK(fw_arq_on_frame(&a, &f, t0 + 35) == FW_ARQ_DELIVERED && !fw_arq_busy(&a));
+    CHECK(a.stats.delivered == 1 && a.stats.retransmitted == 1 && a.stats.failed == 0);
+    /* Out of retries without a result: failed, counted once more as missing. */
+    CHECK(fw_arq_send_read(&a, req, n, t0 + 40, 30) == 0);
+    fw_action_decode(ok, &f);
+    CHECK(fw_arq_on_frame(&a, &f, t0 + 41) == FW_ARQ_ACKNOWLEDGED);
+    CHECK(fw_arq_poll(&a, t0 + 71) == FW_ARQ_RETRANSMIT);
+    CHECK(fw_arq_on_frame(&a, &f, t0 + 72) == FW_ARQ_ACKNOWLEDGED);
+    CHECK(fw_arq_poll(&a, t0 + 102) == FW_ARQ_FAILED && a.stats.missing_results == 3);
+}
+
 static void test_layouts(void)
 {
     CHECK(sizeof(fw_odom_wire) == 19 && sizeof(fw_cmd_wire) == 15);
@@ -815,6 +853,7 @@ int main(int argc, char **argv)
     RUN(test_action_max_length);
     RUN(test_responder);
     RUN(test_arq);
+    RUN(test_arq_read_reask);
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
