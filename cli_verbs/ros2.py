@@ -85,7 +85,10 @@ def ros2_group() -> None:
               help="Listen on this Zenoh endpoint (repeatable; default: tcp/127.0.0.1:7447, "
               "rmw_zenohd's port on loopback only). Any other address lets other machines "
               "connect: a warning says so.")
-def router_cmd(listen: tuple[str, ...]) -> None:
+@click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
+              help="Also connect to the router at this endpoint, on another machine "
+              "(repeatable; default: none), retrying until it answers and after it restarts.")
+def router_cmd(listen: tuple[str, ...], connect: tuple[str, ...]) -> None:
     """A Zenoh router for ROS 2 nodes, as 'ros2 run rmw_zenoh_cpp rmw_zenohd' runs, without
     ROS: fwbridge's nodes and tools and rmw_zenoh's find each other through it. Runs
     until Ctrl-C or SIGTERM."""
@@ -99,6 +102,7 @@ def router_cmd(listen: tuple[str, ...]) -> None:
 
     try:
         endpoints = parse_endpoints("--listen", listen) or DEFAULT_LISTEN
+        routers = parse_endpoints("--connect", connect)
     except ConfigError as exc:
         fail(str(exc))
     for endpoint in endpoints:
@@ -106,12 +110,13 @@ def router_cmd(listen: tuple[str, ...]) -> None:
             click.echo(f"warning: router: {endpoint} is not a loopback address: other "
                        "machines can connect to this router", err=True)
     try:
-        session = open_router(endpoints)
+        session = open_router(endpoints, routers)
     except ConfigError as exc:
         fail(str(exc))
     try:
         with stoppable():
-            click.echo(f"router: listening on {', '.join(endpoints)}", err=True)
+            also = f", connecting to {', '.join(routers)}" if routers else ""
+            click.echo(f"router: listening on {', '.join(endpoints)}{also}", err=True)
             while True:
                 time.sleep(1.0)
     finally:

@@ -94,6 +94,26 @@ def test_attachment_matches_zenoh_serializer() -> None:
         keys.Attachment.decode(b"\x01" * 20)
 
 
+def test_freshness_drops_what_waited_longer_than_max_age_whatever_the_clocks() -> None:
+    """A sample that waited on the way longer than max_age beyond the quickest one of its
+    source is stale, with the sender's clock 1000 s off or not; sources apart."""
+    for skew in (0, 1000 * 10**9, -1000 * 10**9):
+        fresh = keys.Freshness(0.5)
+        gid, other = bytes(16), bytes(range(16))
+
+        def at(sent_ms: int, got_ms: int, source: bytes = gid, fresh: keys.Freshness = fresh,
+               skew: int = skew) -> bool:
+            return fresh.fresh(keys.Attachment(1, sent_ms * 10**6 + skew, source),
+                               got_ms * 10**6)
+
+        assert at(0, 3)  # the first sets the offset
+        assert at(50, 52) and at(100, 590)  # 488 ms late: still fresh
+        assert not at(200, 5000)  # a partition's backlog, delivered at once
+        assert at(5000, 5001)
+        assert at(0, 4000, other)  # another source: its own offset
+        assert fresh.last_age_ns == 4000 * 10**6 - skew
+
+
 def test_gid_is_xxh3_of_the_token() -> None:
     gid = keys.entity_gid(GOLDEN["node_root"])
     assert len(gid) == 16 and gid != keys.entity_gid(GOLDEN["odom_publisher_domain7"])
@@ -563,7 +583,8 @@ def test_fleet_robots_keep_their_own_frames_and_diagnostics(network: dict[str, A
         for status in sample["msg"]["status"]:
             names.add(status["name"])
             hardware.add(status["hardware_id"])
-    assert names == {f"robot{k}/base_bridge: base link" for k in range(1, 5)}
+    assert names == {f"robot{k}/base_bridge: {what}" for k in range(1, 5)
+                     for what in ("base link", "cmd_vel")}
     assert hardware == {f"robot{k}:sim://mecanum" for k in range(1, 5)}
 
 

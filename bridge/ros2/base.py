@@ -10,12 +10,19 @@ and ``/diagnostics``.
   ``/tf`` keep their own frames;
 - ``geometry_msgs/Twist`` on ``cmd_vel`` -> ``node.request(vx, vy, wz)``, so the
   node's watchdog still zeroes the base when ``cmd_vel`` stops; NaN, infinite
-  or huge velocities and malformed samples are counted and dropped;
+  or huge velocities and malformed samples are counted and dropped, and so is a
+  ``cmd_vel`` that waited longer than the watchdog's ``cmd_timeout`` on the way
+  (``cmd_vel_stale``: what a link delivers at once after a partition is never
+  replayed as motion);
 - ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` once a second: the
   receiver counters, watchdog trips, reconnects and the link state, plus any
   extra statuses (the CAN modules' health) from ``extra_statuses``; the
   status is named after the node (``robot1/base_bridge: base link``) and its
-  hardware id names the robot too, so an aggregator tells robots apart.
+  hardware id names the robot too, so an aggregator tells robots apart. A
+  second status, ``robot1/base_bridge: cmd_vel``, says whether the operator is
+  there: warn with ``operator lost: no cmd_vel for X s`` once ``cmd_vel`` that
+  was coming has stopped for longer than ``cmd_timeout`` (the network between
+  them failed, or the operator did), every second until it comes back.
 
 The serial link never waits on the network: with no router reachable the
 node says so once (and, with ``listen`` endpoints, that peers may connect
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -78,7 +86,8 @@ class Ros2Base:
         self.diag_pub = self.ros.publisher(s.topic("diagnostics"),
                                            spec["diagnostics"].msgtype, spec["diagnostics"].qos)
         self.cmd_sub = self.ros.subscription(s.topic("cmd_vel"), spec["cmd_vel"].msgtype,
-                                             self._on_cmd_vel, spec["cmd_vel"].qos)
+                                             self._on_cmd_vel, spec["cmd_vel"].qos,
+                                             max_age=self.node.config.cmd_timeout)
         self.node.odometry_callbacks.append(self._on_odometry)
         self.node.event_callbacks.append(self._on_event)
         self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
@@ -144,7 +153,7 @@ class Ros2Base:
         return {"odometry_published": self.published, "odometry_unsent": self.odom_pub.unsent,
                 "publish_errors": self.publish_errors,
                 "cmd_vel_received": sub["received"], "cmd_vel_malformed": sub["malformed"],
-                "cmd_vel_refused": sub["refused"]}
+                "cmd_vel_refused": sub["refused"], "cmd_vel_stale": sub["stale"]}
 
     def diagnostics(self) -> Any:
         s = self.settings
@@ -152,10 +161,34 @@ class Ros2Base:
         statuses = [topics.node_status(f"{s.node_fqn}: base link", stats,
                                        connected=self.node.connected, holding=self._holding,
                                        hardware_id=self.hardware_id, distro=self.distro)]
+        statuses.append(self.operator_status())
         if self.extra_statuses is not None:
             statuses += self.extra_statuses()
         return topics.diagnostics_message(statuses, stamp=topics.wall_stamp(
             self.node.clock()), distro=self.distro)
+
+    def operator_status(self) -> Any:
+        """The ``cmd_vel`` status: ok while it comes (or before any came), warn
+        ``operator lost`` once it has stopped for longer than the watchdog's timeout."""
+        sub, timeout = self.cmd_sub, self.node.config.cmd_timeout
+        last = sub.last_accepted
+        age = None if last is None else time.monotonic() - last
+        latency = None if sub.freshness is None else sub.freshness.last_age_ns
+        values: dict[str, object] = {
+            "cmd_vel_received": sub.received, "cmd_vel_stale": sub.stale,
+            "cmd_vel_age_s": "" if age is None else f"{age:.3f}",
+            "cmd_vel_latency_ms": "" if latency is None else f"{latency / 1e6:.1f}",
+            "cmd_timeout_s": f"{timeout:g}"}
+        if age is None:
+            level, message = "ok", "no cmd_vel yet"
+        elif age > timeout:
+            level, message = "warn", (f"operator lost: no cmd_vel for {age:.1f} s "
+                                      "(watchdog holds zero velocity)")
+        else:
+            level, message = "ok", "cmd_vel coming"
+        return topics.diagnostic_status(f"{self.settings.node_fqn}: cmd_vel", level, message,
+                                        values, hardware_id=self.hardware_id,
+                                        distro=self.distro)
 
     def _housekeeping(self) -> None:
         while not self._stop.wait(DIAGNOSTICS_PERIOD):

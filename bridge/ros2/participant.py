@@ -31,6 +31,7 @@ from fwbridge.bridge import topics
 from fwbridge.bridge.ros2.keys import (
     Attachment,
     Entity,
+    Freshness,
     data_key,
     entity_gid,
     liveliness_key,
@@ -227,8 +228,12 @@ class RosNode:
         return pub
 
     def subscription(self, topic: str, msgtype: str, callback: Callable[[Any], Any],
-                     qos: Qos = DEFAULT_QOS, *, any_hash: bool = False) -> RosSubscription:
-        sub = RosSubscription(self, self.resolve(topic), msgtype, callback, qos, any_hash)
+                     qos: Qos = DEFAULT_QOS, *, any_hash: bool = False,
+                     max_age: float | None = None) -> RosSubscription:
+        """``max_age``: drop (count as ``stale``) samples that waited longer than this
+        many seconds on the way (see :class:`~fwbridge.bridge.ros2.keys.Freshness`)."""
+        sub = RosSubscription(self, self.resolve(topic), msgtype, callback, qos, any_hash,
+                              max_age)
         self._add(sub)
         return sub
 
@@ -309,10 +314,13 @@ class RosPublisher:
 class RosSubscription:
     """Calls ``callback(message)`` for each sample; undecodable samples are counted
     (``malformed``) and dropped, and a callback that refuses one with
-    :class:`MessageError` is counted too (``refused``); neither stops the stream."""
+    :class:`MessageError` is counted too (``refused``); neither stops the stream. With
+    ``max_age``, samples that waited longer on the way are counted (``stale``) and
+    dropped before decoding."""
 
     def __init__(self, node: RosNode, topic: str, msgtype: str,
-                 callback: Callable[[Any], Any], qos: Qos, any_hash: bool) -> None:
+                 callback: Callable[[Any], Any], qos: Qos, any_hash: bool,
+                 max_age: float | None = None) -> None:
         p = node.participant
         self.node, self.qos, self.id = node, qos, p.next_id()
         self.topic, self.msgtype, self.distro = topic, msgtype, p.distro
@@ -321,7 +329,9 @@ class RosSubscription:
         key = data_key(p.domain, topic, msgtype, self.type_hash)
         self.key = key.rsplit("/", 1)[0] + "/*" if any_hash else key
         self.token_key = ""
-        self.received = self.malformed = self.refused = 0
+        self.received = self.malformed = self.refused = self.stale = 0
+        self.freshness = None if max_age is None else Freshness(max_age)
+        self.last_accepted: float | None = None  # time.monotonic() of the latest taken
         self.last_error: str | None = None
         self._subscriber: Any = None
         self._token: Any = None
@@ -336,6 +346,14 @@ class RosSubscription:
 
     def _on_sample(self, sample: Any) -> None:
         self.received += 1
+        if self.freshness is not None and sample.attachment is not None:
+            try:
+                att = Attachment.decode(sample.attachment.to_bytes())
+            except MessageError:
+                att = None  # not rmw_zenoh's: no source timestamp to judge by
+            if att is not None and not self.freshness.fresh(att, time.time_ns()):
+                self.stale += 1
+                return
         try:
             msg = topics.deserialize(sample.payload.to_bytes(), self.msgtype, self.distro)
         except MessageError as exc:
@@ -344,6 +362,7 @@ class RosSubscription:
             return
         try:
             self.callback(msg)
+            self.last_accepted = time.monotonic()
         except MessageError as exc:
             self.refused += 1
             self._note(str(exc))
@@ -357,7 +376,8 @@ class RosSubscription:
         self.last_error = error
 
     def stats(self) -> dict[str, int]:
-        return {"received": self.received, "malformed": self.malformed, "refused": self.refused}
+        return {"received": self.received, "malformed": self.malformed, "refused": self.refused,
+                "stale": self.stale}
 
     def close(self) -> None:
         for entity in (self._token, self._subscriber):
