@@ -1,4 +1,4 @@
-"""``fwbridge ros2 router|topics|echo|pub`` and ``fwbridge fleet N``: ROS 2 tools without ROS.
+"""``fwbridge ros2 router|topics|echo|pub|call`` and ``fwbridge fleet N``: ROS 2 tools without ROS.
 
 They speak rmw_zenoh's conventions over Zenoh (the ``ros2`` extra), so they
 see and talk to real ROS 2 nodes on a router, and to fwbridge's own;
@@ -148,9 +148,13 @@ def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
                        "type_hash": e.type_hash, "qos": e.qos, "zid": e.zid})
         return
     by_topic: dict[tuple[str, str], dict[str, list[str]]] = {}
+    services: dict[tuple[str, str], dict[str, list[str]]] = {}
     nodes = set()
     for e in graph:
         nodes.add(e.node)
+        if e.topic is not None and e.kind in ("SS", "SC"):
+            srv = services.setdefault((e.topic, e.msgtype or "?"), {"SS": [], "SC": []})
+            srv[e.kind].append(e.node)
         if e.topic is not None and e.kind in ("MP", "MS"):
             row = by_topic.setdefault((e.topic, e.msgtype or "?"), {"MP": [], "MS": []})
             row[e.kind].append(e.node)
@@ -158,6 +162,9 @@ def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
         click.echo(f"{topic} [{msgtype}]  publishers: {len(row['MP'])} "
                    f"({', '.join(sorted(set(row['MP']))) or '-'})  subscribers: {len(row['MS'])} "
                    f"({', '.join(sorted(set(row['MS']))) or '-'})")
+    for (name, srvtype), srv in sorted(services.items()):
+        click.echo(f"{name} [{srvtype}]  servers: {len(srv['SS'])} "
+                   f"({', '.join(sorted(set(srv['SS']))) or '-'})  clients: {len(srv['SC'])}")
     click.echo(f"nodes: {', '.join(sorted(nodes)) or 'none'}", err=True)
 
 
@@ -274,6 +281,49 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
     finally:
         p.close()
     click.echo(f"published {sent} message(s) on {topic}", err=True)
+
+
+@ros2_group.command("call")
+@click.argument("service")
+@click.argument("srvtype", metavar="TYPE")
+@click.argument("values", default="{}", metavar="'YAML'")
+@click.option("--timeout", type=Finite(0.1, 60, unit="s"), default=5.0, show_default=True,
+              help="Seconds to wait for the reply.")
+@click.option("--json", "as_json", is_flag=True, help="The response as one JSON line.")
+@CONNECT
+@DOMAIN
+@DISTRO
+@CONFIG
+def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: bool,
+             connect: tuple[str, ...], domain: int | None, distro: str | None,
+             config: str | None) -> None:
+    """Call SERVICE of TYPE with a request built from 'YAML', like ``ros2 service call``:
+    fwbridge ros2 call /robot1/base_bridge/get_status std_srvs/srv/Trigger"""
+    from fwbridge.bridge import topics
+    from fwbridge.bridge.ros2.services import register
+
+    s = _settings(config, connect, (), domain, distro)
+    try:
+        request_type, _ = register(srvtype, s.distro)
+        request = topics.message_from_dict(request_type, _parse_yaml(values), s.distro)
+    except topics.MessageError as exc:
+        fail(str(exc))
+    service = service if service.startswith("/") else "/" + service
+    p = _participant(s)
+    try:
+        with stoppable():
+            client = p.node(f"fwbridge_call_{_pid()}").client(service, srvtype)
+            try:
+                response = client.call(request, timeout)
+            except topics.MessageError as exc:
+                fail(str(exc))
+    finally:
+        p.close()
+    data = topics.message_to_dict(response)
+    if as_json:
+        json_line(data)
+    else:
+        click.echo(_yaml(data) + "---")
 
 
 def _pid() -> int:

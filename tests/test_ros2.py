@@ -114,6 +114,28 @@ def test_freshness_drops_what_waited_longer_than_max_age_whatever_the_clocks() -
         assert fresh.last_age_ns == 4000 * 10**6 - skew
 
 
+def test_service_keys_match_rmw_zenoh() -> None:
+    """std_srvs/srv/Trigger's hash as on a ROS 2 installation's wire (its ServiceEventInfo
+    client_gid is uint8[16] in the type description); keys and SS tokens as rmw_zenoh's."""
+    from fwbridge.bridge.ros2.services import SERVICE_QOS, service_type_hash
+
+    trigger = service_type_hash("std_srvs/srv/Trigger")
+    assert trigger == "RIHS01_eeff2cd6fa5ad9d27cdf4dec64818317839b62f212a91e6b5304b634b2062c5f"
+    assert service_type_hash("std_srvs/srv/Trigger", "humble") == "TypeHashNotSupported"
+    assert keys.data_key(0, "/robot1/base_bridge/get_status", "std_srvs/srv/Trigger",
+                         trigger) == ("0/robot1/base_bridge/get_status/"
+                                      f"std_srvs::srv::dds_::Trigger_/{trigger}")
+    token = keys.liveliness_key(0, "z", 1, 9, "SS", "/robot1", "base_bridge",
+                                topic="/robot1/base_bridge/get_status",
+                                msgtype="std_srvs/srv/Trigger", type_hash=trigger,
+                                qos=SERVICE_QOS)
+    assert token.split("/")[5:] == ["SS", "%", "%robot1", "base_bridge",
+                                    "%robot1%base_bridge%get_status",
+                                    "std_srvs::srv::dds_::Trigger_", trigger, "::,10:,:,:,,"]
+    with pytest.raises(topics.MessageError, match="unknown service type"):
+        service_type_hash("std_srvs/srv/Nope")
+
+
 def test_gid_is_xxh3_of_the_token() -> None:
     gid = keys.entity_gid(GOLDEN["node_root"])
     assert len(gid) == 16 and gid != keys.entity_gid(GOLDEN["odom_publisher_domain7"])
@@ -239,6 +261,32 @@ def test_cmd_vel_moves_one_robot_and_the_watchdog_stops_it(network: dict[str, An
     finally:
         robot3.node.odometry_callbacks.remove(watch)
     assert [b.cmd_sub.received for b in others] == before  # namespaces kept apart
+
+
+@pytest.mark.slow
+def test_base_services_answer_an_independent_client_and_ros2_call(
+        network: dict[str, Any]) -> None:
+    """~/get_status and ~/stop (std_srvs/srv/Trigger) on each base node: a plain Zenoh
+    client in another process gets the status with its own sequence number and GID
+    back; `fwbridge ros2 call` too; `ros2 topics` lists the servers."""
+    out = subprocess.run([*PEER, network["endpoint"], "call", "0/robot2/base_bridge/get_status"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    reply = json.loads(out.stdout.splitlines()[0])
+    assert reply.get("success") is True, reply
+    assert (reply["seq"], reply["gid"]) == (41, reply["sent_gid"])
+    status = json.loads(reply["message"])
+    assert status["node"] == "robot2/base_bridge" and status["link"] == "up"
+    assert status["frames"] > 0 and "operator" in status
+    res = run_cli("ros2", "call", "/robot3/base_bridge/stop", "std_srvs/srv/Trigger", "--json",
+                  "--connect", network["endpoint"], timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"success": True, "message": "zero velocity requested"}
+    res = run_cli("ros2", "call", "/robot9/base_bridge/stop", "std_srvs/srv/Trigger",
+                  "--timeout", "1", "--connect", network["endpoint"], timeout=60)
+    assert res.returncode == 2 and b"no reply within 1 s" in res.stderr, res.stderr
+    res = run_cli("ros2", "topics", "--connect", network["endpoint"], timeout=60)
+    assert ("/robot1/base_bridge/get_status [std_srvs/srv/Trigger]  servers: 1 "
+            "(/robot1/base_bridge)") in res.stdout.decode()
 
 
 @pytest.mark.slow

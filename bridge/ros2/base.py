@@ -14,6 +14,10 @@ and ``/diagnostics``.
   ``cmd_vel`` that waited longer than the watchdog's ``cmd_timeout`` on the way
   (``cmd_vel_stale``: what a link delivers at once after a partition is never
   replayed as motion);
+- services (``std_srvs/srv/Trigger``, rmw_zenoh's conventions):
+  ``~/get_status`` (``/robot1/base_bridge/get_status``: the counters, the
+  link and the operator's state as JSON in ``message``; ``success`` while the
+  link is up) and ``~/stop`` (zero velocity now, until the next ``cmd_vel``);
 - ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` once a second: the
   receiver counters, watchdog trips, reconnects and the link state, plus any
   extra statuses (the CAN modules' health) from ``extra_statuses``; the
@@ -32,6 +36,7 @@ appears.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -45,7 +50,9 @@ from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
 
-__all__ = ["DIAGNOSTICS_PERIOD", "Ros2Base"]
+__all__ = ["DIAGNOSTICS_PERIOD", "TRIGGER", "Ros2Base"]
+
+TRIGGER = "std_srvs/srv/Trigger"
 
 log = logging.getLogger("fwbridge.ros2")
 
@@ -88,6 +95,8 @@ class Ros2Base:
         self.cmd_sub = self.ros.subscription(s.topic("cmd_vel"), spec["cmd_vel"].msgtype,
                                              self._on_cmd_vel, spec["cmd_vel"].qos,
                                              max_age=self.node.config.cmd_timeout)
+        self.status_srv = self.ros.service("~/get_status", TRIGGER, self._get_status)
+        self.stop_srv = self.ros.service("~/stop", TRIGGER, self._stop_now)
         self.node.odometry_callbacks.append(self._on_odometry)
         self.node.event_callbacks.append(self._on_event)
         self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
@@ -146,6 +155,27 @@ class Ros2Base:
             self.node.request(vx, vy, wz)
         except ValueError as exc:
             raise topics.MessageError(f"cmd_vel: {exc}") from None
+
+    # -- services -----------------------------------------------------------------------
+    def _trigger_response(self, success: bool, message: str) -> Any:
+        cls = topics.typestore(self.distro).types[TRIGGER + "_Response"]
+        return cls(success=success, message=message)
+
+    def _get_status(self, _request: Any) -> Any:
+        """``~/get_status``: the counters, the link and the operator's state, as JSON."""
+        op = self.operator_status()
+        status = {"node": self.settings.node_fqn, "hardware_id": self.hardware_id,
+                  "link": "up" if self.node.connected else "down",
+                  "watchdog_holding": self._holding, "operator": op.message,
+                  "cmd_timeout_s": self.node.config.cmd_timeout,
+                  **self.node.stats(), **self.stats()}
+        return self._trigger_response(self.node.connected, json.dumps(status))
+
+    def _stop_now(self, _request: Any) -> Any:
+        """``~/stop``: zero velocity now, held until the next ``cmd_vel``."""
+        self.node.request(0.0, 0.0, 0.0)
+        self.node.send_now()
+        return self._trigger_response(True, "zero velocity requested")
 
     # -- diagnostics and the router ------------------------------------------------------
     def stats(self) -> dict[str, int]:

@@ -40,7 +40,8 @@ from fwbridge.bridge.ros2.keys import (
 )
 from fwbridge.bridge.topics import MessageError, Qos
 
-__all__ = ["Participant", "RosNode", "RosPublisher", "RosSubscription", "zenoh_config"]
+__all__ = ["Participant", "RosClient", "RosNode", "RosPublisher", "RosService",
+           "RosSubscription", "zenoh_config"]
 
 log = logging.getLogger("fwbridge.ros2")
 
@@ -202,7 +203,7 @@ class RosNode:
         self.id = participant.next_id()
         self.key = ""
         self._token: Any = None
-        self.entities: list[RosPublisher | RosSubscription] = []
+        self.entities: list[RosPublisher | RosSubscription | RosService | RosClient] = []
 
     def _declare(self) -> None:
         """Called with the session open: the node's token, then its entities'."""
@@ -216,7 +217,7 @@ class RosNode:
     def resolve(self, topic: str) -> str:
         return resolve_name(topic, self.namespace)
 
-    def _add(self, entity: RosPublisher | RosSubscription) -> None:
+    def _add(self, entity: RosPublisher | RosSubscription | RosService | RosClient) -> None:
         with self.participant._lock:
             self.entities.append(entity)
             if self._token is not None:
@@ -236,6 +237,24 @@ class RosNode:
                               max_age)
         self._add(sub)
         return sub
+
+    def resolve_service(self, name: str) -> str:
+        """``~/get_status`` -> ``/robot1/base_bridge/get_status`` (the node's private
+        namespace); other names as topics."""
+        if name.startswith("~/"):
+            return f"{self.namespace.rstrip('/')}/{self.name}/{name[2:]}"
+        return self.resolve(name)
+
+    def service(self, name: str, srvtype: str, handler: Callable[[Any], Any]) -> RosService:
+        """A service server: ``handler(request)`` returns the response message."""
+        srv = RosService(self, self.resolve_service(name), srvtype, handler)
+        self._add(srv)
+        return srv
+
+    def client(self, name: str, srvtype: str) -> RosClient:
+        cli = RosClient(self, self.resolve_service(name), srvtype)
+        self._add(cli)
+        return cli
 
     def close(self) -> None:
         for entity in self.entities:
@@ -384,3 +403,111 @@ class RosSubscription:
             if entity is not None:
                 _undeclare(entity)
         self._token = self._subscriber = None
+
+
+class _ServiceEnd:
+    """What a service server and a client share: the key, the type hash, the token."""
+
+    kind = ""
+
+    def __init__(self, node: RosNode, name: str, srvtype: str) -> None:
+        from fwbridge.bridge.ros2.services import register, service_type_hash
+
+        p = node.participant
+        self.node, self.id, self.name, self.srvtype = node, p.next_id(), name, srvtype
+        self.distro = p.distro
+        self.request_type, self.response_type = register(srvtype, p.distro)
+        self.type_hash = service_type_hash(srvtype, p.distro)
+        self.key = data_key(p.domain, name, srvtype, self.type_hash)
+        self.token_key = ""
+        self.gid = bytes(16)
+        self._token: Any = None
+
+    def _declare_token(self) -> None:
+        from fwbridge.bridge.ros2.services import SERVICE_QOS
+
+        p, node = self.node.participant, self.node
+        self.token_key = liveliness_key(p.domain, p.zid, node.id, self.id, self.kind,
+                                        node.namespace, node.name, topic=self.name,
+                                        msgtype=self.srvtype, type_hash=self.type_hash,
+                                        qos=SERVICE_QOS)
+        self.gid = entity_gid(self.token_key)
+        self._token = p.session.liveliness().declare_token(self.token_key)
+
+    def close(self) -> None:
+        if self._token is not None:
+            _undeclare(self._token)
+            self._token = None
+
+
+class RosService(_ServiceEnd):
+    """A service server: a complete queryable; each request (CDR + attachment) is answered
+    with ``handler(request)`` and the request's sequence number and client GID. Requests
+    that cannot be decoded, and handlers that fail, are counted (``errors``) and get no
+    reply (the client times out, as with rmw_zenoh)."""
+
+    kind = "SS"
+
+    def __init__(self, node: RosNode, name: str, srvtype: str,
+                 handler: Callable[[Any], Any]) -> None:
+        super().__init__(node, name, srvtype)
+        self.handler = handler
+        self.calls = self.errors = 0
+        self._queryable: Any = None
+
+    def _declare(self) -> None:
+        session = self.node.participant.session
+        self._queryable = session.declare_queryable(self.key, self._on_query, complete=True)
+        self._declare_token()
+
+    def _on_query(self, query: Any) -> None:
+        try:
+            if query.attachment is None or query.payload is None:
+                raise MessageError("a request without attachment or payload")
+            att = Attachment.decode(query.attachment.to_bytes())
+            request = topics.deserialize(query.payload.to_bytes(), self.request_type,
+                                         self.distro)
+            response = self.handler(request)
+            data = topics.serialize(response, self.response_type, self.distro)
+        except Exception:  # a bad request or a handler's bug: no reply, the node goes on
+            self.errors += 1
+            log.warning("%s: request dropped", self.name, exc_info=True)
+            return
+        self.calls += 1
+        reply = Attachment(att.sequence_number, time.time_ns(), att.source_gid).encode()
+        query.reply(self.key, data, attachment=reply)
+
+    def close(self) -> None:
+        super().close()
+        if self._queryable is not None:
+            _undeclare(self._queryable)
+            self._queryable = None
+
+
+class RosClient(_ServiceEnd):
+    """A service client: :meth:`call` sends one request as a query and waits for its reply."""
+
+    kind = "SC"
+
+    def __init__(self, node: RosNode, name: str, srvtype: str) -> None:
+        super().__init__(node, name, srvtype)
+        self.sequence = 0
+
+    def _declare(self) -> None:
+        self._declare_token()
+
+    def call(self, request: Any, timeout: float = 5.0) -> Any:
+        """The response to ``request``; :class:`MessageError` when none came in ``timeout``."""
+        session = self.node.participant.session
+        if session is None:
+            raise MessageError(f"{self.name}: not connected")
+        self.sequence += 1
+        att = Attachment(self.sequence, time.time_ns(), self.gid).encode()
+        data = topics.serialize(request, self.request_type, self.distro)
+        for reply in session.get(self.key, payload=data, attachment=att, timeout=timeout):
+            if reply.ok is None:
+                continue
+            return topics.deserialize(reply.ok.payload.to_bytes(), self.response_type,
+                                      self.distro)
+        raise MessageError(f"{self.name}: no reply within {timeout:g} s (is the service "
+                           "there? fwbridge ros2 topics lists services)")
