@@ -9,6 +9,9 @@
         0/robot1/cmd_vel), with an rmw_zenoh attachment, at HZ for SECONDS;
     python tests/ros2_peer.py ENDPOINT tokens
         the liveliness keys of domain 0, one per line;
+    python tests/ros2_peer.py ENDPOINT latched KEY TYPE --count N
+        as echo, for a transient_local topic joined late: an advanced subscriber
+        asking the publishers' caches for their history, as rmw_zenoh's does;
     python tests/ros2_peer.py ENDPOINT call SERVICE
         calls std_srvs/srv/Trigger SERVICE (like 0/robot1/base_bridge/get_status) as
         rmw_zenoh's clients do: a query on SERVICE/std_srvs::srv::dds_::Trigger_/<hash>
@@ -39,6 +42,7 @@ def session(endpoint: str) -> zenoh.Session:
     cfg.insert_json5("scouting/multicast/enabled", "false")
     cfg.insert_json5("connect/endpoints", json.dumps([endpoint]))
     cfg.insert_json5("listen/endpoints", "[]")
+    cfg.insert_json5("timestamping/enabled", "true")
     return zenoh.open(cfg)
 
 
@@ -53,13 +57,20 @@ def plain(msg: object) -> object:
     return msg
 
 
-def echo(s: zenoh.Session, key: str, msgtype: str, count: int) -> None:
+def echo(s: zenoh.Session, key: str, msgtype: str, count: int, latched: bool = False) -> None:
     done = threading.Event()
     seen = [0]
     lock = threading.Lock()
 
+    unique: set[bytes] = set()
+
     def on_sample(sample: zenoh.Sample) -> None:
         payload = sample.payload.to_bytes()
+        if latched:  # a cached sample may come both from history and from recovery
+            with lock:
+                if payload in unique:
+                    return
+                unique.add(payload)
         att = sample.attachment.to_bytes() if sample.attachment is not None else b""
         out: dict[str, object] = {"key": str(sample.key_expr), "t": time.monotonic(),
                                   "attachment": att.hex()}
@@ -73,9 +84,15 @@ def echo(s: zenoh.Session, key: str, msgtype: str, count: int) -> None:
             if count and seen[0] >= count:
                 done.set()
 
-    sub = s.declare_subscriber(key, on_sample)
+    if latched:
+        from zenoh.ext import HistoryConfig, declare_advanced_subscriber
+
+        sub = declare_advanced_subscriber(s, key, on_sample, history=HistoryConfig(
+            detect_late_publishers=True, max_samples=100))  # tf2 static listener: depth 100
+    else:
+        sub = s.declare_subscriber(key, on_sample)
     print("ready", file=sys.stderr, flush=True)
-    done.wait()
+    done.wait(30)
     sub.undeclare()
 
 
@@ -127,9 +144,9 @@ def main() -> None:
     endpoint, verb, *rest = sys.argv[1:]
     s = session(endpoint)
     try:
-        if verb == "echo":
+        if verb in ("echo", "latched"):
             count = int(rest[rest.index("--count") + 1]) if "--count" in rest else 0
-            echo(s, rest[0], rest[1], count)
+            echo(s, rest[0], rest[1], count, latched=verb == "latched")
         elif verb == "pub":
             rate = float(rest[rest.index("--rate") + 1]) if "--rate" in rest else 20.0
             raw = bytes.fromhex(rest[rest.index("--raw") + 1]) if "--raw" in rest else None

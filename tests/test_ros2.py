@@ -290,6 +290,29 @@ def test_base_services_answer_an_independent_client_and_ros2_call(
 
 
 @pytest.mark.slow
+def test_tf_static_is_latched_for_a_late_subscriber(network: dict[str, Any]) -> None:
+    """Each base publishes robotK/base_link -> robotK/imu_link once on /tf_static
+    (transient_local, depth 1); a plain Zenoh advanced subscriber joining long after gets
+    every robot's from the publishers' caches, as rmw_zenoh's late joiners do (with tf2's
+    static listener's depth, 100: a subscriber's history depth is per key, and every
+    robot publishes on the one /tf_static key)."""
+    fleet = network["fleet"]
+    assert _wait(lambda: all(b._static_sent for b in fleet.bridges))
+    token = _bridge(fleet, "/robot1").tf_static_pub.token_key
+    assert token.split("/")[-1] == ":1:,1:,:,:,,"  # reliable (default), transient_local, 1
+    got = _echo_latched(network["endpoint"], "0/tf_static/**", "tf2_msgs/msg/TFMessage", 4)
+    frames = {(t["header"]["frame_id"], t["child_frame_id"])
+              for sample in got for t in sample["msg"]["transforms"]}
+    assert frames == {(f"robot{k}/base_link", f"robot{k}/imu_link") for k in range(1, 5)}
+
+
+def _echo_latched(endpoint: str, key: str, msgtype: str, count: int) -> list[dict[str, Any]]:
+    out = subprocess.run([*PEER, endpoint, "latched", key, msgtype, "--count", str(count)],
+                         capture_output=True, text=True, timeout=60, check=True)
+    return [json.loads(line) for line in out.stdout.splitlines()[:count]]
+
+
+@pytest.mark.slow
 def test_bad_cmd_vel_is_counted_and_dropped(network: dict[str, Any]) -> None:
     robot4 = _bridge(network["fleet"], "/robot4")
     sub = robot4.cmd_sub

@@ -14,6 +14,10 @@ and ``/diagnostics``.
   ``cmd_vel`` that waited longer than the watchdog's ``cmd_timeout`` on the way
   (``cmd_vel_stale``: what a link delivers at once after a partition is never
   replayed as motion);
+- ``/tf_static`` (latched: ``transient_local``, depth 1, as tf2's static
+  broadcaster) with :data:`STATIC_FRAMES` (``robot1/base_link ->
+  robot1/imu_link``), published once: a subscriber that joins later gets it
+  from the publisher's cache (rmw_zenoh's advanced publisher and subscriber);
 - services (``std_srvs/srv/Trigger``, rmw_zenoh's conventions):
   ``~/get_status`` (``/robot1/base_bridge/get_status``: the counters, the
   link and the operator's state as JSON in ``message``; ``success`` while the
@@ -49,10 +53,16 @@ from fwbridge.bridge.base_node import BaseNode
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
+from fwbridge.bridge.topics import Qos
 
-__all__ = ["DIAGNOSTICS_PERIOD", "TRIGGER", "Ros2Base"]
+__all__ = ["DIAGNOSTICS_PERIOD", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER", "Ros2Base"]
 
 TRIGGER = "std_srvs/srv/Trigger"
+#: tf2's static broadcaster: latched (transient_local), the last message only.
+TF_STATIC_QOS = Qos("reliable", "transient_local", "keep_last", 1)
+#: The base's fixed frames on /tf_static: parent, child, translation (m). The IMU whose
+#: yaw the firmware reports sits at the base's centre.
+STATIC_FRAMES = (("base_link", "imu_link", (0.0, 0.0, 0.0)),)
 
 log = logging.getLogger("fwbridge.ros2")
 
@@ -95,10 +105,13 @@ class Ros2Base:
         self.cmd_sub = self.ros.subscription(s.topic("cmd_vel"), spec["cmd_vel"].msgtype,
                                              self._on_cmd_vel, spec["cmd_vel"].qos,
                                              max_age=self.node.config.cmd_timeout)
+        self.tf_static_pub = self.ros.publisher("/tf_static", "tf2_msgs/msg/TFMessage",
+                                                TF_STATIC_QOS)
         self.status_srv = self.ros.service("~/get_status", TRIGGER, self._get_status)
         self.stop_srv = self.ros.service("~/stop", TRIGGER, self._stop_now)
         self.node.odometry_callbacks.append(self._on_odometry)
         self.node.event_callbacks.append(self._on_event)
+        self._static_sent = False
         self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
                                         daemon=True)
         self._thread.start()
@@ -220,8 +233,24 @@ class Ros2Base:
                                         values, hardware_id=self.hardware_id,
                                         distro=self.distro)
 
+    def static_transforms(self) -> Any:
+        """tf2_msgs/TFMessage of :data:`STATIC_FRAMES`, after the frame prefix."""
+        t = topics.typestore(self.distro).types
+        stamp = topics.ros_time(topics.wall_stamp(self.node.clock()), self.distro)
+        transforms = [t["geometry_msgs/msg/TransformStamped"](
+            header=t["std_msgs/msg/Header"](stamp=stamp, frame_id=self.settings.frame(parent)),
+            child_frame_id=self.settings.frame(child),
+            transform=t["geometry_msgs/msg/Transform"](
+                translation=t["geometry_msgs/msg/Vector3"](x=x, y=y, z=z),
+                rotation=t["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)))
+            for parent, child, (x, y, z) in STATIC_FRAMES]
+        return t["tf2_msgs/msg/TFMessage"](transforms=transforms)
+
     def _housekeeping(self) -> None:
         while not self._stop.wait(DIAGNOSTICS_PERIOD):
+            if not self._static_sent and self.tf_static_pub.is_declared:
+                # once: the publisher's cache serves every subscriber that comes later
+                self._static_sent = self.tf_static_pub.publish(self.static_transforms())
             self._check_reachable()
             try:
                 self.diag_pub.publish(self.diagnostics())

@@ -56,7 +56,7 @@ OPEN_RETRY = (0.25, 2.0)
 def zenoh_config(connect: Sequence[str], listen: Sequence[str] = (),
                  mode: str | None = None) -> Any:
     """The session's Zenoh config: ``mode`` (default: client without ``listen``,
-    peer with it), these endpoints only, no multicast scouting."""
+    peer with it), these endpoints only, no multicast scouting, timestamping on."""
     import zenoh
 
     mode = mode or ("peer" if listen else "client")
@@ -65,6 +65,8 @@ def zenoh_config(connect: Sequence[str], listen: Sequence[str] = (),
     cfg.insert_json5("scouting/multicast/enabled", "false")
     cfg.insert_json5("connect/endpoints", json.dumps(list(connect)))
     cfg.insert_json5("listen/endpoints", json.dumps(list(listen)))
+    # as in rmw_zenoh's session config: transient_local's advanced publishers need it
+    cfg.insert_json5("timestamping/enabled", "true")
     if mode == "peer":  # opens at once and keeps trying the endpoints in the background
         cfg.insert_json5("connect/timeout_ms", "-1")
         cfg.insert_json5("connect/exit_on_failure", "false")
@@ -295,7 +297,16 @@ class RosPublisher:
                                         node.name, topic=self.topic, msgtype=self.msgtype,
                                         type_hash=self.type_hash, qos=self.qos)
         self.gid = entity_gid(self.token_key)
-        self._publisher = p.session.declare_publisher(self.key)
+        if self.qos.durability == "transient_local":
+            # rmw_zenoh's transient_local: an advanced publisher that keeps the last
+            # `depth` samples for late joiners and lets them detect it
+            from zenoh.ext import CacheConfig, declare_advanced_publisher
+
+            self._publisher = declare_advanced_publisher(
+                p.session, self.key, cache=CacheConfig(max_samples=self.qos.depth),
+                publisher_detection=True)
+        else:
+            self._publisher = p.session.declare_publisher(self.key)
         self._token = p.session.liveliness().declare_token(self.token_key)
 
     @property
@@ -360,7 +371,16 @@ class RosSubscription:
         self.token_key = liveliness_key(p.domain, p.zid, node.id, self.id, "MS", node.namespace,
                                         node.name, topic=self.topic, msgtype=self.msgtype,
                                         type_hash=self.type_hash, qos=self.qos)
-        self._subscriber = p.session.declare_subscriber(self.key, self._on_sample)
+        if self.qos.durability == "transient_local":
+            # rmw_zenoh's transient_local: an advanced subscriber that asks every
+            # publisher's cache, those that appear later too, for their history
+            from zenoh.ext import HistoryConfig, declare_advanced_subscriber
+
+            self._subscriber = declare_advanced_subscriber(
+                p.session, self.key, self._on_sample,
+                history=HistoryConfig(detect_late_publishers=True, max_samples=self.qos.depth))
+        else:
+            self._subscriber = p.session.declare_subscriber(self.key, self._on_sample)
         self._token = p.session.liveliness().declare_token(self.token_key)
 
     def _on_sample(self, sample: Any) -> None:
