@@ -36,6 +36,7 @@ _why = unavailable()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]
 
 OPERATOR = [sys.executable, str(ROOT / "tests" / "fleet_operator.py")]
+RELAY = [sys.executable, str(ROOT / "tests" / "lossy_relay.py")]
 A_ROBOTS, C_ROBOTS = range(1, 17), range(17, 33)
 PORT = 7447
 CUT = 5.0  # s: how long a partition or a router restart lasts
@@ -210,3 +211,38 @@ def test_a_restart_of_the_router_on_b_is_survived(world: World) -> None:
         assert world.procs["router-b"].wait(30) == 143
 
     _cut_off(world, 1.0, "router B restart", cut, lambda: world.router("b"), range(1, 33))
+
+
+def test_a_slow_lossy_link_keeps_commands_fresh_and_odometry_flowing(world: World) -> None:
+    """Two more robots on C reach B through 100 ms of delay with 20 % of the chunks
+    lost (and so 0.2 s later, as TCP resends them): they take the latest command each
+    time, their odometry keeps coming, and each reports the latency it sees."""
+    cb = world.net.links[1]
+    relay = f"{cb.addr_b}:{PORT + 3}"
+    proc = world.net.popen("b", [*RELAY, relay, f"{cb.addr_b}:{PORT}", "0.1", "0.2",
+                                 str(LIFETIME)], stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    Lines(proc.stderr).wait_for("ready", 30)
+    world.start("fleet-slow", "c", ["fleet", "2", "--first", "33", "--connect", f"tcp/{relay}",
+                                    "--duration", str(LIFETIME)], "simulated bases")
+    op = world.net.popen("b", [*OPERATOR, world.endpoints["b-from-c"], "33", "34",
+                               str(LIFETIME)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    Lines(op.stderr).wait_for("ready", 30)
+    reports = Reports(op.stdout)
+    assert op.stdin is not None
+    slow = range(33, 35)
+    for scale in (1.0, 0.5, -1.0):  # each time the latest command wins
+        op.stdin.write(f"scale {scale}\n")
+        op.stdin.flush()
+        reports.wait(lambda r, s=scale: _at_speed(r, slow, s), 60, f"slow link: at {scale}")
+    before = dict(reports.latest["n"])
+    flowing = reports.wait(lambda r: all(r["n"].get(k, 0) > before[k] + 50 for k in slow), 30,
+                           "slow link: odometry flowing")
+    diag = reports.wait(lambda r: all(k in r["diag"] and r["diag"][k][0] == 0 for k in slow), 30,
+                        "slow link: cmd_vel status")
+    for k in slow:
+        assert float(diag["diag"][k][2]["cmd_vel_latency_ms"]) >= 100.0, diag["diag"][k]
+        assert flowing["age_ms"][k] >= 100.0, flowing["age_ms"]
+    op.stdin.write("quit\n")
+    op.stdin.flush()
+    assert world.procs["fleet-slow"].poll() is None
