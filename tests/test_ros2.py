@@ -173,7 +173,11 @@ def test_nothing_listens_without_listen() -> None:
     cfg = json.loads(str(zenoh_config(["tcp/127.0.0.1:1"])))
     assert cfg["mode"] == "client" and cfg["listen"]["endpoints"] == []
     assert cfg["scouting"]["multicast"]["enabled"] is False
+    assert cfg["timestamping"]["enabled"] is True  # transient_local's advanced publishers
     assert json.loads(str(zenoh_config([], ["tcp/127.0.0.1:0"])))["mode"] == "peer"
+    cfg = json.loads(str(router_config(connect=["tcp/10.0.0.2:7447"])))
+    assert cfg["connect"]["endpoints"] == ["tcp/10.0.0.2:7447"]
+    assert cfg["connect"]["timeout_ms"] == -1 and cfg["connect"]["exit_on_failure"] is False
 
 
 # -- on loopback ---------------------------------------------------------------------------
@@ -600,6 +604,8 @@ def test_ros2_router_warns_off_loopback_and_refuses_what_it_cannot_open() -> Non
         f"error: router: cannot listen on {taken}: Address already in use"], err
     res = run_cli("ros2", "router", "--listen", "127.0.0.1:7447")
     assert res.returncode == 2 and b"error: --listen: not a Zenoh endpoint" in res.stderr
+    res = run_cli("ros2", "router", "--connect", "10.0.0.2:7447")
+    assert res.returncode == 2 and b"error: --connect: not a Zenoh endpoint" in res.stderr
 
 
 @pytest.mark.slow
