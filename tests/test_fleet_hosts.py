@@ -174,6 +174,9 @@ def _cut_off(world: World, scale_before: float, what: str,
     # the cut lasts CUT s; its last second B sends fresh commands (scale 0.5), so that
     # what is still on the way when it ends is not older than the watchdog
     time.sleep(max(0.0, t_cut + CUT - 1.0 - time.monotonic()))
+    # while cut off each robot of A says so again every second, the time growing
+    said = {r["diag"][1][1] for r in world.observer.since(lost["t"]) if 1 in r["diag"]}
+    assert len({m for m in said if m.startswith("operator lost")}) >= 2, said
     world.send("scale 0.5")
     time.sleep(1.0)
     restore()
