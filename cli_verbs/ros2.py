@@ -1,4 +1,4 @@
-"""``fwbridge ros2 router|topics|echo|pub`` and ``fwbridge fleet N``: ROS 2 tools without ROS.
+"""``fwbridge ros2 router|topics|echo|pub|call`` and ``fwbridge fleet N``: ROS 2 tools without ROS.
 
 They speak rmw_zenoh's conventions over Zenoh (the ``ros2`` extra), so they
 see and talk to real ROS 2 nodes on a router, and to fwbridge's own;
@@ -85,7 +85,10 @@ def ros2_group() -> None:
               help="Listen on this Zenoh endpoint (repeatable; default: tcp/127.0.0.1:7447, "
               "rmw_zenohd's port on loopback only). Any other address lets other machines "
               "connect: a warning says so.")
-def router_cmd(listen: tuple[str, ...]) -> None:
+@click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
+              help="Also connect to the router at this endpoint, on another machine "
+              "(repeatable; default: none), retrying until it answers and after it restarts.")
+def router_cmd(listen: tuple[str, ...], connect: tuple[str, ...]) -> None:
     """A Zenoh router for ROS 2 nodes, as 'ros2 run rmw_zenoh_cpp rmw_zenohd' runs, without
     ROS: fwbridge's nodes and tools and rmw_zenoh's find each other through it. Runs
     until Ctrl-C or SIGTERM."""
@@ -99,6 +102,7 @@ def router_cmd(listen: tuple[str, ...]) -> None:
 
     try:
         endpoints = parse_endpoints("--listen", listen) or DEFAULT_LISTEN
+        routers = parse_endpoints("--connect", connect)
     except ConfigError as exc:
         fail(str(exc))
     for endpoint in endpoints:
@@ -106,12 +110,13 @@ def router_cmd(listen: tuple[str, ...]) -> None:
             click.echo(f"warning: router: {endpoint} is not a loopback address: other "
                        "machines can connect to this router", err=True)
     try:
-        session = open_router(endpoints)
+        session = open_router(endpoints, routers)
     except ConfigError as exc:
         fail(str(exc))
     try:
         with stoppable():
-            click.echo(f"router: listening on {', '.join(endpoints)}", err=True)
+            also = f", connecting to {', '.join(routers)}" if routers else ""
+            click.echo(f"router: listening on {', '.join(endpoints)}{also}", err=True)
             while True:
                 time.sleep(1.0)
     finally:
@@ -145,9 +150,13 @@ def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
                        "type_hash": e.type_hash, "qos": e.qos, "zid": e.zid})
         return
     by_topic: dict[tuple[str, str], dict[str, list[str]]] = {}
+    services: dict[tuple[str, str], dict[str, list[str]]] = {}
     nodes = set()
     for e in graph:
         nodes.add(e.node)
+        if e.topic is not None and e.kind in ("SS", "SC"):
+            srv = services.setdefault((e.topic, e.msgtype or "?"), {"SS": [], "SC": []})
+            srv[e.kind].append(e.node)
         if e.topic is not None and e.kind in ("MP", "MS"):
             row = by_topic.setdefault((e.topic, e.msgtype or "?"), {"MP": [], "MS": []})
             row[e.kind].append(e.node)
@@ -155,6 +164,9 @@ def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
         click.echo(f"{topic} [{msgtype}]  publishers: {len(row['MP'])} "
                    f"({', '.join(sorted(set(row['MP']))) or '-'})  subscribers: {len(row['MS'])} "
                    f"({', '.join(sorted(set(row['MS']))) or '-'})")
+    for (name, srvtype), srv in sorted(services.items()):
+        click.echo(f"{name} [{srvtype}]  servers: {len(srv['SS'])} "
+                   f"({', '.join(sorted(set(srv['SS']))) or '-'})  clients: {len(srv['SC'])}")
     click.echo(f"nodes: {', '.join(sorted(nodes)) or 'none'}", err=True)
 
 
@@ -281,6 +293,49 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
     finally:
         p.close()
     click.echo(f"published {sent} message(s) on {topic}", err=True)
+
+
+@ros2_group.command("call")
+@click.argument("service")
+@click.argument("srvtype", metavar="TYPE")
+@click.argument("values", default="{}", metavar="'YAML'")
+@click.option("--timeout", type=Finite(0.1, 60, unit="s"), default=5.0, show_default=True,
+              help="Seconds to wait for the reply.")
+@click.option("--json", "as_json", is_flag=True, help="The response as one JSON line.")
+@CONNECT
+@DOMAIN
+@DISTRO
+@CONFIG
+def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: bool,
+             connect: tuple[str, ...], domain: int | None, distro: str | None,
+             config: str | None) -> None:
+    """Call SERVICE of TYPE with a request built from 'YAML', like ``ros2 service call``:
+    fwbridge ros2 call /robot1/base_bridge/get_status std_srvs/srv/Trigger"""
+    from fwbridge.bridge import topics
+    from fwbridge.bridge.ros2.services import register
+
+    s = _settings(config, connect, (), domain, distro)
+    try:
+        request_type, _ = register(srvtype, s.distro)
+        request = topics.message_from_dict(request_type, _parse_yaml(values), s.distro)
+    except topics.MessageError as exc:
+        fail(str(exc))
+    service = service if service.startswith("/") else "/" + service
+    p = _participant(s)
+    try:
+        with stoppable():
+            client = p.node(f"fwbridge_call_{_pid()}").client(service, srvtype)
+            try:
+                response = client.call(request, timeout)
+            except topics.MessageError as exc:
+                fail(str(exc))
+    finally:
+        p.close()
+    data = topics.message_to_dict(response)
+    if as_json:
+        json_line(data)
+    else:
+        click.echo(_yaml(data) + "---")
 
 
 def _pid() -> int:

@@ -8,7 +8,15 @@
         PREFIX/geometry_msgs::msg::dds_::Twist_/RIHS01_<hash> (PREFIX like
         0/robot1/cmd_vel), with an rmw_zenoh attachment, at HZ for SECONDS;
     python tests/ros2_peer.py ENDPOINT tokens
-        the liveliness keys of domain 0, one per line.
+        the liveliness keys of domain 0, one per line;
+    python tests/ros2_peer.py ENDPOINT latched KEY TYPE --count N
+        as echo, for a transient_local topic joined late: an advanced subscriber
+        asking the publishers' caches for their history, as rmw_zenoh's does;
+    python tests/ros2_peer.py ENDPOINT call SERVICE
+        calls std_srvs/srv/Trigger SERVICE (like 0/robot1/base_bridge/get_status) as
+        rmw_zenoh's clients do: a query on SERVICE/std_srvs::srv::dds_::Trigger_/<hash>
+        with a CDR request and an attachment; prints the reply's decoded response and
+        attachment as one JSON line.
 
 It connects (client of a test router or peer) to ENDPOINT only, no scouting.
 Prints "ready" on stderr once subscribed.
@@ -34,6 +42,7 @@ def session(endpoint: str) -> zenoh.Session:
     cfg.insert_json5("scouting/multicast/enabled", "false")
     cfg.insert_json5("connect/endpoints", json.dumps([endpoint]))
     cfg.insert_json5("listen/endpoints", "[]")
+    cfg.insert_json5("timestamping/enabled", "true")
     return zenoh.open(cfg)
 
 
@@ -48,13 +57,20 @@ def plain(msg: object) -> object:
     return msg
 
 
-def echo(s: zenoh.Session, key: str, msgtype: str, count: int) -> None:
+def echo(s: zenoh.Session, key: str, msgtype: str, count: int, latched: bool = False) -> None:
     done = threading.Event()
     seen = [0]
     lock = threading.Lock()
 
+    unique: set[bytes] = set()
+
     def on_sample(sample: zenoh.Sample) -> None:
         payload = sample.payload.to_bytes()
+        if latched:  # a cached sample may come both from history and from recovery
+            with lock:
+                if payload in unique:
+                    return
+                unique.add(payload)
         att = sample.attachment.to_bytes() if sample.attachment is not None else b""
         out: dict[str, object] = {"key": str(sample.key_expr), "t": time.monotonic(),
                                   "attachment": att.hex()}
@@ -68,9 +84,15 @@ def echo(s: zenoh.Session, key: str, msgtype: str, count: int) -> None:
             if count and seen[0] >= count:
                 done.set()
 
-    sub = s.declare_subscriber(key, on_sample)
+    if latched:
+        from zenoh.ext import HistoryConfig, declare_advanced_subscriber
+
+        sub = declare_advanced_subscriber(s, key, on_sample, history=HistoryConfig(
+            detect_late_publishers=True, max_samples=100))  # tf2 static listener: depth 100
+    else:
+        sub = s.declare_subscriber(key, on_sample)
     print("ready", file=sys.stderr, flush=True)
-    done.wait()
+    done.wait(30)
     sub.undeclare()
 
 
@@ -93,17 +115,45 @@ def pub(s: zenoh.Session, key: str, vx: float, wz: float, seconds: float, rate: 
         time.sleep(1.0 / rate)  # pacing: a publisher at RATE Hz
 
 
+#: std_srvs/srv/Trigger's type hash, as seen on the wire of a ROS 2 (Jazzy) installation.
+TRIGGER_HASH = "RIHS01_eeff2cd6fa5ad9d27cdf4dec64818317839b62f212a91e6b5304b634b2062c5f"
+
+
+def call(s: zenoh.Session, service: str) -> None:
+    key = f"{service}/std_srvs::srv::dds_::Trigger_/{TRIGGER_HASH}"
+    gid = bytes(range(16, 32))
+    att = struct.pack("<qqB16s", 41, time.time_ns(), 16, gid)
+    request = bytes([0, 1, 0, 0, 0])  # CDR LE header + uint8 structure_needs_at_least_one_member
+    for reply in s.get(key, payload=request, attachment=att, timeout=5.0):
+        if reply.ok is None:
+            continue
+        data = reply.ok.payload.to_bytes()
+        success = bool(data[4])
+        (n,) = struct.unpack_from("<I", data, 8)  # the string after padding to 4
+        message = data[12:12 + n - 1].decode()
+        ratt = reply.ok.attachment.to_bytes()
+        seq, _stamp, _n = struct.unpack_from("<qqB", ratt)
+        print(json.dumps({"key": str(reply.ok.key_expr), "success": success,
+                          "message": message, "seq": seq, "gid": ratt[17:].hex(),
+                          "sent_gid": gid.hex()}), flush=True)
+        return
+    print(json.dumps({"error": "no reply"}), flush=True)
+
+
 def main() -> None:
     endpoint, verb, *rest = sys.argv[1:]
     s = session(endpoint)
     try:
-        if verb == "echo":
+        if verb in ("echo", "latched"):
             count = int(rest[rest.index("--count") + 1]) if "--count" in rest else 0
-            echo(s, rest[0], rest[1], count)
+            echo(s, rest[0], rest[1], count, latched=verb == "latched")
         elif verb == "pub":
             rate = float(rest[rest.index("--rate") + 1]) if "--rate" in rest else 20.0
             raw = bytes.fromhex(rest[rest.index("--raw") + 1]) if "--raw" in rest else None
             pub(s, rest[0], float(rest[1]), float(rest[2]), float(rest[3]), rate, raw)
+        elif verb == "call":
+            time.sleep(0.5)  # the route to the queryable, from the router
+            call(s, rest[0])
         elif verb == "tokens":
             # The session connects in the background: ask again until an answer comes.
             end = time.monotonic() + 10.0

@@ -94,6 +94,48 @@ def test_attachment_matches_zenoh_serializer() -> None:
         keys.Attachment.decode(b"\x01" * 20)
 
 
+def test_freshness_drops_what_waited_longer_than_max_age_whatever_the_clocks() -> None:
+    """A sample that waited on the way longer than max_age beyond the quickest one of its
+    source is stale, with the sender's clock 1000 s off or not; sources apart."""
+    for skew in (0, 1000 * 10**9, -1000 * 10**9):
+        fresh = keys.Freshness(0.5)
+        gid, other = bytes(16), bytes(range(16))
+
+        def at(sent_ms: int, got_ms: int, source: bytes = gid, fresh: keys.Freshness = fresh,
+               skew: int = skew) -> bool:
+            return fresh.fresh(keys.Attachment(1, sent_ms * 10**6 + skew, source),
+                               got_ms * 10**6)
+
+        assert at(0, 3)  # the first sets the offset
+        assert at(50, 52) and at(100, 590)  # 488 ms late: still fresh
+        assert not at(200, 5000)  # a partition's backlog, delivered at once
+        assert at(5000, 5001)
+        assert at(0, 4000, other)  # another source: its own offset
+        assert fresh.last_age_ns == 4000 * 10**6 - skew
+
+
+def test_service_keys_match_rmw_zenoh() -> None:
+    """std_srvs/srv/Trigger's hash as on a ROS 2 installation's wire (its ServiceEventInfo
+    client_gid is uint8[16] in the type description); keys and SS tokens as rmw_zenoh's."""
+    from fwbridge.bridge.ros2.services import SERVICE_QOS, service_type_hash
+
+    trigger = service_type_hash("std_srvs/srv/Trigger")
+    assert trigger == "RIHS01_eeff2cd6fa5ad9d27cdf4dec64818317839b62f212a91e6b5304b634b2062c5f"
+    assert service_type_hash("std_srvs/srv/Trigger", "humble") == "TypeHashNotSupported"
+    assert keys.data_key(0, "/robot1/base_bridge/get_status", "std_srvs/srv/Trigger",
+                         trigger) == ("0/robot1/base_bridge/get_status/"
+                                      f"std_srvs::srv::dds_::Trigger_/{trigger}")
+    token = keys.liveliness_key(0, "z", 1, 9, "SS", "/robot1", "base_bridge",
+                                topic="/robot1/base_bridge/get_status",
+                                msgtype="std_srvs/srv/Trigger", type_hash=trigger,
+                                qos=SERVICE_QOS)
+    assert token.split("/")[5:] == ["SS", "%", "%robot1", "base_bridge",
+                                    "%robot1%base_bridge%get_status",
+                                    "std_srvs::srv::dds_::Trigger_", trigger, "::,10:,:,:,,"]
+    with pytest.raises(topics.MessageError, match="unknown service type"):
+        service_type_hash("std_srvs/srv/Nope")
+
+
 def test_gid_is_xxh3_of_the_token() -> None:
     gid = keys.entity_gid(GOLDEN["node_root"])
     assert len(gid) == 16 and gid != keys.entity_gid(GOLDEN["odom_publisher_domain7"])
@@ -131,7 +173,11 @@ def test_nothing_listens_without_listen() -> None:
     cfg = json.loads(str(zenoh_config(["tcp/127.0.0.1:1"])))
     assert cfg["mode"] == "client" and cfg["listen"]["endpoints"] == []
     assert cfg["scouting"]["multicast"]["enabled"] is False
+    assert cfg["timestamping"]["enabled"] is True  # transient_local's advanced publishers
     assert json.loads(str(zenoh_config([], ["tcp/127.0.0.1:0"])))["mode"] == "peer"
+    cfg = json.loads(str(router_config(connect=["tcp/10.0.0.2:7447"])))
+    assert cfg["connect"]["endpoints"] == ["tcp/10.0.0.2:7447"]
+    assert cfg["connect"]["timeout_ms"] == -1 and cfg["connect"]["exit_on_failure"] is False
 
 
 # -- on loopback ---------------------------------------------------------------------------
@@ -219,6 +265,55 @@ def test_cmd_vel_moves_one_robot_and_the_watchdog_stops_it(network: dict[str, An
     finally:
         robot3.node.odometry_callbacks.remove(watch)
     assert [b.cmd_sub.received for b in others] == before  # namespaces kept apart
+
+
+@pytest.mark.slow
+def test_base_services_answer_an_independent_client_and_ros2_call(
+        network: dict[str, Any]) -> None:
+    """~/get_status and ~/stop (std_srvs/srv/Trigger) on each base node: a plain Zenoh
+    client in another process gets the status with its own sequence number and GID
+    back; `fwbridge ros2 call` too; `ros2 topics` lists the servers."""
+    out = subprocess.run([*PEER, network["endpoint"], "call", "0/robot2/base_bridge/get_status"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    reply = json.loads(out.stdout.splitlines()[0])
+    assert reply.get("success") is True, reply
+    assert (reply["seq"], reply["gid"]) == (41, reply["sent_gid"])
+    status = json.loads(reply["message"])
+    assert status["node"] == "robot2/base_bridge" and status["link"] == "up"
+    assert status["frames"] > 0 and "operator" in status
+    res = run_cli("ros2", "call", "/robot3/base_bridge/stop", "std_srvs/srv/Trigger", "--json",
+                  "--connect", network["endpoint"], timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"success": True, "message": "zero velocity requested"}
+    res = run_cli("ros2", "call", "/robot9/base_bridge/stop", "std_srvs/srv/Trigger",
+                  "--timeout", "1", "--connect", network["endpoint"], timeout=60)
+    assert res.returncode == 2 and b"no reply within 1 s" in res.stderr, res.stderr
+    res = run_cli("ros2", "topics", "--connect", network["endpoint"], timeout=60)
+    assert ("/robot1/base_bridge/get_status [std_srvs/srv/Trigger]  servers: 1 "
+            "(/robot1/base_bridge)") in res.stdout.decode()
+
+
+@pytest.mark.slow
+def test_tf_static_is_latched_for_a_late_subscriber(network: dict[str, Any]) -> None:
+    """Each base publishes robotK/base_link -> robotK/imu_link once on /tf_static
+    (transient_local, depth 1); a plain Zenoh advanced subscriber joining long after gets
+    every robot's from the publishers' caches, as rmw_zenoh's late joiners do (with tf2's
+    static listener's depth, 100: a subscriber's history depth is per key, and every
+    robot publishes on the one /tf_static key)."""
+    fleet = network["fleet"]
+    assert _wait(lambda: all(b._static_sent for b in fleet.bridges))
+    token = _bridge(fleet, "/robot1").tf_static_pub.token_key
+    assert token.split("/")[-1] == ":1:,1:,:,:,,"  # reliable (default), transient_local, 1
+    got = _echo_latched(network["endpoint"], "0/tf_static/**", "tf2_msgs/msg/TFMessage", 4)
+    frames = {(t["header"]["frame_id"], t["child_frame_id"])
+              for sample in got for t in sample["msg"]["transforms"]}
+    assert frames == {(f"robot{k}/base_link", f"robot{k}/imu_link") for k in range(1, 5)}
+
+
+def _echo_latched(endpoint: str, key: str, msgtype: str, count: int) -> list[dict[str, Any]]:
+    out = subprocess.run([*PEER, endpoint, "latched", key, msgtype, "--count", str(count)],
+                         capture_output=True, text=True, timeout=60, check=True)
+    return [json.loads(line) for line in out.stdout.splitlines()[:count]]
 
 
 @pytest.mark.slow
@@ -508,6 +603,8 @@ def test_ros2_router_warns_off_loopback_and_refuses_what_it_cannot_open() -> Non
         f"error: router: cannot listen on {taken}: Address already in use"], err
     res = run_cli("ros2", "router", "--listen", "127.0.0.1:7447")
     assert res.returncode == 2 and b"error: --listen: not a Zenoh endpoint" in res.stderr
+    res = run_cli("ros2", "router", "--connect", "10.0.0.2:7447")
+    assert res.returncode == 2 and b"error: --connect: not a Zenoh endpoint" in res.stderr
 
 
 @pytest.mark.slow
@@ -562,7 +659,8 @@ def test_fleet_robots_keep_their_own_frames_and_diagnostics(network: dict[str, A
         for status in sample["msg"]["status"]:
             names.add(status["name"])
             hardware.add(status["hardware_id"])
-    assert names == {f"robot{k}/base_bridge: base link" for k in range(1, 5)}
+    assert names == {f"robot{k}/base_bridge: {what}" for k in range(1, 5)
+                     for what in ("base link", "cmd_vel")}
     assert hardware == {f"robot{k}:sim://mecanum" for k in range(1, 5)}
 
 

@@ -10,12 +10,27 @@ and ``/diagnostics``.
   ``/tf`` keep their own frames;
 - ``geometry_msgs/Twist`` on ``cmd_vel`` -> ``node.request(vx, vy, wz)``, so the
   node's watchdog still zeroes the base when ``cmd_vel`` stops; NaN, infinite
-  or huge velocities and malformed samples are counted and dropped;
+  or huge velocities and malformed samples are counted and dropped, and so is a
+  ``cmd_vel`` that waited longer than the watchdog's ``cmd_timeout`` on the way
+  (``cmd_vel_stale``: what a link delivers at once after a partition is never
+  replayed as motion);
+- ``/tf_static`` (latched: ``transient_local``, depth 1, as tf2's static
+  broadcaster) with :data:`STATIC_FRAMES` (``robot1/base_link ->
+  robot1/imu_link``), published once: a subscriber that joins later gets it
+  from the publisher's cache (rmw_zenoh's advanced publisher and subscriber);
+- services (``std_srvs/srv/Trigger``, rmw_zenoh's conventions):
+  ``~/get_status`` (``/robot1/base_bridge/get_status``: the counters, the
+  link and the operator's state as JSON in ``message``; ``success`` while the
+  link is up) and ``~/stop`` (zero velocity now, until the next ``cmd_vel``);
 - ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` once a second: the
   receiver counters, watchdog trips, reconnects and the link state, plus any
   extra statuses (the CAN modules' health) from ``extra_statuses``; the
   status is named after the node (``robot1/base_bridge: base link``) and its
-  hardware id names the robot too, so an aggregator tells robots apart.
+  hardware id names the robot too, so an aggregator tells robots apart. A
+  second status, ``robot1/base_bridge: cmd_vel``, says whether the operator is
+  there: warn with ``operator lost: no cmd_vel for X s`` once ``cmd_vel`` that
+  was coming has stopped for longer than ``cmd_timeout`` (the network between
+  them failed, or the operator did), every second until it comes back.
 
 The serial link never waits on the network: with no router reachable the
 node says so once (and, with ``listen`` endpoints, that peers may connect
@@ -25,8 +40,10 @@ appears.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,8 +53,16 @@ from fwbridge.bridge.base_node import BaseNode
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
+from fwbridge.bridge.topics import Qos
 
-__all__ = ["DIAGNOSTICS_PERIOD", "Ros2Base"]
+__all__ = ["DIAGNOSTICS_PERIOD", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER", "Ros2Base"]
+
+TRIGGER = "std_srvs/srv/Trigger"
+#: tf2's static broadcaster: latched (transient_local), the last message only.
+TF_STATIC_QOS = Qos("reliable", "transient_local", "keep_last", 1)
+#: The base's fixed frames on /tf_static: parent, child, translation (m). The IMU whose
+#: yaw the firmware reports sits at the base's centre.
+STATIC_FRAMES = (("base_link", "imu_link", (0.0, 0.0, 0.0)),)
 
 log = logging.getLogger("fwbridge.ros2")
 
@@ -78,9 +103,15 @@ class Ros2Base:
         self.diag_pub = self.ros.publisher(s.topic("diagnostics"),
                                            spec["diagnostics"].msgtype, spec["diagnostics"].qos)
         self.cmd_sub = self.ros.subscription(s.topic("cmd_vel"), spec["cmd_vel"].msgtype,
-                                             self._on_cmd_vel, spec["cmd_vel"].qos)
+                                             self._on_cmd_vel, spec["cmd_vel"].qos,
+                                             max_age=self.node.config.cmd_timeout)
+        self.tf_static_pub = self.ros.publisher("/tf_static", "tf2_msgs/msg/TFMessage",
+                                                TF_STATIC_QOS)
+        self.status_srv = self.ros.service("~/get_status", TRIGGER, self._get_status)
+        self.stop_srv = self.ros.service("~/stop", TRIGGER, self._stop_now)
         self.node.odometry_callbacks.append(self._on_odometry)
         self.node.event_callbacks.append(self._on_event)
+        self._static_sent = False
         self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
                                         daemon=True)
         self._thread.start()
@@ -138,13 +169,34 @@ class Ros2Base:
         except ValueError as exc:
             raise topics.MessageError(f"cmd_vel: {exc}") from None
 
+    # -- services -----------------------------------------------------------------------
+    def _trigger_response(self, success: bool, message: str) -> Any:
+        cls = topics.typestore(self.distro).types[TRIGGER + "_Response"]
+        return cls(success=success, message=message)
+
+    def _get_status(self, _request: Any) -> Any:
+        """``~/get_status``: the counters, the link and the operator's state, as JSON."""
+        op = self.operator_status()
+        status = {"node": self.settings.node_fqn, "hardware_id": self.hardware_id,
+                  "link": "up" if self.node.connected else "down",
+                  "watchdog_holding": self._holding, "operator": op.message,
+                  "cmd_timeout_s": self.node.config.cmd_timeout,
+                  **self.node.stats(), **self.stats()}
+        return self._trigger_response(self.node.connected, json.dumps(status))
+
+    def _stop_now(self, _request: Any) -> Any:
+        """``~/stop``: zero velocity now, held until the next ``cmd_vel``."""
+        self.node.request(0.0, 0.0, 0.0)
+        self.node.send_now()
+        return self._trigger_response(True, "zero velocity requested")
+
     # -- diagnostics and the router ------------------------------------------------------
     def stats(self) -> dict[str, int]:
         sub = self.cmd_sub.stats()
         return {"odometry_published": self.published, "odometry_unsent": self.odom_pub.unsent,
                 "publish_errors": self.publish_errors,
                 "cmd_vel_received": sub["received"], "cmd_vel_malformed": sub["malformed"],
-                "cmd_vel_refused": sub["refused"]}
+                "cmd_vel_refused": sub["refused"], "cmd_vel_stale": sub["stale"]}
 
     def diagnostics(self) -> Any:
         s = self.settings
@@ -152,13 +204,53 @@ class Ros2Base:
         statuses = [topics.node_status(f"{s.node_fqn}: base link", stats,
                                        connected=self.node.connected, holding=self._holding,
                                        hardware_id=self.hardware_id, distro=self.distro)]
+        statuses.append(self.operator_status())
         if self.extra_statuses is not None:
             statuses += self.extra_statuses()
         return topics.diagnostics_message(statuses, stamp=topics.wall_stamp(
             self.node.clock()), distro=self.distro)
 
+    def operator_status(self) -> Any:
+        """The ``cmd_vel`` status: ok while it comes (or before any came), warn
+        ``operator lost`` once it has stopped for longer than the watchdog's timeout."""
+        sub, timeout = self.cmd_sub, self.node.config.cmd_timeout
+        last = sub.last_accepted
+        age = None if last is None else time.monotonic() - last
+        latency = None if sub.freshness is None else sub.freshness.last_age_ns
+        values: dict[str, object] = {
+            "cmd_vel_received": sub.received, "cmd_vel_stale": sub.stale,
+            "cmd_vel_age_s": "" if age is None else f"{age:.3f}",
+            "cmd_vel_latency_ms": "" if latency is None else f"{latency / 1e6:.1f}",
+            "cmd_timeout_s": f"{timeout:g}"}
+        if age is None:
+            level, message = "ok", "no cmd_vel yet"
+        elif age > timeout:
+            level, message = "warn", (f"operator lost: no cmd_vel for {age:.1f} s "
+                                      "(watchdog holds zero velocity)")
+        else:
+            level, message = "ok", "cmd_vel coming"
+        return topics.diagnostic_status(f"{self.settings.node_fqn}: cmd_vel", level, message,
+                                        values, hardware_id=self.hardware_id,
+                                        distro=self.distro)
+
+    def static_transforms(self) -> Any:
+        """tf2_msgs/TFMessage of :data:`STATIC_FRAMES`, after the frame prefix."""
+        t = topics.typestore(self.distro).types
+        stamp = topics.ros_time(topics.wall_stamp(self.node.clock()), self.distro)
+        transforms = [t["geometry_msgs/msg/TransformStamped"](
+            header=t["std_msgs/msg/Header"](stamp=stamp, frame_id=self.settings.frame(parent)),
+            child_frame_id=self.settings.frame(child),
+            transform=t["geometry_msgs/msg/Transform"](
+                translation=t["geometry_msgs/msg/Vector3"](x=x, y=y, z=z),
+                rotation=t["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)))
+            for parent, child, (x, y, z) in STATIC_FRAMES]
+        return t["tf2_msgs/msg/TFMessage"](transforms=transforms)
+
     def _housekeeping(self) -> None:
         while not self._stop.wait(DIAGNOSTICS_PERIOD):
+            if not self._static_sent and self.tf_static_pub.is_declared:
+                # once: the publisher's cache serves every subscriber that comes later
+                self._static_sent = self.tf_static_pub.publish(self.static_transforms())
             self._check_reachable()
             try:
                 self.diag_pub.publish(self.diagnostics())

@@ -37,6 +37,7 @@ __all__ = [
     "ATTACHMENT_SIZE",
     "Attachment",
     "Entity",
+    "Freshness",
     "data_key",
     "demangle",
     "entity_gid",
@@ -185,3 +186,34 @@ def parse_liveliness(key: str) -> Entity | None:
         msgtype = parts[10]
     return Entity(**base, topic=demangle(parts[9]), msgtype=msgtype,  # type: ignore[arg-type]
                   type_hash=parts[11], qos=parts[12])
+
+
+class Freshness:
+    """Tells samples older than ``max_age`` seconds from fresh ones, by their attachment's
+    source timestamp, with no need for the machines' clocks to agree.
+
+    Per source (its GID) it keeps the smallest ``now - source_timestamp`` seen: the
+    clock offset plus the quickest delivery. A sample later than that by more than
+    ``max_age`` waited somewhere (a link down, a TCP backlog delivered at once after a
+    partition) and is stale. The first sample of a source sets its offset and is
+    taken as fresh. Sans-I/O: ``now_ns`` is given (wall clock, ns).
+    """
+
+    #: Sources remembered at most (the oldest is forgotten first).
+    MAX_SOURCES = 256
+
+    def __init__(self, max_age: float) -> None:
+        self.max_age_ns = int(max_age * 1e9)
+        self._offset: dict[bytes, int] = {}
+        self.last_age_ns: int | None = None  # of the latest sample: delivery delay + offset
+
+    def fresh(self, attachment: Attachment, now_ns: int) -> bool:
+        delay = now_ns - attachment.source_timestamp
+        self.last_age_ns = delay
+        gid = attachment.source_gid
+        best = self._offset.get(gid)
+        if best is None or delay < best:
+            if best is None and len(self._offset) >= self.MAX_SOURCES:
+                del self._offset[next(iter(self._offset))]
+            self._offset[gid] = best = delay
+        return delay - best <= self.max_age_ns

@@ -31,6 +31,7 @@ from fwbridge.bridge import topics
 from fwbridge.bridge.ros2.keys import (
     Attachment,
     Entity,
+    Freshness,
     data_key,
     entity_gid,
     liveliness_key,
@@ -39,7 +40,8 @@ from fwbridge.bridge.ros2.keys import (
 )
 from fwbridge.bridge.topics import MessageError, Qos
 
-__all__ = ["Participant", "RosNode", "RosPublisher", "RosSubscription", "zenoh_config"]
+__all__ = ["Participant", "RosClient", "RosNode", "RosPublisher", "RosService",
+           "RosSubscription", "zenoh_config"]
 
 log = logging.getLogger("fwbridge.ros2")
 
@@ -54,7 +56,7 @@ OPEN_RETRY = (0.25, 2.0)
 def zenoh_config(connect: Sequence[str], listen: Sequence[str] = (),
                  mode: str | None = None) -> Any:
     """The session's Zenoh config: ``mode`` (default: client without ``listen``,
-    peer with it), these endpoints only, no multicast scouting."""
+    peer with it), these endpoints only, no multicast scouting, timestamping on."""
     import zenoh
 
     mode = mode or ("peer" if listen else "client")
@@ -63,6 +65,8 @@ def zenoh_config(connect: Sequence[str], listen: Sequence[str] = (),
     cfg.insert_json5("scouting/multicast/enabled", "false")
     cfg.insert_json5("connect/endpoints", json.dumps(list(connect)))
     cfg.insert_json5("listen/endpoints", json.dumps(list(listen)))
+    # as in rmw_zenoh's session config: transient_local's advanced publishers need it
+    cfg.insert_json5("timestamping/enabled", "true")
     if mode == "peer":  # opens at once and keeps trying the endpoints in the background
         cfg.insert_json5("connect/timeout_ms", "-1")
         cfg.insert_json5("connect/exit_on_failure", "false")
@@ -201,7 +205,7 @@ class RosNode:
         self.id = participant.next_id()
         self.key = ""
         self._token: Any = None
-        self.entities: list[RosPublisher | RosSubscription] = []
+        self.entities: list[RosPublisher | RosSubscription | RosService | RosClient] = []
 
     def _declare(self) -> None:
         """Called with the session open: the node's token, then its entities'."""
@@ -215,7 +219,7 @@ class RosNode:
     def resolve(self, topic: str) -> str:
         return resolve_name(topic, self.namespace)
 
-    def _add(self, entity: RosPublisher | RosSubscription) -> None:
+    def _add(self, entity: RosPublisher | RosSubscription | RosService | RosClient) -> None:
         with self.participant._lock:
             self.entities.append(entity)
             if self._token is not None:
@@ -227,10 +231,32 @@ class RosNode:
         return pub
 
     def subscription(self, topic: str, msgtype: str, callback: Callable[[Any], Any],
-                     qos: Qos = DEFAULT_QOS, *, any_hash: bool = False) -> RosSubscription:
-        sub = RosSubscription(self, self.resolve(topic), msgtype, callback, qos, any_hash)
+                     qos: Qos = DEFAULT_QOS, *, any_hash: bool = False,
+                     max_age: float | None = None) -> RosSubscription:
+        """``max_age``: drop (count as ``stale``) samples that waited longer than this
+        many seconds on the way (see :class:`~fwbridge.bridge.ros2.keys.Freshness`)."""
+        sub = RosSubscription(self, self.resolve(topic), msgtype, callback, qos, any_hash,
+                              max_age)
         self._add(sub)
         return sub
+
+    def resolve_service(self, name: str) -> str:
+        """``~/get_status`` -> ``/robot1/base_bridge/get_status`` (the node's private
+        namespace); other names as topics."""
+        if name.startswith("~/"):
+            return f"{self.namespace.rstrip('/')}/{self.name}/{name[2:]}"
+        return self.resolve(name)
+
+    def service(self, name: str, srvtype: str, handler: Callable[[Any], Any]) -> RosService:
+        """A service server: ``handler(request)`` returns the response message."""
+        srv = RosService(self, self.resolve_service(name), srvtype, handler)
+        self._add(srv)
+        return srv
+
+    def client(self, name: str, srvtype: str) -> RosClient:
+        cli = RosClient(self, self.resolve_service(name), srvtype)
+        self._add(cli)
+        return cli
 
     def close(self) -> None:
         for entity in self.entities:
@@ -271,7 +297,16 @@ class RosPublisher:
                                         node.name, topic=self.topic, msgtype=self.msgtype,
                                         type_hash=self.type_hash, qos=self.qos)
         self.gid = entity_gid(self.token_key)
-        self._publisher = p.session.declare_publisher(self.key)
+        if self.qos.durability == "transient_local":
+            # rmw_zenoh's transient_local: an advanced publisher that keeps the last
+            # `depth` samples for late joiners and lets them detect it
+            from zenoh.ext import CacheConfig, declare_advanced_publisher
+
+            self._publisher = declare_advanced_publisher(
+                p.session, self.key, cache=CacheConfig(max_samples=self.qos.depth),
+                publisher_detection=True)
+        else:
+            self._publisher = p.session.declare_publisher(self.key)
         self._token = p.session.liveliness().declare_token(self.token_key)
 
     @property
@@ -309,10 +344,13 @@ class RosPublisher:
 class RosSubscription:
     """Calls ``callback(message)`` for each sample; undecodable samples are counted
     (``malformed``) and dropped, and a callback that refuses one with
-    :class:`MessageError` is counted too (``refused``); neither stops the stream."""
+    :class:`MessageError` is counted too (``refused``); neither stops the stream. With
+    ``max_age``, samples that waited longer on the way are counted (``stale``) and
+    dropped before decoding."""
 
     def __init__(self, node: RosNode, topic: str, msgtype: str,
-                 callback: Callable[[Any], Any], qos: Qos, any_hash: bool) -> None:
+                 callback: Callable[[Any], Any], qos: Qos, any_hash: bool,
+                 max_age: float | None = None) -> None:
         p = node.participant
         self.node, self.qos, self.id = node, qos, p.next_id()
         self.topic, self.msgtype, self.distro = topic, msgtype, p.distro
@@ -321,7 +359,9 @@ class RosSubscription:
         key = data_key(p.domain, topic, msgtype, self.type_hash)
         self.key = key.rsplit("/", 1)[0] + "/*" if any_hash else key
         self.token_key = ""
-        self.received = self.malformed = self.refused = 0
+        self.received = self.malformed = self.refused = self.stale = 0
+        self.freshness = None if max_age is None else Freshness(max_age)
+        self.last_accepted: float | None = None  # time.monotonic() of the latest taken
         self.last_error: str | None = None
         self._subscriber: Any = None
         self._token: Any = None
@@ -331,11 +371,28 @@ class RosSubscription:
         self.token_key = liveliness_key(p.domain, p.zid, node.id, self.id, "MS", node.namespace,
                                         node.name, topic=self.topic, msgtype=self.msgtype,
                                         type_hash=self.type_hash, qos=self.qos)
-        self._subscriber = p.session.declare_subscriber(self.key, self._on_sample)
+        if self.qos.durability == "transient_local":
+            # rmw_zenoh's transient_local: an advanced subscriber that asks every
+            # publisher's cache, those that appear later too, for their history
+            from zenoh.ext import HistoryConfig, declare_advanced_subscriber
+
+            self._subscriber = declare_advanced_subscriber(
+                p.session, self.key, self._on_sample,
+                history=HistoryConfig(detect_late_publishers=True, max_samples=self.qos.depth))
+        else:
+            self._subscriber = p.session.declare_subscriber(self.key, self._on_sample)
         self._token = p.session.liveliness().declare_token(self.token_key)
 
     def _on_sample(self, sample: Any) -> None:
         self.received += 1
+        if self.freshness is not None and sample.attachment is not None:
+            try:
+                att = Attachment.decode(sample.attachment.to_bytes())
+            except MessageError:
+                att = None  # not rmw_zenoh's: no source timestamp to judge by
+            if att is not None and not self.freshness.fresh(att, time.time_ns()):
+                self.stale += 1
+                return
         try:
             msg = topics.deserialize(sample.payload.to_bytes(), self.msgtype, self.distro)
         except MessageError as exc:
@@ -344,6 +401,7 @@ class RosSubscription:
             return
         try:
             self.callback(msg)
+            self.last_accepted = time.monotonic()
         except MessageError as exc:
             self.refused += 1
             self._note(str(exc))
@@ -357,10 +415,119 @@ class RosSubscription:
         self.last_error = error
 
     def stats(self) -> dict[str, int]:
-        return {"received": self.received, "malformed": self.malformed, "refused": self.refused}
+        return {"received": self.received, "malformed": self.malformed, "refused": self.refused,
+                "stale": self.stale}
 
     def close(self) -> None:
         for entity in (self._token, self._subscriber):
             if entity is not None:
                 _undeclare(entity)
         self._token = self._subscriber = None
+
+
+class _ServiceEnd:
+    """What a service server and a client share: the key, the type hash, the token."""
+
+    kind = ""
+
+    def __init__(self, node: RosNode, name: str, srvtype: str) -> None:
+        from fwbridge.bridge.ros2.services import register, service_type_hash
+
+        p = node.participant
+        self.node, self.id, self.name, self.srvtype = node, p.next_id(), name, srvtype
+        self.distro = p.distro
+        self.request_type, self.response_type = register(srvtype, p.distro)
+        self.type_hash = service_type_hash(srvtype, p.distro)
+        self.key = data_key(p.domain, name, srvtype, self.type_hash)
+        self.token_key = ""
+        self.gid = bytes(16)
+        self._token: Any = None
+
+    def _declare_token(self) -> None:
+        from fwbridge.bridge.ros2.services import SERVICE_QOS
+
+        p, node = self.node.participant, self.node
+        self.token_key = liveliness_key(p.domain, p.zid, node.id, self.id, self.kind,
+                                        node.namespace, node.name, topic=self.name,
+                                        msgtype=self.srvtype, type_hash=self.type_hash,
+                                        qos=SERVICE_QOS)
+        self.gid = entity_gid(self.token_key)
+        self._token = p.session.liveliness().declare_token(self.token_key)
+
+    def close(self) -> None:
+        if self._token is not None:
+            _undeclare(self._token)
+            self._token = None
+
+
+class RosService(_ServiceEnd):
+    """A service server: a complete queryable; each request (CDR + attachment) is answered
+    with ``handler(request)`` and the request's sequence number and client GID. Requests
+    that cannot be decoded, and handlers that fail, are counted (``errors``) and get no
+    reply (the client times out, as with rmw_zenoh)."""
+
+    kind = "SS"
+
+    def __init__(self, node: RosNode, name: str, srvtype: str,
+                 handler: Callable[[Any], Any]) -> None:
+        super().__init__(node, name, srvtype)
+        self.handler = handler
+        self.calls = self.errors = 0
+        self._queryable: Any = None
+
+    def _declare(self) -> None:
+        session = self.node.participant.session
+        self._queryable = session.declare_queryable(self.key, self._on_query, complete=True)
+        self._declare_token()
+
+    def _on_query(self, query: Any) -> None:
+        try:
+            if query.attachment is None or query.payload is None:
+                raise MessageError("a request without attachment or payload")
+            att = Attachment.decode(query.attachment.to_bytes())
+            request = topics.deserialize(query.payload.to_bytes(), self.request_type,
+                                         self.distro)
+            response = self.handler(request)
+            data = topics.serialize(response, self.response_type, self.distro)
+        except Exception:  # a bad request or a handler's bug: no reply, the node goes on
+            self.errors += 1
+            log.warning("%s: request dropped", self.name, exc_info=True)
+            return
+        self.calls += 1
+        reply = Attachment(att.sequence_number, time.time_ns(), att.source_gid).encode()
+        query.reply(self.key, data, attachment=reply)
+
+    def close(self) -> None:
+        super().close()
+        if self._queryable is not None:
+            _undeclare(self._queryable)
+            self._queryable = None
+
+
+class RosClient(_ServiceEnd):
+    """A service client: :meth:`call` sends one request as a query and waits for its reply."""
+
+    kind = "SC"
+
+    def __init__(self, node: RosNode, name: str, srvtype: str) -> None:
+        super().__init__(node, name, srvtype)
+        self.sequence = 0
+
+    def _declare(self) -> None:
+        self._declare_token()
+
+    def call(self, request: Any, timeout: float = 5.0) -> Any:
+        """The response to ``request``; :class:`MessageError` when none came in ``timeout``."""
+        session = self.node.participant.session
+        if session is None:
+            raise MessageError(f"{self.name}: not connected")
+        self.sequence += 1
+        att = Attachment(self.sequence, time.time_ns(), self.gid).encode()
+        data = topics.serialize(request, self.request_type, self.distro)
+        for reply in session.get(self.key, payload=data, attachment=att, timeout=timeout):
+            if reply.ok is None:
+                continue
+            return topics.deserialize(reply.ok.payload.to_bytes(), self.response_type,
+                                      self.distro)
+        raise MessageError(f"{self.name}: no reply within {timeout:g} s (is the service "
+                           "there? fwbridge ros2 topics lists services)")

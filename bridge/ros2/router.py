@@ -36,17 +36,22 @@ __all__ = ["DEFAULT_LISTEN", "is_loopback", "open_router", "router_config", "zen
 #: Where the router listens by default: rmw_zenohd's port, on loopback only.
 DEFAULT_LISTEN = ("tcp/127.0.0.1:7447",)
 
+#: Back-off of the attempts to reach the routers of ``connect`` (ms), as the participants'.
+RETRY = {"period_init_ms": 250, "period_max_ms": 2000, "period_increase_factor": 2}
+
 _HOST = re.compile(r"^(?:tcp|udp|tls|quic|ws)/(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:/?#]*))")
 
 
-def router_config(listen: Sequence[str] = DEFAULT_LISTEN) -> Any:
-    """The Zenoh config of a router on ``listen`` that connects nowhere (see the module)."""
+def router_config(listen: Sequence[str] = DEFAULT_LISTEN, connect: Sequence[str] = ()) -> Any:
+    """The Zenoh config of a router on ``listen`` (see the module) that connects to the
+    routers at ``connect`` (none by default), retrying until they answer, as one on
+    another machine may start later or restart."""
     import zenoh
 
     cfg = zenoh.Config()
     for key, value in (("mode", "router"),
                        ("listen/endpoints", list(listen)),
-                       ("connect/endpoints", []),
+                       ("connect/endpoints", list(connect)),
                        ("scouting/multicast/enabled", False),
                        ("timestamping/enabled", True),
                        ("routing/router/peers_failover_brokering", False),
@@ -54,6 +59,10 @@ def router_config(listen: Sequence[str] = DEFAULT_LISTEN) -> Any:
                        ("adminspace/permissions/read", True),
                        ("adminspace/permissions/write", False)):
         cfg.insert_json5(key, json.dumps(value))
+    if connect:  # never give up on another router, and find it soon once it is back
+        cfg.insert_json5("connect/timeout_ms", "-1")
+        cfg.insert_json5("connect/exit_on_failure", "false")
+        cfg.insert_json5("connect/retry", json.dumps(RETRY))
     return cfg
 
 
@@ -85,13 +94,13 @@ def zenoh_error(exc: BaseException) -> str:
     return reason.group(1) if reason else text.strip().rstrip(".")
 
 
-def open_router(listen: Sequence[str] = DEFAULT_LISTEN) -> Any:
-    """A router session listening on ``listen``; :class:`ConfigError` (naming the
-    endpoints) when Zenoh cannot listen there."""
+def open_router(listen: Sequence[str] = DEFAULT_LISTEN, connect: Sequence[str] = ()) -> Any:
+    """A router session listening on ``listen`` (and connecting to ``connect``);
+    :class:`ConfigError` (naming the endpoints) when Zenoh cannot listen there."""
     import zenoh
 
     try:
-        return zenoh.open(router_config(listen))
+        return zenoh.open(router_config(listen, connect))
     except zenoh.ZError as exc:
         raise ConfigError(f"router: cannot listen on {', '.join(listen)}: "
                           f"{zenoh_error(exc)}") from None

@@ -1,0 +1,100 @@
+"""ROS 2 services on Zenoh, as rmw_zenoh_cpp makes them (``rmw_service_data.cpp``,
+``rmw_client_data.cpp``): pure parts, no Zenoh import.
+
+- a service is a Zenoh *queryable* (complete) on the same kind of key as a
+  topic, ``<domain>/<service name>/<pkg>::srv::dds_::<Name>_/<type hash>``, and a
+  liveliness token of kind ``SS`` (a client's: ``SC``) with the service's type
+  (``std_srvs::srv::dds_::Trigger_``), hash and QoS (services' default:
+  reliable, volatile, keep last 10);
+- a request is a Zenoh query: CDR payload, and the attachment of a sample
+  (the client's sequence number, source timestamp and GID); the reply carries
+  the request's sequence number and the client's GID back, with the server's
+  timestamp;
+- the type hash is RIHS01 of the service's type description: fields
+  ``request_message``, ``response_message`` and ``event_message`` (the
+  ``_Event`` type: ``info`` a ``service_msgs/msg/ServiceEventInfo``, ``request``
+  and ``response`` bounded sequences of one). In that description a ``.msg``
+  file's ``char`` is ``uint8`` (rosidl's mapping), so ``ServiceEventInfo``'s
+  ``client_gid`` is ``uint8[16]``; rosbags' stores keep ``char``, which gives
+  another hash, so the types are described here on their own store. The hash of
+  ``std_srvs/srv/Trigger`` it gives is the one seen on the wire of a ROS 2
+  installation (a fixture of the tests).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from fwbridge.bridge import topics
+from fwbridge.bridge.topics import MessageError, Qos
+
+__all__ = ["SERVICES", "SERVICE_QOS", "register", "service_type_hash"]
+
+#: rmw_qos_profile_services_default.
+SERVICE_QOS = Qos("reliable", "volatile", "keep_last", 10)
+
+#: The services fwbridge serves or calls: ``pkg/srv/Name`` -> (request, response) fields,
+#: in .msg syntax.
+SERVICES = {
+    "std_srvs/srv/Trigger": ("", "bool success\nstring message"),
+    "std_srvs/srv/SetBool": ("bool data", "bool success\nstring message"),
+}
+
+
+def _defs(srvtype: str) -> dict[str, Any]:
+    from rosbags.typesys import get_types_from_msg
+
+    if srvtype not in SERVICES:
+        raise MessageError(f"unknown service type {srvtype!r} (known: {', '.join(SERVICES)})")
+    request, response = SERVICES[srvtype]
+    defs: dict[str, Any] = {}
+    for suffix, text in (("_Request", request), ("_Response", response)):
+        name = srvtype + suffix
+        parsed = get_types_from_msg(text, name)
+        defs[name] = next(iter(parsed.values()))
+    return defs
+
+
+@functools.lru_cache(maxsize=8)
+def register(srvtype: str, distro: str = "jazzy") -> tuple[str, str]:
+    """The request and response message types of ``srvtype``, registered in the distro's
+    typestore (so :func:`topics.serialize` takes them)."""
+    # typestore() is cached per call signature: typestore() and typestore("jazzy") are
+    # two stores, and each caller may use either
+    stores = [topics.typestore(distro)] + ([topics.typestore()] if distro == "jazzy" else [])
+    for store in stores:
+        defs = {k: v for k, v in _defs(srvtype).items() if k not in store.fielddefs}
+        if defs:
+            store.register(defs)
+    return srvtype + "_Request", srvtype + "_Response"
+
+
+@functools.lru_cache(maxsize=8)
+def service_type_hash(srvtype: str, distro: str = "jazzy") -> str:
+    """RIHS01 of the service's type description (see the module); Humble has none."""
+    if distro == "humble":
+        _defs(srvtype)
+        return "TypeHashNotSupported"
+    from rosbags.interfaces import Nodetype
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.EMPTY)
+    base = topics.typestore(distro)
+    req, resp = srvtype + "_Request", srvtype + "_Response"
+    defs = dict(_defs(srvtype))
+    defs["builtin_interfaces/msg/Time"] = base.fielddefs["builtin_interfaces/msg/Time"]
+    defs["service_msgs/msg/ServiceEventInfo"] = ([], [
+        ("event_type", (Nodetype.BASE, ("uint8", 0))),
+        ("stamp", (Nodetype.NAME, "builtin_interfaces/msg/Time")),
+        ("client_gid", (Nodetype.ARRAY, ((Nodetype.BASE, ("uint8", 0)), 16))),
+        ("sequence_number", (Nodetype.BASE, ("int64", 0)))])
+    defs[srvtype + "_Event"] = ([], [
+        ("info", (Nodetype.NAME, "service_msgs/msg/ServiceEventInfo")),
+        ("request", (Nodetype.SEQUENCE, ((Nodetype.NAME, req), 1))),
+        ("response", (Nodetype.SEQUENCE, ((Nodetype.NAME, resp), 1)))])
+    defs[srvtype] = ([], [("request_message", (Nodetype.NAME, req)),
+                          ("response_message", (Nodetype.NAME, resp)),
+                          ("event_message", (Nodetype.NAME, srvtype + "_Event"))])
+    store.register(defs)
+    return str(store.hash_rihs01(srvtype))
