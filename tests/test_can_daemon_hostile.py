@@ -136,7 +136,7 @@ def test_a_client_that_sleeps_on_bus_time_does_not_stall_the_bus(
         deadline = time.monotonic() + 5
         while "not_listening" not in (daemon_info("shared") or {}):
             assert time.monotonic() < deadline, daemon_info("shared")
-            time.sleep(0.05)
+            time.sleep(0.05)  # polling a condition, bounded above
         assert (daemon_info("shared") or {})["not_listening"] == ["rogue (node 1)"]
         listing = subprocess.run([*FWBRIDGE, "can", "bus", "list"], capture_output=True,
                                  text=True, timeout=30, check=False)
@@ -172,7 +172,7 @@ def test_a_socketcand_flood_is_bounded_and_counted(rundir: Path) -> None:
             deadline = time.monotonic() + 10
             while "dropped" not in (daemon_info("scd") or {}):
                 assert time.monotonic() < deadline, daemon_info("scd")
-                time.sleep(0.05)
+                time.sleep(0.05)  # polling a condition, bounded above
             with dm.ch.lock:
                 held = max(dm.ch.model.outstanding(n.id) for n in dm.ch.model.nodes)
             assert held <= TX_LIMIT
