@@ -61,6 +61,10 @@ def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:
     """Write the MCAP of a serial or CAN capture to ``out`` (a new file); messages in."""
     kind = capture_kind(src)
     if kind == "mcap":
+        from fwbridge.can_bus.mcap_io import read_mcap
+
+        for _ in read_mcap(src):  # read whole first: a damaged file is not "converted"
+            pass
         shutil.copyfile(src, out)
         return 0
     if kind == "serial":
@@ -202,8 +206,11 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
                    + ", ".join(f"{t} {n}" for t, n in sorted(written.items())), err=True)
         if skipped:
             click.echo(f"left out (JSON, no ROS 2 type): {', '.join(sorted(skipped))}", err=True)
-    except (McapError, ValueError, OSError, EOFError) as exc:
-        fail(f"{src}: cannot convert: {exc}")
+    except (McapError, ValueError, EOFError) as exc:
+        text = str(exc)
+        fail(text if text.startswith(f"{src}:") else f"{src}: cannot convert: {text}")
+    except OSError as exc:  # named by what the user gave, not by the file beside it
+        fail(f"{src}: cannot convert to {dst}: {exc.strerror or exc}")
     except click.ClickException as exc:
         fail(exc.format_message())
     except ImportError as exc:

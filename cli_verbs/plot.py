@@ -417,7 +417,8 @@ def plot_cmd(capture: str, out: str, bitrate: int | None) -> None:
     try:
         plot_capture(src, Path(out), bitrate)
     except (McapError, CaptureError, ValueError, OSError, EOFError) as exc:
-        fail(f"{src}: cannot plot: {exc}")
+        text = str(exc)  # a damaged capture's line names the file and offset already
+        fail(f"cannot plot {text}" if text.startswith(f"{src}:") else f"{src}: cannot plot: {text}")
     except click.ClickException as exc:
         fail(exc.format_message())
     except ImportError as exc:
