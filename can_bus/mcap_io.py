@@ -198,6 +198,22 @@ class McapSink:
                         stream.close()
 
 
+def is_loopback_host(host: str) -> bool:
+    """True when ``host`` (an address or a name) is reachable from this machine only."""
+    import ipaddress
+    import socket
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        addrs = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
+
+
 class FoxgloveSink:
     """A Foxglove WebSocket server (foxglove-sdk) serving the channels live.
 
@@ -220,8 +236,11 @@ class FoxgloveSink:
         try:
             self.server: Any = foxglove.start_server(name=name, host=host, port=port,
                                                      context=self._context)
-        except Exception as exc:  # the SDK raises RuntimeError for a busy port
-            raise McapError(f"cannot serve the live view on {host}:{port}: {exc}") from None
+        except Exception as exc:  # the SDK raises its FoxgloveError for a busy port
+            why = str(exc).removeprefix(f"{type(exc).__name__}: ").strip()
+            if "already in use" in why:
+                why = "the port is in use (--foxglove-port 0 picks a free one)"
+            raise McapError(f"cannot serve the live view on {host}:{port}: {why}") from None
         self.host = host
         self._lock = threading.Lock()
         self._closed = False
@@ -229,6 +248,11 @@ class FoxgloveSink:
     @property
     def port(self) -> int:
         return int(self.server.port)
+
+    @property
+    def loopback(self) -> bool:
+        """Only this machine can connect: a loopback address (or a name of loopbacks only)."""
+        return is_loopback_host(self.host)
 
     @property
     def url(self) -> str:

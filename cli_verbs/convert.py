@@ -188,7 +188,11 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
     fmt = fmt or ("mcap" if dst.suffix.lower() == ".mcap" else "rosbag2")
     from fwbridge.can_bus.mcap_io import McapError
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent if str(dst.parent) else "."))
+    try:  # the temporary directory beside OUT is never named: OUT is what the user gave
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.",
+                                    dir=dst.parent if str(dst.parent) else "."))
+    except OSError as exc:
+        fail(f"{dst}: cannot write: {exc.strerror or exc}")
     try:
         if fmt == "mcap":
             n = to_mcap(src, tmp / "out.mcap", bitrate=bitrate)

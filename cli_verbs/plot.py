@@ -332,17 +332,20 @@ def _save(fig: Any, out: Path, dpi: float | None = None) -> None:
     """Write ``fig`` to ``out`` whole: beside it, then renamed in place."""
     import matplotlib.pyplot as plt
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".png", dir=out.parent)
-    os.close(fd)
+    tmp = ""
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".png", dir=out.parent)
+        os.close(fd)
         fig.savefig(tmp, format="png", dpi=dpi)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it
         os.replace(tmp, out)
+    except OSError as exc:  # named by OUT, never by the temporary file beside it
+        raise OSError(f"{out}: cannot write: {exc.strerror or exc}") from None
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
 
 
