@@ -105,6 +105,8 @@ def read_messages(path: str | Path) -> Iterator[can.Message]:
             yield from reader
             if isinstance(reader, can.BLFReader):
                 _check_blf_length(p, reader)
+            elif p.suffix.lower() == ".asc":
+                _check_asc_end(p)
     except CaptureError:
         raise
     except _PARSE_ERRORS as exc:  # python-can's readers raise whatever their parser hit
@@ -118,6 +120,17 @@ def _check_blf_length(p: Path, reader: can.BLFReader) -> None:
     if declared > size:
         raise CaptureTruncatedRead(f"{p}: cut at byte {size} of the {declared} its header "
                                    "declares; read up to the last whole object")
+
+
+def _check_asc_end(p: Path) -> None:
+    """An ASC log ends with ``End TriggerBlock``: one without it was cut."""
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        f.seek(max(0, size - 256))
+        tail = f.read().rstrip().rsplit(b"\n", 1)[-1].strip()
+    if tail.lower() != b"end triggerblock":
+        raise CaptureTruncatedRead(f"{p}: cut at byte {size}: no 'End TriggerBlock' line; "
+                                   "read up to the last whole line")
 
 
 def decode_actuators(source: str | Path | Iterable[can.Message]

@@ -136,3 +136,20 @@ def test_a_serial_mcap_is_the_wrong_kind_for_can_verbs_and_the_reverse(
     assert r.returncode == 2 and b"wrong kind of capture: a serial capture" in r.stderr, r.stderr
     r = run_verb("decode", "-p", "odom", str(can_mcap))
     assert r.returncode == 2 and b"wrong kind of capture: a CAN capture" in r.stderr, r.stderr
+
+
+def test_a_cut_asc_log_says_so(tmp_path: Path) -> None:
+    whole = tmp_path / "whole.asc"
+    writer = can.ASCWriter(str(whole))
+    for i in range(200):
+        writer.on_message_received(can.Message(arbitration_id=0x100 + i % 50,
+                                               is_extended_id=False, data=bytes([i % 256] * 8),
+                                               timestamp=i * 0.001))
+    writer.stop()
+    assert run_verb("can", "decode", str(whole)).returncode == 0
+    text = whole.read_text()
+    cut = tmp_path / "cut.asc"
+    cut.write_text(text[:text.rindex("\n", 0, len(text) // 2) + 1])  # at a line's end
+    r = run_verb("can", "decode", str(cut))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.decode().splitlines()[-1].startswith(f"error: {cut}: cut at byte "), r.stderr
