@@ -198,3 +198,53 @@ def test_the_runtime_directory_is_never_a_link(tmp_path: Path,
                         timeout=30, env=env, check=False)
     assert up.returncode == 2 and "link" in up.stderr and "Traceback" not in up.stderr
     assert list(target.iterdir()) == []
+
+
+@pytest.mark.parametrize("pacing", ["realtime", "afap"])
+def test_nodes_that_exit_with_frames_in_flight_leave_the_daemon_whole(
+        rundir: Path, pacing: str, capfd: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    gen = _daemon("leave", pacing=pacing)
+    dm, thread = next(gen)
+    try:
+        sniffer = can.Bus(interface="fwbridge", channel="leave")
+        try:
+            for run in range(3):
+                while sniffer.recv(0) is not None:
+                    pass  # what the last run left: each run waits for its own frames
+                got: list[can.Message | None] = []
+                rx = threading.Thread(target=lambda out=got: out.append(sniffer.recv(10.0)))
+                rx.start()  # afap: the bus runs while the sniffer waits on it
+                deadline = time.monotonic() + 5
+                while pacing == "afap" and not any(c.mode == "wait"
+                                                   for c in list(dm.clients.values())):
+                    assert time.monotonic() < deadline, [c.mode for c in dm.clients.values()]
+                    time.sleep(0.01)  # polling a condition, bounded above
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.connect(str(dm.path))
+                    frames = b"".join(
+                        pk("S", struct.pack(">dIBB", 0, 0x100 + i, 0, 1) + bytes([run]))
+                        for i in range(50))
+                    s.sendall(pk("H", b'{"name": "leaver"}') + frames)
+                    assert _first(s) is Kind.WELCOME
+                # gone with its frames queued and one on the wire
+                rx.join(15)
+                assert got and got[0] is not None
+            driver = getattr(dm.ch, "_driver", None)
+            assert thread.is_alive() and dm.bugs == 0
+            assert driver is None or driver.is_alive()
+            _exchange("leave")
+        finally:
+            sniffer.shutdown()
+    finally:
+        gen.close()
+    assert "Traceback" not in capfd.readouterr().err
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
+def _first(sock: socket.socket) -> Kind:
+    sock.settimeout(5.0)
+    reader = PacketReader("node")
+    while True:
+        for kind, _ in reader.feed(sock.recv(1 << 16)):
+            return kind
