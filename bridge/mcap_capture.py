@@ -435,8 +435,20 @@ def can_writer(path: str | None, *, bitrate: int | None = None, live: Sink | Non
 
 def read_mcap_packets(path: str | os.PathLike[str]) -> Iterator[Packet]:
     """The reads and writes of an MCAP serial capture, as pcapng's :class:`Packet`."""
+    declared: set[str] = set()
+    packets = 0
     try:
-        for rec in read_mcap(path, _TOPIC_DIR):
-            yield Packet(rec.log_time_ns, _TOPIC_DIR[rec.topic], decode_raw(rec.data))
-    except (McapError, ValueError, struct.error) as exc:
-        raise CaptureError(f"{path}: {exc}") from None
+        for rec in read_mcap(path, _TOPIC_DIR, channels=declared):
+            packet = Packet(rec.log_time_ns, _TOPIC_DIR[rec.topic], decode_raw(rec.data))
+            packets += 1
+            yield packet
+    except McapError:
+        raise  # it names the file, and says whether it was cut (CaptureTruncated)
+    except (ValueError, struct.error) as exc:
+        raise CaptureError(f"{path}: packet {packets + 1} does not decode: {exc}") from None
+    if not packets and declared and not declared & set(_TOPIC_DIR):
+        on_can = {"/from_can_bus", "/to_can_bus"} & declared
+        raise CaptureError(f"{path}: wrong kind of capture: "
+                           + ("a CAN capture (MCAP), not a serial capture (decode it with "
+                              "'fwbridge can decode')" if on_can
+                              else f"no serial bytes (topics: {', '.join(sorted(declared))})"))

@@ -27,7 +27,7 @@ from can.io.logger import MESSAGE_WRITERS
 
 from fwbridge.can_bus.ids import ActuatorMessage, from_message
 from fwbridge.can_bus.pcapng import PcapngWriter, read_pcap
-from fwbridge.protocols.errors import CaptureError, FrameError
+from fwbridge.protocols.errors import CaptureError, CaptureTruncated, FrameError
 
 __all__ = ["PCAP_SUFFIXES", "CaptureNotFound", "CaptureReadError", "candump_line",
            "decode_actuators",
@@ -38,6 +38,10 @@ PCAP_SUFFIXES = (".pcapng", ".pcap")
 
 class CaptureReadError(CaptureError):
     """A capture that cannot be read: corrupt, truncated, or another format."""
+
+
+class CaptureTruncatedRead(CaptureReadError, CaptureTruncated):
+    """A capture cut short: its whole frames came first."""
 
 
 _PARSE_ERRORS = (BLFParseError, struct.error, zlib.error, EOFError, UnicodeDecodeError,
@@ -99,8 +103,34 @@ def read_messages(path: str | Path) -> Iterator[can.Message]:
     try:
         with can.LogReader(p) as reader:
             yield from reader
+            if isinstance(reader, can.BLFReader):
+                _check_blf_length(p, reader)
+            elif p.suffix.lower() == ".asc":
+                _check_asc_end(p)
+    except CaptureError:
+        raise
     except _PARSE_ERRORS as exc:  # python-can's readers raise whatever their parser hit
         raise CaptureReadError(f"corrupt or truncated {p.suffix} data: {exc}") from exc
+
+
+def _check_blf_length(p: Path, reader: can.BLFReader) -> None:
+    """A BLF file shorter than its header says was cut (python-can's reader just stops)."""
+    size = p.stat().st_size
+    declared = int(getattr(reader, "file_size", 0) or 0)
+    if declared > size:
+        raise CaptureTruncatedRead(f"{p}: cut at byte {size} of the {declared} its header "
+                                   "declares; read up to the last whole object")
+
+
+def _check_asc_end(p: Path) -> None:
+    """An ASC log ends with ``End TriggerBlock``: one without it was cut."""
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        f.seek(max(0, size - 256))
+        tail = f.read().rstrip().rsplit(b"\n", 1)[-1].strip()
+    if tail.lower() != b"end triggerblock":
+        raise CaptureTruncatedRead(f"{p}: cut at byte {size}: no 'End TriggerBlock' line; "
+                                   "read up to the last whole line")
 
 
 def decode_actuators(source: str | Path | Iterable[can.Message]

@@ -11,6 +11,11 @@ a time, up to the earliest horizon a node asked for (``advance_to``).
 
 The socket lives in the user's private runtime directory, never on the
 network; a JSON file beside it describes the bus for ``bus list``.
+
+A socket is an interface: every packet is checked (:mod:`protocols.bus_wire`)
+before it is acted on; a client that breaks the protocol gets an error packet
+and is dropped, and no client can kill the daemon, hold afap bus time for
+longer than ``hold_limit`` seconds, or queue more than :data:`TX_LIMIT` frames.
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ import selectors
 import signal
 import socket
 import struct
+import sys
 import threading
+import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -32,15 +40,6 @@ import can
 
 from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.daemon_client import (
-    FLAG_BRS,
-    FLAG_ESI,
-    FLAG_EXT,
-    FLAG_FD,
-    FLAG_RTR,
-    FLAG_RX,
-    MAX_PACKET,
-    MESSAGE_PACKET,
-    PACKET_HEADER,
     daemon_info,
     pack_message,
     packet,
@@ -50,11 +49,26 @@ from fwbridge.can_bus.daemon_client import (
 )
 from fwbridge.can_bus.model import Event, FrameDelivered, StateChanged
 from fwbridge.can_bus.simchannel import Rules, SimChannel, compile_filters, make_frame, matches
+from fwbridge.protocols import bus_wire
+from fwbridge.protocols.bus_wire import (
+    FLAG_BRS,
+    FLAG_ESI,
+    FLAG_EXT,
+    FLAG_FD,
+    FLAG_RTR,
+    FLAG_RX,
+    HEADER,
+    MESSAGE,
+    Kind,
+    PacketReader,
+)
 from fwbridge.protocols.errors import CanError, ConfigError
 
 __all__ = ["BusDaemon", "serve", "stop_daemon"]
 
 OUT_LIMIT = 8 << 20  # bytes queued for a node that does not read: beyond, its frames drop
+TX_LIMIT = 4096  # frames a node may have queued on the bus: beyond, its new ones drop
+HOLD_LIMIT = 5.0  # s a node may hold afap bus time: beyond, it is treated as not listening
 
 
 class ProtocolViolation(CanError, ValueError):
@@ -83,7 +97,22 @@ class Client:
         # "busy" (handed a frame while waiting for traffic: time waits for it)
         self.mode = "idle"
         self.horizon = math.inf
-        self.dropped = 0
+        self.busy_since = 0.0  # monotonic time it became busy
+        self.not_listening = False  # held bus time past the daemon's hold limit
+        self.dropped = 0  # deliveries dropped: it did not read
+        self.tx_dropped = 0  # frames of its own dropped: it queued more than TX_LIMIT
+        self.reader = PacketReader("daemon")
+        self.name = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name or 'node'} (node {self.node_id})"
+
+    def hand(self) -> None:
+        """It has a frame to work on while waiting for traffic: bus time waits for it."""
+        if self.mode == "wait" and self.horizon == math.inf:
+            self.mode = "busy"
+            self.busy_since = time.monotonic()
 
     def queue(self, data: bytes) -> None:
         if len(self.out) > OUT_LIMIT:
@@ -92,16 +121,17 @@ class Client:
         self.out += data
         self.daemon.pending.add(self)
 
+    def error_packet(self, why: str) -> bytes:
+        return packet(Kind.ERROR, json.dumps({"error": why}).encode())
+
     def _put_packed(self, pkt: bytes) -> None:
-        if self.mode == "wait" and self.horizon == math.inf:
-            self.mode = "busy"  # it has a frame to work on: bus time waits for it
+        self.hand()
         self.queue(pkt)
 
     # the channel's endpoint protocol
     def deliver(self, msg: can.Message) -> None:
-        if self.mode == "wait" and self.horizon == math.inf:
-            self.mode = "busy"  # it has a frame to work on: bus time waits for it
-        self.queue(packet(b"m", pack_message(msg)))
+        self.hand()
+        self.queue(packet(Kind.MESSAGE, pack_message(msg)))
 
     def state_changed(self, event: StateChanged) -> None:
         pass
@@ -129,8 +159,8 @@ class _Channel(SimChannel):
                 dlc = len(data)
             flags = ((FLAG_EXT if ext else 0) | (FLAG_RTR if rtr else 0) | (FLAG_FD if is_fd else 0)
                      | (FLAG_BRS if brs else 0) | (FLAG_ESI if esi else 0))
-            body = MESSAGE_PACKET.pack(epoch + ev.time / rate, can_id, flags | FLAG_RX, dlc) + data
-            pkt = PACKET_HEADER.pack(len(body) + 1, 0x6D) + body
+            body = MESSAGE.pack(epoch + ev.time / rate, can_id, flags | FLAG_RX, dlc) + data
+            pkt = HEADER.pack(len(body) + 1, Kind.MESSAGE) + body
             for rid in ev.receivers:
                 ep = eps.get(rid)
                 if ep is not None and (not is_fd or ep.fd) and (
@@ -140,12 +170,12 @@ class _Channel(SimChannel):
                 ep = eps.get(tid)
                 if ep is not None and ep.receive_own_messages and (
                         ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
-                    own = MESSAGE_PACKET.pack(epoch + ev.time / rate, can_id, flags, dlc) + data
-                    ep._put_packed(PACKET_HEADER.pack(len(own) + 1, 0x6D) + own)  # type: ignore
+                    own = MESSAGE.pack(epoch + ev.time / rate, can_id, flags, dlc) + data
+                    ep._put_packed(HEADER.pack(len(own) + 1, Kind.MESSAGE) + own)  # type: ignore
         for nid, k in done.items():
             client = self.daemon.by_node.get(nid)
             if client is not None:
-                client.queue(packet(b"c", struct.pack(">I", k)))
+                client.queue(packet(Kind.DONE, struct.pack(">I", k)))
         if events:
             self.daemon.wake()
 
@@ -154,7 +184,8 @@ class BusDaemon:
     """The daemon's state; :meth:`run` is its loop (one thread, plus the realtime driver)."""
 
     def __init__(self, name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
-                 pacing: str = "realtime", socketcand: int | None = None) -> None:
+                 pacing: str = "realtime", socketcand: int | None = None,
+                 hold_limit: float = HOLD_LIMIT) -> None:
         if not valid_name(name):
             raise ConfigError(f"bus name {name!r}: letters, digits, '_', '.', '-' (1..64)")
         self.name = name
@@ -174,6 +205,11 @@ class BusDaemon:
         self.srv: socket.socket | None = None
         self.socketcand_port = socketcand  # None: no socketcand endpoint; 0: any free port
         self.tcp: socket.socket | None = None
+        self.hold_limit = hold_limit
+        self.bugs = 0  # exceptions a client's packets met (each printed; the client dropped)
+        self.info: dict[str, Any] = {}
+        self._reported: tuple[Any, ...] = ((), ())
+        self._report_at = 0.0
 
     # -- life ---------------------------------------------------------------------------------
     def open(self) -> None:
@@ -202,9 +238,31 @@ class BusDaemon:
             self.sel.register(tcp, selectors.EVENT_READ)
             self.socketcand_port = tcp.getsockname()[1]
             info["socketcand"] = f"127.0.0.1:{self.socketcand_port}"
+        self.info = info
+        self._write_info()
+
+    def _write_info(self) -> None:
         tmp = self.info_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(info))
+        tmp.write_text(json.dumps(self.info))
         tmp.replace(self.info_path)
+
+    def _report(self, now: float) -> None:
+        """Say in the bus's description which nodes are treated as not listening and which
+        lost frames (rewritten when that changes, at most once a second for the counts)."""
+        deaf = tuple(sorted(c.label for c in self.clients.values() if c.not_listening))
+        dropped = tuple(sorted((c.label, c.tx_dropped + c.dropped)
+                               for c in self.clients.values() if c.tx_dropped or c.dropped))
+        if (deaf, dropped) == self._reported or (
+                deaf == self._reported[0] and now < self._report_at):
+            return
+        self._reported, self._report_at = (deaf, dropped), now + 1.0
+        self.info = {k: v for k, v in self.info.items() if k not in ("not_listening", "dropped")}
+        if deaf:
+            self.info["not_listening"] = list(deaf)
+        if dropped:
+            self.info["dropped"] = dict(dropped)
+        with contextlib.suppress(OSError):
+            self._write_info()
 
     def close(self) -> None:
         for client in list(self.clients.values()):
@@ -236,7 +294,7 @@ class BusDaemon:
         if ready is not None:
             ready()
         while not self._stop:
-            for key, events in self.sel.select(timeout=0.5):
+            for key, events in self.sel.select(timeout=self._timeout()):
                 obj = key.fileobj
                 if obj is self.srv or (obj is self.tcp and obj is not None):
                     self._accept(obj)
@@ -253,8 +311,24 @@ class BusDaemon:
                         self.pending.add(client)
             with self.ch.lock:  # the realtime driver queues deliveries from its thread
                 if self.ch.afap:
+                    self._expire(time.monotonic())
                     self._advance()
                 self._flush()
+            self._report(time.monotonic())
+
+    def _timeout(self) -> float:
+        busy = [c.busy_since for c in self.clients.values() if c.mode == "busy"]
+        if not busy:
+            return 0.5
+        return max(0.01, min(0.5, min(busy) + self.hold_limit - time.monotonic()))
+
+    def _expire(self, now: float) -> None:
+        """A node that holds bus time past the limit (asleep, or stuck) no longer holds it:
+        it is treated as not listening until it waits on the bus again."""
+        for c in self.clients.values():
+            if c.mode == "busy" and now - c.busy_since > self.hold_limit:
+                c.mode = "idle"
+                c.not_listening = True
 
     # -- connections ----------------------------------------------------------------------------
     def _accept(self, srv: socket.socket) -> None:
@@ -296,95 +370,110 @@ class BusDaemon:
         if not chunk:
             self._drop(client)
             return
-        feed = getattr(client, "feed", None)
-        if feed is not None:  # a socketcand client
-            with self.ch.lock:
-                if not feed(chunk):
-                    self._flush()
-                    self._drop(client)
-            return
-        buf = client.inbuf
-        buf += chunk
-        pos = 0
-        with self.ch.lock:
-            while len(buf) - pos >= 5:
-                size, kind = PACKET_HEADER.unpack_from(buf, pos)
-                if size < 1 or size > MAX_PACKET:
-                    self._drop(client)
-                    return
-                if len(buf) - pos < 4 + size:
-                    break
-                body = bytes(buf[pos + 5:pos + 4 + size])
-                pos += 4 + size
-                try:
-                    self._handle(client, kind, body)
-                except (ValueError, KeyError, TypeError, struct.error, can.CanError) as exc:
-                    if kind == 0x48:
-                        client.queue(packet(b"h", json.dumps({"error": str(exc)}).encode()))
-                    elif kind != 0x52:
-                        self._drop(client)  # a broken frame: not a node we can serve
-                        return
-        del buf[:pos]
+        self.receive(client, chunk)
 
-    def _handle(self, client: Client, kind: int, body: bytes) -> None:
+    def receive(self, client: Client, chunk: bytes) -> None:
+        """Act on what arrived from ``client``; a client that breaks the protocol is told
+        and dropped, and whatever it sends, no exception leaves (a bug is printed)."""
+        feed = getattr(client, "feed", None)
+        with self.ch.lock:
+            try:
+                if feed is not None:  # a socketcand client
+                    if not feed(chunk):
+                        self._flush()
+                        self._drop(client)
+                    return
+                for kind, body in client.reader.feed(chunk):
+                    self._handle(client, kind, body)
+            except (ValueError, KeyError, TypeError, struct.error, can.CanError) as exc:
+                self._refuse(client, str(exc))  # not a node we can serve
+            except Exception as exc:  # a bug, met through this client: it alone goes
+                self.bugs += 1
+                print(f"fwbridge bus {self.name}: dropped {client.label}: {exc!r}",
+                      file=sys.stderr)
+                traceback.print_exc(file=sys.stderr)
+                self._refuse(client, "internal error")
+
+    def _refuse(self, client: Client, why: str) -> None:
+        """Tell the client what it broke (if it reads) and drop it."""
+        if client.sock not in self.clients:
+            return
+        client.out += client.error_packet(why[:500])
+        with contextlib.suppress(OSError):
+            client.sock.send(client.out)
+        self._drop(client)
+
+    def _handle(self, client: Client, kind: Kind, body: bytes) -> None:
         ch = self.ch
         model = ch.model
-        if kind == 0x53:  # "S": a frame to send
-            self.submit(client, make_frame(unpack_message(body), client.fd))
-        elif kind == 0x57:  # "W": waiting, up to a bus time (seconds; inf: for traffic)
-            (t,) = struct.unpack(">d", body)
+        if kind is Kind.SEND:
+            msg = unpack_message(body)  # checked before anything else
+            if client.node_id < 0:
+                raise ProtocolViolation("a frame before the hello")
+            if model.outstanding(client.node_id) >= TX_LIMIT:
+                client.tx_dropped += 1  # it sends faster than the bus: the new frame drops
+                client.queue(packet(Kind.DONE, struct.pack(">I", 1)))
+                return
+            self.submit(client, make_frame(msg, client.fd))
+        elif kind is Kind.WAIT:
+            t = bus_wire.parse_wait(body)
             client.mode = "wait"
+            client.not_listening = False
             client.horizon = math.inf if math.isinf(t) else float(model.bits(t))
-        elif kind == 0x49:  # "I": idle, holds no bus time
+        elif kind is Kind.IDLE:
             client.mode = "idle"
-        elif kind == 0x48:  # "H": hello
-            self._hello(client, json.loads(body))
-        elif kind == 0x52:  # "R": a call
-            req = json.loads(body)
+            client.not_listening = False
+        elif kind is Kind.HELLO:
+            hello = bus_wire.parse_hello(body)
             try:
-                reply = {"id": req["id"], "result": self._call(client, req)}
+                self._hello(client, hello)
+            except ConfigError as exc:  # a node of another bus: it is told, and goes
+                client.queue(packet(Kind.WELCOME, json.dumps({"error": str(exc)}).encode()))
+        elif kind is Kind.CALL:
+            req = bus_wire.parse_call(body)
+            try:
+                reply = {"id": req.id, "result": self._call(client, req)}
             except (ValueError, KeyError, TypeError, can.CanError) as exc:
-                reply = {"id": req.get("id", -1), "error": str(exc)}
-            client.queue(packet(b"r", json.dumps(reply).encode()))
+                reply = {"id": req.id, "error": str(exc)}
+            client.queue(packet(Kind.REPLY, json.dumps(reply).encode()))
         else:
-            raise ProtocolViolation(f"unknown packet type {kind}")
+            raise ProtocolViolation(f"packet kind {kind.name} goes to nodes, not to the daemon")
 
-    def _hello(self, client: Client, req: dict[str, Any]) -> None:
+    def _hello(self, client: Client, req: bus_wire.Hello) -> None:
         ch = self.ch
         if client.node_id >= 0:
             raise ProtocolViolation("hello twice")
-        for key, have in (("bitrate", ch.bitrate), ("data_bitrate", ch.data_bitrate)):
-            want = req.get(key)
-            if want is not None and int(want) != have:
+        for key, want, have in (("bitrate", req.bitrate, ch.bitrate),
+                                ("data_bitrate", req.data_bitrate, ch.data_bitrate)):
+            if want is not None and want != have:
                 option = "--bitrate" if key == "bitrate" else "--data-bitrate"
                 raise ConfigError(
                     f"bus {self.name} runs at {have} bit/s ({key}), not {want}: ask for {have}"
                     f" (or no rate: a node takes the bus's), or restart the bus at {want}"
                     f" ('fwbridge can bus down {self.name}; fwbridge can bus up {self.name}"
                     f" {option} {want}')")
-        if req.get("pacing") not in (None, ch.pacing):
+        if req.pacing not in (None, ch.pacing):
             raise ConfigError(
-                f"bus {self.name} is paced {ch.pacing}, not {req['pacing']}: leave the pacing"
+                f"bus {self.name} is paced {ch.pacing}, not {req.pacing}: leave the pacing"
                 f" out (a node takes the bus's), or restart the bus ('fwbridge can bus down"
-                f" {self.name}; fwbridge can bus up {self.name} --pacing {req['pacing']}')")
+                f" {self.name}; fwbridge can bus up {self.name} --pacing {req.pacing}')")
         nid = self.attach(client, req)
-        client.queue(packet(b"h", json.dumps(
+        client.queue(packet(Kind.WELCOME, json.dumps(
             {"node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,
              "pacing": ch.pacing, "epoch": ch.epoch}).encode()))
 
-    def attach(self, client: Client, req: dict[str, Any]) -> int:
+    def attach(self, client: Client, req: bus_wire.Hello) -> int:
         """Make ``client`` a node of the bus (lock held)."""
         ch = self.ch
         ch.sync()
         ch.users += 1
-        nid = ch.model.add_node(str(req.get("name") or f"{self.name}.{ch.users}"),
-                                auto_recovery=bool(req.get("auto_recovery", True)),
-                                listen_only=bool(req.get("listen_only", False)),
-                                fifo=bool(req.get("fifo", False)))
+        client.name = req.name or f"{self.name}.{ch.users}"
+        nid = ch.model.add_node(client.name, auto_recovery=req.auto_recovery,
+                                listen_only=req.listen_only, fifo=req.fifo)
         client.node_id = nid
-        client.fd = bool(req.get("fd", False))
-        client.receive_own_messages = bool(req.get("receive_own_messages", False))
-        client.receive_error_frames = bool(req.get("receive_error_frames", False))
+        client.fd = req.fd
+        client.receive_own_messages = req.receive_own_messages
+        client.receive_error_frames = req.receive_error_frames
         ch.endpoints[nid] = client
         self.by_node[nid] = client
         return nid
@@ -396,8 +485,8 @@ class BusDaemon:
         self.ch.model.submit(client.node_id, frame)
         self.ch.kick()
 
-    def _call(self, client: Client, req: dict[str, Any]) -> Any:
-        ch, op, nid = self.ch, req["op"], client.node_id
+    def _call(self, client: Client, call: bus_wire.Call) -> Any:
+        ch, op, nid, req = self.ch, call.op, client.node_id, call.args
         model = ch.model
         if op == "bus_time":
             return ch.bus_time()
@@ -421,16 +510,15 @@ class BusDaemon:
             n = len(node.tx)
             model.flush(nid)
             if n:
-                client.queue(packet(b"c", struct.pack(">I", n)))
+                client.queue(packet(Kind.DONE, struct.pack(">I", n)))
         elif op == "set_state":
             model.set_listen_only(nid, bool(req.get("listen_only")))
             if not req.get("listen_only"):
                 model.request_recovery(nid)
         elif op == "inject":
-            ber = req.get("bit_error_rate")
-            model.set_faults(nid, bit_error_rate=None if ber is None else float(ber),
-                             stuck_dominant=req.get("stuck_dominant"),
-                             disconnected=req.get("disconnected"), seed=req.get("seed"))
+            model.set_faults(nid, bit_error_rate=req["bit_error_rate"],
+                             stuck_dominant=req["stuck_dominant"],
+                             disconnected=req["disconnected"], seed=req["seed"])
             ch.kick()
         elif op == "recover":
             model.request_recovery(nid)
@@ -460,7 +548,8 @@ class BusDaemon:
                 for c in waiting:
                     if c.horizon <= h:
                         c.mode = "busy"
-                        c.queue(packet(b"t"))
+                        c.busy_since = time.monotonic()
+                        c.queue(packet(Kind.REACHED))
                 return
             ch.dispatch(model._run(int(h) if not math.isinf(h) else 1 << 62, True, 64))
 

@@ -3,9 +3,8 @@ a node keeps to the daemon (the node itself, a python-can Bus, is :mod:`can_bus.
 
 The daemon owns the bus model and bus time; this process's Bus submits frames
 and receives deliveries over a Unix socket in the user's runtime directory
-(:func:`runtime_dir`). Wire format: packets of a 4-byte big-endian length, a
-type byte and a body: JSON for the hello and the calls, a fixed header plus
-data bytes for messages (:func:`pack_message`).
+(:func:`runtime_dir`). The wire, its packet kinds and their checks, is
+:mod:`protocols.bus_wire`: a daemon's packets are checked as any peer's are.
 """
 
 from __future__ import annotations
@@ -29,16 +28,23 @@ import can
 from can import CanInitializationError, CanOperationError
 
 from fwbridge.can_bus.simchannel import SimBusError, SimBusInitError
-from fwbridge.protocols.errors import CanFrameError
+from fwbridge.protocols import bus_wire
+from fwbridge.protocols.bus_wire import (
+    FLAG_BRS,
+    FLAG_ERR,
+    FLAG_ESI,
+    FLAG_EXT,
+    FLAG_FD,
+    FLAG_RTR,
+    FLAG_RX,
+    Kind,
+    WireError,
+)
 
 __all__ = ["attachable", "channel_socket", "daemon_info", "list_daemons", "pack_message",
            "packet", "runtime_dir", "unpack_message", "valid_name"]
 
-PACKET_HEADER = struct.Struct(">IB")  # body length + 1 (type byte), type
-MESSAGE_PACKET = struct.Struct(">dIBB")  # timestamp, arbitration id, flags, dlc; data follows
-FLAG_EXT, FLAG_RTR, _ERR, FLAG_FD, FLAG_BRS, FLAG_ESI, FLAG_RX = 1, 2, 4, 8, 16, 32, 64
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-MAX_PACKET = 1 << 16  # no packet of this protocol is longer: a longer one is a broken peer
 
 
 def valid_name(name: str) -> bool:
@@ -56,12 +62,19 @@ def runtime_dir(create: bool = False) -> Path:
     else:
         d = Path(tempfile.gettempdir()) / f"fwbridge-{os.getuid()}"
     if create:
-        d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if d.exists():
-        st = d.stat()
-        if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
-            raise SimBusInitError(f"{d} is not a private directory of this user "
-                                         "(owner and mode 0700 expected)")
+        d.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=0o700)
+    try:
+        st = os.lstat(d)  # never through a link: one planted in /tmp would be followed
+    except FileNotFoundError:
+        return d
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise SimBusInitError(f"{d} is not a directory (a link or a file): refused; remove it"
+                              " or set XDG_RUNTIME_DIR")
+    if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        raise SimBusInitError(f"{d} is not a private directory of this user "
+                              "(owner and mode 0700 expected)")
     return d
 
 
@@ -117,26 +130,27 @@ def list_daemons() -> list[dict[str, Any]]:
 
 def pack_message(msg: can.Message) -> bytes:
     flags = ((FLAG_EXT if msg.is_extended_id else 0) | (FLAG_RTR if msg.is_remote_frame else 0)
-             | (_ERR if msg.is_error_frame else 0) | (FLAG_FD if msg.is_fd else 0)
+             | (FLAG_ERR if msg.is_error_frame else 0) | (FLAG_FD if msg.is_fd else 0)
              | (FLAG_BRS if msg.bitrate_switch else 0)
              | (FLAG_ESI if msg.error_state_indicator else 0)
              | (FLAG_RX if msg.is_rx else 0))
-    head = MESSAGE_PACKET.pack(msg.timestamp, msg.arbitration_id, flags, msg.dlc)
-    return head + bytes(msg.data or b"")
+    return bus_wire.pack_message(msg.timestamp, msg.arbitration_id, flags, msg.dlc,
+                                 bytes(msg.data or b""))
 
 
-def unpack_message(body: bytes | memoryview, channel: Any = None) -> can.Message:
-    ts, can_id, flags, dlc = MESSAGE_PACKET.unpack_from(body)
+def unpack_message(body: bytes, channel: Any = None) -> can.Message:
+    """A frame packet's body as a python-can Message (checked: :class:`WireError`)."""
+    ts, can_id, flags, dlc, data = bus_wire.unpack_message(body)
     return can.Message(timestamp=ts, arbitration_id=can_id, is_extended_id=bool(flags & FLAG_EXT),
-                       is_remote_frame=bool(flags & FLAG_RTR), is_error_frame=bool(flags & _ERR),
+                       is_remote_frame=bool(flags & FLAG_RTR),
+                       is_error_frame=bool(flags & FLAG_ERR),
                        is_fd=bool(flags & FLAG_FD), bitrate_switch=bool(flags & FLAG_BRS),
                        error_state_indicator=bool(flags & FLAG_ESI), is_rx=bool(flags & FLAG_RX),
-                       dlc=dlc, data=bytes(body[MESSAGE_PACKET.size:]), channel=channel,
-                       check=False)
+                       dlc=dlc, data=data, channel=channel, check=False)
 
 
-def packet(kind: bytes, body: bytes = b"") -> bytes:
-    return PACKET_HEADER.pack(len(body) + 1, kind[0]) + body
+def packet(kind: Kind, body: bytes = b"") -> bytes:
+    return bus_wire.pack(kind, body)
 
 
 class Connection:
@@ -158,6 +172,7 @@ class Connection:
         self.closed = False
         self.waiting = False  # blocked on the bus (afap); a new node is idle
         self.hello: dict[str, Any] | None = None
+        self.error: str | None = None  # why the daemon ended the connection
         self.thread = threading.Thread(target=self._read, name="fwbridge-remote", daemon=True)
 
     def send(self, data: bytes, now: bool = True) -> None:
@@ -193,54 +208,54 @@ class Connection:
                 self._write()
 
     def _read(self) -> None:
-        buf = bytearray()
+        reader = bus_wire.PacketReader(to="node")
         sock = self.sock
         try:
             while True:
                 chunk = sock.recv(1 << 16)
                 if not chunk:
                     break
-                buf += chunk
-                pos, got = 0, False
+                got = False
                 msgs: list[can.Message] = []
-                while len(buf) - pos >= 5:
-                    size, kind = PACKET_HEADER.unpack_from(buf, pos)
-                    if size < 1 or size > MAX_PACKET:
-                        raise CanFrameError("broken packet")
-                    if len(buf) - pos < 4 + size:
-                        break
-                    body = bytes(buf[pos + 5:pos + 4 + size])
-                    pos += 4 + size
+                for kind, body in reader.feed(chunk):
                     got = True
-                    if kind == 0x6D:  # "m": a message for us (handed over in one go below)
+                    if kind is Kind.MESSAGE:  # a message for us (handed over in one go below)
                         msgs.append(unpack_message(body, self.channel))
                     else:
                         self._handle(kind, body)
-                del buf[:pos]
                 if got:
                     with self.cond:
                         if msgs:
                             self.rx.extend(msgs)
                             self.waiting = False  # the daemon holds time until we call again
                         self.cond.notify_all()
-        except (OSError, ValueError):
+        except WireError as exc:
+            self.error = f"the bus daemon sent a broken packet: {exc}"
+        except OSError:
             pass
         with self.cond:
             self.closed = True
             self.cond.notify_all()
 
-    def _handle(self, kind: int, body: bytes) -> None:
-        if kind == 0x63:  # "c": frames of ours done (sent, or flushed)
+    def _handle(self, kind: Kind, body: bytes) -> None:
+        if kind is Kind.DONE:  # frames of ours done (sent, flushed or dropped)
+            n = bus_wire.parse_done(body)
             with self.cond:
-                self.outstanding -= struct.unpack(">I", body)[0]
-        elif kind == 0x74:  # "t": advance_to reached
+                self.outstanding -= n
+        elif kind is Kind.REACHED:
             with self.cond:
                 self.reached += 1
                 self.waiting = False
-        elif kind in (0x72, 0x68):  # "r" reply, "h" hello
-            reply = json.loads(body)
+        elif kind is Kind.ERROR:
+            reply = bus_wire.parse_json(body)
+            why = reply.get("error") if isinstance(reply, dict) else None
+            self.error = f"the bus daemon ended the connection: {why or 'protocol error'}"
+        else:  # REPLY, WELCOME
+            reply = bus_wire.parse_json(body)
+            if not isinstance(reply, dict):
+                raise WireError("a reply that is not a JSON object")
             with self.cond:
-                if kind == 0x68:
+                if kind is Kind.WELCOME:
                     self.hello = reply
                 else:
                     self.replies[int(reply.get("id", -1))] = reply
@@ -251,12 +266,12 @@ class Connection:
         with self.cond:
             self._calls = getattr(self, "_calls", 0) + 1
             cid = self._calls
-        self.send(packet(b"R", json.dumps({"id": cid, "op": op, **args}).encode()))
+        self.send(packet(Kind.CALL, json.dumps({"id": cid, "op": op, **args}).encode()))
         deadline = time.monotonic() + timeout
         with self.cond:
             while cid not in self.replies:
                 if self.closed or time.monotonic() > deadline:
-                    raise SimBusError(f"the bus daemon did not answer {op!r}")
+                    raise SimBusError(self.error or f"the bus daemon did not answer {op!r}")
                 self.cond.wait(0.5)
             reply = self.replies.pop(cid)
         if "error" in reply:
@@ -268,12 +283,14 @@ class Connection:
         to it then makes it busy: the daemon holds bus time until it calls again."""
         if not self.waiting or horizon != math.inf:
             self.waiting = True
-            self.send(packet(b"W", struct.pack(">d", horizon)))
+            horizon = min(max(0.0, horizon), bus_wire.MAX_HORIZON) if horizon != math.inf \
+                else horizon
+            self.send(packet(Kind.WAIT, struct.pack(">d", horizon)))
 
     def idle(self) -> None:
         """Afap: this node is not blocked on the bus and holds no bus time."""
         self.waiting = False
-        self.send(packet(b"I"))
+        self.send(packet(Kind.IDLE))
 
     def close(self) -> None:
         with self.send_lock, contextlib.suppress(CanOperationError):

@@ -33,7 +33,7 @@ import can
 from can.io.generic import MessageReader, MessageWriter
 
 from fwbridge.can_bus.bits import Frame, frame_length
-from fwbridge.can_bus.mcap_io import ChannelSpec, McapSink, Streams, read_mcap
+from fwbridge.can_bus.mcap_io import ChannelSpec, McapError, McapSink, Streams, read_mcap
 from fwbridge.protocols.errors import CaptureError
 
 __all__ = ["FRAME_SCHEMA", "FRAME_TYPE", "LOAD", "RX_TOPIC", "STATE", "TX_TOPIC", "CanRecorder",
@@ -279,5 +279,18 @@ class McapCanReader(MessageReader):
 
 def read_mcap_messages(path: str | os.PathLike[str]) -> Iterator[can.Message]:
     """The CAN frames of an MCAP file (both directions), in time order."""
-    for rec in read_mcap(path, (RX_TOPIC, TX_TOPIC)):
-        yield decode_frame(rec.data, is_rx=rec.topic == RX_TOPIC)
+    declared: set[str] = set()
+    frames = 0
+    for rec in read_mcap(path, (RX_TOPIC, TX_TOPIC), channels=declared):
+        try:
+            msg = decode_frame(rec.data, is_rx=rec.topic == RX_TOPIC)
+        except (ValueError, struct.error, IndexError, EOFError) as exc:
+            raise McapError(f"{path}: frame {frames + 1} of {rec.topic} does not decode: "
+                            f"{exc}") from None
+        frames += 1
+        yield msg
+    if not frames and declared and not declared & {RX_TOPIC, TX_TOPIC}:
+        serial = any("/fwbridge/serial/" in t for t in declared)
+        raise McapError(f"{path}: wrong kind of capture: "
+                        + ("a serial capture (MCAP), not a CAN capture"
+                           if serial else f"no CAN frames (topics: {', '.join(sorted(declared))})"))

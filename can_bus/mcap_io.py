@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from fwbridge.protocols.errors import CaptureError
+from fwbridge.protocols.errors import CaptureError, CaptureTruncated
 
 __all__ = [
     "MCAP_MAGIC",
@@ -36,6 +36,7 @@ __all__ = [
     "McapError",
     "McapRecord",
     "McapSink",
+    "McapTruncated",
     "Sink",
     "Streams",
     "is_mcap",
@@ -51,6 +52,8 @@ CHUNK_SIZE = 256 * 1024
 FLUSH_INTERVAL = 1.0
 #: Where the live view listens unless told otherwise: loopback only.
 LIVE_HOST, LIVE_PORT = "127.0.0.1", 8765
+#: The longest record read (a damaged length must not make the reader allocate gigabytes).
+RECORD_LIMIT = 256 << 20
 #: The extra that brings the MCAP writer and reader.
 INSTALL_HINT = "MCAP files need the mcap package: pip install 'fwbridge[mcap]'"
 
@@ -195,6 +198,22 @@ class McapSink:
                         stream.close()
 
 
+def is_loopback_host(host: str) -> bool:
+    """True when ``host`` (an address or a name) is reachable from this machine only."""
+    import ipaddress
+    import socket
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        addrs = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
+
+
 class FoxgloveSink:
     """A Foxglove WebSocket server (foxglove-sdk) serving the channels live.
 
@@ -217,8 +236,11 @@ class FoxgloveSink:
         try:
             self.server: Any = foxglove.start_server(name=name, host=host, port=port,
                                                      context=self._context)
-        except Exception as exc:  # the SDK raises RuntimeError for a busy port
-            raise McapError(f"cannot serve the live view on {host}:{port}: {exc}") from None
+        except Exception as exc:  # the SDK raises its FoxgloveError for a busy port
+            why = str(exc).removeprefix(f"{type(exc).__name__}: ").strip()
+            if "already in use" in why:
+                why = "the port is in use (--foxglove-port 0 picks a free one)"
+            raise McapError(f"cannot serve the live view on {host}:{port}: {why}") from None
         self.host = host
         self._lock = threading.Lock()
         self._closed = False
@@ -226,6 +248,11 @@ class FoxgloveSink:
     @property
     def port(self) -> int:
         return int(self.server.port)
+
+    @property
+    def loopback(self) -> bool:
+        """Only this machine can connect: a loopback address (or a name of loopbacks only)."""
+        return is_loopback_host(self.host)
 
     @property
     def url(self) -> str:
@@ -305,16 +332,25 @@ class Streams:
             raise errors[0]
 
 
+class McapTruncated(McapError, CaptureTruncated):
+    """An MCAP file cut short (a recorder killed mid-run): its whole records came first."""
+
+
 def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
-              *, on_error: Callable[[str], Any] | None = None) -> Iterator[McapRecord]:
+              *, on_error: Callable[[str], Any] | None = None,
+              channels: set[str] | None = None) -> Iterator[McapRecord]:
     """The messages of an MCAP file in log-time order (file order for a cut file).
 
     A file without its summary (a recorder killed mid-run) is read record by
-    record up to its last whole chunk; ``on_error`` is told why it stopped.
+    record up to its last whole chunk, then :class:`McapTruncated` names the
+    file and where it was cut; a damaged one (bad CRC, a chunk that does not
+    decompress, a broken record) gives its messages up to the damage, then
+    :class:`McapError` naming the file and offset. ``on_error`` instead: it is
+    told why the read stopped, and nothing is raised. ``channels``: filled with
+    every topic the file declares (wanted or not).
     """
     p = Path(path)
     try:
-        from mcap.exceptions import McapError as LibError
         from mcap.reader import make_reader
         from mcap.stream_reader import StreamReader
     except ImportError:
@@ -328,51 +364,86 @@ def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
         raise McapError(f"{p}: is a directory, not a capture file") from None
     except PermissionError:
         raise McapError(f"{p}: permission denied") from None
+
+    def damaged(why: str, exc: McapError) -> None:
+        if on_error is not None:
+            on_error(why)
+            return
+        raise exc
+
     with stream:
         if not looks_like_mcap(stream.read(8)):
             raise McapError(f"{p}: not an MCAP file")
         stream.seek(0)
         try:
-            reader = make_reader(stream)
+            reader = make_reader(stream, validate_crcs=True)
             summary = reader.get_summary()
-        except (LibError, ValueError, EOFError, OSError):
+        except Exception:  # no footer or a damaged one (the library raises anything)
             summary = None
         if summary is not None and summary.chunk_indexes:
-            for schema, channel, message in reader.iter_messages(topics=wanted,
-                                                                 log_time_order=True):
-                yield McapRecord(channel.topic, schema.name if schema else "", message.log_time,
-                                 bytes(message.data))
+            if channels is not None:
+                channels.update(ch.topic for ch in summary.channels.values())
+            count = 0
+            try:
+                for schema, channel, message in reader.iter_messages(topics=wanted,
+                                                                     log_time_order=True):
+                    count += 1
+                    yield McapRecord(channel.topic, schema.name if schema else "",
+                                     message.log_time, bytes(message.data))
+            except Exception as exc:  # a damaged chunk: the library's error, whatever it is
+                why = f"corrupt MCAP after {count} messages: {_why(exc)}"
+                damaged(why, McapError(f"{p}: {why}"))
             return
         stream.seek(0)
-        yield from _recover(StreamReader(stream, skip_magic=False), wanted, on_error)
+        yield from _recover(p, stream, StreamReader(stream, skip_magic=False, validate_crcs=True,
+                                                 record_size_limit=RECORD_LIMIT), wanted,
+                            damaged, channels)
 
 
-def _recover(reader: Any, wanted: set[str] | None,
-             on_error: Callable[[str], Any] | None) -> Iterator[McapRecord]:
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) < 200 else text[:200] + "..."
+
+
+def _recover(p: Path, stream: IO[bytes], reader: Any, wanted: set[str] | None,
+             damaged: Callable[[str, McapError], None],
+             channels: set[str] | None) -> Iterator[McapRecord]:
     """Records in file order until the file ends or breaks (a cut file)."""
-    from mcap.records import Channel, DataEnd, Message, Schema
+    from mcap.records import Channel, DataEnd, Footer, Message, Schema
 
     schemas: dict[int, str] = {}
-    channels: dict[int, tuple[str, int]] = {}
+    known: dict[int, tuple[str, int]] = {}
     it = iter(reader.records)
+    good = 8  # the offset after the last whole record (of the file: chunks count whole)
+    size = os.fstat(stream.fileno()).st_size
     while True:
         try:
             record = next(it)
         except StopIteration:
+            why = f"cut at byte {good} of {size}: no end of data; read up to the last whole chunk"
+            damaged(why, McapTruncated(f"{p}: {why}"))
             return
         except Exception as exc:
-            if on_error is not None:
-                on_error(f"file ends in a cut record ({type(exc).__name__}); "
-                         "read up to the last whole chunk")
+            at = stream.tell()
+            if at >= size:
+                why = (f"cut at byte {good} of {size} ({_why(exc)}); "
+                       "read up to the last whole chunk")
+                damaged(why, McapTruncated(f"{p}: {why}"))
+            else:
+                why = f"corrupt MCAP near byte {good}: {_why(exc)}"
+                damaged(why, McapError(f"{p}: {why}"))
             return
+        good = stream.tell()
         if isinstance(record, Schema):
             schemas[record.id] = record.name
         elif isinstance(record, Channel):
-            channels[record.id] = (record.topic, record.schema_id)
+            known[record.id] = (record.topic, record.schema_id)
+            if channels is not None:
+                channels.add(record.topic)
         elif isinstance(record, Message):
-            topic, schema_id = channels.get(record.channel_id, ("", 0))
+            topic, schema_id = known.get(record.channel_id, ("", 0))
             if wanted is None or topic in wanted:
                 yield McapRecord(topic, schemas.get(schema_id, ""), record.log_time,
                                  bytes(record.data))
-        elif isinstance(record, DataEnd):
+        elif isinstance(record, DataEnd | Footer):
             return

@@ -413,13 +413,22 @@ class BusModel(FaultConfinement):
                     self._check_state(n, t)
             if n.state is ErrorState.PASSIVE:
                 n.suspend_until = f.free_at + SUSPEND_BITS * self.nt
+            others = self._others_of(n.id)
             if self._rec_nonzero:
-                self._received(set(self._others[n.id]), t)
-            self._events.append(FrameDelivered(t, f.start, f.frame, (n.id,), self._others[n.id]))
+                self._received(set(others), t)
+            self._events.append(FrameDelivered(t, f.start, f.frame, (n.id,), others))
         else:
             self._apply(f, out, t)
         if self._dirty:
             self._refresh()
+
+    def _others_of(self, nid: int) -> tuple[int, ...]:
+        """The listeners but ``nid``; also for a node removed with its frame on the wire
+        (that frame still ends, and is received, as on a real bus)."""
+        others = self._others.get(nid)
+        if others is None:
+            others = tuple(n.id for n in self._listeners if n.id != nid)
+        return others
 
     def _apply(self, f: Flight, out: Outcome, t: int) -> None:
         nodes = self._nodes
@@ -438,6 +447,8 @@ class BusModel(FaultConfinement):
             n.tec = max(0, n.tec - 1)
         lone = self._n_ackers < 2
         for nid in out.retry_tx:
+            if nid not in nodes:
+                continue  # its node is gone: nobody retries the frame
             n, entry = by_id[nid]
             n.tx_errors += 1
             n.tx.push(entry, front=True)
@@ -456,7 +467,7 @@ class BusModel(FaultConfinement):
         txs = tuple(n.id for n in f.tx)
         if out.delivered:
             self.frames += 1
-            accepted = tuple(i for i in self._others[txs[0]]
+            accepted = tuple(i for i in self._others_of(txs[0])
                              if i not in by_id and i not in out.rejected)
             self._received(set(accepted), t)
             if out.ok_tx or accepted:

@@ -28,6 +28,7 @@ from can import BusState, CanOperationError
 from fwbridge.can_bus.daemon_client import Connection, channel_socket, pack_message, packet
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.simchannel import SimBusError, SimBusInitError
+from fwbridge.protocols.bus_wire import Kind
 
 __all__ = ["RemoteBus", "RemoteSim"]
 
@@ -113,7 +114,7 @@ class RemoteBus(FwBridgeBus):
                  "bitrate": None if bitrate is None else int(bitrate),
                  "data_bitrate": None if data_bitrate is None else int(data_bitrate),
                  "pacing": pacing}
-        conn.send(packet(b"H", json.dumps(hello).encode()))
+        conn.send(packet(Kind.HELLO, json.dumps(hello).encode()))
         deadline = time.monotonic() + 10.0
         with conn.cond:
             while conn.hello is None and not conn.closed and time.monotonic() < deadline:
@@ -121,7 +122,7 @@ class RemoteBus(FwBridgeBus):
         reply = conn.hello
         if reply is None or "error" in reply:
             self._finalizer()
-            why = "no answer" if reply is None else reply["error"]
+            why = (conn.error or "no answer") if reply is None else reply["error"]
             raise SimBusInitError(f"bus daemon {self.channel_name}: {why}")
         self.node_id = int(reply["node_id"])
         self._sim = RemoteSim(conn, self.channel_name, reply)
@@ -203,7 +204,7 @@ class RemoteBus(FwBridgeBus):
                     conn.wait_flag()
                 conn.cond.wait(min(remaining, 0.2))
             conn.outstanding += 1
-            conn.send(packet(b"S", pack_message(msg)), now=False)
+            conn.send(packet(Kind.SEND, pack_message(msg)), now=False)
             if self._sim.afap and conn.waiting:
                 conn.idle()  # submitted: whatever it sends next need not hold the bus
 

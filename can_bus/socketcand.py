@@ -10,6 +10,11 @@
 
 Only raw mode is served (no broadcast manager, no control mode); classic frames
 only; error frames are not forwarded. A socketcand node never holds afap bus time.
+A client that sends faster than the bus carries loses its newest frames beyond
+:data:`~can_bus.daemon.TX_LIMIT` queued (counted, shown by ``bus list``).
+
+Any local user can reach a TCP port, loopback or not: the endpoint is opt-in
+(``--socketcand``), and the Unix socket, private to its user, is the default way in.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ import socket
 from typing import TYPE_CHECKING
 
 from fwbridge.can_bus.bits import Frame
-from fwbridge.can_bus.daemon import Client
-from fwbridge.can_bus.daemon_client import FLAG_EXT, FLAG_FD, MESSAGE_PACKET
+from fwbridge.can_bus.daemon import TX_LIMIT, Client
+from fwbridge.protocols.bus_wire import FLAG_EXT, FLAG_FD, MESSAGE, Hello
 from fwbridge.protocols.errors import CanFrameError
 
 if TYPE_CHECKING:
@@ -56,11 +61,11 @@ class TextClient(Client):
         pass  # error frames and state changes have no raw-mode line
 
     def _put_packed(self, pkt: bytes) -> None:
-        ts, can_id, flags, _ = MESSAGE_PACKET.unpack_from(pkt, 5)
+        ts, can_id, flags, _ = MESSAGE.unpack_from(pkt, 5)
         if self.stage != "raw" or flags & FLAG_FD:
             return
         ident = f"{can_id:08X}" if flags & FLAG_EXT else f"{can_id:03X}"
-        data = pkt[5 + MESSAGE_PACKET.size:].hex().upper()
+        data = pkt[5 + MESSAGE.size:].hex().upper()
         self.queue(f"< frame {ident} {ts:.6f} {data} >".encode())
 
     def feed(self, chunk: bytes) -> bool:
@@ -84,7 +89,7 @@ class TextClient(Client):
             if command != f"open {daemon.name}":
                 self.queue(b"< error unknown bus >")
                 return False
-            daemon.attach(self, {"name": "socketcand"})
+            daemon.attach(self, Hello(name="socketcand"))
             self.stage = "rawmode"
             self.queue(b"< ok >")
         elif self.stage == "rawmode":
@@ -99,5 +104,11 @@ class TextClient(Client):
             except ValueError:
                 self.queue(b"< error bad send >")
                 return True
+            if daemon.ch.model.outstanding(self.node_id) >= TX_LIMIT:
+                self.tx_dropped += 1  # faster than the bus: the newest frame drops
+                return True
             daemon.submit(self, frame)
         return True
+
+    def error_packet(self, why: str) -> bytes:
+        return f"< error {why.replace('>', ' ')} >".encode()

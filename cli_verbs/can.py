@@ -61,7 +61,7 @@ from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
-from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.errors import CaptureTruncated, FrameError
 
 __all__ = ["can_group"]
 
@@ -327,13 +327,26 @@ def record_cmd(ctx: click.Context, file: str, count: int | None, duration: float
 
 
 # -- replay / decode ----------------------------------------------------------------------
-def _load(file: str) -> list[can.Message]:
+def _unreadable(file: str, exc: BaseException) -> str:
+    """One line for a capture that cannot be read whole: the reader's own names the file."""
+    text = str(exc)
+    return text if text.startswith(f"{file}:") else f"{file}: not a readable capture: {text}"
+
+
+def _load(file: str) -> tuple[list[can.Message], str | None]:
+    """The frames of ``file`` up to any damage, and the line that says what it is."""
+    msgs: list[can.Message] = []
     try:
-        return [m for m in read_messages(file) if not m.is_error_frame]
+        for m in read_messages(file):
+            if not m.is_error_frame:
+                msgs.append(m)
     except FileNotFoundError:
         fail(f"{file}: no such file")
     except (ValueError, OSError, EOFError) as exc:
-        fail(f"{file}: not a readable capture: {exc}")
+        if not msgs or not isinstance(exc, CaptureTruncated):
+            fail(_unreadable(file, exc))
+        return msgs, _unreadable(file, exc)  # a cut file: its whole frames, then the notice
+    return msgs, None
 
 
 @can_group.command("replay")
@@ -351,7 +364,7 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
 
     Error frames are skipped.
     """
-    msgs = _load(file)
+    msgs, damage = _load(file)
     if not msgs:
         fail(f"{file}: no frames to replay")
     offsets = [m.timestamp - msgs[0].timestamp for m in msgs]
@@ -395,6 +408,8 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
         bus.shutdown()
     click.echo(f"replayed {sent} frames ({lap_no} lap(s)) from {file} on {bus_label(bus)}",
                err=True)
+    if damage is not None:
+        fail(damage)
 
 
 @can_group.command("decode")
@@ -431,7 +446,8 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
     except BrokenPipeError:
         raise  # stdout's reader went away (| head): a normal end, not a bad capture
     except (ValueError, OSError, EOFError) as exc:
-        fail(f"{file}: not a readable capture: {exc}")
+        print_counters({"structs": stats["structs"], "malformed": stats["malformed"]})
+        fail(_unreadable(file, exc))
     print_counters({"structs": stats["structs"], "malformed": stats["malformed"]})
 
 

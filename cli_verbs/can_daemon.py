@@ -119,5 +119,10 @@ def list_cmd(as_json: bool) -> None:
                                             if info["data_bitrate"] != info["bitrate"] else "")
             console.print(f"{info['name']:12s} {rates:>16s} bit/s  {info['pacing']:8s} "
                           f"pid {info['pid']}")
+            if info.get("not_listening"):  # held afap bus time past the daemon's limit
+                console.print(f"  not listening: {', '.join(info['not_listening'])}")
+            for node, n in (info.get("dropped") or {}).items():
+                console.print(f"  {node}: {n} frames dropped (sent faster than the bus, or"
+                              " did not read)")
     if not found and not as_json:
         click.echo("no shared bus is up ('fwbridge can bus up sim0' starts one)", err=True)

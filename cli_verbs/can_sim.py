@@ -29,6 +29,7 @@ from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE
 from fwbridge.cli_verbs.params import DURATION, Finite
+from fwbridge.cli_verbs.stopping import silence_stdout, stdout_closed
 from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.errors import ConfigError
 
@@ -170,7 +171,10 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
         with StatusLine() as status, until_interrupted():
             click.echo(f"simulating {count} module(s) on {label}", err=True)  # running: ready
             while runner.running:
-                time.sleep(0.05)
+                time.sleep(0.05)  # the status line's period
+                if stdout_closed():  # the reader went away (| head): end as the other verbs
+                    silence_stdout()  # the summary still goes to stderr; no broken pipe
+                    break
                 now = runner.now()
                 status.update(_status(ctrl, now, now - t_start, sim))
                 health.update(ctrl, now, sim)

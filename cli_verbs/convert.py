@@ -61,6 +61,10 @@ def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:
     """Write the MCAP of a serial or CAN capture to ``out`` (a new file); messages in."""
     kind = capture_kind(src)
     if kind == "mcap":
+        from fwbridge.can_bus.mcap_io import read_mcap
+
+        for _ in read_mcap(src):  # read whole first: a damaged file is not "converted"
+            pass
         shutil.copyfile(src, out)
         return 0
     if kind == "serial":
@@ -184,7 +188,11 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
     fmt = fmt or ("mcap" if dst.suffix.lower() == ".mcap" else "rosbag2")
     from fwbridge.can_bus.mcap_io import McapError
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent if str(dst.parent) else "."))
+    try:  # the temporary directory beside OUT is never named: OUT is what the user gave
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.",
+                                    dir=dst.parent if str(dst.parent) else "."))
+    except OSError as exc:
+        fail(f"{dst}: cannot write: {exc.strerror or exc}")
     try:
         if fmt == "mcap":
             n = to_mcap(src, tmp / "out.mcap", bitrate=bitrate)
@@ -202,8 +210,11 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
                    + ", ".join(f"{t} {n}" for t, n in sorted(written.items())), err=True)
         if skipped:
             click.echo(f"left out (JSON, no ROS 2 type): {', '.join(sorted(skipped))}", err=True)
-    except (McapError, ValueError, OSError, EOFError) as exc:
-        fail(f"{src}: cannot convert: {exc}")
+    except (McapError, ValueError, EOFError) as exc:
+        text = str(exc)
+        fail(text if text.startswith(f"{src}:") else f"{src}: cannot convert: {text}")
+    except OSError as exc:  # named by what the user gave, not by the file beside it
+        fail(f"{src}: cannot convert to {dst}: {exc.strerror or exc}")
     except click.ClickException as exc:
         fail(exc.format_message())
     except ImportError as exc:

@@ -37,4 +37,8 @@ def live_sink(enabled: bool, host: str, port: int) -> Any:
         fail(str(exc))
     click.echo(f"foxglove: live view on {sink.url} (Foxglove: Open connection -> "
                f"Foxglove WebSocket -> {sink.url})", err=True)
+    if not sink.loopback:
+        click.echo(f"warning: foxglove: {host} is not a loopback address: anyone who can reach "
+                   "this machine can watch the run (--foxglove-host 127.0.0.1 keeps it here)",
+                   err=True)
     return sink

@@ -332,17 +332,20 @@ def _save(fig: Any, out: Path, dpi: float | None = None) -> None:
     """Write ``fig`` to ``out`` whole: beside it, then renamed in place."""
     import matplotlib.pyplot as plt
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".png", dir=out.parent)
-    os.close(fd)
+    tmp = ""
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".png", dir=out.parent)
+        os.close(fd)
         fig.savefig(tmp, format="png", dpi=dpi)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it
         os.replace(tmp, out)
+    except OSError as exc:  # named by OUT, never by the temporary file beside it
+        raise OSError(f"{out}: cannot write: {exc.strerror or exc}") from None
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
 
 
@@ -419,7 +422,8 @@ def plot_cmd(capture: str, out: str, force: bool, bitrate: int | None) -> None:
     try:
         plot_capture(src, Path(out), bitrate)
     except (McapError, CaptureError, ValueError, OSError, EOFError) as exc:
-        fail(f"{src}: cannot plot: {exc}")
+        text = str(exc)  # a damaged capture's line names the file and offset already
+        fail(f"cannot plot {text}" if text.startswith(f"{src}:") else f"{src}: cannot plot: {text}")
     except click.ClickException as exc:
         fail(exc.format_message())
     except ImportError as exc:

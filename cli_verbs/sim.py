@@ -24,6 +24,7 @@ from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.link import StatusLine
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import DURATION, SPEED, Baud, Finite
+from fwbridge.cli_verbs.stopping import silence_stdout, stdout_closed
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.pacing import parse_pacing
 
@@ -178,7 +179,12 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
         fail(str(exc))
-    capture = _capture(record, foxglove, foxglove_host, foxglove_port, link, f"sim://{model}")
+    try:
+        capture = _capture(record, foxglove, foxglove_host, foxglove_port, link, f"sim://{model}")
+    except BaseException:  # a failed start: the model's parts (the fish's CAN nodes) go too
+        endpoint.stop()
+        link.close()
+        raise
     link.tap = capture.write if capture is not None else None
     stop = endpoint.stop_event
     interrupted = False
@@ -205,7 +211,10 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
         last_json = time.monotonic()
         with StatusLine() as line:
             while endpoint.running:
-                time.sleep(0.1)
+                time.sleep(0.1)  # the status line's period
+                if stdout_closed():  # the reader went away (| head): end as the other verbs
+                    silence_stdout()  # the summary still goes to stderr; no broken pipe
+                    break
                 st = endpoint.status()
                 line.update(status_text(st))
                 if as_json and time.monotonic() - last_json >= 1.0:

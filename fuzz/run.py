@@ -19,7 +19,7 @@ import sys
 
 #: Modules outside protocols/ that parse outside input (captures, config files).
 PARSERS = ("fwbridge.bridge.capture", "fwbridge.bridge.config", "fwbridge.bridge.arm.config",
-           "fwbridge.can_bus.capture", "fwbridge.can_bus.pcapng")
+           "fwbridge.can_bus.capture", "fwbridge.can_bus.pcapng", "fwbridge.can_bus.daemon")
 
 
 def _import_parsers() -> None:

@@ -140,6 +140,60 @@ def candump(data: bytes) -> None:
         list(read_messages(_scratch(data, ".log")))
 
 
+def bus_wire(data: bytes) -> None:
+    """The shared bus's packets, either way: split whatever the chunking, each body
+    checked by its kind's parser; only :class:`WireError` may come out."""
+    from fwbridge.protocols import bus_wire as wire
+
+    parse = {wire.Kind.SEND: wire.unpack_message, wire.Kind.MESSAGE: wire.unpack_message,
+             wire.Kind.WAIT: wire.parse_wait, wire.Kind.HELLO: wire.parse_hello,
+             wire.Kind.CALL: wire.parse_call, wire.Kind.DONE: wire.parse_done,
+             wire.Kind.REPLY: wire.parse_json, wire.Kind.WELCOME: wire.parse_json,
+             wire.Kind.ERROR: wire.parse_json}
+    for side in ("daemon", "node"):
+        reader = wire.PacketReader(side)
+        with contextlib.suppress(wire.WireError):
+            for chunk in _split(data):
+                for kind, body in reader.feed(chunk):
+                    with contextlib.suppress(wire.WireError):
+                        fn = parse.get(kind)
+                        if fn is not None:
+                            fn(body)
+                assert reader.pending < wire.MAX_PACKET + wire.HEADER.size
+
+
+_BUS: list[object] = []
+
+
+def bus_daemon(data: bytes) -> None:
+    """A shared bus daemon fed one client's bytes (no socket I/O, afap, no thread): it
+    answers or drops that client, and no exception leaves it."""
+    import socket
+
+    from fwbridge.can_bus.daemon import BusDaemon, Client
+
+    if not _BUS:
+        run = _SCRATCH.with_suffix(".run")
+        run.mkdir(mode=0o700, exist_ok=True)
+        os.environ["FWBRIDGE_RUNTIME_DIR"] = str(run)
+        _BUS.append(BusDaemon("fuzz", pacing="afap", data_bitrate=2_000_000))
+    daemon = _BUS[0]
+    assert isinstance(daemon, BusDaemon)
+    mine, theirs = socket.socketpair()
+    with theirs:
+        client = Client(mine, daemon)
+        daemon.clients[mine] = client
+        for chunk in _split(data):
+            daemon.receive(client, chunk)
+            if mine not in daemon.clients:
+                break
+        with daemon.ch.lock:
+            daemon._advance()
+        daemon._drop(client)
+    assert daemon.bugs == 0, "a client's packets met a bug in the daemon"
+    assert not daemon.ch.model.nodes
+
+
 def config_loader(data: bytes) -> None:
     import tomllib
 
@@ -194,6 +248,8 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "candump": candump,
     "config_loader": config_loader,
     "description_loader": description_loader,
+    "bus_wire": bus_wire,
+    "bus_daemon": bus_daemon,
 }
 
 

@@ -331,8 +331,10 @@ def test_sigkill_leaves_a_file_readable_to_its_last_chunk(tmp_path: Path) -> Non
     assert len(frames) > 100
     msgs = [decode_frame(r.data) for r in frames]
     assert all(b.timestamp >= a.timestamp for a, b in itertools.pairwise(msgs))
-    dec = run_verb("can", "decode", str(out), "--json", "--absolute")
-    assert dec.returncode == 0 and len(dec.stdout.splitlines()) > 100
+    assert why and "cut at byte" in why[0]
+    dec = run_verb("can", "decode", str(out), "--json", "--absolute")  # whole frames, a notice
+    assert dec.returncode == 2 and len(dec.stdout.splitlines()) > 100
+    assert dec.stderr.decode().splitlines()[-1].startswith(f"error: {out}: cut at byte")
 
 
 # -- conversion ------------------------------------------------------------------------------

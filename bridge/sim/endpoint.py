@@ -334,6 +334,9 @@ class SimEndpoint:
         # not alive: never started (a stop signal between creating and starting it) or done
         if thread is not None and thread.is_alive() and thread is not threading.current_thread():
             thread.join(timeout)
+        close = getattr(self.model, "close", None)  # a model with parts of its own (CAN nodes)
+        if callable(close) and (thread is None or not thread.is_alive()):
+            close()
 
     def status(self) -> dict[str, Any]:
         """A snapshot for status lines and tests (safe to call from another thread)."""

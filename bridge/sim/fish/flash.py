@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from fwbridge.protocols.crc import crc16
-from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.fish_commands import (
     DEFAULT_CONFIG,
     MAX_IMAGE,
     IapStatus,
+    UserConfig,
     image_version,
     make_image,
 )
@@ -44,13 +45,19 @@ FACTORY_IMAGE = make_image(0x0100, b"fish main controller, factory image")
 
 def write_whole(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole: a temporary file beside it, synced, then renamed."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:  # named by the file, not by the temporary one beside it
+        raise FlashError(f"{path}: cannot be written: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise FlashError(f"{path}: cannot be written: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -58,6 +65,24 @@ def write_whole(path: Path, text: str) -> None:
 
 class FlashError(ConfigError):
     """The flash file cannot be read (not one of ours, or damaged)."""
+
+
+def _text(v: object, key: str) -> str:
+    if not isinstance(v, str):
+        raise FlashError(f"{key}: hex text expected, not {type(v).__name__}")
+    return v
+
+
+def _list(v: object, key: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise FlashError(f"{key}: a list expected, not {type(v).__name__}")
+    return v
+
+
+def _count(v: object, key: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 32:
+        raise FlashError(f"{key}: a count (0..2^32-1) expected, not {v!r:.40}")
+    return v
 
 
 @dataclass
@@ -78,6 +103,8 @@ class FishFlash:
         if path is None:
             return cls()
         p = Path(path)
+        if p.is_symlink():  # a link is written through: the file it names is the flash
+            p = Path(os.path.realpath(p))
         if not p.exists():
             flash = cls(p)
             flash.save()
@@ -86,16 +113,26 @@ class FishFlash:
             d = json.loads(p.read_text(encoding="utf-8"))
             if not isinstance(d, dict) or d.get("format") != FORMAT:
                 raise FlashError(f"{p}: not a fish flash file (no \"format\": \"{FORMAT}\")")
-            banks = [None if b is None else bytes.fromhex(b) for b in d["banks"]]
-            flash = cls(p, bytes.fromhex(d["user_config"]),
-                        [bytes.fromhex(a) for a in d["actions"]][:MAX_ACTIONS],
-                        banks, int(d["active"]), int(d.get("boots", 0)))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            if isinstance(exc, FlashError):
+            banks = [None if b is None else bytes.fromhex(_text(b, "banks")) for b in
+                     _list(d["banks"], "banks")]
+            flash = cls(p, bytes.fromhex(_text(d["user_config"], "user_config")),
+                        [bytes.fromhex(_text(a, "actions"))
+                         for a in _list(d["actions"], "actions")][:MAX_ACTIONS],
+                        banks, _count(d["active"], "active"), _count(d.get("boots", 0), "boots"))
+        except FlashError as exc:
+            if str(exc).startswith(f"{p}:"):
                 raise
             raise FlashError(f"{p}: damaged fish flash file: {exc}") from None
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else \
+                f"{exc}" if not isinstance(exc, KeyError) else f"no {exc}"
+            raise FlashError(f"{p}: damaged fish flash file: {why}") from None
         if len(banks) != 2 or flash.active not in (0, 1) or banks[flash.active] is None:
             raise FlashError(f"{p}: damaged fish flash file: no running bank")
+        try:  # what the firmware reads back must be what it can answer with
+            UserConfig.unpack(flash.user_config)
+        except FrameError as exc:
+            raise FlashError(f"{p}: damaged fish flash file: user_config: {exc}") from None
         return flash
 
     @property
