@@ -58,6 +58,7 @@ __all__ = [
     "deserialize",
     "diagnostic_status",
     "diagnostics_message",
+    "full_topic_name",
     "joint_state_message",
     "message_definition",
     "message_from_dict",
@@ -94,6 +95,32 @@ MAX_ANGULAR = 20.0
 
 class MessageError(Error, ValueError):
     """A ROS 2 message that cannot be used: names the type, the field and the value."""
+
+
+#: rmw's limit on a fully qualified topic name (RMW_TOPIC_MAX_NAME_LENGTH).
+MAX_TOPIC_NAME = 247
+
+
+def full_topic_name(name: str) -> str:
+    """``name`` as a fully qualified ROS 2 topic name ('/' first, added if missing), by
+    rmw's rules (rmw_validate_full_topic_name): tokens of letters, digits and '_' joined
+    by single '/', none starting with a digit, no '/' at the end. A name that breaks them
+    (a space, '*', '//', ...) is :class:`MessageError`, before it reaches Zenoh as a key."""
+    full = name if name.startswith("/") else "/" + name
+    bad = next((c for c in full if not (c.isascii() and (c.isalnum() or c in "_/"))), None)
+    if bad is not None:
+        why = f"{bad!r} is not allowed (letters, digits, '_' and '/' only)"
+    elif full == "/" or full.endswith("/"):
+        why = "it must not end with '/'"
+    elif "//" in full:
+        why = "it must not hold '//'"
+    elif any(token[:1].isdigit() for token in full.split("/")):
+        why = "a part of it must not start with a digit"
+    elif len(full) > MAX_TOPIC_NAME:
+        why = f"it is longer than {MAX_TOPIC_NAME} characters"
+    else:
+        return full
+    raise MessageError(f"topic {name!r} is not a valid ROS 2 topic name: {why}")
 
 
 @dataclass(frozen=True)
@@ -398,6 +425,12 @@ def _is_constant(f: dataclasses.Field[Any]) -> bool:
 
 _INTS = {"bool", "byte", "char", "int8", "uint8", "int16", "uint16", "int32", "uint32",
          "int64", "uint64"}
+#: The range of each integer type of ROS 2 messages.
+_INT_RANGE = {"byte": (0, 255), "char": (0, 255), "int8": (-128, 127), "uint8": (0, 255),
+              "int16": (-(1 << 15), (1 << 15) - 1), "uint16": (0, (1 << 16) - 1),
+              "int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1),
+              "int64": (-(1 << 63), (1 << 63) - 1), "uint64": (0, (1 << 64) - 1)}
+_FLOAT32_MAX = 3.4028234663852886e38
 _NUMPY = {"float32": "float32", "float64": "float64", "int8": "int8", "uint8": "uint8",
           "byte": "uint8", "char": "uint8", "int16": "int16", "uint16": "uint16",
           "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
@@ -465,7 +498,15 @@ def _base(typename: str, value: Any, path: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise MessageError(f"{path}: expected a number, got {value!r}")
     if typename in _INTS:
-        if not float(value).is_integer():
+        if isinstance(value, float) and not value.is_integer():
             raise MessageError(f"{path}: expected an integer, got {value!r}")
+        lo, hi = _INT_RANGE[typename]
+        if not lo <= value <= hi:
+            raise MessageError(f"{path}: {value!r} is out of range for {typename} "
+                               f"({lo} to {hi})")
         return int(value)
-    return float(value)
+    number = float(value)
+    if typename == "float32" and math.isfinite(number) and abs(number) > _FLOAT32_MAX:
+        raise MessageError(f"{path}: {value!r} is out of range for float32 "
+                           f"(at most {_FLOAT32_MAX:.7g} in magnitude)")
+    return number

@@ -18,7 +18,7 @@ import click
 from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
 from fwbridge.cli_verbs.live import FOXGLOVE
 from fwbridge.cli_verbs.params import DURATION, RATE, Finite
-from fwbridge.cli_verbs.stopping import stoppable
+from fwbridge.cli_verbs.stopping import silence_stdout, stoppable
 
 CONNECT = click.option("--connect", "connect", multiple=True, metavar="ENDPOINT",
                        help="Zenoh endpoint to connect to (repeatable; default: the robot "
@@ -201,7 +201,10 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
     from fwbridge.bridge import topics
 
     s = _settings(config, connect, (), domain, distro)
-    topic = topic if topic.startswith("/") else "/" + topic
+    try:
+        topic = topics.full_topic_name(topic)
+    except topics.MessageError as exc:
+        fail(str(exc))
     p = _participant(s)
     seen = [0]
     done = threading.Event()
@@ -212,10 +215,15 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
         with lock:
             if done.is_set():
                 return
-            if as_json:
-                json_line(data)
-            else:
-                click.echo(_yaml(data) + "---")
+            try:
+                if as_json:
+                    json_line(data)
+                else:
+                    click.echo(_yaml(data) + "---")
+            except BrokenPipeError:  # stdout's reader went away (| head): a normal end
+                silence_stdout()
+                done.set()
+                return
             seen[0] += 1
             if count is not None and seen[0] >= count:
                 done.set()
@@ -267,9 +275,9 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
         msg = topics.message_from_dict(msgtype, _parse_yaml(values), s.distro)
         if msgtype == "geometry_msgs/msg/Twist":
             topics.velocity_request(msg)  # refuse NaN/huge here, not only at the robot
+        topic = topics.full_topic_name(topic)
     except topics.MessageError as exc:
         fail(str(exc))
-    topic = topic if topic.startswith("/") else "/" + topic
     p = _participant(s)
     sent = 0
     try:

@@ -37,7 +37,7 @@ from fwbridge.bridge.ros2.router import (  # noqa: E402
     router_config,
 )
 from fwbridge.bridge.topics import Qos  # noqa: E402
-from tests.helpers import ROOT, reaped, run_cli, spawn_verb  # noqa: E402
+from tests.helpers import ROOT, cli_env, fwbridge_argv, reaped, run_cli, spawn_verb  # noqa: E402
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "ros2_rmw_zenoh_golden.json")
                     .read_text())
@@ -739,3 +739,36 @@ def test_the_three_lines_of_the_docs(tmp_path: Path) -> None:
     assert echo.returncode == 0, echo.stderr.decode()
     msg = json.loads(echo.stdout.splitlines()[0])
     assert msg["header"]["frame_id"] == "odom" and msg["child_frame_id"] == "base_link"
+
+
+def test_ros2_pub_refuses_out_of_range_numbers_and_bad_names() -> None:
+    """Out-of-range values name their field (exit 2), and topic names follow ROS's rules,
+    checked before anything reaches Zenoh."""
+    for args, says in [
+        (["/x", "std_msgs/msg/UInt8", "{data: 256}"], "data: 256 is out of range for uint8"),
+        (["/x", "std_msgs/msg/Int8", "{data: -129}"], "out of range for int8"),
+        (["/x", "std_msgs/msg/Float32", "{data: 1.0e39}"], "out of range for float32"),
+        (["/robot1/**", "std_msgs/msg/String"], "'*' is not allowed"),
+        (["/robot1/cmd vel", "std_msgs/msg/String"], "' ' is not allowed"),
+        (["/robot1//cmd_vel", "std_msgs/msg/String"], "must not hold '//'"),
+        (["/robot1/", "std_msgs/msg/String"], "must not end with '/'"),
+        (["/1robot/odom", "std_msgs/msg/String"], "must not start with a digit"),
+    ]:
+        res = run_cli("ros2", "pub", *args, "--connect", "tcp/127.0.0.1:9")
+        err = res.stderr.decode()
+        assert res.returncode == 2 and err.startswith("error: ") and says in err, (args, err)
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+    res = run_cli("ros2", "echo", "/robot1/**", "--connect", "tcp/127.0.0.1:9")
+    assert res.returncode == 2 and "'*' is not allowed" in res.stderr.decode()
+
+
+def test_ros2_echo_piped_to_head_ends_quietly(network: dict[str, Any]) -> None:
+    """`ros2 echo ... | head -1`: the reader goes away, echo ends with 0 and says nothing."""
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {' '.join(fwbridge_argv())} ros2 echo /robot1/odom "
+                       f"--json --connect {network['endpoint']} | head -1"],
+        capture_output=True, timeout=60, env=cli_env(), cwd=ROOT)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    assert json.loads(proc.stdout.decode())["child_frame_id"].endswith("base_link")
+    assert "Traceback" not in err and "BrokenPipe" not in err and "error" not in err, err
