@@ -162,6 +162,42 @@ def json_lines(objs: list[dict[str, Any]]) -> None:
     sys.stdout.flush()
 
 
+_NORMAL32 = 1.1754944e-38  # smallest normal float32
+
+
+def shortest32(values: Any) -> list[float]:
+    """Each float32 of ``values`` (a numpy array) as the double of its shortest decimal.
+
+    What :class:`Float32` prints, for a block: each distinct bit pattern is
+    formatted once, with the fewest significant digits (``%.Ng``) that read back
+    to the same float32. The correctly rounded N-digit decimal is the one
+    Dragon4's shortest finds; a normal float32 is within 2**-24 of any short
+    decimal that reads back to it, so its ladder starts at 6 digits.
+    """
+    import numpy as np
+
+    wire = np.ascontiguousarray(values, dtype=np.float32)
+    bits, inverse = np.unique(wire.view(np.uint32), return_inverse=True)
+    distinct = bits.view(np.float32)
+    doubles = distinct.astype(np.float64).tolist()
+    out = list(doubles)
+    tiny = (np.abs(distinct) < _NORMAL32).tolist()
+    finite = [i for i, d in enumerate(doubles) if d == d]  # NaN stays as it is
+    ladders = (([i for i in finite if tiny[i]], 1), ([i for i in finite if not tiny[i]], 6))
+    for todo, start in ladders:
+        for digits in range(start, 10):  # 9 digits always read back
+            if not todo:
+                break
+            fmt = f"%.{digits}g"
+            cand = [float(fmt % doubles[i]) for i in todo]
+            hit = (np.array(cand, dtype=np.float32).view(np.uint32) == bits[todo]).tolist()
+            for i, c, ok in zip(todo, cand, hit):
+                if ok:
+                    out[i] = c
+            todo = [i for i, ok in zip(todo, hit) if not ok]
+    return [out[k] for k in inverse.tolist()]
+
+
 def print_counters(stats: dict[str, int], label: str = "counters") -> None:
     """The receiver counters at the end of a run, on stderr."""
     parts = " ".join(f"{k}={v}" for k, v in stats.items())
