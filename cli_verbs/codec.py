@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
-from fwbridge.cli_verbs.action import action_decoder
 from fwbridge.cli_verbs.common import (
     CliError,
     Decoder,
@@ -25,7 +24,6 @@ from fwbridge.cli_verbs.frames import (
     is_description,
 )
 from fwbridge.cli_verbs.params import WIRE_FLOAT
-from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
@@ -33,6 +31,7 @@ from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, 
 # Receivers (numpy), captures (python-pcapng) and rich's tables load in the
 # decode path: `fwbridge encode` imports this module and must start fast.
 if TYPE_CHECKING:
+    from fwbridge.cli_verbs.table_stream import RowWriter
     from fwbridge.protocols.sum8 import Sum8Codec
     from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
@@ -136,13 +135,30 @@ def _sum8_receiver(codec: Sum8Codec[Any]) -> Sum8Receiver[Any]:
     return Sum8Receiver(codec)
 
 
-DECODERS: dict[str, Decoder] = {
+class _Decoders(dict[str, Decoder]):
+    """The built-in decoders; the action frame's (construct, enums) loads when asked for."""
+
+    def __missing__(self, key: str) -> Decoder:
+        if key != "action":
+            raise KeyError(key)
+        from fwbridge.cli_verbs.action import action_decoder
+
+        self[key] = dec = action_decoder()
+        return dec
+
+    def __contains__(self, key: object) -> bool:
+        return key == "action" or super().__contains__(key)
+
+    def names(self) -> list[str]:
+        return sorted({*self.keys(), "action"})
+
+
+DECODERS: _Decoders = _Decoders({
     "odom": Decoder(
         ("vx", "vy", "wz", "yaw_deg"), lambda opts: _sum8_receiver(odom_frame.CODEC), _sum8_row
     ),
     "cmd": Decoder(("vx", "vy", "wz"), lambda opts: _sum8_receiver(cmd_frame.CODEC), _sum8_row),
-    "action": action_decoder(),
-}
+})
 
 
 #: Frame families decoded a chunk at a time into numpy columns and printed as blocks.
@@ -287,7 +303,7 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.command("decode")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @click.option(
-    "-p", "--protocol", type=ProtocolParam([*sorted(DECODERS), "actuator"]), required=True,
+    "-p", "--protocol", type=ProtocolParam([*DECODERS.names(), "actuator"]), required=True,
     help="Frame family on this stream, or a description file (FILE.toml); 'actuator' reads "
          "a CAN capture (.log, .asc, .blf, .pcapng, .mcap) and decodes its actuator structs.",
 )
@@ -341,6 +357,8 @@ def decode_cmd(
     chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
     first = next(chunks, b"")  # input errors come before any output
     # Rows stream as they are decoded (bounded memory, never cut when piped).
+    from fwbridge.cli_verbs.table_stream import RowWriter
+
     table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames",
                                            widths=dec.widths, left=dec.text)
 

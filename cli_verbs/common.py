@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import math
 import struct
 import sys
@@ -135,6 +134,8 @@ def _jsonable(value: Any) -> Any:
 
 def json_line(obj: dict[str, Any]) -> None:
     """One JSON object per line on stdout, flushed (for pipes to jq and friends)."""
+    import json  # loads on first use: `fwbridge encode` starts without it
+
     sys.stdout.write(json.dumps(_jsonable(obj), separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
@@ -156,6 +157,8 @@ def json_lines(objs: list[dict[str, Any]]) -> None:
         values = iter(np.where(same, short, wire.astype(np.float64)).tolist())
         objs = [{k: next(values) if type(v) is Float32 else v for k, v in obj.items()}
                 for obj in objs]
+    import json
+
     dumps = json.dumps
     sys.stdout.write("".join(dumps(_jsonable(obj), separators=(",", ":")) + "\n"
                              for obj in objs))
