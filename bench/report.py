@@ -30,6 +30,7 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_c_receivers", "C firmware receivers vs the seed's C GetOneByte"),
     ("bench_codegen", "receivers from descriptions (Python, generated C) vs hand-written ones"),
     ("bench_bridge_latency", "serial round trip and base-node CPU"),
+    ("bench_bridge_cli", "`fwbridge bridge` CPU vs a plain pyserial loop, 100/200 Hz"),
     ("bench_sim", "simulated world speed and round trip"),
     ("bench_can_sim", "CAN bus simulator vs python-can's virtual bus"),
     ("bench_mcap", "recording CAN to MCAP vs python-can's BLF writer, 1 Mbit/s, 100 % load"),
