@@ -62,6 +62,28 @@ def load_command(module: str, attribute: str) -> click.Command:
     return command
 
 
+def _lazy_subcommands(command: click.Group, group: str) -> None:
+    """Give ``command`` its :data:`SUBCOMMANDS`, each imported when it is asked for:
+    ``fwbridge encode cmd`` does not load the action frame's module."""
+    extra = {name: where for (g, name), where in SUBCOMMANDS.items()
+             if g == group and name not in command.commands}
+    if not extra or getattr(command, "_lazy_extra", None) is not None:
+        return
+    get, listing = command.get_command, command.list_commands
+
+    def get_command(ctx: click.Context, name: str) -> click.Command | None:
+        if name in extra and name not in command.commands:
+            command.add_command(load_command(*extra[name]), name)
+        return get(ctx, name)
+
+    def list_commands(ctx: click.Context) -> list[str]:
+        return sorted({*listing(ctx), *extra})
+
+    command.get_command = get_command  # type: ignore[method-assign,assignment]
+    command.list_commands = list_commands  # type: ignore[method-assign]
+    command._lazy_extra = extra  # type: ignore[attr-defined]
+
+
 class LazyGroup(click.Group):
     """A click group whose commands come from :data:`COMMANDS`, imported on use."""
 
@@ -74,9 +96,7 @@ class LazyGroup(click.Group):
             return None
         command = load_command(entry[0], entry[1])
         if isinstance(command, click.Group):
-            for (group, name), (module, attribute) in SUBCOMMANDS.items():
-                if group == cmd_name and name not in command.commands:
-                    command.add_command(load_command(module, attribute), name)
+            _lazy_subcommands(command, cmd_name)
         return command
 
     def invoke(self, ctx: click.Context) -> Any:

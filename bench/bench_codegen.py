@@ -126,6 +126,12 @@ def python_part(n: int, repeat: int) -> dict[str, Any]:
                                            "vs_odom": fps / odom_fps if vs_odom else None}
         print(f"## Python, {label} ({len(data) / 1e6:.1f} MB, {CHUNK} B chunks)")
         print(table(["receiver", "frames/s", "intact recovered", "x baseline", "x odom"], rows))
+        objects = results[f"{label}: odom from its description, OdomFrame objects"]["ratio"]
+        imu = results[f"{label}: imu19: int16 x0.01, CRC-16/MODBUS"]["vs_odom"]
+        for what, value, goal in (("odom description, OdomFrame objects, x hand", objects, 0.95),
+                                  ("imu19 x odom", imu, 0.8)):
+            print(f"goal {what} >= {goal}: {value:.2f} "
+                  f"({'met' if value >= goal else f'NOT met, by {goal / value:.2f}x'})")
         print()
     return results
 

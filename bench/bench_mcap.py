@@ -101,6 +101,10 @@ def run(seconds: float, folder: Path) -> dict[str, Any]:
             "blf_size": (folder / "bus.blf").stat().st_size}
 
 
+CPU_GOAL = 1.0  # MCAP CPU / BLF CPU
+SIZE_GOAL = 1.5  # MCAP bytes per frame / BLF's
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
@@ -127,8 +131,15 @@ def main(argv: list[str] | None = None) -> int:
     print(table(["recorder", "frames seen", "frames in file", "lost", "CPU % of a core",
                  "ns per frame", "bytes per frame"], rows))
     ratio = rows[0][4] / rows[1][4] if rows[1][4] else float("inf")
-    print(f"\nMCAP CPU / BLF CPU = {ratio:.2f} (goal <= 1.2); "
-          f"lost: MCAP {rows[0][3]}, BLF {rows[1][3]} (goal 0)")
+    size_ratio = rows[0][6] / rows[1][6] if rows[1][6] else float("inf")
+
+    def verdict(value: float, goal: float) -> str:
+        return "met" if value <= goal else f"NOT met, by {value / goal:.2f}x"
+
+    print(f"\nMCAP CPU / BLF CPU = {ratio:.2f} (goal <= {CPU_GOAL}: {verdict(ratio, CPU_GOAL)}); "
+          f"bytes per frame MCAP / BLF = {size_ratio:.2f} (goal <= {SIZE_GOAL}: "
+          f"{verdict(size_ratio, SIZE_GOAL)}); lost: MCAP {rows[0][3]}, BLF {rows[1][3]} "
+          f"(goal 0: {'met' if rows[0][3] == rows[1][3] == 0 else 'NOT met'})")
     return 0
 
 

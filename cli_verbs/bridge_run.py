@@ -17,7 +17,7 @@ from fwbridge.bridge.hardware import LifecycleError
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.safe_output import OutputError, PendingFile
 from fwbridge.bridge.transports import LinkError
-from fwbridge.cli_verbs.common import FORCE, fail, json_line, print_counters, writable
+from fwbridge.cli_verbs.common import FORCE, JsonBlocks, fail, print_counters, writable
 from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.stopping import silence_stdout
@@ -97,10 +97,21 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         if event.kind == "garbage":
             fatal.append(event.message.replace("link.baud", f"link.baud in {config}"))
 
+    out = JsonBlocks(0.05)  # lines in blocks, none held longer than 50 ms
+
+    def flush_out() -> None:
+        if reader_gone.is_set():
+            return
+        try:
+            out.flush()
+        except BrokenPipeError:
+            silence_stdout()
+            reader_gone.set()
+
     def on_odometry(odom: Odometry) -> None:
         if odom.seq % every == 0 and not reader_gone.is_set():
-            try:
-                json_line({"wall": time.time(), **odom.as_dict()})  # stamp is the node's clock
+            try:  # stamp is the node's clock
+                out.add({"wall": time.time(), **odom.as_dict()}, time.monotonic())
             except BrokenPipeError:
                 silence_stdout()
                 reader_gone.set()
@@ -164,12 +175,14 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
                 threading.Thread(target=_read_requests, args=(node, refused),
                                  daemon=True).start()
             while node.running and not deadline.expired and not fatal:
-                if reader_gone.wait(deadline.left(0.1)):
+                if reader_gone.wait(deadline.left(out.period)):
                     break
+                flush_out()
     finally:
         if ros is not None:
             ros.stop()
         node.stop()  # the safe stop: zero velocity, whatever ended the run
+        flush_out()  # the last block of odometry lines
         if capture is not None:
             capture.close()
         if pending is not None:

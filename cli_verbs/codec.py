@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
-from fwbridge.cli_verbs.action import action_decoder
 from fwbridge.cli_verbs.common import (
     CliError,
     Decoder,
@@ -24,7 +24,6 @@ from fwbridge.cli_verbs.frames import (
     is_description,
 )
 from fwbridge.cli_verbs.params import WIRE_FLOAT
-from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
@@ -32,6 +31,7 @@ from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, 
 # Receivers (numpy), captures (python-pcapng) and rich's tables load in the
 # decode path: `fwbridge encode` imports this module and must start fast.
 if TYPE_CHECKING:
+    from fwbridge.cli_verbs.table_stream import RowWriter
     from fwbridge.protocols.sum8 import Sum8Codec
     from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
@@ -135,13 +135,78 @@ def _sum8_receiver(codec: Sum8Codec[Any]) -> Sum8Receiver[Any]:
     return Sum8Receiver(codec)
 
 
-DECODERS: dict[str, Decoder] = {
+class _Decoders(dict[str, Decoder]):
+    """The built-in decoders; the action frame's (construct, enums) loads when asked for."""
+
+    def __missing__(self, key: str) -> Decoder:
+        if key != "action":
+            raise KeyError(key)
+        from fwbridge.cli_verbs.action import action_decoder
+
+        self[key] = dec = action_decoder()
+        return dec
+
+    def __contains__(self, key: object) -> bool:
+        return key == "action" or super().__contains__(key)
+
+    def names(self) -> list[str]:
+        return sorted({*self.keys(), "action"})
+
+
+DECODERS: _Decoders = _Decoders({
     "odom": Decoder(
         ("vx", "vy", "wz", "yaw_deg"), lambda opts: _sum8_receiver(odom_frame.CODEC), _sum8_row
     ),
     "cmd": Decoder(("vx", "vy", "wz"), lambda opts: _sum8_receiver(cmd_frame.CODEC), _sum8_row),
-    "action": action_decoder(),
-}
+})
+
+
+#: Frame families decoded a chunk at a time into numpy columns and printed as blocks.
+BLOCK_CODECS: dict[str, Sum8Codec[Any]] = {"odom": odom_frame.CODEC, "cmd": cmd_frame.CODEC}
+
+
+class _BlockWriter:
+    """``decode`` of a sum-8 family: each chunk's frames as columns, printed as one block.
+
+    The same lines as the per-frame path (which the tests compare it with);
+    a block it cannot print so (a non-finite value, an offset wider than its
+    column) goes through that path instead.
+    """
+
+    def __init__(self, rx: Any, protocol: str, table: RowWriter | None,
+                 per_frame: Callable[[list[Any]], None]) -> None:
+        import json
+
+        self.rx = rx
+        self.fields = BLOCK_CODECS[protocol].fields
+        self.table = table
+        self.per_frame = per_frame
+        keys = ",".join(f"{json.dumps(f)}:%r" for f in self.fields)
+        self.json_fmt = f'{{"offset":%d,"protocol":{json.dumps(protocol)},{keys}}}\n'
+
+    def take(self, chunk: bytes) -> None:
+        import numpy as np
+
+        from fwbridge.cli_verbs.common import shortest32
+
+        cols = self.rx.feed_columns(chunk)
+        if not len(cols):
+            return
+        values = np.stack([cols.fields[f] for f in self.fields])
+        offsets = cols.offset.tolist()
+        if np.isfinite(values).all():
+            if self.table is not None:
+                if self.table.numbers(offsets, values.astype(np.float64).tolist()):
+                    return
+            else:
+                short = shortest32(values.ravel())
+                n = len(offsets)
+                columns = [short[k * n:(k + 1) * n] for k in range(len(self.fields))]
+                sys.stdout.write("".join(map(self.json_fmt.__mod__, zip(offsets, *columns))))
+                sys.stdout.flush()
+                return
+        new = partial(tuple.__new__, self.rx.record)
+        self.per_frame(list(map(new, zip(offsets, *values.astype(np.float64).tolist()))))
 
 
 def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[bytes]:
@@ -238,7 +303,7 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.command("decode")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @click.option(
-    "-p", "--protocol", type=ProtocolParam([*sorted(DECODERS), "actuator"]), required=True,
+    "-p", "--protocol", type=ProtocolParam([*DECODERS.names(), "actuator"]), required=True,
     help="Frame family on this stream, or a description file (FILE.toml); 'actuator' reads "
          "a CAN capture (.log, .asc, .blf, .pcapng, .mcap) and decodes its actuator structs.",
 )
@@ -292,6 +357,8 @@ def decode_cmd(
     chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
     first = next(chunks, b"")  # input errors come before any output
     # Rows stream as they are decoded (bounded memory, never cut when piped).
+    from fwbridge.cli_verbs.table_stream import RowWriter
+
     table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames",
                                            widths=dec.widths, left=dec.text)
 
@@ -300,14 +367,26 @@ def decode_cmd(
             json_lines([{"offset": item.offset, "protocol": protocol, **dec.row(item)}
                         for item in items])
             return
+        lines: list[str] = []  # one write per chunk, even when stdout is unbuffered
+        table.out = lines.append
         for item in items:
             table.row(item.offset, dec.row(item))
             if protocol == "action":
+                sys.stdout.write("".join(lines))
+                lines.clear()
                 _action_extras(item, as_json)
+        table.out = sys.stdout.write
+        sys.stdout.write("".join(lines))
 
-    take(rx.feed(first))
-    for chunk in chunks:
-        take(rx.feed(chunk))
+    if protocol in BLOCK_CODECS and hasattr(rx, "feed_columns"):
+        block = _BlockWriter(rx, protocol, table, take)
+        block.take(first)
+        for chunk in chunks:
+            block.take(chunk)
+    else:
+        take(rx.feed(first))
+        for chunk in chunks:
+            take(rx.feed(chunk))
     take(rx.finish())
     if table is not None:
         table.flush()

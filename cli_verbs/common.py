@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import math
 import struct
 import sys
@@ -135,8 +134,56 @@ def _jsonable(value: Any) -> Any:
 
 def json_line(obj: dict[str, Any]) -> None:
     """One JSON object per line on stdout, flushed (for pipes to jq and friends)."""
+    import json  # loads on first use: `fwbridge encode` starts without it
+
     sys.stdout.write(json.dumps(_jsonable(obj), separators=(",", ":")) + "\n")
     sys.stdout.flush()
+
+
+class JsonBlocks:
+    """JSON lines written in blocks: at most ``period`` seconds after the first one waits.
+
+    For a live stream (``bridge`` at 200 Hz): one write and flush per block
+    instead of per line, whatever ``PYTHONUNBUFFERED`` says, and a person
+    still sees the lines as they come. :meth:`add` may run on another thread
+    than :meth:`flush`; the caller calls :meth:`flush` at least every ``period``
+    (and at the end). ``flush`` raises ``BrokenPipeError`` when the reader is gone.
+    """
+
+    def __init__(self, period: float = 0.05) -> None:
+        import json
+        import threading
+
+        self.period = period
+        self._lines: list[str] = []
+        self._first = 0.0
+        self._lock = threading.Lock()
+        # One encoder, made once: json.dumps builds a new one per call for these separators.
+        self._encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+    def add(self, obj: dict[str, Any], now: float) -> None:
+        """Queue one object (``now``: a monotonic clock); write the block when it is due."""
+        try:
+            line = self._encode(obj)
+        except ValueError:  # NaN or infinity somewhere: the strings json_line writes
+            line = self._encode(_jsonable(obj))
+        with self._lock:
+            if not self._lines:
+                self._first = now
+            self._lines.append(line)
+            due = now - self._first >= self.period
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write and flush what is queued."""
+        with self._lock:
+            if not self._lines:
+                return
+            text = "\n".join(self._lines) + "\n"
+            self._lines.clear()
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 def json_lines(objs: list[dict[str, Any]]) -> None:
@@ -156,10 +203,48 @@ def json_lines(objs: list[dict[str, Any]]) -> None:
         values = iter(np.where(same, short, wire.astype(np.float64)).tolist())
         objs = [{k: next(values) if type(v) is Float32 else v for k, v in obj.items()}
                 for obj in objs]
+    import json
+
     dumps = json.dumps
     sys.stdout.write("".join(dumps(_jsonable(obj), separators=(",", ":")) + "\n"
                              for obj in objs))
     sys.stdout.flush()
+
+
+_NORMAL32 = 1.1754944e-38  # smallest normal float32
+
+
+def shortest32(values: Any) -> list[float]:
+    """Each float32 of ``values`` (a numpy array) as the double of its shortest decimal.
+
+    What :class:`Float32` prints, for a block: each distinct bit pattern is
+    formatted once, with the fewest significant digits (``%.Ng``) that read back
+    to the same float32. The correctly rounded N-digit decimal is the one
+    Dragon4's shortest finds; a normal float32 is within 2**-24 of any short
+    decimal that reads back to it, so its ladder starts at 6 digits.
+    """
+    import numpy as np
+
+    wire = np.ascontiguousarray(values, dtype=np.float32)
+    bits, inverse = np.unique(wire.view(np.uint32), return_inverse=True)
+    distinct = bits.view(np.float32)
+    doubles = distinct.astype(np.float64).tolist()
+    out = list(doubles)
+    tiny = (np.abs(distinct) < _NORMAL32).tolist()
+    finite = [i for i, d in enumerate(doubles) if d == d]  # NaN stays as it is
+    ladders = (([i for i in finite if tiny[i]], 1), ([i for i in finite if not tiny[i]], 6))
+    for todo, start in ladders:
+        for digits in range(start, 10):  # 9 digits always read back
+            if not todo:
+                break
+            fmt = f"%.{digits}g"
+            cand = [float(fmt % doubles[i]) for i in todo]
+            hit = (np.array(cand, dtype=np.float32).view(np.uint32) == bits[todo]).tolist()
+            for i, c, ok in zip(todo, cand, hit):
+                if ok:
+                    out[i] = c
+            todo = [i for i, ok in zip(todo, hit) if not ok]
+    return [out[k] for k in inverse.tolist()]
 
 
 def print_counters(stats: dict[str, int], label: str = "counters") -> None:

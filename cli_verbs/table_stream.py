@@ -62,8 +62,10 @@ class RowWriter:
         if width is not None:
             self._fit(width)
         self.rows = 0
+        #: where lines go: stdout's write, or a list's append while a block is gathered
+        self.out = sys.stdout.write
         if title:
-            sys.stdout.write(title + "\n")
+            self.out(title + "\n")
         self._header()
 
     def _fit(self, width: int) -> None:
@@ -81,7 +83,7 @@ class RowWriter:
             w[-1] += room - sum(w)
 
     def _header(self) -> None:
-        write = sys.stdout.write
+        write = self.out
         write(self._line(self.names) + "\n")
         write(self._line(["-" * w for w in self.widths]) + "\n")
 
@@ -103,8 +105,23 @@ class RowWriter:
                 for i in wider:
                     widths[i] = len(cells[i])
                 self._header()
-        sys.stdout.write(self._line(cells) + "\n")
+        self.out(self._line(cells) + "\n")
         self.rows += 1
+
+    def numbers(self, offsets: Sequence[int], columns: Sequence[Sequence[float]]) -> bool:
+        """Rows of numbers only (an offset, then floats), formatted as a block.
+
+        The same lines as :meth:`row` for each, in one ``%`` format per row and
+        one write. False, having written nothing, when an offset is wider than
+        its column (:meth:`row` widens it and repeats the header).
+        """
+        w = self.widths
+        if not offsets or any(self.left) or len(str(offsets[-1])) > w[0] or min(offsets) < 0:
+            return not offsets
+        fmt = GAP.join([f"%{w[0]}d", *(f"%{x}.6g" for x in w[1:])]) + "\n"
+        self.out("".join(map(fmt.__mod__, zip(offsets, *columns))))
+        self.rows += len(offsets)
+        return True
 
     def flush(self) -> None:
         sys.stdout.flush()

@@ -15,9 +15,6 @@ from functools import cache, reduce
 from operator import xor
 from typing import Any
 
-import crcmod
-import crcmod.predefined
-
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["Algorithm", "algorithm", "algorithm_names", "sum8", "xor8"]
@@ -65,6 +62,8 @@ def _simplify(name: str) -> str:
 
 
 def _table() -> list[dict[str, Any]]:
+    import crcmod.predefined  # on first CRC: sum-8 frames (the CLI's start) need none
+
     # crcmod has no public listing of its table; this attribute holds it in 1.7.
     table: list[dict[str, Any]] = getattr(crcmod.predefined, "_crc_definitions", [])
     return table
@@ -98,6 +97,8 @@ def algorithm(name: str) -> Algorithm:
         raise ConfigError(f"unknown checksum algorithm {name!r}; choose sum8, xor8 or one "
                           f"of crcmod's: {', '.join(algorithm_names()[2:])}")
     width = found["poly"].bit_length() - 1
+    import crcmod
+
     fn: Func = crcmod.mkCrcFun(found["poly"], initCrc=found["init"], rev=found["reverse"],
                                xorOut=found["xor_out"])
     return Algorithm(found["name"], "crc", width, found["poly"] & ((1 << width) - 1),

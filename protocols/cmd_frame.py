@@ -13,7 +13,7 @@ from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.frame_codec import sum8_codec
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
-__all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SCHEMA", "SIZE", "ZERO", "CmdFrame",
+__all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "ZERO", "CmdFrame",
            "decode", "encode"]
 
 
@@ -44,7 +44,6 @@ def _values(frame: CmdFrame) -> tuple[float, ...]:
 
 
 CODEC: Sum8Codec[CmdFrame] = sum8_codec(DESCRIPTION, CmdFrame, _values)
-SCHEMA = CODEC.schema
 SIZE = CODEC.size  # 15
 ZERO = CmdFrame()
 
@@ -57,3 +56,10 @@ def encode(frame: CmdFrame, *, allow_nonfinite: bool = False) -> bytes:
 def decode(data: bytes | bytearray | memoryview) -> CmdFrame:
     """Decode exactly 15 bytes; raises a ``FrameError`` subclass on bad input."""
     return CODEC.decode(data)
+
+
+def __getattr__(name: str) -> object:
+    """``SCHEMA``, the construct schema, built on first use (construct loads slowly)."""
+    if name == "SCHEMA":
+        return CODEC.schema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

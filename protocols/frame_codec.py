@@ -21,11 +21,8 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Literal, NamedTuple, TypeVar, cast
 
-from construct import ConstructError
-
 from fwbridge.protocols.checksums import algorithm
 from fwbridge.protocols.description import FieldSpec, FrameDescription
-from fwbridge.protocols.description_schema import build_schema
 from fwbridge.protocols.errors import (
     ChecksumError,
     ConfigError,
@@ -63,8 +60,15 @@ def sum8_codec(desc: FrameDescription, cls: type[T],
             or any(f.type != "f32" or f.byte_order != "little" or f.scaled for f in desc.fields)):
         raise ConfigError(f"{desc.source}: not an AA 55 / float32 LE / sum-8 frame")
     codec = Sum8Codec(desc.name, desc.field_names, cls, values)
-    codec.schema = build_schema(desc)
+    codec.schema_factory = lambda: _schema(desc)
     return codec
+
+
+def _schema(desc: FrameDescription) -> Any:
+    """The construct schema of a description (construct loads here, on first use)."""
+    from fwbridge.protocols.description_schema import build_schema
+
+    return build_schema(desc)
 
 
 def label_enum(desc: FrameDescription, f: FieldSpec) -> type[enum.IntEnum] | type[enum.IntFlag]:
@@ -135,7 +139,7 @@ class FrameCodec(Generic[T]):
     def __init__(self, desc: FrameDescription, cls: type[Any] | None = None) -> None:
         self.desc = desc
         self.name = desc.name
-        self.schema = build_schema(desc)
+        self._schema: Any = None
         lname = desc.length.field if desc.length else None
         self.stored = tuple(f for f in desc.fields if f.name != lname)
         self.fields = tuple(f.name for f in self.stored)
@@ -275,8 +279,17 @@ class FrameCodec(Generic[T]):
         self.check(raw)
         return self.make(*self.raw_values(raw, 0, len(raw)))
 
+    @property
+    def schema(self) -> Any:
+        """The construct schema of the description, built on first use."""
+        if self._schema is None:
+            self._schema = _schema(self.desc)
+        return self._schema
+
     def decode_with_schema(self, data: bytes | bytearray | memoryview) -> Any:
         """Decode with the construct schema; same result and errors as :meth:`decode`."""
+        from construct import ConstructError
+
         raw = bytes(data)
         try:
             parsed: Any = self.schema.parse(raw)
@@ -385,6 +398,8 @@ class FrameCodec(Generic[T]):
             if f.flags:
                 v = {label: bool(v & bit) for bit, label in f.flags}
             value[f.name] = v
+        from construct import ConstructError
+
         framed = any(sc.name == "body" for sc in self.schema.subcons)
         try:
             return bytes(self.schema.build({"body": {"value": value}} if framed else value))

@@ -18,7 +18,7 @@ from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.frame_codec import sum8_codec
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
-__all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SCHEMA", "SIZE", "OdomFrame", "decode",
+__all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "OdomFrame", "decode",
            "encode"]
 
 
@@ -57,7 +57,6 @@ def _values(frame: OdomFrame) -> tuple[float, ...]:
 
 
 CODEC: Sum8Codec[OdomFrame] = sum8_codec(DESCRIPTION, OdomFrame, _values)
-SCHEMA = CODEC.schema
 SIZE = CODEC.size  # 19
 
 
@@ -69,3 +68,10 @@ def encode(frame: OdomFrame, *, allow_nonfinite: bool = False) -> bytes:
 def decode(data: bytes | bytearray | memoryview) -> OdomFrame:
     """Decode exactly 19 bytes; raises a ``FrameError`` subclass on bad input."""
     return CODEC.decode(data)
+
+
+def __getattr__(name: str) -> object:
+    """``SCHEMA``, the construct schema, built on first use (construct loads slowly)."""
+    if name == "SCHEMA":
+        return CODEC.schema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,25 +11,13 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar, overload
-
-from construct import (
-    Checksum,
-    Const,
-    ConstError,
-    ConstructError,
-    Float32l,
-    Int8ul,
-    RawCopy,
-    StreamError,
-    Struct,
-    this,
-)
-from construct import (
-    ChecksumError as ConstructChecksumError,
-)
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from fwbridge.protocols.errors import ChecksumError, FieldValueError, HeaderError, LengthError
+
+# construct loads with the schema, on first use: `fwbridge encode` starts without it.
+if TYPE_CHECKING:
+    from construct import Struct
 
 __all__ = ["HEADER", "Sum8Codec", "build_schema", "fast_constructor", "sum8"]
 
@@ -46,6 +34,8 @@ def sum8(data: bytes | bytearray | memoryview) -> int:
 
 def build_schema(fields: Sequence[str]) -> Struct:
     """The construct schema: header, float32 LE fields, sum-8 over the fields."""
+    from construct import Checksum, Const, Float32l, Int8ul, RawCopy, Struct, this
+
     body = Struct(*(name / Float32l for name in fields))
     return Struct(
         "header" / Const(HEADER),
@@ -106,12 +96,25 @@ class Sum8Codec(Generic[T]):
         self.name = name
         self.cls = cls
         self.fields = tuple(fields)
-        self.schema = build_schema(self.fields)
+        self._schema: Any = None
+        #: builds the construct schema the first time it is asked for
+        self.schema_factory: Callable[[], Any] = lambda: build_schema(self.fields)
         self.struct = struct.Struct("<" + "f" * len(self.fields))
         self.body_size = self.struct.size
         self.size = len(HEADER) + self.body_size + 1
         self.make = fast_constructor(cls, self.fields)
         self.values = values
+
+    @property
+    def schema(self) -> Any:
+        """The construct schema (the declarative source of truth), built on first use."""
+        if self._schema is None:
+            self._schema = self.schema_factory()
+        return self._schema
+
+    @schema.setter
+    def schema(self, value: Any) -> None:
+        self._schema = value
 
     # -- encoding ---------------------------------------------------------
     def _checked(self, frame: T, allow_nonfinite: bool) -> tuple[float, ...]:
@@ -139,6 +142,8 @@ class Sum8Codec(Generic[T]):
 
     def encode_with_schema(self, frame: T, *, allow_nonfinite: bool = False) -> bytes:
         """Same bytes as :meth:`encode`, built by the construct schema."""
+        from construct import ConstructError
+
         vals = self._checked(frame, allow_nonfinite)
         try:
             return bytes(self.schema.build({"body": {"value": dict(zip(self.fields, vals))}}))
@@ -168,6 +173,9 @@ class Sum8Codec(Generic[T]):
 
     def decode_with_schema(self, data: bytes | bytearray | memoryview) -> T:
         """Decode with the construct schema; same result and errors as :meth:`decode`."""
+        from construct import ChecksumError as ConstructChecksumError
+        from construct import ConstError, StreamError
+
         raw = bytes(data)
         if len(raw) != self.size:
             self.check(raw)  # raises LengthError

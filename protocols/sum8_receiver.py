@@ -18,16 +18,21 @@ construct schema byte for byte.
 
 from __future__ import annotations
 
+from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from functools import partial
+from math import isfinite
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.stream_accounting import account
-from fwbridge.protocols.sum8 import HEADER, Sum8Codec, fast_constructor
+from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
-__all__ = ["Columns", "ReceiverStats", "Sum8Received", "Sum8Receiver", "decode_columns"]
+__all__ = ["Columns", "ReceiverStats", "Sum8Received", "Sum8Receiver", "decode_columns",
+           "received_class"]
 
 T = TypeVar("T")
 
@@ -35,15 +40,49 @@ _AA = HEADER[0]
 _55 = HEADER[1]
 
 
-class Sum8Received(NamedTuple):
-    """A decoded frame and the stream offset of its first header byte.
+class Sum8Received(tuple[Any, ...]):
+    """A received frame: the stream offset of its first header byte, then its fields.
 
-    A named tuple rather than a dataclass: receivers make one per frame, and
-    tuple construction is a third of the cost.
+    A flat tuple of numbers, ``(offset, vx, vy, ...)``, with each field by name
+    (``item.vx``) as in a named tuple; :func:`received_class` makes one
+    subclass per frame family. Flat so that a frame kept is one object holding
+    only numbers: a record nesting a frame object cost two allocations, and
+    twice the garbage collector's traversals, per frame kept.
+
+    ``item.frame`` builds the family's frame object (``OdomFrame``...) from the
+    fields on each access: for code that wants it; hot loops read the fields.
     """
 
-    offset: int
-    frame: Any
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]] = ("offset",)
+    _frame_of: ClassVar[Callable[..., Any]]
+
+    @property
+    def offset(self) -> int:
+        """Stream offset of the frame's first header byte."""
+        return int(self[0])
+
+    @property
+    def frame(self) -> Any:
+        """The decoded frame object, made from the fields."""
+        return type(self)._frame_of(*self[1:])
+
+
+_CLASSES: dict[int, tuple[Sum8Codec[Any], type[Sum8Received]]] = {}
+
+
+def received_class(codec: Sum8Codec[Any]) -> type[Sum8Received]:
+    """The :class:`Sum8Received` subclass of ``codec``'s frames (one per codec)."""
+    got = _CLASSES.get(id(codec))
+    if got is not None and got[0] is codec:
+        return got[1]
+    name = "".join(p.title() for p in codec.name.split("_")) + "Received"
+    base = namedtuple(name, ("offset", *codec.fields))  # type: ignore[misc]
+    cls = type(name, (base, Sum8Received), {
+        "__slots__": (), "__module__": __name__, "__doc__": Sum8Received.__doc__,
+        "_frame_of": staticmethod(codec.make)})
+    _CLASSES[id(codec)] = (codec, cls)
+    return cls
 
 
 @dataclass(slots=True)
@@ -142,7 +181,8 @@ class Sum8Receiver(Generic[T]):
 
     def __init__(self, codec: Sum8Codec[T]) -> None:
         self.codec = codec
-        self._make_received = fast_constructor(codec.cls, codec.fields, Sum8Received)
+        self.record = received_class(codec)
+        self._new_record = partial(tuple.__new__, self.record)
         self.stats = ReceiverStats()
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
@@ -158,18 +198,83 @@ class Sum8Receiver(Generic[T]):
         """Take the next chunk of the stream; return the frames it completes."""
         if not data:
             return []
+        if len(self._buf) + len(data) < self.vector_threshold:
+            return self._feed_small(bytes(data))
         base = self._base
-        buf, scan = self.resolve(bytes(data), len(self._buf) + len(data) >= self.vector_threshold)
-        make = self.codec.make
-        if scan.values is not None:
-            # map keeps the per-frame loop in C but for one generated constructor.
-            offsets = (np.asarray(scan.accepted) + base).tolist()
-            return list(map(self._make_received, offsets, *scan.values.T.tolist()))
-        new = tuple.__new__  # Sum8Received's own __new__ is a Python call; skip it
-        unpack = self.codec.struct.unpack_from
-        out = [new(Sum8Received, (base + p, make(*unpack(buf, p + 2)))) for p in scan.accepted]
-        self.stats.nonfinite += sum(1 for r in out if r.frame.nonfinite)
+        _, scan = self.resolve(bytes(data), True)
+        if scan.values is None:  # fewer than 2 bytes: no frame
+            return []
+        # map and zip keep the per-frame loop in C: no Python call per frame.
+        offsets = (np.asarray(scan.accepted) + base).tolist()
+        return list(map(self._new_record, zip(offsets, *scan.values.T.tolist())))
+
+    def _feed_small(self, data: bytes) -> list[Sum8Received]:
+        """:meth:`resolve` with :func:`_scan_python` and the accounting in one loop.
+
+        Small chunks (a serial port's reads) are mostly per-call cost: this
+        makes no scan or accounting objects. The property tests hold it to
+        the generic receiver for any chunking.
+        """
+        st = self.stats
+        st.bytes += len(data)
+        buf = self._buf + data if self._buf else data
+        base, n, size = self._base, len(buf), self.codec.size
+        last = size - 1
+        cov = self._covered - base  # candidates before it are payload, not errors
+        cur = cov if cov > 0 else 0  # end of the bytes in frames (stream_accounting's cover)
+        gap = self._gap
+        errors = discarded = resyncs = overlapping = 0
+        out: list[Sum8Received] = []
+        new, cls = tuple.__new__, self.record  # the class's own __new__ is a Python call
+        unpack, find, append = self.codec.struct.unpack_from, buf.find, out.append
+        pos = 0
+        while True:
+            i = find(HEADER, pos)
+            if i < 0:
+                keep = n - 1 if n - 1 >= pos and buf[n - 1] == _AA else n
+                break
+            if i + size > n:
+                keep = i
+                break
+            if sum(buf[i + 2 : i + last]) & 0xFF == buf[i + last]:
+                append(new(cls, (base + i, *unpack(buf, i + 2))))
+                if i < cur:
+                    overlapping += 1
+                elif i > cur or gap:
+                    discarded += i - cur
+                    resyncs += 1
+                    gap = False
+                cov = cur = i + size  # candidates only move forward: this frame ends last
+            elif i >= cov:
+                errors += 1
+            pos = i + 1  # every header position is a candidate, inside frames too
+        if keep > cur:
+            discarded += keep - cur
+            gap = True
+        self._gap = gap
+        self._covered = max(self._covered, base + cur)
+        st.discarded += discarded
+        st.resyncs += resyncs
+        st.overlapping += overlapping
+        st.frames += len(out)
+        st.checksum_errors += errors
+        self._buf = buf[keep:]
+        self._base = base + keep
+        if out:
+            # A sum of float32 values cannot overflow a double: it is NaN or
+            # infinite exactly when one of them is.
+            st.nonfinite += len(out) - sum(map(isfinite, map(sum, out)))
         return out
+
+    def feed_columns(self, data: bytes | bytearray | memoryview) -> Columns:
+        """:meth:`feed` for high rates: the chunk's frames as numpy columns, no per-frame object.
+
+        Same frames, offsets and counters as :meth:`feed` for any chunking;
+        the columns' ``stats`` is this receiver's (live) counters.
+        """
+        base = self._base
+        _, scan = self.resolve(bytes(data), True) if data else (b"", None)
+        return _columns(self.codec, scan, base, self.stats)
 
     def resolve(self, data: bytes, vector: bool) -> tuple[bytes, _Scan]:
         """Scan held-back bytes + ``data``; update counters and the held-back tail."""
@@ -229,6 +334,22 @@ class Columns:
         return len(self.offset)
 
 
+def _columns(codec: Sum8Codec[Any], scan: _Scan | None, base: int,
+             stats: ReceiverStats) -> Columns:
+    """The frames of one scan as columns, offsets from ``base``."""
+    values: np.ndarray[Any, Any] | None
+    if scan is None or not len(scan.accepted):
+        values = np.zeros((0, len(codec.fields)), dtype=np.float32)
+        offsets = np.zeros(0, dtype=np.int64)
+    else:
+        offsets = np.asarray(scan.accepted, dtype=np.int64) + base
+        values = scan.values
+        if values is None:  # pragma: no cover - feed_columns always scans vectorised
+            values = np.zeros((0, len(codec.fields)), dtype=np.float32)
+    fields = {name: values[:, k] for k, name in enumerate(codec.fields)}
+    return Columns(offsets, fields, stats)
+
+
 def decode_columns(codec: Sum8Codec[Any], data: bytes | bytearray | memoryview) -> Columns:
     """Decode a whole capture at once into columns (no per-frame objects).
 
@@ -238,9 +359,4 @@ def decode_columns(codec: Sum8Codec[Any], data: bytes | bytearray | memoryview) 
     rx: Sum8Receiver[Any] = Sum8Receiver(codec)
     _, scan = rx.resolve(bytes(data), vector=True)
     rx.finish()
-    offsets = np.asarray(scan.accepted, dtype=np.int64)
-    values = scan.values
-    if values is None:
-        values = np.zeros((0, len(codec.fields)), dtype=np.float32)
-    fields = {name: values[:, k] for k, name in enumerate(codec.fields)}
-    return Columns(offsets, fields, rx.stats)
+    return _columns(codec, scan, 0, rx.stats)
