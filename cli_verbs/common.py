@@ -110,7 +110,8 @@ _F32 = struct.Struct("<f")
 
 
 @functools.lru_cache(maxsize=8192)  # a stream's values repeat (standstill, set points)
-def _shortest32(x: float) -> float:
+def shortest_decimal32(x: float) -> float:
+    """The double of the shortest decimal that reads back to the float32 ``x``."""
     import numpy as np
 
     short = float(str(np.float32(x)))  # numpy's Dragon4: the shortest unique float32 digits
@@ -124,7 +125,7 @@ def _jsonable(value: Any) -> Any:
         if not math.isfinite(value):
             return str(value)
         # zeros as they are: the cache would take -0.0 for 0.0 (they compare equal)
-        return _shortest32(float(value)) if type(value) is Float32 and value else value
+        return shortest_decimal32(float(value)) if type(value) is Float32 and value else value
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

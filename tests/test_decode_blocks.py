@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from fwbridge.cli_verbs import codec as codec_verb
-from fwbridge.cli_verbs.common import _shortest32, shortest32
+from fwbridge.cli_verbs.common import shortest32, shortest_decimal32
 from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from tests.helpers import run_cli
@@ -68,7 +68,7 @@ def test_shortest32_is_the_per_value_shortest_decimal() -> None:
     bits = rnd.integers(0, 2**32, 20_000, dtype=np.uint64).astype(np.uint32)
     wire = np.concatenate([bits.view(np.float32), np.float32(SPECIAL)])
     wire = wire[np.isfinite(wire)]
-    want = [_shortest32(float(x)) if x else float(x) for x in wire]
+    want = [shortest_decimal32(float(x)) if x else float(x) for x in wire]
     assert list(map(repr, shortest32(wire))) == list(map(repr, want))
 
 
