@@ -136,7 +136,7 @@ class Background:
         while not pattern.search("".join(self.err) + "".join(self.out)):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 return False
-            time.sleep(0.02)
+            time.sleep(0.02)  # polling: the output, within the deadline above
         return True
 
     def stop(self) -> int:

@@ -39,7 +39,7 @@ def pipe(src: socket.socket, dst: socket.socket, delay: float, loss: float,
                 due, data = queue[0]
             wait = due - time.monotonic()
             if wait > 0:
-                time.sleep(wait)
+                time.sleep(wait)  # pacing: the relay holds each chunk until it is due
             with cond:
                 queue.popleft()
             try:

@@ -152,7 +152,7 @@ def main() -> None:
             raw = bytes.fromhex(rest[rest.index("--raw") + 1]) if "--raw" in rest else None
             pub(s, rest[0], float(rest[1]), float(rest[2]), float(rest[3]), rate, raw)
         elif verb == "call":
-            time.sleep(0.5)  # the route to the queryable, from the router
+            time.sleep(0.5)  # not a readiness wait: no sign when a queryable route is in
             call(s, rest[0])
         elif verb == "tokens":
             # The session connects in the background: ask again until an answer comes.

@@ -136,7 +136,7 @@ def test_a_client_that_sleeps_on_bus_time_does_not_stall_the_bus(
         deadline = time.monotonic() + 5
         while "not_listening" not in (daemon_info("shared") or {}):
             assert time.monotonic() < deadline, daemon_info("shared")
-            time.sleep(0.05)  # polling a condition, bounded above
+            time.sleep(0.05)  # polling: a condition, bounded above
         assert (daemon_info("shared") or {})["not_listening"] == ["rogue (node 1)"]
         listing = subprocess.run([*FWBRIDGE, "can", "bus", "list"], capture_output=True,
                                  text=True, timeout=30, check=False)
@@ -172,7 +172,7 @@ def test_a_socketcand_flood_is_bounded_and_counted(rundir: Path) -> None:
             deadline = time.monotonic() + 10
             while "dropped" not in (daemon_info("scd") or {}):
                 assert time.monotonic() < deadline, daemon_info("scd")
-                time.sleep(0.05)  # polling a condition, bounded above
+                time.sleep(0.05)  # polling: a condition, bounded above
             with dm.ch.lock:
                 held = max(dm.ch.model.outstanding(n.id) for n in dm.ch.model.nodes)
             assert held <= TX_LIMIT
@@ -219,7 +219,7 @@ def test_nodes_that_exit_with_frames_in_flight_leave_the_daemon_whole(
                 while pacing == "afap" and not any(c.mode == "wait"
                                                    for c in list(dm.clients.values())):
                     assert time.monotonic() < deadline, [c.mode for c in dm.clients.values()]
-                    time.sleep(0.01)  # polling a condition, bounded above
+                    time.sleep(0.01)  # polling: a condition, bounded above
                 with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                     s.connect(str(dm.path))
                     frames = b"".join(

@@ -52,7 +52,7 @@ def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[subproce
     while daemon_info("soak") is None:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the daemon did not come up"
-        time.sleep(0.05)  # polling a condition, bounded above
+        time.sleep(0.05)  # polling: a condition, bounded above
     yield proc
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -118,7 +118,7 @@ def test_a_misbehaving_client_among_eight_keeps_frames_exact_and_memory_flat(
         for seq in range(per_node):
             buses[i].send(can.Message(arbitration_id=0x100 + i, is_extended_id=False,
                                       data=struct.pack(">I", seq)))
-            time.sleep(SECONDS / per_node)  # pacing, not waiting for readiness
+            time.sleep(SECONDS / per_node)  # pacing: frames spread over the soak
 
     def receive(i: int) -> None:
         want = per_node * (NODES - 1)
@@ -141,12 +141,12 @@ def test_a_misbehaving_client_among_eight_keeps_frames_exact_and_memory_flat(
     rogue.start()
     for t in threads:
         t.start()
-    time.sleep(min(3.0, SECONDS / 4))  # the soak under way: the baseline includes warm-up
+    time.sleep(min(3.0, SECONDS / 4))  # not a readiness wait: warm-up before the RSS baseline
     base = _rss_mb(daemon.pid)
     peak = base
     while any(t.is_alive() for t in threads[:NODES]):
         peak = max(peak, _rss_mb(daemon.pid))
-        time.sleep(0.5)  # sampling RSS while the soak runs
+        time.sleep(0.5)  # polling: RSS sampled while the soak runs
     stop.set()
     rogue.join(30)
     for t in threads:

@@ -173,12 +173,12 @@ def _cut_off(world: World, scale_before: float, what: str,
     assert stopped["t"] >= t_cut and lost["t"] >= t_cut
     # the cut lasts CUT s; its last second B sends fresh commands (scale 0.5), so that
     # what is still on the way when it ends is not older than the watchdog
-    time.sleep(max(0.0, t_cut + CUT - 1.0 - time.monotonic()))
+    time.sleep(max(0.0, t_cut + CUT - 1.0 - time.monotonic()))  # pacing: the cut lasts CUT s
     # while cut off each robot of A says so again every second, the time growing
     said = {r["diag"][1][1] for r in world.observer.since(lost["t"]) if 1 in r["diag"]}
     assert len({m for m in said if m.startswith("operator lost")}) >= 2, said
     world.send("scale 0.5")
-    time.sleep(1.0)
+    time.sleep(1.0)  # pacing: a second of fresh commands before the link returns
     restore()
     t_back = time.monotonic()
     world.operator.wait(lambda r: _at_speed(r, robots, 0.5), 30, f"{what}: resumed, seen on B")
