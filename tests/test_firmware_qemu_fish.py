@@ -47,6 +47,13 @@ def fish(run: FwRun, *args: str) -> dict[str, Any]:
 def client(run: FwRun) -> Iterator[FishClient]:
     port = open_port(run.port, 115200)
     try:
+        # QEMU reads a pty only once it has seen it opened (it looks about once a second):
+        # a request sent before then waits, its answer comes after the client's timeout,
+        # and the retransmission runs the command twice. One byte neither receiver takes,
+        # counted by the firmware, says the link is read.
+        before = run.status()["rx_bytes"]
+        port.write(b"\x00")
+        run.status(lambda st: st["rx_bytes"] > before)
         yield FishClient(ActionLink(port, timeout=0.5, retries=3))
     finally:
         port.close()

@@ -10,7 +10,7 @@
  */
 #include "board.h"
 #include "fw_action.h"
-#include "fw_crc16.h"
+#include "fw_crc_ccitt.h"
 #include "fw_fish.h"
 #include "fw_sum8.h"
 
@@ -36,7 +36,6 @@ typedef struct {
     /* The receiver generated from protocols/frames/cmd.toml (fw_frames_gen.c): the same
      * frames and counters as fw_sum8_rx (fuzz/fuzz_sum8.c checks both). */
     fwg_cmd_rx cmd_rx;
-    fw_crc16 crc;
     fw_action_rx act_rx;
     fw_responder resp;
     fw_watchdog watchdog;
@@ -237,11 +236,10 @@ int main(void)
 {
     uint32_t next_odom, last_odom, next_diag;
     board_init();
-    fw_crc16_init_name(&A.crc, FW_CRC16_DEFAULT);
     fwg_cmd_rx_init(&A.cmd_rx);
-    fw_action_rx_init(&A.act_rx, &A.crc, act_buf, sizeof act_buf, FW_ACTION_MAX_LEN,
+    fw_action_rx_init(&A.act_rx, &crc_ccitt, act_buf, sizeof act_buf, FW_ACTION_MAX_LEN,
                       on_action_frame, on_action_reject, NULL);
-    fw_responder_init(&A.resp, &A.crc, keep_buf, sizeof keep_buf);
+    fw_responder_init(&A.resp, &crc_ccitt, keep_buf, sizeof keep_buf);
     fw_watchdog_init(&A.watchdog, FW_CMD_TIMEOUT_MS);
     {
         size_t size;
@@ -251,7 +249,7 @@ int main(void)
             for (;;) {
             }
         }
-        fw_fish_init(&F, &A.crc, (fw_fish_store *)store, board_link_write, NULL, board_ms());
+        fw_fish_init(&F, &crc_ccitt, (fw_fish_store *)store, board_link_write, NULL, board_ms());
     }
     A.boot_ms = board_ms();
     board_diag_write("fwref: ready\n");

@@ -11,6 +11,7 @@
 #include "fw_action.h"
 #include "fw_actuator.h"
 #include "fw_crc16.h"
+#include "fw_crc_ccitt.h"
 #include "fw_sum8.h"
 
 static int passed, failed, case_failed;
@@ -173,6 +174,19 @@ static void test_crc_presets(void)
     }
     CHECK(strcmp(fw_crc16_find(NULL)->name, "crc-ccitt-false") == 0);
     CHECK(fw_crc16_find("crc-32") == NULL);
+}
+
+/* The board's constant table (app/fw_crc_ccitt.h) is the one fw_crc16_init builds. */
+static void test_crc_flash_table(void)
+{
+    fw_crc16 built;
+    fw_crc16_init_name(&built, FW_CRC16_DEFAULT);
+    CHECK(memcmp(built.table, crc_ccitt.table, sizeof built.table) == 0);
+    CHECK(strcmp(crc_ccitt.params.name, built.params.name) == 0);
+    CHECK(crc_ccitt.params.poly == built.params.poly && crc_ccitt.params.init == built.params.init);
+    CHECK(crc_ccitt.params.xorout == built.params.xorout);
+    CHECK(crc_ccitt.params.reflect == built.params.reflect);
+    CHECK(crc_ccitt.params.check == built.params.check);
 }
 
 /* ---- sum-8: golden vectors ------------------------------------------------ */
@@ -839,6 +853,7 @@ int main(int argc, char **argv)
     fw_crc16_init_name(&ccitt, NULL);
     RUN(test_layouts);
     RUN(test_crc_presets);
+    RUN(test_crc_flash_table);
     RUN(test_golden_sum8);
     RUN(test_noisy_capture);
     RUN(test_sum8_seed_failures);
