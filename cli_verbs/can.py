@@ -446,7 +446,8 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
     except BrokenPipeError:
         raise  # stdout's reader went away (| head): a normal end, not a bad capture
     except (ValueError, OSError, EOFError) as exc:
-        print_counters({"structs": stats["structs"], "malformed": stats["malformed"]})
+        if stats["structs"] or stats["malformed"]:  # what was read, then the damage
+            print_counters({"structs": stats["structs"], "malformed": stats["malformed"]})
         fail(_unreadable(file, exc))
     print_counters({"structs": stats["structs"], "malformed": stats["malformed"]})
 

@@ -28,9 +28,10 @@ from typing import Any
 
 import click
 
-from fwbridge.cli_verbs.common import fail, json_line, print_counters
+from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
 from fwbridge.cli_verbs.link import StatusLine
 from fwbridge.cli_verbs.params import DURATION
+from fwbridge.protocols.errors import Error
 
 #: The source tree's firmware_ref/ (a checkout; it is not in the wheel).
 FIRMWARE_DIR = Path(__file__).resolve().parent.parent / "firmware_ref"
@@ -40,7 +41,7 @@ QEMU = "qemu-system-arm"
 _PTY_LINE = re.compile(r"char device redirected to (\S+) \(label serial(\d)\)")
 
 
-class BoardError(Exception):
+class BoardError(Error):
     """QEMU or the build could not give a running board; the message says why."""
 
 
@@ -272,7 +273,7 @@ def _check_icount(icount: str | None) -> None:
         fail(f"--icount: {icount!r} is not 0..10 or auto")
 
 
-@click.group("fw")
+@click.group("fw", cls=Group)
 def fw_group() -> None:
     """The reference firmware (firmware_ref/) on an emulated Cortex-M3 (QEMU mps2-an385)."""
 
@@ -431,7 +432,7 @@ def _settled(board: QemuBoard, timeout: float = 3.0) -> dict[str, Any]:
 def demo_cmd(side: float, as_json: bool, icount: str | None, elf: str | None) -> None:
     """Drive a square through the bridge on firmware_ref running on QEMU's Cortex-M3.
 
-    What ``fwbridge demo`` does with the simulated base, on the emulated
+    What 'fwbridge demo' does with the simulated base, on the emulated
     board instead: the bridge's node opens the board's pty as a real port
     (use_sim = false) and the square driver steers on the board's odometry.
     """

@@ -342,7 +342,9 @@ def _save(fig: Any, out: Path, dpi: float | None = None) -> None:
         os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it
         os.replace(tmp, out)
     except OSError as exc:  # named by OUT, never by the temporary file beside it
-        raise OSError(f"{out}: cannot write: {exc.strerror or exc}") from None
+        from fwbridge.bridge.safe_output import OutputError
+
+        raise OutputError(f"{out}: cannot write: {exc.strerror or exc}") from None
     finally:
         plt.close(fig)
         if tmp and os.path.exists(tmp):

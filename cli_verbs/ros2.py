@@ -317,8 +317,13 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
 def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: bool,
              connect: tuple[str, ...], domain: int | None, distro: str | None,
              config: str | None) -> None:
-    """Call SERVICE of TYPE with a request built from 'YAML', like ``ros2 service call``:
-    fwbridge ros2 call /robot1/base_bridge/get_status std_srvs/srv/Trigger"""
+    """Call SERVICE of TYPE with a request built from 'YAML'.
+
+    Like 'ros2 service call':
+
+    \b
+    fwbridge ros2 call /robot1/base_bridge/get_status std_srvs/srv/Trigger
+    """
     from fwbridge.bridge import topics
     from fwbridge.bridge.ros2.services import register
 

@@ -18,6 +18,7 @@ FOREIGN = {"PortNotOpenError", "SerialTimeoutException", "NotImplementedError", 
            "KeyboardInterrupt", "StopIteration",
            "Stopped",  # a stop signal: a KeyboardInterrupt, so no `except Exception` eats it
            "AttributeError",  # a module __getattr__ must raise AttributeError
+           "KeyError",  # a dict's __missing__ must raise KeyError
            "ImportError"}  # a folder imported under a second name fails as an import does
 
 
