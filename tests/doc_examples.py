@@ -59,6 +59,7 @@ UNTIL_STOPPED = re.compile(
     r"(?!.*--duration)"
     r"|fwbridge ros2 (echo|pub)\b(?!.*--count)"
     r"|fwbridge ros2 router\b"
+    r"|fwbridge fw run\b(?!.*--duration)"
     r"|python -m can\.logger\b)"
 )
 # Started, for the commands whose first line of output comes before they are: the
@@ -66,6 +67,8 @@ UNTIL_STOPPED = re.compile(
 # can.logger is in its loop (where Ctrl-C ends it quietly) once it prints a frame.
 STARTED = {"fwbridge bridge": re.compile(r"^bridge: .* active,", re.M),
            "fwbridge ros2 router": re.compile(r"^router: listening on", re.M),
+           # it may build the firmware first: running once it names its port
+           "fwbridge fw run": re.compile(r"^fwref firmware on ", re.M),
            "python -m can.logger": re.compile(r"^Timestamp:", re.M)}
 PLACEHOLDER_PTY = "/dev/pts/7"
 PTY = re.compile(r"/dev/pts/\d+")
