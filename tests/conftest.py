@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -43,3 +44,12 @@ def _private_bus_daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ.pop("FWBRIDGE_RUNTIME_DIR", None)
     else:
         os.environ["FWBRIDGE_RUNTIME_DIR"] = old
+
+
+@pytest.fixture
+def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private runtime directory for the shared buses (daemons) of one test."""
+    d = tmp_path / "run"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv("FWBRIDGE_RUNTIME_DIR", str(d))
+    return d

@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import importlib
 import os
+import queue
 import re
 import selectors
 import shutil
@@ -506,3 +507,52 @@ def shared_bus(name: str, *options: str) -> Iterator[str]:
         yield name
     finally:
         run_verb("can", "bus", "down", name)
+
+
+class Lines:
+    """The lines a process writes on a pipe, read by a thread, so a test waits for one
+    with a bounded timeout instead of sleeping."""
+
+    def __init__(self, stream: Any) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        for raw in stream:
+            self._queue.put(raw.decode(errors="replace") if isinstance(raw, bytes) else raw)
+        self._queue.put(None)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        """The first line so far containing ``text``, waiting for it if none has yet (so
+        lines that come in either order can be waited for one after the other)."""
+        for line in self.seen:
+            if text in line:
+                return line
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, end - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                raise AssertionError(f"no line with {text!r}; got: {''.join(self.seen)[-3000:]}")
+            self.seen.append(line)
+            if text in line:
+                return line
+
+    def drain(self) -> str:
+        """Every line so far, without waiting."""
+        while True:
+            try:
+                line = self._queue.get_nowait()
+            except queue.Empty:
+                return "".join(self.seen)
+            if line is not None:
+                self.seen.append(line)
+
+    def rest(self, timeout: float = 30.0) -> str:
+        """Everything, once the pipe closes."""
+        self._thread.join(timeout)
+        return self.drain()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import subprocess
 import threading
@@ -27,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Hosts", "Lines", "Link", "Reports", "unavailable"]
+__all__ = ["Hosts", "Link", "Reports", "unavailable"]
 
 #: The addresses of the test hosts: 10.77.<link>.<1|2>/24, nowhere else.
 SUBNET = "10.77"
@@ -135,48 +134,6 @@ class Hosts:
         self.procs.clear()
         for ns in self.names.values():
             _ip("netns", "del", ns, check=False)
-
-
-class Lines:
-    """The lines a process writes on a pipe, read by a thread, so a test waits for one
-    with a bounded timeout instead of sleeping."""
-
-    def __init__(self, stream: Any) -> None:
-        self.seen: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
-
-    def _read(self, stream: Any) -> None:
-        for raw in stream:
-            self._queue.put(raw.decode(errors="replace") if isinstance(raw, bytes) else raw)
-        self._queue.put(None)
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        """The first line so far containing ``text``, waiting for it if none has yet."""
-        for line in self.seen:
-            if text in line:
-                return line
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._queue.get(timeout=max(0.0, end - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                raise AssertionError(f"no line with {text!r}; got: {''.join(self.seen)[-3000:]}")
-            self.seen.append(line)
-            if text in line:
-                return line
-
-    def drain(self) -> str:
-        """Every line so far, without waiting."""
-        while True:
-            try:
-                line = self._queue.get_nowait()
-            except queue.Empty:
-                return "".join(self.seen)
-            if line is not None:
-                self.seen.append(line)
 
 
 class Reports:

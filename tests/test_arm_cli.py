@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import can
-import pytest
 
 from fwbridge.bridge.arm.can_arm import drive_pick_place, run_modules
 from fwbridge.bridge.arm.kinematics import ScaraGeometry
@@ -83,12 +82,6 @@ def test_host_loop_drives_modules_on_the_virtual_bus() -> None:
 
 
 # -- the arm of 'sim scara' on a shared bus, driven from another process ------------------------
-@pytest.fixture
-def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "run"
-    d.mkdir(mode=0o700)
-    monkeypatch.setenv("FWBRIDGE_RUNTIME_DIR", str(d))
-    return d
 
 
 def test_pick_place_drives_the_arm_of_sim_scara_on_a_shared_bus(rundir: Path) -> None:

@@ -32,14 +32,6 @@ from tests.helpers import wait_for_line
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
 
 
-@pytest.fixture
-def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "run"
-    d.mkdir(mode=0o700)
-    monkeypatch.setenv("FWBRIDGE_RUNTIME_DIR", str(d))
-    return d
-
-
 def _daemon(name: str, **kw: object) -> Iterator[BusDaemon]:
     dm = BusDaemon(name, **kw)  # type: ignore[arg-type]
     dm.open()

@@ -34,14 +34,6 @@ def pk(kind: str, body: bytes = b"") -> bytes:
 HELLO = pk("H", json.dumps({"name": "rogue"}).encode())
 
 
-@pytest.fixture
-def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "run"
-    d.mkdir(mode=0o700)
-    monkeypatch.setenv("FWBRIDGE_RUNTIME_DIR", str(d))
-    return d
-
-
 def _daemon(name: str, **kw: object) -> Iterator[tuple[BusDaemon, threading.Thread]]:
     dm = BusDaemon(name, **kw)  # type: ignore[arg-type]
     dm.open()

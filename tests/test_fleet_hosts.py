@@ -29,8 +29,8 @@ import pytest
 pytest.importorskip("zenoh", reason="the ros2 extra (eclipse-zenoh) is not installed")
 pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed")
 
-from tests.helpers import ROOT, cli_env, fwbridge_argv
-from tests.netns import Hosts, Lines, Reports, unavailable
+from tests.helpers import ROOT, Lines, cli_env, fwbridge_argv
+from tests.netns import Hosts, Reports, unavailable
 
 _why = unavailable()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]

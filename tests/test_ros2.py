@@ -8,12 +8,10 @@ Zenoh + rosbags) runs in another process.
 from __future__ import annotations
 
 import json
-import queue
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +35,15 @@ from fwbridge.bridge.ros2.router import (  # noqa: E402
     router_config,
 )
 from fwbridge.bridge.topics import Qos  # noqa: E402
-from tests.helpers import ROOT, cli_env, fwbridge_argv, reaped, run_cli, spawn_verb  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    ROOT,
+    Lines,
+    cli_env,
+    fwbridge_argv,
+    reaped,
+    run_cli,
+    spawn_verb,
+)
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "ros2_rmw_zenoh_golden.json")
                     .read_text())
@@ -499,49 +505,6 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
 
 
 # -- the router, and what is said about it ------------------------------------------------------
-class _Lines:
-    """The lines a process writes on a pipe, read by a thread, so a test waits for one
-    with a bounded timeout instead of sleeping."""
-
-    def __init__(self, stream: Any) -> None:
-        self.seen: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _read(self, stream: Any) -> None:
-        for raw in stream:
-            self._queue.put(raw.decode(errors="replace"))
-        self._queue.put(None)
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        """The first line so far containing ``text``, waiting for it if none has yet (so
-        lines that come in either order can be waited for one after the other)."""
-        for line in self.seen:
-            if text in line:
-                return line
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._queue.get(timeout=max(0.0, end - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                raise AssertionError(f"no line with {text!r}; got: {''.join(self.seen)}")
-            self.seen.append(line)
-            if text in line:
-                return line
-
-    def rest(self, timeout: float = 30.0) -> str:
-        """Everything, once the pipe closes."""
-        self._thread.join(timeout)
-        while not self._queue.empty():
-            line = self._queue.get()
-            if line is not None:
-                self.seen.append(line)
-        return "".join(self.seen)
-
-
 def test_router_config_mirrors_rmw_zenohd() -> None:
     """rmw_zenohd's default config where it matters, but on loopback by default."""
     cfg = json.loads(str(router_config()))
@@ -568,7 +531,7 @@ def test_ros2_router_routes_between_clients_until_a_signal(sig: str) -> None:
     proc = spawn_verb("ros2", "router", "--listen", endpoint, stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE)
     with reaped(proc):
-        lines = _Lines(proc.stderr)
+        lines = Lines(proc.stderr)
         assert lines.wait_for("router: listening on") == f"router: listening on {endpoint}\n"
         got: list[Any] = []
         with Participant(connect=(endpoint,), wait=10) as a, \
@@ -627,7 +590,7 @@ def test_fleet_with_listen_says_peers_may_connect_and_they_do() -> None:
     proc = spawn_verb("fleet", "1", "--listen", here, "--connect", nowhere,
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with reaped(proc):
-        lines = _Lines(proc.stderr)
+        lines = Lines(proc.stderr)
         assert f"listening on {here}" in lines.wait_for("simulated bases")
         said = lines.wait_for("Zenoh")  # the first word on reachability, ~1 s in
         assert "no Zenoh router reachable" not in said, said
@@ -723,11 +686,11 @@ def test_the_three_lines_of_the_docs(tmp_path: Path) -> None:
     router = spawn_verb("ros2", "router", "--listen", endpoint, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE)
     with reaped(router):
-        assert _Lines(router.stderr).wait_for("router: listening on")
+        assert Lines(router.stderr).wait_for("router: listening on")
         bridge = spawn_verb("bridge", str(robot), "--ros2", stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
         with reaped(bridge):
-            bridge_err = _Lines(bridge.stderr)
+            bridge_err = Lines(bridge.stderr)
             bridge_err.wait_for("ROS 2 node /robot1/base_bridge")
             echo = run_cli("ros2", "echo", "/robot1/odom", "--json", "--count", "1",
                            "--connect", endpoint, timeout=60)

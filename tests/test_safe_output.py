@@ -215,12 +215,6 @@ def test_generated_files_get_the_users_umask(tmp_path: Path) -> None:
 
 
 # -- a shared bus (its daemon in another process) ----------------------------------------------
-@pytest.fixture
-def rundir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "run"
-    d.mkdir(mode=0o700)
-    monkeypatch.setenv("FWBRIDGE_RUNTIME_DIR", str(d))
-    return d
 
 
 def test_can_sim_capture_on_a_shared_bus(rundir: Path, tmp_path: Path) -> None:
