@@ -52,14 +52,13 @@ STATE = "_doc_state"  # the document namespace's key of its DocState
 
 # Until Ctrl-C, serving the lines after them: the simulations (one that records is a
 # recorder: stopped before the next line, so the lines after it read a whole file).
-SERVES = re.compile(r"^fwbridge (sim|can sim)\b(?!.*(--duration|--record|--capture))")
+SERVES = re.compile(r"^fwbridge (sim|can sim|fw run)\b(?!.*(--duration|--record|--capture))")
 # Until Ctrl-C: stopped once they printed their first line.
 UNTIL_STOPPED = re.compile(
     r"^(fwbridge (sim|can sim|sniff|bridge|record|can sniff|can busload|can record|fleet)\b"
     r"(?!.*--duration)"
     r"|fwbridge ros2 (echo|pub)\b(?!.*--count)"
     r"|fwbridge ros2 router\b"
-    r"|fwbridge fw run\b(?!.*--duration)"
     r"|python -m can\.logger\b)"
 )
 # Started, for the commands whose first line of output comes before they are: the
@@ -67,9 +66,9 @@ UNTIL_STOPPED = re.compile(
 # can.logger is in its loop (where Ctrl-C ends it quietly) once it prints a frame.
 STARTED = {"fwbridge bridge": re.compile(r"^bridge: .* active,", re.M),
            "fwbridge ros2 router": re.compile(r"^router: listening on", re.M),
-           # it may build the firmware first: running once it names its port
-           "fwbridge fw run": re.compile(r"^fwref firmware on ", re.M),
            "python -m can.logger": re.compile(r"^Timestamp:", re.M)}
+#: What `fwbridge fw ...` needs; a block that uses it skips without them.
+BOARD_TOOLS = ("qemu-system-arm", "arm-none-eabi-gcc")
 PLACEHOLDER_PTY = "/dev/pts/7"
 PTY = re.compile(r"/dev/pts/\d+")
 READY_TIMEOUT = 30.0  # seconds for a simulation's first line (its port)
@@ -210,7 +209,7 @@ def run_line(cmd: Command, state: DocState) -> str | None:
                 return f"{where}\nprinted nothing in {READY_TIMEOUT:.0f} s\n{bg.output()}"
             if bg.proc.poll() is not None:
                 return f"{where}\nended at once ({bg.proc.returncode})\n{bg.output()}"
-            if text.startswith("fwbridge sim"):
+            if text.startswith(("fwbridge sim", "fwbridge fw run")):
                 if not bg.wait_for(PTY, READY_TIMEOUT):
                     bg.stop()
                     return f"{where}\nprinted no port\n{bg.output()}"
@@ -261,6 +260,10 @@ def evaluate_sh(example: Example) -> None:
     import pytest
 
     state: DocState = example.namespace[STATE]
+    if "fwbridge fw " in str(example.parsed):
+        missing = [t for t in BOARD_TOOLS if shutil.which(t) is None]
+        if missing:  # as the QEMU tests do: skip and say why
+            pytest.skip(f"the emulated board needs {', '.join(missing)} (Debian packages)")
     failures: list[str] = []
     known: list[str] = []
     passed_known: list[str] = []
