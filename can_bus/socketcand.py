@@ -24,7 +24,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from fwbridge.can_bus.bits import Frame
-from fwbridge.can_bus.daemon import TX_LIMIT, Client
+from fwbridge.can_bus.daemon_nodes import TX_LIMIT, Client
 from fwbridge.protocols.bus_wire import FLAG_EXT, FLAG_FD, MESSAGE, Hello
 from fwbridge.protocols.errors import CanFrameError
 
@@ -51,6 +51,8 @@ def parse_send(text: str) -> Frame:
 
 class TextClient(Client):
     """A socketcand node: text commands in, ``< frame ... >`` lines out."""
+
+    daemon: BusDaemon  # the whole daemon: a socketcand node attaches itself
 
     def __init__(self, sock: socket.socket, daemon: BusDaemon) -> None:
         super().__init__(sock, daemon)

@@ -1,0 +1,149 @@
+"""The shared bus daemon's side of its nodes: each attached client (socket, buffers, afap
+state) and the channel that packs each delivery once for all its receivers.
+
+Apart from :mod:`can_bus.daemon` (the loop, the packets, bus time) so that both stay
+small; the daemon is seen here only through :class:`NodeHost`, so nothing imports back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import struct
+import time
+from collections import Counter
+from typing import Any, Protocol
+
+import can
+
+from fwbridge.can_bus.daemon_client import pack_message, packet
+from fwbridge.can_bus.model import Event, FrameDelivered, StateChanged
+from fwbridge.can_bus.simchannel import Rules, SimChannel, matches
+from fwbridge.protocols.bus_wire import (
+    FLAG_BRS,
+    FLAG_ESI,
+    FLAG_EXT,
+    FLAG_FD,
+    FLAG_RTR,
+    FLAG_RX,
+    HEADER,
+    MESSAGE,
+    Kind,
+    PacketReader,
+)
+
+__all__ = ["OUT_LIMIT", "TX_LIMIT", "Client", "DaemonChannel", "NodeHost"]
+
+OUT_LIMIT = 8 << 20  # bytes queued for a node that does not read: beyond, its frames drop
+TX_LIMIT = 4096  # frames a node may have queued on the bus: beyond, its new ones drop
+
+
+class NodeHost(Protocol):
+    """What a client and the channel need of the daemon."""
+
+    pending: set[Client]  # clients with bytes to send
+    by_node: dict[int, Client]
+
+    def wake(self) -> None: ...
+
+
+class Client:
+    """One attached node: its socket, buffers and afap horizon (None: busy)."""
+
+    def __init__(self, sock: socket.socket, daemon: NodeHost) -> None:
+        self.sock = sock
+        self.daemon = daemon
+        self.inbuf = bytearray()
+        self.out = bytearray()
+        self.node_id = -1
+        self.fd = False
+        self.channel: Any = None
+        self.receive_own_messages = False
+        self.receive_error_frames = False
+        self.rx_rules: Rules | None = None
+        # afap: "idle" (holds no time), "wait" (blocked on the bus up to ``horizon`` ticks),
+        # "busy" (handed a frame while waiting for traffic: time waits for it)
+        self.mode = "idle"
+        self.horizon = math.inf
+        self.busy_since = 0.0  # monotonic time it became busy
+        self.not_listening = False  # held bus time past the daemon's hold limit
+        self.dropped = 0  # deliveries dropped: it did not read
+        self.tx_dropped = 0  # frames of its own dropped: it queued more than TX_LIMIT
+        self.reader = PacketReader("daemon")
+        self.name = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name or 'node'} (node {self.node_id})"
+
+    def hand(self) -> None:
+        """It has a frame to work on while waiting for traffic: bus time waits for it."""
+        if self.mode == "wait" and self.horizon == math.inf:
+            self.mode = "busy"
+            self.busy_since = time.monotonic()
+
+    def queue(self, data: bytes) -> None:
+        if len(self.out) > OUT_LIMIT:
+            self.dropped += 1
+            return
+        self.out += data
+        self.daemon.pending.add(self)
+
+    def error_packet(self, why: str) -> bytes:
+        return packet(Kind.ERROR, json.dumps({"error": why}).encode())
+
+    def _put_packed(self, pkt: bytes) -> None:
+        self.hand()
+        self.queue(pkt)
+
+    # the channel's endpoint protocol
+    def deliver(self, msg: can.Message) -> None:
+        self.hand()
+        self.queue(packet(Kind.MESSAGE, pack_message(msg)))
+
+    def state_changed(self, event: StateChanged) -> None:
+        pass
+
+
+class DaemonChannel(SimChannel):
+    """The bus model, telling each node when its own frames are done. Frames are packed
+    once for all their receivers (no ``can.Message`` in between); error frames and state
+    changes take the channel's own path."""
+
+    daemon: NodeHost
+
+    def dispatch(self, events: list[Event]) -> None:
+        others = [ev for ev in events if type(ev) is not FrameDelivered]
+        if others:
+            super().dispatch(others)
+        done: Counter[int] = Counter()
+        eps, epoch, rate = self.endpoints, self.epoch, self.model.tick_rate
+        for ev in events:
+            if type(ev) is not FrameDelivered:
+                continue
+            done.update(ev.transmitters)
+            can_id, ext, rtr, dlc, data, is_fd, brs, esi = ev.frame
+            if is_fd:
+                dlc = len(data)
+            flags = ((FLAG_EXT if ext else 0) | (FLAG_RTR if rtr else 0) | (FLAG_FD if is_fd else 0)
+                     | (FLAG_BRS if brs else 0) | (FLAG_ESI if esi else 0))
+            body = MESSAGE.pack(epoch + ev.time / rate, can_id, flags | FLAG_RX, dlc) + data
+            pkt = HEADER.pack(len(body) + 1, Kind.MESSAGE) + body
+            for rid in ev.receivers:
+                ep = eps.get(rid)
+                if ep is not None and (not is_fd or ep.fd) and (
+                        ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
+                    ep._put_packed(pkt)  # type: ignore[attr-defined]
+            for tid in ev.transmitters:
+                ep = eps.get(tid)
+                if ep is not None and ep.receive_own_messages and (
+                        ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
+                    own = MESSAGE.pack(epoch + ev.time / rate, can_id, flags, dlc) + data
+                    ep._put_packed(HEADER.pack(len(own) + 1, Kind.MESSAGE) + own)  # type: ignore
+        for nid, k in done.items():
+            client = self.daemon.by_node.get(nid)
+            if client is not None:
+                client.queue(packet(Kind.DONE, struct.pack(">I", k)))
+        if events:
+            self.daemon.wake()
