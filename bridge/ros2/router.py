@@ -22,10 +22,8 @@ endpoints, since nothing should be reachable from other machines unless asked
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
-import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,16 +72,9 @@ def is_loopback(endpoint: str) -> bool:
     m = _HOST.match(endpoint)
     if m is None:
         return False
-    host = m.group("v6") if m.group("v6") is not None else m.group("host")
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        pass
-    try:
-        addrs = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
-    except (OSError, UnicodeError):
-        return False
-    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
+    from fwbridge.can_bus.mcap_io import is_loopback_host  # the live view's check too
+
+    return is_loopback_host(m.group("v6") if m.group("v6") is not None else m.group("host"))
 
 
 def zenoh_error(exc: BaseException) -> str:
