@@ -408,6 +408,23 @@ def drive_square(port: str, side: float, *, timeout_s: float = 90.0,
             "bridge": stats}
 
 
+def _read_by_the_board(board: QemuBoard, timeout: float = 10.0) -> None:
+    """Until the board reads its link. QEMU reads a new pty about once a second at
+    first, so the bridge's first writes could time out ('link lost'); one byte that
+    neither receiver takes, counted by the firmware (rx_bytes), says it reads."""
+    import serial
+
+    first = board.wait_status(timeout=timeout) or {}
+    before = first.get("rx_bytes")
+    if before is None:
+        return
+    with serial.Serial(board.port, timeout=0.5, write_timeout=timeout) as port:
+        port.write(b"\x00")
+        end, st = time.monotonic() + timeout, first
+        while time.monotonic() < end and st.get("rx_bytes", before) <= before:
+            st = board.wait_status(st.get("ms", -1), timeout=end - time.monotonic()) or st
+
+
 def _settled(board: QemuBoard, timeout: float = 3.0) -> dict[str, Any]:
     """The board's counters once it reports standing still (or the last ones)."""
     end = time.monotonic() + timeout
@@ -452,6 +469,7 @@ def demo_cmd(side: float, as_json: bool, icount: str | None, elf: str | None) ->
                        "phase": driver.phase, "x": odom.x, "y": odom.y, "yaw": odom.yaw})
 
     try:
+        _read_by_the_board(board)
         res = drive_square(board.port, side, on_tick=on_tick)
         st = _settled(board)
     except KeyboardInterrupt:
