@@ -26,8 +26,8 @@ import numpy as np
 
 from bench.baselines.seed_scara_ik import compute_scara_ik
 from bench.common import best_of, machine, table
-from fwbridge.bridge.arm.can_arm import run_pick_place
-from fwbridge.bridge.arm.kinematics import (
+from fwbridge.bridge.robots.arm.can_arm import run_pick_place
+from fwbridge.bridge.robots.arm.kinematics import (
     Joints,
     Pose,
     ScaraGeometry,
@@ -35,7 +35,7 @@ from fwbridge.bridge.arm.kinematics import (
     inverse,
     inverse_path,
 )
-from fwbridge.bridge.arm.pick_place import PickPlaceConfig
+from fwbridge.bridge.robots.arm.pick_place import PickPlaceConfig
 
 GEOM = ScaraGeometry()
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bench.bench_bridge_latency import start_peer, stop_peer
 from bench.common import machine, table
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.link.transports import PtyPair
 
 GOAL = 1.0
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import machine, table
-from fwbridge.bridge.base_node import BaseNode
-from fwbridge.bridge.config import parse_config
-from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.bridge.node.base_node import BaseNode
+from fwbridge.bridge.node.config import parse_config
+from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.protocols import cmd_frame, odom_frame
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,8 +28,8 @@ from typing import Any
 import can
 
 from bench.common import machine, table
+from fwbridge.bridge.record.can_mcap import McapCanWriter, read_mcap_messages
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.mcap_capture import McapCanWriter, read_mcap_messages
 
 BITRATE = 1_000_000
 

@@ -35,12 +35,12 @@ from typing import Any
 import serial
 
 from bench.common import machine, table
+from fwbridge.bridge.link.transports import PtyPair, register_url_handlers
 from fwbridge.bridge.sim import World
 from fwbridge.bridge.sim.endpoint import HostPort, SimEndpoint
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
-from fwbridge.bridge.transports import PtyPair, register_url_handlers
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 

@@ -40,15 +40,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.common import machine, table
-from fwbridge.bridge.base_node import BaseNode, NodeEvent
-from fwbridge.bridge.config import RobotConfig
-from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.node.base_node import BaseNode, NodeEvent
+from fwbridge.bridge.node.config import RobotConfig
+from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner, Status
+from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController, NodeRunner, Status
 
 MB = 1 << 20
 
@@ -146,7 +146,7 @@ class BaseRig:
 # -- the fish ----------------------------------------------------------------------------------
 def fish_available() -> str | None:
     """None when the fish can run here, else why not."""
-    for module in ("fwbridge.bridge.sim.models.fish", "fwbridge.bridge.action_link"):
+    for module in ("fwbridge.bridge.sim.models.fish", "fwbridge.bridge.link.action_link"):
         try:
             if importlib.util.find_spec(module) is None:
                 return f"{module} not found"
@@ -161,9 +161,9 @@ class FishRig:
     name = "fish"
 
     def __init__(self, faults: FaultSpec, seed: int, period: float = 0.25) -> None:
-        from fwbridge.bridge.action_link import ActionLink
+        from fwbridge.bridge.link.action_link import ActionLink
+        from fwbridge.bridge.link.transports import open_link
         from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
-        from fwbridge.bridge.transports import open_link
 
         self.model = RobotFish(FishParams(seed=seed))
         self.endpoint = SimEndpoint(self.model, pacing="realtime", faults=faults)

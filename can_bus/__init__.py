@@ -10,8 +10,8 @@
   python-can interface ``fwbridge``.
 - :mod:`can_bus.daemon` (with :mod:`~can_bus.daemon_client`, :mod:`~can_bus.remote`,
   :mod:`~can_bus.socketcand`): one bus shared by many processes.
-- :mod:`can_bus.nodes`: main controller and actuator modules on any python-can bus.
-- :mod:`can_bus.capture`, :mod:`can_bus.pcapng`: log files and Wireshark captures.
+- :mod:`can_bus.sim.nodes`: main controller and actuator modules on any python-can bus.
+- CAN captures (log files, pcapng, MCAP) are in the record room, :mod:`fwbridge.bridge.record`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,6 @@ if TYPE_CHECKING:
     )
     from fwbridge.can_bus.bits import (
         frame_length as frame_length,
-    )
-    from fwbridge.can_bus.capture import (
-        open_writer as open_writer,
-    )
-    from fwbridge.can_bus.capture import (
-        read_messages as read_messages,
     )
     from fwbridge.can_bus.ids import (
         ActuatorMessage as ActuatorMessage,
@@ -76,23 +70,14 @@ if TYPE_CHECKING:
     from fwbridge.can_bus.model import (
         StateChanged as StateChanged,
     )
-    from fwbridge.can_bus.nodes import (
+    from fwbridge.can_bus.sim.nodes import (
         ActuatorModule as ActuatorModule,
     )
-    from fwbridge.can_bus.nodes import (
+    from fwbridge.can_bus.sim.nodes import (
         MainController as MainController,
     )
-    from fwbridge.can_bus.nodes import (
+    from fwbridge.can_bus.sim.nodes import (
         NodeRunner as NodeRunner,
-    )
-    from fwbridge.can_bus.pcapng import (
-        PcapngReader as PcapngReader,
-    )
-    from fwbridge.can_bus.pcapng import (
-        PcapngWriter as PcapngWriter,
-    )
-    from fwbridge.can_bus.pcapng import (
-        read_pcap as read_pcap,
     )
     from fwbridge.can_bus.simchannel import (
         SimBusError as SimBusError,
@@ -101,65 +86,9 @@ if TYPE_CHECKING:
         SimBusInitError as SimBusInitError,
     )
 
-__all__ = [
-    "ActuatorMessage",
-    "ActuatorModule",
-    "BusModel",
-    "Direction",
-    "ErrorFrame",
-    "ErrorState",
-    "Frame",
-    "FrameDelivered",
-    "FwBridgeBus",
-    "MainController",
-    "Node",
-    "NodeRunner",
-    "PcapngReader",
-    "PcapngWriter",
-    "SimBusError",
-    "SimBusInitError",
-    "StateChanged",
-    "command_id",
-    "drain",
-    "feedback_id",
-    "frame_bits",
-    "frame_length",
-    "from_message",
-    "open_writer",
-    "read_messages",
-    "read_pcap",
-    "to_message",
-]
 
-#: Public name -> the module that defines it (loaded on first use).
-_EXPORTS = {
-    "FwBridgeBus": "fwbridge.can_bus.interface",
-    "SimBusError": "fwbridge.can_bus.simchannel",
-    "SimBusInitError": "fwbridge.can_bus.simchannel",
-    "ActuatorMessage": "fwbridge.can_bus.ids",
-    "Direction": "fwbridge.can_bus.ids",
-    "command_id": "fwbridge.can_bus.ids",
-    "drain": "fwbridge.can_bus.ids",
-    "feedback_id": "fwbridge.can_bus.ids",
-    "from_message": "fwbridge.can_bus.ids",
-    "to_message": "fwbridge.can_bus.ids",
-    "ActuatorModule": "fwbridge.can_bus.nodes",
-    "MainController": "fwbridge.can_bus.nodes",
-    "NodeRunner": "fwbridge.can_bus.nodes",
-    "BusModel": "fwbridge.can_bus.model",
-    "ErrorFrame": "fwbridge.can_bus.model",
-    "ErrorState": "fwbridge.can_bus.model",
-    "FrameDelivered": "fwbridge.can_bus.model",
-    "Node": "fwbridge.can_bus.model",
-    "StateChanged": "fwbridge.can_bus.model",
-    "Frame": "fwbridge.can_bus.bits",
-    "frame_bits": "fwbridge.can_bus.bits",
-    "frame_length": "fwbridge.can_bus.bits",
-    "PcapngReader": "fwbridge.can_bus.pcapng",
-    "PcapngWriter": "fwbridge.can_bus.pcapng",
-    "read_pcap": "fwbridge.can_bus.pcapng",
-    "open_writer": "fwbridge.can_bus.capture",
-    "read_messages": "fwbridge.can_bus.capture",
-}
+# The CAN captures moved to the record room (fwbridge.bridge.record) with the serial ones.
+_MOVED = dict.fromkeys(("PcapngWriter", "PcapngReader", "read_pcap", "open_writer",
+                        "read_messages"), "fwbridge.bridge.record")
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _MOVED)

@@ -396,7 +396,7 @@ class FwBridgeBus(can.BusABC):
         self._finalizer()
 
     def _start_capture(self, path: str | can.Listener) -> None:
-        from fwbridge.can_bus.capture import open_writer  # only needed with capture=
+        from fwbridge.bridge.record.can_logs import open_writer  # only needed with capture=
 
         ch = self._ch
         if isinstance(path, can.Listener):  # a writer the caller made (and may extend)
@@ -420,7 +420,10 @@ class FwBridgeBus(can.BusABC):
         self._owned.append(stop)
 
     def _start_modules(self, count: int) -> None:
-        from fwbridge.can_bus.nodes import ActuatorModule, NodeRunner  # only needed with modules=
+        from fwbridge.can_bus.sim.nodes import (  # only needed with modules=
+            ActuatorModule,
+            NodeRunner,
+        )
 
         buses = [FwBridgeBus(self.channel_name, name=f"module{k}") for k in range(1, count + 1)]
         modules = [ActuatorModule(bus, k) for k, bus in enumerate(buses, start=1)]

@@ -12,15 +12,15 @@ from typing import Any
 import click
 from rich.table import Table
 
-from fwbridge.bridge.arm.can_arm import (
+from fwbridge.bridge.robots.arm.can_arm import (
     PickPlaceRun,
     arm_specs,
     drive_pick_place,
     run_modules,
     run_pick_place,
 )
-from fwbridge.bridge.arm.config import ArmConfigError, load_arm_config
-from fwbridge.bridge.arm.kinematics import (
+from fwbridge.bridge.robots.arm.config import ArmConfigError, load_arm_config
+from fwbridge.bridge.robots.arm.kinematics import (
     Joints,
     Pose,
     ScaraGeometry,
@@ -28,7 +28,7 @@ from fwbridge.bridge.arm.kinematics import (
     forward,
     inverse,
 )
-from fwbridge.bridge.arm.pick_place import PickAndPlace, PickPlaceConfig
+from fwbridge.bridge.robots.arm.pick_place import PickAndPlace, PickPlaceConfig
 from fwbridge.cli_verbs.common import Group, console, fail, json_line
 from fwbridge.cli_verbs.params import BITRATE, NEGATIVE_ARGS, Finite
 
@@ -74,7 +74,7 @@ def ik_cmd(x: float, y: float, z: float, phi: float, config: str | None, as_json
         best = inverse(geom, pose)
     except UnreachableError as exc:
         fail(str(exc))
-    from fwbridge.bridge.arm.kinematics import inverse_all
+    from fwbridge.bridge.robots.arm.kinematics import inverse_all
 
     sols = [best, *(j for j in inverse_all(geom, pose) if j != best)]
     for k, j in enumerate(sols):
@@ -226,7 +226,7 @@ def _ros2_arm(connect: tuple[str, ...]) -> Any:
         import zenoh  # noqa: F401
     except ImportError:
         fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
-    from fwbridge.bridge import topics
+    from fwbridge.bridge.ros2 import topics
     from fwbridge.bridge.ros2.arm import Ros2Arm
     from fwbridge.bridge.ros2.participant import Participant
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import click
 
-from fwbridge.bridge.base_node import BaseNode, NodeEvent
-from fwbridge.bridge.capture import CaptureError
-from fwbridge.bridge.config import ConfigError, load_config
-from fwbridge.bridge.hardware import LifecycleError
-from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.safe_output import OutputError, PendingFile
-from fwbridge.bridge.transports import LinkError
+from fwbridge.bridge.link.hardware import LifecycleError
+from fwbridge.bridge.link.transports import LinkError
+from fwbridge.bridge.node.base_node import BaseNode, NodeEvent
+from fwbridge.bridge.node.config import ConfigError, load_config
+from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.record.safe_output import OutputError, PendingFile
+from fwbridge.bridge.record.serial_pcapng import CaptureError
 from fwbridge.cli_verbs.common import FORCE, JsonBlocks, fail, print_counters, writable
 from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
@@ -121,7 +121,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     pending = None
     node: BaseNode | None = None
     if record or foxglove:
-        from fwbridge.bridge.mcap_capture import open_capture
+        from fwbridge.bridge.record.serial_mcap import open_capture
 
         live = live_sink(foxglove, foxglove_host, foxglove_port)
         try:
@@ -140,7 +140,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     recorder = getattr(capture, "recorder", None) or getattr(getattr(capture, "live", None),
                                                              "recorder", None)
     if recorder is not None:  # the node's own odometry records, as the ROS 2 bridge sends them
-        from fwbridge.bridge.topics import wall_stamp
+        from fwbridge.bridge.ros2.topics import wall_stamp
 
         node.odometry_callbacks.append(
             lambda odom: recorder.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))

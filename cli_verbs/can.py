@@ -23,14 +23,14 @@ import can
 import click
 from can.util import cast_from_string
 
-from fwbridge.can_bus.bits import Frame, frame_length
-from fwbridge.can_bus.capture import (
+from fwbridge.bridge.record.can_logs import (
     candump_line,
     decode_actuators,
     format_frame,
     parse_frame,
     read_messages,
 )
+from fwbridge.can_bus.bits import Frame, frame_length
 from fwbridge.can_bus.ids import ActuatorMessage, Direction, classify, from_message, to_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.cli_verbs.can_common import (
@@ -280,8 +280,8 @@ def _raw_fields(msg: can.Message, channel: str, t: float) -> dict[str, Any]:
 
 def _writer(file: str | None, bus: can.BusABC, bitrate: int | None, live: Any) -> Any:
     """The capture (any format; MCAP and live views with joint_states); one error line."""
-    from fwbridge.bridge.mcap_capture import can_writer
-    from fwbridge.can_bus.mcap_io import McapError
+    from fwbridge.bridge.record.mcap_io import McapError
+    from fwbridge.bridge.record.serial_mcap import can_writer
     rate = bitrate or (bus.sim.bitrate if isinstance(bus, FwBridgeBus) else None)
     try:
         return can_writer(file, bitrate=rate, live=live, channel=bus_label(bus))

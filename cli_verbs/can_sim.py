@@ -21,9 +21,9 @@ import can
 import click
 from rich.table import Table
 
-from fwbridge.can_bus.capture import open_writer
+from fwbridge.bridge.record.can_logs import open_writer
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
+from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController, NodeRunner
 from fwbridge.cli_verbs.can_common import open_bus, options, target
 from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
@@ -212,8 +212,8 @@ def _open_writer(path: str) -> Any:
 
 def _mcap_writer(capture: str | None, bus: can.BusABC, opts: Any, foxglove: bool, host: str,
                  port: int) -> Any:
-    from fwbridge.bridge.mcap_capture import can_writer
-    from fwbridge.can_bus.mcap_io import McapError
+    from fwbridge.bridge.record.mcap_io import McapError
+    from fwbridge.bridge.record.serial_mcap import can_writer
     from fwbridge.cli_verbs.live import live_sink
 
     path = capture if capture and _mcap_name(capture) else None
@@ -240,8 +240,8 @@ class _Health:
         if self.writer is None or now < self.due:
             return
         self.due = now + 1.0
-        from fwbridge.bridge import topics
-        from fwbridge.bridge.mcap_capture import ros_spec
+        from fwbridge.bridge.record.serial_mcap import ros_spec
+        from fwbridge.bridge.ros2 import topics
 
         streams = self.writer.streams
         if self.channel is None:

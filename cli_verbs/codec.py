@@ -211,7 +211,7 @@ class _BlockWriter:
 
 def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[bytes]:
     """The packet bytes of a pcapng serial capture (one direction: ``"rx"``/``"tx"``)."""
-    from fwbridge.bridge.capture import CaptureError, read_payloads
+    from fwbridge.bridge.record.serial_pcapng import CaptureError, read_payloads
 
     try:
         yield from read_payloads(path, direction)
@@ -226,7 +226,7 @@ _SIDE = {"rx": "rx (firmware -> host)", "tx": "tx (host -> firmware)"}
 
 def _both_directions(path: str) -> bool:
     """True when a pcapng capture holds packets of both directions (stops at the first pair)."""
-    from fwbridge.bridge.capture import CaptureError, read_capture
+    from fwbridge.bridge.record.serial_pcapng import CaptureError, read_capture
 
     seen: set[str] = set()
     try:
@@ -255,7 +255,7 @@ def read_input(path: str, fmt: str, direction: str | None = None,
         fail(f"{path}: is a directory, not a capture file")
     except PermissionError:
         fail(f"{path}: permission denied")
-    from fwbridge.bridge.capture_reader import capture_kind
+    from fwbridge.bridge.record.serial_pcapng_reader import capture_kind
 
     with stream:
         first = stream.read(READ_CHUNK)
@@ -264,7 +264,7 @@ def read_input(path: str, fmt: str, direction: str | None = None,
             hint = " (decode it with 'fwbridge can decode')" if "CAN" in kind else ""
             fail(f"{path}: a {kind}, not a serial capture or byte stream{hint}")
         if fmt == "auto":
-            from fwbridge.bridge.capture import looks_like_pcapng
+            from fwbridge.bridge.record.serial_pcapng import looks_like_pcapng
 
             fmt = ("pcapng" if looks_like_pcapng(first)
                    else "mcap" if first[:8] == b"\x89MCAP0\r\n"

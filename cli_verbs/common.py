@@ -91,7 +91,7 @@ FORCE = click.option("--force", is_flag=True,
 def writable(path: str, option: str = "", *, force: bool = False) -> None:
     """Check an output path before a run: one ``error:`` line if it cannot be written, or
     if a file is there already and ``force`` (``--force``) does not allow replacing it."""
-    from fwbridge.bridge.safe_output import OutputError, check_writable
+    from fwbridge.bridge.record.safe_output import OutputError, check_writable
 
     try:
         check_writable(path, replace=force)

@@ -61,16 +61,16 @@ def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:
     """Write the MCAP of a serial or CAN capture to ``out`` (a new file); messages in."""
     kind = capture_kind(src)
     if kind == "mcap":
-        from fwbridge.can_bus.mcap_io import read_mcap
+        from fwbridge.bridge.record.mcap_io import read_mcap
 
         for _ in read_mcap(src):  # read whole first: a damaged file is not "converted"
             pass
         shutil.copyfile(src, out)
         return 0
     if kind == "serial":
-        from fwbridge.bridge.capture import read_capture
-        from fwbridge.bridge.mcap_capture import SerialCapture
-        from fwbridge.can_bus.mcap_io import McapSink
+        from fwbridge.bridge.record.mcap_io import McapSink
+        from fwbridge.bridge.record.serial_mcap import SerialCapture
+        from fwbridge.bridge.record.serial_pcapng import read_capture
 
         cap = SerialCapture([McapSink(out, metadata={"converted_from": src.name})],
                             port=src.stem)
@@ -84,9 +84,9 @@ def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:
         finally:
             cap.streams.close()
         return cap.packets
-    from fwbridge.bridge.mcap_capture import JointStates
-    from fwbridge.can_bus.capture import read_messages
-    from fwbridge.can_bus.mcap_capture import McapCanWriter
+    from fwbridge.bridge.record.can_logs import read_messages
+    from fwbridge.bridge.record.can_mcap import McapCanWriter
+    from fwbridge.bridge.record.serial_mcap import JointStates
 
     writer = McapCanWriter(out, bitrate=bitrate, extend=[JointStates])
     n = 0
@@ -104,8 +104,8 @@ def to_rosbag2(src_mcap: Path, out: Path) -> tuple[Counter[str], set[str]]:
     from rosbags.rosbag2 import Writer
     from rosbags.typesys import get_types_from_msg
 
-    from fwbridge.bridge import topics
-    from fwbridge.can_bus.mcap_io import read_mcap
+    from fwbridge.bridge.record.mcap_io import read_mcap
+    from fwbridge.bridge.ros2 import topics
 
     store = topics.typestore("jazzy")
     schemas = _schemas(src_mcap)
@@ -186,7 +186,7 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
     if dst.exists():
         fail(f"{dst}: exists already; give a new name (nothing is overwritten)")
     fmt = fmt or ("mcap" if dst.suffix.lower() == ".mcap" else "rosbag2")
-    from fwbridge.can_bus.mcap_io import McapError
+    from fwbridge.bridge.record.mcap_io import McapError
 
     try:  # the temporary directory beside OUT is never named: OUT is what the user gave
         tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.",

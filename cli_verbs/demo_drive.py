@@ -2,7 +2,7 @@
 
 :class:`SquareDriver` is the pure control logic (pose in, velocity out);
 :func:`run_square` runs it end to end: the mecanum simulation on a pty in
-real time, the bridge's :class:`~bridge.base_node.BaseNode` on that pty
+real time, the bridge's :class:`~bridge.node.base_node.BaseNode` on that pty
 (the ``use_sim`` seam: the node opens the pty like any port), and the
 driver feeding the node's velocity requests from its odometry. The result
 compares the node's odometry with the simulation's true pose.
@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fwbridge.bridge.base_node import BaseNode, NodeEvent
-from fwbridge.bridge.capture import ByteSink
-from fwbridge.bridge.config import RobotConfig
-from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.node.base_node import BaseNode, NodeEvent
+from fwbridge.bridge.node.config import RobotConfig
+from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.record.serial_pcapng import ByteSink
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams

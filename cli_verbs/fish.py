@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from fwbridge.bridge.action_link import ActionLink, Exchange
-from fwbridge.bridge.transports import IO_ERRORS
+from fwbridge.bridge.link.action_link import ActionLink, Exchange
+from fwbridge.bridge.link.transports import IO_ERRORS
 from fwbridge.cli_verbs.action import enum_label, frame_options
 from fwbridge.cli_verbs.common import fail, json_line
 from fwbridge.cli_verbs.link import BAUD, open_port

@@ -16,9 +16,9 @@ from typing import Any
 
 import click
 
-from fwbridge.bridge.action_link import ActionLink
-from fwbridge.bridge.fish_client import FishClient, FishError
-from fwbridge.bridge.transports import IO_ERRORS
+from fwbridge.bridge.link.action_link import ActionLink
+from fwbridge.bridge.link.transports import IO_ERRORS
+from fwbridge.bridge.robots.fish_client import FishClient, FishError
 from fwbridge.cli_verbs.common import Group, fail, json_line
 from fwbridge.cli_verbs.link import BAUD, open_port
 from fwbridge.cli_verbs.params import Finite

@@ -214,7 +214,7 @@ class PortLink:
     """``--link PATH``: a symlink to the board's pty, removed at the end (ours only)."""
 
     def __init__(self, path: str | None, target: str) -> None:
-        from fwbridge.bridge.transports import claim_pty_link
+        from fwbridge.bridge.link.transports import claim_pty_link
 
         self.path = Path(path) if path is not None else None
         self.target = target
@@ -362,9 +362,9 @@ def drive_square(port: str, side: float, *, timeout_s: float = 90.0,
     The board's odometry is its commanded velocity integrated (no wheels, no
     truth to compare with): the square closes when the odometry says so.
     """
-    from fwbridge.bridge.base_node import BaseNode
-    from fwbridge.bridge.config import RobotConfig
-    from fwbridge.bridge.odometry import Odometry
+    from fwbridge.bridge.node.base_node import BaseNode
+    from fwbridge.bridge.node.config import RobotConfig
+    from fwbridge.bridge.node.odometry import Odometry
     from fwbridge.cli_verbs.demo_drive import SquareDriver
 
     driver = SquareDriver(side=side)

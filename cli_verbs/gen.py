@@ -25,7 +25,7 @@ __all__ = ["gen_c_cmd", "gen_dbc_cmd", "gen_group", "gen_wireshark_cmd", "wiresh
 def write_safely(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole (a temporary file in the same folder, then a rename),
     with the user's umask."""
-    from fwbridge.bridge.safe_output import OutputError, write_whole
+    from fwbridge.bridge.record.safe_output import OutputError, write_whole
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import serial
 from rich.live import Live
 from rich.text import Text
 
-from fwbridge.bridge.transports import LinkError, open_link
+from fwbridge.bridge.link.transports import LinkError, open_link
 from fwbridge.cli_verbs.common import console, err_console, fail
 from fwbridge.cli_verbs.params import DURATION as DURATION_S
 from fwbridge.cli_verbs.params import Baud
@@ -30,7 +30,7 @@ DURATION = click.option(
 
 
 def open_port(port: str, baud: int, **kwargs: Any) -> serial.SerialBase:
-    """Open a device or URL; a :class:`~bridge.transports.LinkError` becomes ``error: …``."""
+    """Open a device or URL; a :class:`~bridge.link.transports.LinkError` becomes ``error: …``."""
     try:
         return open_link(port, baud, **kwargs)
     except LinkError as exc:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fwbridge.bridge.numbers import out_of_range
+from fwbridge.bridge.node.numbers import out_of_range
 
 if TYPE_CHECKING:
     _FloatType = click.ParamType[float]

@@ -77,8 +77,8 @@ def _mcap_of(path: Path, tmp: Path) -> Path:
 
 def base_series(mcap: Path) -> BaseSeries:
     """The odometry, commands and counters of an MCAP capture (decoded by rosbags)."""
-    from fwbridge.bridge import topics
-    from fwbridge.can_bus.mcap_io import read_mcap
+    from fwbridge.bridge.record.mcap_io import read_mcap
+    from fwbridge.bridge.ros2 import topics
 
     s = BaseSeries()
     t0: float | None = None
@@ -113,8 +113,8 @@ def base_series(mcap: Path) -> BaseSeries:
 
 def can_series(path: Path, bitrate: int | None = None, window: float = 1.0) -> CanSeries:
     """Bus load (exact frame bits) and frames per ID per window; error states."""
+    from fwbridge.bridge.record.can_logs import read_messages
     from fwbridge.can_bus.bits import Frame, frame_length
-    from fwbridge.can_bus.capture import read_messages
 
     s = CanSeries(bitrate=bitrate)
     frames: list[Counter[str]] = []
@@ -140,7 +140,7 @@ def can_series(path: Path, bitrate: int | None = None, window: float = 1.0) -> C
                                       msg.is_remote_frame, msg.dlc,
                                       b"" if msg.is_remote_frame else bytes(msg.data)))
     if path.suffix.lower() == ".mcap":
-        from fwbridge.can_bus.mcap_io import read_mcap
+        from fwbridge.bridge.record.mcap_io import read_mcap
 
         for rec in read_mcap(path, ("/fwbridge/can/load", "/fwbridge/can/state")):
             body = json.loads(rec.data)
@@ -342,7 +342,7 @@ def _save(fig: Any, out: Path, dpi: float | None = None) -> None:
         os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it
         os.replace(tmp, out)
     except OSError as exc:  # named by OUT, never by the temporary file beside it
-        from fwbridge.bridge.safe_output import OutputError
+        from fwbridge.bridge.record.safe_output import OutputError
 
         raise OutputError(f"{out}: cannot write: {exc.strerror or exc}") from None
     finally:
@@ -393,7 +393,7 @@ def plot_capture(path: Path, out: Path, bitrate: int | None = None) -> dict[str,
 
     kind = capture_kind(path)
     if kind == "mcap":
-        from fwbridge.can_bus.mcap_io import read_mcap
+        from fwbridge.bridge.record.mcap_io import read_mcap
 
         topics = {r.topic for r, _ in zip(read_mcap(path), range(2000))}
         kind = "can" if "/from_can_bus" in topics or "/to_can_bus" in topics else "serial"
@@ -414,8 +414,8 @@ def plot_capture(path: Path, out: Path, bitrate: int | None = None) -> dict[str,
 def plot_cmd(capture: str, out: str, force: bool, bitrate: int | None) -> None:
     """Draw CAPTURE: a base's path, velocities, yaw and counters; a CAN bus's load,
     frames per ID and error states."""
-    from fwbridge.bridge.capture import CaptureError
-    from fwbridge.can_bus.mcap_io import McapError
+    from fwbridge.bridge.record.mcap_io import McapError
+    from fwbridge.bridge.record.serial_pcapng import CaptureError
 
     src = Path(capture)
     if not src.is_file():

@@ -42,7 +42,7 @@ def _settings(config: str | None, connect: tuple[str, ...], listen: tuple[str, .
         import zenoh  # noqa: F401
     except ImportError:
         fail("ROS 2 tools need the ros2 extra: pip install 'fwbridge[ros2]'")
-    from fwbridge.bridge.config import ConfigError
+    from fwbridge.bridge.node.config import ConfigError
     from fwbridge.bridge.ros2.config import Ros2Settings, load_ros2, parse_ros2
 
     try:
@@ -96,7 +96,7 @@ def router_cmd(listen: tuple[str, ...], connect: tuple[str, ...]) -> None:
         import zenoh  # noqa: F401
     except ImportError:
         fail("the router needs the ros2 extra: pip install 'fwbridge[ros2]'")
-    from fwbridge.bridge.config import ConfigError
+    from fwbridge.bridge.node.config import ConfigError
     from fwbridge.bridge.ros2.config import parse_endpoints
     from fwbridge.bridge.ros2.router import DEFAULT_LISTEN, is_loopback, open_router
 
@@ -198,7 +198,7 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
 
     TOPIC is an absolute name, such as /robot1/odom.
     """
-    from fwbridge.bridge import topics
+    from fwbridge.bridge.ros2 import topics
 
     s = _settings(config, connect, (), domain, distro)
     try:
@@ -268,7 +268,7 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
     fwbridge ros2 pub /robot1/cmd_vel geometry_msgs/msg/Twist \\
         '{linear: {x: 0.2}}' --rate 20
     """
-    from fwbridge.bridge import topics
+    from fwbridge.bridge.ros2 import topics
 
     s = _settings(config, connect, (), domain, distro)
     try:
@@ -324,7 +324,7 @@ def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: b
     \b
     fwbridge ros2 call /robot1/base_bridge/get_status std_srvs/srv/Trigger
     """
-    from fwbridge.bridge import topics
+    from fwbridge.bridge.ros2 import topics
     from fwbridge.bridge.ros2.services import register
 
     s = _settings(config, connect, (), domain, distro)
@@ -448,8 +448,8 @@ def _fleet_view(fleet: Any, enabled: bool, host: str, port: int) -> Any:
     sink = live_sink(enabled, host, port)
     if sink is None:
         return None
-    from fwbridge.bridge.mcap_capture import watch_node
-    from fwbridge.can_bus.mcap_io import Streams
+    from fwbridge.bridge.record.mcap_io import Streams
+    from fwbridge.bridge.record.serial_mcap import watch_node
 
     streams = Streams([sink])
     for ns, frames, node in zip(fleet.namespaces, fleet.frame_prefixes, fleet.nodes):

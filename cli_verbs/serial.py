@@ -11,15 +11,15 @@ import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from serial.tools import list_ports
 
-from fwbridge.bridge.capture import (
+from fwbridge.bridge.link.transports import IO_ERRORS, drop_backlog, read_some
+from fwbridge.bridge.node.health import GarbageWatch
+from fwbridge.bridge.record.serial_pcapng import (
     LINKTYPE_USER1,
     RX,
     TX,
     CaptureError,
     read_capture,
 )
-from fwbridge.bridge.health import GarbageWatch
-from fwbridge.bridge.transports import IO_ERRORS, drop_backlog, read_some
 from fwbridge.cli_verbs.codec import DECODERS
 from fwbridge.cli_verbs.common import (
     FORCE,
@@ -351,7 +351,7 @@ def _record_frame(capture: Any, tap: FrameTap | None, item: Any) -> None:
 def _open_capture(file: str | None, port: str, baud: int, live: Any, link: Any,
                   **recorder: Any) -> Any:
     """pcapng, or MCAP by the .mcap suffix, and/or a live view; one error line if not."""
-    from fwbridge.bridge.mcap_capture import open_capture
+    from fwbridge.bridge.record.serial_mcap import open_capture
 
     try:
         return open_capture(file, port=port, description=f"{baud} baud", live=live, **recorder)

@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import PACINGS, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.kinematics import wrap_deg
@@ -254,8 +254,8 @@ def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any
     """The capture of the robot link (file and/or live view); None without either."""
     if not record and not foxglove:
         return None
-    from fwbridge.bridge.capture import CaptureError
-    from fwbridge.bridge.mcap_capture import open_capture
+    from fwbridge.bridge.record.serial_mcap import open_capture
+    from fwbridge.bridge.record.serial_pcapng import CaptureError
 
     live = live_sink(foxglove, host, port)
     try:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import click
 
-from fwbridge.bridge.transports import IO_ERRORS
+from fwbridge.bridge.link.transports import IO_ERRORS
 from fwbridge.cli_verbs.common import fail
 from fwbridge.cli_verbs.link import BAUD, open_port, until_interrupted
 from fwbridge.cli_verbs.params import RATE, Finite

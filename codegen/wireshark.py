@@ -1,6 +1,6 @@
 """A Wireshark Lua dissector for fwbridge's serial captures, from frame descriptions.
 
-Captures (bridge/capture.py) carry the raw reads on LINKTYPE_USER0 and,
+Captures (bridge/record/serial_pcapng.py) carry the raw reads on LINKTYPE_USER0 and,
 when recorded with ``-p``, each frame the receiver accepted, whole, on a
 second interface with LINKTYPE_USER1: frames split across reads are
 dissected from there. Raw reads show every complete frame they hold whose

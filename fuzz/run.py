@@ -18,8 +18,9 @@ import contextlib
 import sys
 
 #: Modules outside protocols/ that parse outside input (captures, config files).
-PARSERS = ("fwbridge.bridge.capture", "fwbridge.bridge.config", "fwbridge.bridge.arm.config",
-           "fwbridge.can_bus.capture", "fwbridge.can_bus.pcapng", "fwbridge.can_bus.daemon")
+PARSERS = ("fwbridge.bridge.record.serial_pcapng", "fwbridge.bridge.node.config",
+           "fwbridge.bridge.robots.arm.config", "fwbridge.bridge.record.can_logs",
+           "fwbridge.bridge.record.can_pcapng", "fwbridge.can_bus.daemon")
 
 
 def _import_parsers() -> None:

@@ -111,7 +111,7 @@ def _scratch(data: bytes, suffix: str) -> Path:
 
 
 def serial_pcapng(data: bytes) -> None:
-    from fwbridge.bridge.capture import CaptureError, read_capture
+    from fwbridge.bridge.record.serial_pcapng import CaptureError, read_capture
 
     with contextlib.suppress(CaptureError):
         for packet in read_capture(_scratch(data, ".pcapng")):
@@ -119,7 +119,7 @@ def serial_pcapng(data: bytes) -> None:
 
 
 def can_pcapng(data: bytes) -> None:
-    from fwbridge.can_bus.pcapng import parse
+    from fwbridge.bridge.record.can_pcapng import parse
 
     with contextlib.suppress(ValueError):
         for msg in parse(data):
@@ -127,7 +127,7 @@ def can_pcapng(data: bytes) -> None:
 
 
 def candump(data: bytes) -> None:
-    from fwbridge.can_bus.capture import format_frame, parse_frame, read_messages
+    from fwbridge.bridge.record.can_logs import format_frame, parse_frame, read_messages
 
     text = data.decode("utf-8", errors="replace")
     for line in text.splitlines()[:20]:
@@ -197,8 +197,8 @@ def bus_daemon(data: bytes) -> None:
 def config_loader(data: bytes) -> None:
     import tomllib
 
-    from fwbridge.bridge.arm.config import ArmConfigError, parse_arm
-    from fwbridge.bridge.config import ConfigError, parse_config
+    from fwbridge.bridge.node.config import ConfigError, parse_config
+    from fwbridge.bridge.robots.arm.config import ArmConfigError, parse_arm
 
     try:
         table = tomllib.loads(data.decode("utf-8", errors="replace"))

@@ -92,7 +92,7 @@ class Role(IntEnum):
 
 
 class Health(IntEnum):
-    """The main controller's view of a module (:class:`can_bus.nodes.Status`)."""
+    """The main controller's view of a module (:class:`can_bus.sim.nodes.Status`)."""
 
     UNKNOWN = 0
     OK = 1

@@ -2,8 +2,8 @@
 
 Sans-I/O: the block builders return bytes, :func:`iter_packets` pulls bytes
 through a ``read(n)`` callable (a file's ``read``); nothing here opens a
-file. The serial captures (:mod:`fwbridge.bridge.capture`, link type 147) and
-the CAN captures (:mod:`fwbridge.can_bus.pcapng`, link type 227) are both
+file. The serial captures (:mod:`fwbridge.bridge.record.serial_pcapng`, link type 147) and
+the CAN captures (:mod:`fwbridge.bridge.record.can_pcapng`, link type 227) are both
 built from these blocks, which Wireshark and tshark open:
 
 - a Section Header Block (little-endian, ``shb_userappl`` = fwbridge);

@@ -27,12 +27,12 @@ import can
 import pytest
 import serial
 
-from fwbridge.bridge.action_link import ActionLink
-from fwbridge.bridge.base_core import NodeEvent
-from fwbridge.bridge.config import RobotConfig, parse_config
-from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.link.action_link import ActionLink
+from fwbridge.bridge.link.transports import PtyPair, register_url_handlers
+from fwbridge.bridge.node.base_core import NodeEvent
+from fwbridge.bridge.node.config import RobotConfig, parse_config
+from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.sim.models.fish import RobotFish
-from fwbridge.bridge.transports import PtyPair, register_url_handlers
 from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group, cmd_frame

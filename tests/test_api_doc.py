@@ -12,8 +12,8 @@ import pytest
 
 API = Path(__file__).resolve().parent.parent / "docs" / "API.md"
 PACKAGES = ("fwbridge", "fwbridge.protocols", "fwbridge.bridge", "fwbridge.bridge.sim",
-            "fwbridge.bridge.sim.models", "fwbridge.bridge.sim.fish", "fwbridge.bridge.arm",
-            "fwbridge.can_bus")
+            "fwbridge.bridge.sim.models", "fwbridge.bridge.sim.fish", "fwbridge.bridge.robots.arm",
+            "fwbridge.bridge.record", "fwbridge.can_bus")
 
 
 def documented() -> dict[str, set[str]]:

@@ -7,9 +7,9 @@ import math
 import can
 import pytest
 
-from fwbridge.bridge.arm.can_arm import ArmLink, JointModule, arm_specs, run_pick_place
-from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry
-from fwbridge.bridge.arm.pick_place import Phase, PickPlaceConfig
+from fwbridge.bridge.robots.arm.can_arm import ArmLink, JointModule, arm_specs, run_pick_place
+from fwbridge.bridge.robots.arm.kinematics import Joints, Pose, ScaraGeometry
+from fwbridge.bridge.robots.arm.pick_place import Phase, PickPlaceConfig
 from fwbridge.can_bus.ids import from_message
 from fwbridge.protocols.actuator import fine_position
 

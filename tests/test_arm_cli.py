@@ -9,9 +9,9 @@ from pathlib import Path
 
 import can
 
-from fwbridge.bridge.arm.can_arm import drive_pick_place, run_modules
-from fwbridge.bridge.arm.kinematics import ScaraGeometry
-from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
+from fwbridge.bridge.robots.arm.can_arm import drive_pick_place, run_modules
+from fwbridge.bridge.robots.arm.kinematics import ScaraGeometry
+from fwbridge.bridge.robots.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 from tests.helpers import ROOT, cli_env, fwbridge_argv, reaped, run_cli, shared_bus
 
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.baselines.seed_scara_ik import compute_scara_ik
-from fwbridge.bridge.arm.kinematics import (
+from fwbridge.bridge.robots.arm.kinematics import (
     Joints,
     Pose,
     ScaraGeometry,

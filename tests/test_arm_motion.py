@@ -8,9 +8,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
-from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove, Trapezoid
-from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
+from fwbridge.bridge.robots.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from fwbridge.bridge.robots.arm.motion import JointMove, Limits, LinearMove, Trapezoid
+from fwbridge.bridge.robots.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 
 # The earlier 0.4 m slide and the precise settings (PickPlaceConfig.precise()).
 GEOM = ScaraGeometry(z_min=0.0, z_max=0.4)

@@ -9,11 +9,11 @@ import math
 import can
 import pytest
 
-from fwbridge.bridge.arm.can_arm import ArmLink, arm_specs, run_modules, run_pick_place
-from fwbridge.bridge.arm.config import ArmConfigError, parse_arm
-from fwbridge.bridge.arm.kinematics import Pose, ScaraGeometry, forward, inverse
-from fwbridge.bridge.arm.motion import MoveL, RampSpeeds
-from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
+from fwbridge.bridge.robots.arm.can_arm import ArmLink, arm_specs, run_modules, run_pick_place
+from fwbridge.bridge.robots.arm.config import ArmConfigError, parse_arm
+from fwbridge.bridge.robots.arm.kinematics import Pose, ScaraGeometry, forward, inverse
+from fwbridge.bridge.robots.arm.motion import MoveL, RampSpeeds
+from fwbridge.bridge.robots.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.protocols.actuator import fine_position
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.capture import (
+from fwbridge.bridge.record.serial_pcapng import (
     INBOUND,
     LINKTYPE_USER0,
     OUTBOUND,
@@ -21,9 +21,9 @@ from fwbridge.bridge.capture import (
     read_capture,
     read_payloads,
 )
-from fwbridge.bridge.capture_reader import CaptureTruncated
+from fwbridge.bridge.record.serial_pcapng_reader import CaptureTruncated
 
-# python-pcapng's own option table triggers this on every block; bridge.capture hides it
+# python-pcapng's own option table triggers this on every block; serial_pcapng hides it
 # outside tests, pytest shows every DeprecationWarning again.
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.capture import read_capture
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.bridge.record.serial_pcapng import read_capture
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
@@ -352,7 +352,7 @@ def test_bridge_use_sim_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_read_pcapng_payloads_for_decode(tmp_path: Path) -> None:
-    from fwbridge.bridge.capture import CaptureWriter
+    from fwbridge.bridge.record.serial_pcapng import CaptureWriter
     from fwbridge.cli_verbs.codec import read_pcapng_payloads
     from fwbridge.cli_verbs.common import CliError
 

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from fwbridge.bridge.base_node import ZERO_FRAME, BaseNodeCore
-from fwbridge.bridge.config import Calibration
-from fwbridge.bridge.health import GarbageWatch
-from fwbridge.bridge.odometry import OdometryIntegrator, quaternion_from_yaw
+from fwbridge.bridge.node.base_node import ZERO_FRAME, BaseNodeCore
+from fwbridge.bridge.node.config import Calibration
+from fwbridge.bridge.node.health import GarbageWatch
+from fwbridge.bridge.node.odometry import OdometryIntegrator, quaternion_from_yaw
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
 
@@ -203,7 +203,7 @@ def test_frames_among_noise_or_silence_are_not_garbage() -> None:
 
 
 def test_paced_skips_to_the_newest_once_over_budget() -> None:
-    from fwbridge.bridge.base_core import paced
+    from fwbridge.bridge.node.base_core import paced
 
     t = [0.0]
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from fwbridge.bridge.aio import AsyncBaseNode
-from fwbridge.bridge.base_node import ZERO_FRAME, BaseNode
-from fwbridge.bridge.capture import CaptureWriter, read_capture
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.bridge.node.aio import AsyncBaseNode
+from fwbridge.bridge.node.base_node import ZERO_FRAME, BaseNode
+from fwbridge.bridge.record.serial_pcapng import CaptureWriter, read_capture
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame

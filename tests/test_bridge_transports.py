@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import serial
 
-from fwbridge.bridge.transports import (
+from fwbridge.bridge.link.transports import (
     LinkBusy,
     LinkError,
     LinkNotFound,
@@ -111,7 +111,7 @@ def test_permission_denied_on_a_real_device() -> None:
         if setpriv is None:
             pytest.skip("running as root and setpriv is not installed")
         code = (
-            "from fwbridge.bridge.transports import open_link, LinkError\n"
+            "from fwbridge.bridge.link.transports import open_link, LinkError\n"
             f"try:\n    open_link({pair.path!r})\n"
             "except LinkError as e:\n    print(type(e).__name__, e)\n"
         )

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fwbridge.can_bus.capture import (
+from fwbridge.bridge.record.can_logs import (
     candump_line,
     decode_actuators,
     format_frame,
@@ -21,10 +21,10 @@ from fwbridge.can_bus.capture import (
     parse_frame,
     read_messages,
 )
+from fwbridge.bridge.record.can_pcapng import LINKTYPE_CAN_SOCKETCAN, PcapngWriter, encode_packet
 from fwbridge.can_bus.ids import ActuatorMessage, Direction, to_message
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.nodes import ActuatorModule
-from fwbridge.can_bus.pcapng import LINKTYPE_CAN_SOCKETCAN, PcapngWriter, encode_packet
+from fwbridge.can_bus.sim.nodes import ActuatorModule
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
 
@@ -196,8 +196,8 @@ def test_format_parse_round_trip(ext: bool, can_id: int, data: bytes) -> None:
 
 def test_python_can_finds_the_pcapng_plugins_by_entry_point(tmp_path: Path) -> None:
     # can.Logger / can.LogReader pick .pcapng through the can.io entry points,
-    # which name fwbridge.can_bus.pcapng: the installed package's one name.
-    from fwbridge.can_bus.pcapng import PcapngReader
+    # which name fwbridge.bridge.record.can_pcapng: the installed package's one name.
+    from fwbridge.bridge.record.can_pcapng import PcapngReader
 
     path = tmp_path / "ep.pcapng"
     logger = can.Logger(path)

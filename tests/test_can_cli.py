@@ -14,7 +14,7 @@ import can
 import pytest
 from click.testing import CliRunner, Result
 
-from fwbridge.can_bus.capture import read_messages
+from fwbridge.bridge.record.can_logs import read_messages
 from fwbridge.can_bus.ids import Direction, to_message
 from fwbridge.cli import fwbridge
 from fwbridge.protocols.action_frame import SubCommand

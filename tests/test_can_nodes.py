@@ -12,7 +12,14 @@ import pytest
 
 from fwbridge.can_bus.ids import Direction, from_message, to_message
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner, Status, TxQueue
+from fwbridge.can_bus.sim.nodes import (
+    ActuatorModule,
+    Kind,
+    MainController,
+    NodeRunner,
+    Status,
+    TxQueue,
+)
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
 from tests.helpers import vcan_reason

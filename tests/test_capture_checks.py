@@ -13,8 +13,8 @@ from pathlib import Path
 import can
 import pytest
 
-from fwbridge.bridge.capture import CaptureWriter
-from fwbridge.can_bus.pcapng import PcapngWriter
+from fwbridge.bridge.record.can_pcapng import PcapngWriter
+from fwbridge.bridge.record.serial_pcapng import CaptureWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame

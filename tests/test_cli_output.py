@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.sim.fish.body import FishBody
-from fwbridge.bridge.transports import PtyPair
 from fwbridge.cli_verbs.common import Float32, json_line, json_lines
 from fwbridge.cli_verbs.sim import status_text
 from fwbridge.protocols import action_frame, odom_frame

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.config import ConfigError, parse_config
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.bridge.node.config import ConfigError, parse_config
 from fwbridge.cli_verbs.params import RATE, Finite
 from tests.helpers import FirmwarePeer, run_cli, spawn_verb
 

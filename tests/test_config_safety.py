@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.config import ConfigError, load_config, parse_config
-from fwbridge.bridge.link_urls import allowed_schemes, check_link_url
+from fwbridge.bridge.link.link_urls import allowed_schemes, check_link_url
+from fwbridge.bridge.link.transports import LinkError, LinkURLError, open_link
+from fwbridge.bridge.node.config import ConfigError, load_config, parse_config
 from fwbridge.bridge.sim.models import ENTRY_POINT_GROUP, model_names
-from fwbridge.bridge.transports import LinkError, LinkURLError, open_link
 from tests import sim_stub
 from tests.helpers import ROOT, run_cli
 

@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("mcap")
 pytest.importorskip("rosbags")
 
-from fwbridge.bridge.mcap_capture import SerialCapture
-from fwbridge.can_bus.mcap_io import McapError, McapSink, McapTruncated, read_mcap
+from fwbridge.bridge.record.mcap_io import McapError, McapSink, McapTruncated, read_mcap
+from fwbridge.bridge.record.serial_mcap import SerialCapture
 from fwbridge.protocols import odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
 from tests.helpers import run_verb

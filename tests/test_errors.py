@@ -61,13 +61,13 @@ def test_the_subtrees_keep_the_bases_callers_rely_on() -> None:
     import can
     import serial
 
-    from fwbridge.bridge.transports import PortError
+    from fwbridge.bridge.link.transports import PortError
     from fwbridge.can_bus.simchannel import SimBusError
 
     assert issubclass(SimBusError, can.CanOperationError)
     assert issubclass(SimBusError, fwbridge.Error)
     assert issubclass(PortError, serial.SerialException) and issubclass(PortError, fwbridge.Error)
     # One ConfigError, wherever it is imported from.
-    from fwbridge.bridge.config import ConfigError
+    from fwbridge.bridge.node.config import ConfigError
 
     assert ConfigError is fwbridge.ConfigError is errors.ConfigError

@@ -1,7 +1,7 @@
 """The fish's system commands on firmware_ref's C main controller, on QEMU's Cortex-M3.
 
 The host side is the real one: ``fwbridge fish --port PORT ...`` as a
-subprocess, and :class:`~fwbridge.bridge.fish_client.FishClient` for the
+subprocess, and :class:`~fwbridge.bridge.robots.fish_client.FishClient` for the
 upgrade steps a correct client never sends (a bad chunk CRC, a chunk out of
 order). Power loss is QEMU killed and started again: the emulated board's
 stand-in for flash is RAM, which a soft reset keeps and a power cycle clears
@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fwbridge.bridge.action_link import ActionLink
-from fwbridge.bridge.fish_client import FishClient
+from fwbridge.bridge.link.action_link import ActionLink
+from fwbridge.bridge.robots.fish_client import FishClient
 from fwbridge.cli_verbs.link import open_port
 from fwbridge.protocols.fish_commands import (
     IapOp,

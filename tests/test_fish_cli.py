@@ -14,12 +14,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from fwbridge.bridge.action_link import ActionLink
+from fwbridge.bridge.link.action_link import ActionLink
+from fwbridge.bridge.link.transports import open_link
 from fwbridge.bridge.sim import webots_adapter
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.bridge.transports import open_link
 from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.cli_verbs.fish import send_action_cmd

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.action_link import ActionLink
-from fwbridge.bridge.fish_client import FishClient, FishError
+from fwbridge.bridge.link.action_link import ActionLink
+from fwbridge.bridge.link.transports import open_link
+from fwbridge.bridge.robots.fish_client import FishClient, FishError
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.fish.flash import FACTORY_IMAGE, FishFlash, FlashError
 from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.bridge.transports import open_link
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 from fwbridge.protocols.actuator import Fault

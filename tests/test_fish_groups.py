@@ -4,7 +4,7 @@ Action type, repeat count, the sync byte (steps that start together), the
 per-step timeout and the wait mask, executed by the fish behind
 ``sim://fish?pacing=afap``: every time below is simulated time (the CAN bus's
 clock), so the checks are exact functions of the servo model in
-``can_bus.nodes`` (a first-order lag, tau 80 ms, rate-limited to 300 °/s at
+``can_bus.sim.nodes`` (a first-order lag, tau 80 ms, rate-limited to 300 °/s at
 speed 100 %), the 20 ms command refresh and the 20 ms feedback period.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fwbridge.can_bus.nodes import DYNAMICS, Kind
+from fwbridge.can_bus.sim.nodes import DYNAMICS, Kind
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import pytest
 import serial
 
+from fwbridge.bridge.link.transports import register_url_handlers
 from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
 from fwbridge.bridge.sim.fish.body import Obstacle
 from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
-from fwbridge.bridge.transports import register_url_handlers
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand

@@ -34,9 +34,9 @@ def imported_after(code: str) -> set[str]:
         "import importlib, pkgutil, fwbridge.protocols as p\n"
         "for m in pkgutil.iter_modules(p.__path__):\n"
         "    importlib.import_module(f'fwbridge.protocols.{m.name}')",
-        "import fwbridge.bridge.base_core",
-        "import fwbridge.bridge.odometry",
-        "import fwbridge.bridge.config",
+        "import fwbridge.bridge.node.base_core",
+        "import fwbridge.bridge.node.odometry",
+        "import fwbridge.bridge.node.config",
     ],
     ids=["fwbridge", "protocols-package", "protocols-all", "base_core", "odometry", "config"],
 )
@@ -53,7 +53,7 @@ def test_package_roots_are_cheap() -> None:
 
 def test_a_control_that_can_fail() -> None:
     # The probe does see an I/O import when there is one.
-    assert "serial" in imported_after("import fwbridge.bridge.transports")
+    assert "serial" in imported_after("import fwbridge.bridge.link.transports")
 
 
 def test_no_test_module_imports_another() -> None:

@@ -26,17 +26,17 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from mcap.reader import make_reader  # noqa: E402
 
-from fwbridge.bridge import topics  # noqa: E402
-from fwbridge.bridge.capture import read_capture  # noqa: E402
-from fwbridge.bridge.mcap_capture import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
-from fwbridge.bridge.transports import PtyPair  # noqa: E402
-from fwbridge.can_bus.mcap_capture import (  # noqa: E402
+from fwbridge.bridge.link.transports import PtyPair  # noqa: E402
+from fwbridge.bridge.record.can_mcap import (  # noqa: E402
     FRAME_SCHEMA,
     FRAME_TYPE,
     decode_frame,
     encode_frame,
 )
-from fwbridge.can_bus.mcap_io import read_mcap  # noqa: E402
+from fwbridge.bridge.record.mcap_io import read_mcap  # noqa: E402
+from fwbridge.bridge.record.serial_mcap import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
+from fwbridge.bridge.record.serial_pcapng import read_capture  # noqa: E402
+from fwbridge.bridge.ros2 import topics  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
 from tests.helpers import (  # noqa: E402
@@ -137,8 +137,8 @@ def test_can_frame_cdr_is_rosbags_cdr(can_id: int, ext: bool, rtr: bool, data: b
 @given(st.lists(st.tuples(st.integers(0, 0x7FF), st.binary(max_size=8), st.booleans(),
                           st.floats(0, 2**31 - 1)), max_size=20))
 def test_recorder_writes_encode_frame_bytes(frames: list[tuple[int, bytes, bool, float]]) -> None:
-    from fwbridge.can_bus.mcap_capture import CanRecorder
-    from fwbridge.can_bus.mcap_io import Streams
+    from fwbridge.bridge.record.can_mcap import CanRecorder
+    from fwbridge.bridge.record.mcap_io import Streams
 
     got: list[bytes] = []
 
@@ -363,7 +363,7 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
     assert again.returncode == 2 and b"exists already" in again.stderr
     # a pcapng capture and a CAN log become MCAP
     pcap = tmp_path / "run.pcapng"
-    from fwbridge.bridge.capture import CaptureWriter
+    from fwbridge.bridge.record.serial_pcapng import CaptureWriter
 
     with CaptureWriter(pcap) as w:
         for p in read_capture(run_mcap):
@@ -385,7 +385,7 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
 CLIENT = r"""
 import asyncio, json, struct, sys
 import websockets
-from fwbridge.bridge import topics
+from fwbridge.bridge.ros2 import topics
 
 async def main(url, want):
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1",
@@ -531,7 +531,7 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
 FLEET_CLIENT = r"""
 import asyncio, json, struct, sys
 import websockets
-from fwbridge.bridge import topics
+from fwbridge.bridge.ros2 import topics
 
 async def main(url):
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"]) as ws:

@@ -12,7 +12,7 @@ pytest.importorskip("mcap")
 from mcap.reader import NonSeekingReader, SeekingReader
 from mcap.stream_reader import StreamReader
 
-from fwbridge.can_bus.mcap_writer import McapWriter
+from fwbridge.bridge.record.mcap_writer import McapWriter
 
 MESSAGES = st.lists(st.tuples(st.integers(1, 3), st.integers(0, 2**63 - 1), st.binary(max_size=64)),
                     max_size=200)

@@ -166,8 +166,9 @@ def test_wheel_holds_fwbridge_only(wheel: Path) -> None:
     assert len(modules) > 100
     # The console script and the plugins point at the one name.
     for target in ("fwbridge.cli:main", "fwbridge.can_bus.interface:FwBridgeBus",
-                   "fwbridge.can_bus.pcapng:PcapngWriter", "fwbridge.can_bus.pcapng:PcapngReader",
-                   "fwbridge.can_bus.mcap_capture:McapCanWriter"):
+                   "fwbridge.bridge.record.can_pcapng:PcapngWriter",
+                   "fwbridge.bridge.record.can_pcapng:PcapngReader",
+                   "fwbridge.bridge.record.can_mcap:McapCanWriter"):
         assert target in entry_points
 
 

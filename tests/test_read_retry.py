@@ -13,11 +13,11 @@ from collections.abc import Iterator
 import pytest
 import serial
 
-from fwbridge.bridge.action_link import ActionLink
+from fwbridge.bridge.link.action_link import ActionLink
+from fwbridge.bridge.link.transports import register_url_handlers
 from fwbridge.bridge.sim.faults import FaultStats
 from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
-from fwbridge.bridge.transports import register_url_handlers
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 from fwbridge.protocols.arq import (
     Acknowledged,

@@ -22,7 +22,7 @@ import pytest
 from fwbridge.can_bus.ids import FEEDBACK_BASE, drain
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.model import ErrorState, StateChanged
-from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, Status
+from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController, Status
 
 _names = itertools.count()
 BITRATE = 500_000

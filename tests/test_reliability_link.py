@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from fwbridge.bridge.base_node import BaseNode
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver

@@ -22,9 +22,8 @@ import pytest
 zenoh = pytest.importorskip("zenoh", reason="the ros2 extra (eclipse-zenoh) is not installed")
 pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed")
 
-from fwbridge.bridge import topics  # noqa: E402
-from fwbridge.bridge.config import ConfigError  # noqa: E402
-from fwbridge.bridge.ros2 import keys  # noqa: E402
+from fwbridge.bridge.node.config import ConfigError  # noqa: E402
+from fwbridge.bridge.ros2 import keys, topics  # noqa: E402
 from fwbridge.bridge.ros2.config import Ros2Settings, parse_ros2  # noqa: E402
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
 from fwbridge.bridge.ros2.participant import Participant, zenoh_config  # noqa: E402
@@ -34,7 +33,7 @@ from fwbridge.bridge.ros2.router import (  # noqa: E402
     open_router,
     router_config,
 )
-from fwbridge.bridge.topics import Qos  # noqa: E402
+from fwbridge.bridge.ros2.topics import Qos  # noqa: E402
 from tests.helpers import (  # noqa: E402
     ROOT,
     Lines,
@@ -402,8 +401,8 @@ def test_arm_joint_states_and_module_health() -> None:
     subscriber on the same domain decodes them."""
     import can
 
-    from fwbridge.bridge.arm.can_arm import ArmLink, arm_specs, run_modules
-    from fwbridge.bridge.arm.kinematics import ScaraGeometry
+    from fwbridge.bridge.robots.arm.can_arm import ArmLink, arm_specs, run_modules
+    from fwbridge.bridge.robots.arm.kinematics import ScaraGeometry
     from fwbridge.bridge.ros2.arm import Ros2Arm, arm_link_health
     from fwbridge.bridge.ros2.participant import Participant
 
@@ -644,8 +643,8 @@ def test_ros2_echo_prints_fields_not_constants(network: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_frame_prefix_of_a_robot_file_names_odometry_tf_and_diagnostics() -> None:
-    from fwbridge.bridge.base_node import BaseNode
-    from fwbridge.bridge.config import RobotConfig
+    from fwbridge.bridge.node.base_node import BaseNode
+    from fwbridge.bridge.node.config import RobotConfig
     from fwbridge.bridge.ros2.base import Ros2Base
 
     settings = parse_ros2({"namespace": "/r9", "frame_prefix": "site_a/r9"})

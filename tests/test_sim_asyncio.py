@@ -7,10 +7,10 @@ import asyncio
 import pytest
 import serial_asyncio
 
-from fwbridge.bridge.aio import AsyncBaseNode
-from fwbridge.bridge.config import parse_config
-from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.transports import open_async_streams, open_link, register_url_handlers
+from fwbridge.bridge.link.transports import open_async_streams, open_link, register_url_handlers
+from fwbridge.bridge.node.aio import AsyncBaseNode
+from fwbridge.bridge.node.config import parse_config
+from fwbridge.bridge.node.odometry import Odometry
 
 
 def _loop_errors(loop: asyncio.AbstractEventLoop) -> list[dict[str, object]]:

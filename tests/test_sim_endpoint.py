@@ -23,15 +23,15 @@ from typing import Any
 import pytest
 import serial
 
-from fwbridge.bridge.base_node import BaseNode
-from fwbridge.bridge.config import RobotConfig
-from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.link.transports import register_url_handlers
+from fwbridge.bridge.node.base_node import BaseNode
+from fwbridge.bridge.node.config import RobotConfig
+from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.models.zumo import Zumo
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.bridge.transports import register_url_handlers
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
@@ -278,8 +278,8 @@ def test_use_sim_config_opens_a_sim_url_in_a_fresh_process(tmp_path: Path) -> No
     )
     code = (
         "import sys\n"
-        "from fwbridge.bridge.config import load_config\n"
-        "from fwbridge.bridge.hardware import LinkHardware\n"
+        "from fwbridge.bridge.node.config import load_config\n"
+        "from fwbridge.bridge.link.hardware import LinkHardware\n"
         "hw = LinkHardware(load_config(sys.argv[1])); hw.configure()\n"
         "hw.link.write(b'\\xaa\\x55hello'); print(hw.link.read(7).hex()); hw.shutdown()\n"
     )

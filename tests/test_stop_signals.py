@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.capture import read_capture
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.bridge.record.serial_pcapng import read_capture
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
 from tests.helpers import FirmwarePeer, reaped, spawn_verb, wait_for_line, wait_until
@@ -122,7 +122,7 @@ def test_send_cmd_stopped_early_sends_zero(pair: PtyPair, peer: FirmwarePeer,
 
 def test_replay_of_commands_stopped_early_sends_zero(pair: PtyPair, peer: FirmwarePeer,
                                                     tmp_path: Path) -> None:
-    from fwbridge.bridge.capture import CaptureWriter
+    from fwbridge.bridge.record.serial_pcapng import CaptureWriter
 
     capture = tmp_path / "commands.pcapng"
     go = cmd_frame.encode(cmd_frame.CmdFrame(0.3, 0.0, 0.0))
@@ -281,7 +281,7 @@ def _stop_handlers_installed(pid: int) -> bool:
 
 
 def _capture_file(tmp_path: Path) -> Path:
-    from fwbridge.bridge.capture import CaptureWriter
+    from fwbridge.bridge.record.serial_pcapng import CaptureWriter
 
     path = tmp_path / "run.pcapng"
     with CaptureWriter(path) as cap:

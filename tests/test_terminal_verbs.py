@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.capture import read_capture
-from fwbridge.bridge.transports import PtyPair
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.bridge.record.serial_pcapng import read_capture
 from fwbridge.protocols import cmd_frame
 from fwbridge.protocols.fish_commands import make_image
 from tests.helpers import FirmwarePeer, reaped, spawn_verb

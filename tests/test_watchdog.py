@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import serial
 
-from fwbridge.bridge.transports import open_link
+from fwbridge.bridge.link.transports import open_link
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from fwbridge.bridge.capture import RX, TX, CaptureWriter
+from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureWriter
 from fwbridge.cli_verbs.frames import FrameTap
 from fwbridge.protocols import action_frame
 from fwbridge.protocols.described import Described

@@ -2,11 +2,11 @@
 
 :class:`Ros2Arm` is a ROS 2 node (``arm_bridge`` by default) that publishes
 ``sensor_msgs/JointState`` from the actuator feedback (joint names from
-:func:`~fwbridge.bridge.arm.can_arm.arm_specs`: ``theta1``, ``theta2``,
+:func:`~fwbridge.bridge.robots.arm.can_arm.arm_specs`: ``theta1``, ``theta2``,
 ``d3``, ``theta4``, ``gripper``; rad, m, and the gripper's closed fraction)
 and, on :meth:`publish_health`, one ``DiagnosticStatus`` per CAN module in a
-``/diagnostics`` array: from a :class:`~fwbridge.can_bus.nodes.MainController`
-report, or from which modules an :class:`~fwbridge.bridge.arm.can_arm.ArmLink`
+``/diagnostics`` array: from a :class:`~fwbridge.can_bus.sim.nodes.MainController`
+report, or from which modules an :class:`~fwbridge.bridge.robots.arm.can_arm.ArmLink`
 has heard lately.
 """
 
@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fwbridge.bridge import topics
+from fwbridge.bridge.ros2 import topics
 from fwbridge.bridge.ros2.participant import Participant
 
 __all__ = ["Ros2Arm", "arm_link_health"]

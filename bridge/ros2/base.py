@@ -1,11 +1,11 @@
 """The mobile-base node in ROS 2, as seed 002's node: ``odom``, ``/tf``, ``cmd_vel``,
 and ``/diagnostics``.
 
-:class:`Ros2Base` attaches to a running :class:`~fwbridge.bridge.base_node.BaseNode`:
+:class:`Ros2Base` attaches to a running :class:`~fwbridge.bridge.node.base_node.BaseNode`:
 
 - each odometry record -> ``nav_msgs/Odometry`` on ``odom`` and the
   ``odom -> base_link`` transform on ``/tf`` (messages from
-  :mod:`fwbridge.bridge.topics`), both frames with the settings'
+  :mod:`fwbridge.bridge.ros2.topics`), both frames with the settings'
   ``frame_prefix`` (``robot1/odom -> robot1/base_link``): robots sharing
   ``/tf`` keep their own frames;
 - ``geometry_msgs/Twist`` on ``cmd_vel`` -> ``node.request(vx, vy, wz)``, so the
@@ -47,13 +47,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fwbridge.bridge import topics
-from fwbridge.bridge.base_core import NodeEvent
-from fwbridge.bridge.base_node import BaseNode
-from fwbridge.bridge.odometry import Odometry
+from fwbridge.bridge.node.base_core import NodeEvent
+from fwbridge.bridge.node.base_node import BaseNode
+from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.ros2 import topics
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
-from fwbridge.bridge.topics import Qos
+from fwbridge.bridge.ros2.topics import Qos
 
 __all__ = ["DIAGNOSTICS_PERIOD", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER", "Ros2Base"]
 

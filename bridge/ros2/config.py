@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fwbridge.bridge.config import ConfigError
-from fwbridge.bridge.topics import DISTROS, TOPICS
+from fwbridge.bridge.node.config import ConfigError
+from fwbridge.bridge.ros2.topics import DISTROS, TOPICS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,7 +1,7 @@
 """A fleet of simulated bases in one process: N base nodes, each in ``/robotK``.
 
 Each robot is the mecanum firmware behind ``sim://mecanum`` (in-process), its
-own :class:`~fwbridge.bridge.base_node.BaseNode`, and its own ROS 2 node in
+own :class:`~fwbridge.bridge.node.base_node.BaseNode`, and its own ROS 2 node in
 namespace ``/robot1`` … ``/robotN`` with its own TF frames
 (``robot1/odom -> robot1/base_link``, after the settings' ``frame_prefix``):
 the robots share ``/tf``. All share one Zenoh session (one ROS 2 context, as
@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from fwbridge.bridge.base_core import NodeEvent
-from fwbridge.bridge.base_node import BaseNode
-from fwbridge.bridge.config import RobotConfig
+from fwbridge.bridge.node.base_core import NodeEvent
+from fwbridge.bridge.node.base_node import BaseNode
+from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fwbridge.bridge import topics
+from fwbridge.bridge.ros2 import topics
 from fwbridge.bridge.ros2.keys import (
     Attachment,
     Entity,
@@ -38,7 +38,7 @@ from fwbridge.bridge.ros2.keys import (
     parse_liveliness,
     resolve_name,
 )
-from fwbridge.bridge.topics import MessageError, Qos
+from fwbridge.bridge.ros2.topics import MessageError, Qos
 
 __all__ = ["Participant", "RosClient", "RosNode", "RosPublisher", "RosService",
            "RosSubscription", "zenoh_config"]

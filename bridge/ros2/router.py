@@ -72,7 +72,7 @@ def is_loopback(endpoint: str) -> bool:
     m = _HOST.match(endpoint)
     if m is None:
         return False
-    from fwbridge.can_bus.mcap_io import is_loopback_host  # the live view's check too
+    from fwbridge.bridge.link.link_urls import is_loopback_host  # the live view's check too
 
     return is_loopback_host(m.group("v6") if m.group("v6") is not None else m.group("host"))
 

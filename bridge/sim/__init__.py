@@ -1,9 +1,9 @@
 """Simulated firmware endpoints on an emulation of Webots' serial devices.
 
 ``sim://MODEL?options`` opens a simulated robot as a serial port: through
-:func:`fwbridge.bridge.transports.open_link`, or with
+:func:`fwbridge.bridge.link.transports.open_link`, or with
 ``serial.serial_for_url`` once
-:func:`fwbridge.bridge.transports.register_url_handlers` has run (importing
+:func:`fwbridge.bridge.link.transports.register_url_handlers` has run (importing
 this package registers nothing). The pieces:
 
 - :mod:`.clock`: step-driven simulated time (``SimTime``);
@@ -76,47 +76,5 @@ if TYPE_CHECKING:
         World as World,
     )
 
-__all__ = [
-    "MODELS",
-    "ROBOT_LINK",
-    "SUPERVISOR_LINK",
-    "Emitter",
-    "Ether",
-    "FaultInjector",
-    "FaultSpec",
-    "HostPort",
-    "Pacer",
-    "PtyLink",
-    "Receiver",
-    "SimClock",
-    "SimEndpoint",
-    "SimRobot",
-    "SimStopped",
-    "WebotsSerialDrv",
-    "World",
-    "create_model",
-]
 
-#: Public name -> the module that defines it (loaded on first use).
-_EXPORTS = {
-    "SimClock": "fwbridge.bridge.sim.clock",
-    "SimStopped": "fwbridge.bridge.sim.clock",
-    "HostPort": "fwbridge.bridge.sim.endpoint",
-    "Pacer": "fwbridge.bridge.sim.endpoint",
-    "SimEndpoint": "fwbridge.bridge.sim.endpoint",
-    "FaultInjector": "fwbridge.bridge.sim.faults",
-    "FaultSpec": "fwbridge.bridge.sim.faults",
-    "MODELS": "fwbridge.bridge.sim.models",
-    "create_model": "fwbridge.bridge.sim.models",
-    "PtyLink": "fwbridge.bridge.sim.pty_link",
-    "ROBOT_LINK": "fwbridge.bridge.sim.webots_serial",
-    "SUPERVISOR_LINK": "fwbridge.bridge.sim.webots_serial",
-    "Emitter": "fwbridge.bridge.sim.webots_serial",
-    "Ether": "fwbridge.bridge.sim.webots_serial",
-    "Receiver": "fwbridge.bridge.sim.webots_serial",
-    "WebotsSerialDrv": "fwbridge.bridge.sim.webots_serial",
-    "SimRobot": "fwbridge.bridge.sim.world",
-    "World": "fwbridge.bridge.sim.world",
-}
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -1,8 +1,8 @@
 """pyserial URL handler for ``sim://MODEL?options``: a simulated endpoint as a serial port.
 
 Registered with pyserial by
-:func:`fwbridge.bridge.transports.register_url_handlers` (which
-:func:`~fwbridge.bridge.transports.open_link` calls). Then
+:func:`fwbridge.bridge.link.transports.register_url_handlers` (which
+:func:`~fwbridge.bridge.link.transports.open_link` calls). Then
 ``serial.serial_for_url("sim://mecanum")`` (or any program that takes a
 port URL) talks to the simulated firmware.
 
@@ -43,10 +43,10 @@ from serial.serialutil import (
     to_bytes,
 )
 
+from fwbridge.bridge.link.transports import PortError
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models import model_factory
-from fwbridge.bridge.transports import PortError
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.pacing import AFAP, REALTIME, parse_pacing
 

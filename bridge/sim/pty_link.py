@@ -1,7 +1,7 @@
 """Put a simulated endpoint's serial links on ptys: real ttys any program can open.
 
 The robot link and the supervisor link each get a pty pair
-(:class:`bridge.transports.PtyPair`, raw mode); the world's hooks move bytes
+(:class:`bridge.link.transports.PtyPair`, raw mode); the world's hooks move bytes
 between the pty masters and the endpoint's host ports. Bytes a program
 writes to the port become packets at the next step (one read of the
 master, one packet); what the robot sends is written to the master after
@@ -28,9 +28,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.sim.clock import SimStopped
 from fwbridge.bridge.sim.endpoint import HostPort, SimEndpoint
-from fwbridge.bridge.transports import PtyPair
 
 __all__ = ["PtyLink"]
 

@@ -1,6 +1,6 @@
 """The robot fish's firmware side: main controller, body and free-swimming behaviour.
 
-The host side of the fish's action link is :mod:`fwbridge.bridge.action_link`;
+The host side of the fish's action link is :mod:`fwbridge.bridge.link.action_link`;
 the answer payloads are :mod:`fwbridge.protocols.fish_payloads`.
 """
 
@@ -23,21 +23,5 @@ if TYPE_CHECKING:
     )
     from fwbridge.bridge.sim.fish.controller import FishController as FishController
 
-__all__ = [
-    "FishBody",
-    "FishBodyParams",
-    "FishController",
-    "FreeBehaviour",
-    "Obstacle",
-]
 
-#: Public name -> the module that defines it (loaded on first use).
-_EXPORTS = {
-    "FishController": "fwbridge.bridge.sim.fish.controller",
-    "FishBody": "fwbridge.bridge.sim.fish.body",
-    "FishBodyParams": "fwbridge.bridge.sim.fish.body",
-    "Obstacle": "fwbridge.bridge.sim.fish.body",
-    "FreeBehaviour": "fwbridge.bridge.sim.fish.behaviour",
-}
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -1,6 +1,6 @@
 """The robot fish's main controller: servo targets, action groups, idle and free mode.
 
-Runs on a :class:`~can_bus.nodes.MainController` (the CAN master: periodic
+Runs on a :class:`~can_bus.sim.nodes.MainController` (the CAN master: periodic
 targets, per-module health) and is stepped with it: ``step(now, sensors)``.
 
 - **Action groups** (:class:`GroupPlayer`): each step's servo entries become
@@ -39,7 +39,7 @@ from fwbridge.bridge.sim.fish.behaviour import (
     SceneMode,
     Sensors,
 )
-from fwbridge.can_bus.nodes import MainController
+from fwbridge.can_bus.sim.nodes import MainController
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step
 from fwbridge.protocols.counters import Counters

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from fwbridge.bridge.sim.fish.body import FishBody
     from fwbridge.bridge.sim.fish.controller import FishController
     from fwbridge.can_bus.interface import FwBridgeBus
-    from fwbridge.can_bus.nodes import ActuatorModule, MainController
+    from fwbridge.can_bus.sim.nodes import ActuatorModule, MainController
     from fwbridge.protocols.arq import Responder
 
 __all__ = ["FishQueries"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from fwbridge.bridge.sim.fish.controller import Mode
 from fwbridge.bridge.sim.fish.flash import Upgrade
-from fwbridge.can_bus.nodes import Status as Health
+from fwbridge.can_bus.sim.nodes import Status as Health
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 from fwbridge.protocols.arq import Status

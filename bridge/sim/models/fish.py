@@ -45,9 +45,9 @@ and changes nothing its first copy did: a duplicate 0x32 does not restart
 the group it started, a duplicate 0x31 is not stored twice; the other
 commands are idempotent.
 
-CAN: seven :class:`~can_bus.nodes.ActuatorModule` servos (IDs of
+CAN: seven :class:`~can_bus.sim.nodes.ActuatorModule` servos (IDs of
 :data:`~fwbridge.protocols.fish_payloads.FISH_SERVOS`) and the main controller
-(:class:`~can_bus.nodes.MainController`) on an ``fwbridge`` channel of its
+(:class:`~can_bus.sim.nodes.MainController`) on an ``fwbridge`` channel of its
 own, as-fast-as-possible pacing, advanced to the world's time every step.
 Body: :class:`~fwbridge.bridge.sim.fish.body.FishBody` (pose, sonars, ballast tank).
 Flash (:class:`~fwbridge.bridge.sim.fish.flash.FishFlash`): user configuration,
@@ -81,7 +81,7 @@ from fwbridge.bridge.sim.fish.system import SYSTEM_SUBS, SystemCommands
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
 from fwbridge.bridge.sim.world import Board, open_serial
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController
+from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand, encode
 from fwbridge.protocols.action_receiver import ActionReceiver

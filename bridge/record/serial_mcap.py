@@ -2,13 +2,13 @@
 
 One recorder, :class:`SerialRecorder`, takes what a link carried (each read
 ``rx`` and write ``tx`` with its time) and writes, to every sink of a
-:class:`~fwbridge.can_bus.mcap_io.Streams`:
+:class:`~fwbridge.bridge.record.mcap_io.Streams`:
 
 - ``/fwbridge/serial/rx`` and ``/fwbridge/serial/tx``: the bytes of each read
   and write, unchanged, as ``std_msgs/msg/UInt8MultiArray`` (CDR), log time =
   the moment they crossed the link: what ``replay`` plays back;
 - the decoded frames as the ROS 2 bridge publishes them (one mapping,
-  :mod:`fwbridge.bridge.topics`, names fully qualified as rosbag2 has
+  :mod:`fwbridge.bridge.ros2.topics`, names fully qualified as rosbag2 has
   them): odometry frames -> ``/odom`` (``nav_msgs/msg/Odometry``,
   integrated as seed 002) and ``/tf``; velocity commands -> ``/cmd_vel``
   (``geometry_msgs/msg/Twist``);
@@ -17,7 +17,7 @@ One recorder, :class:`SerialRecorder`, takes what a link carried (each read
   ``/fwbridge/counters`` (JSON, for plots).
 
 :class:`SerialCapture` is that recorder on an MCAP file and/or a live view,
-with :class:`~fwbridge.bridge.capture.CaptureWriter`'s interface (``write``,
+with :class:`~fwbridge.bridge.record.serial_pcapng.CaptureWriter`'s interface (``write``,
 ``close``, ``packets``, ``bytes``), so every verb that records pcapng
 records MCAP by the file's suffix (:func:`open_capture`).
 """
@@ -35,10 +35,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from fwbridge.bridge.capture import RX, TX, CaptureError, CaptureWriter, Packet
-from fwbridge.bridge.config import Calibration
-from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
-from fwbridge.can_bus.mcap_io import ChannelSpec, McapError, McapSink, Sink, Streams, read_mcap
+from fwbridge.bridge.node.config import Calibration
+from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
+from fwbridge.bridge.record.mcap_io import (
+    ChannelSpec,
+    McapError,
+    McapSink,
+    Sink,
+    Streams,
+    read_mcap,
+)
+from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureError, CaptureWriter, Packet
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
@@ -99,7 +106,7 @@ def decode_raw(cdr: bytes) -> bytes:
 
 
 def _topics() -> Any:
-    from fwbridge.bridge import topics
+    from fwbridge.bridge.ros2 import topics
 
     return topics
 
@@ -302,7 +309,7 @@ def open_capture(path: str | os.PathLike[str] | None, *, port: str, description:
     the link works; ``path`` still picks the format). ``frames``: a pcapng capture also
     holds each frame of that family the receiver accepts, whole, on a second interface.
 
-    Raises :class:`~fwbridge.bridge.capture.CaptureError` for a file it cannot write.
+    Raises :class:`~fwbridge.bridge.record.serial_pcapng.CaptureError` for a file it cannot write.
     """
     sinks: list[Sink] = []
     if path is not None and not str(path).lower().endswith(".mcap"):
@@ -337,7 +344,7 @@ def watch_node(streams: Streams, node: Any, namespace: str = "",
     """Show a running base node on ``streams`` (a live view): its odometry records as
     ``odom`` and ``/tf`` and its counters, topics in ``namespace`` and TF frames after
     ``frame_prefix`` (a fleet's robot)."""
-    from fwbridge.bridge.topics import wall_stamp
+    from fwbridge.bridge.ros2.topics import wall_stamp
 
     rec = SerialRecorder(streams, port=namespace or "base", rx=None, tx=None, integrate=False,
                          raw=False, namespace=namespace, stats=node.stats,
@@ -389,7 +396,7 @@ JOINT_PERIOD = 0.02
 class JointStates:
     """``/joint_states`` from the actuator modules' feedback on a CAN bus (joint
     ``module<k>``, the struct's angle in radians), at most every ``JOINT_PERIOD``;
-    a :class:`~fwbridge.can_bus.mcap_capture.CanRecorder` extension."""
+    a :class:`~fwbridge.bridge.record.can_mcap.CanRecorder` extension."""
 
     def __init__(self, streams: Streams) -> None:
         topics = _topics()
@@ -422,8 +429,8 @@ def can_writer(path: str | None, *, bitrate: int | None = None, live: Sink | Non
                channel: str = "can0") -> Any:
     """A CAN capture for the CLI: ``open_writer``'s formats, or for ``.mcap`` (and a live
     view) the MCAP writer with ``joint_states`` added. Raises ValueError/OSError/McapError."""
-    from fwbridge.can_bus.capture import open_writer
-    from fwbridge.can_bus.mcap_capture import McapCanWriter
+    from fwbridge.bridge.record.can_logs import open_writer
+    from fwbridge.bridge.record.can_mcap import McapCanWriter
 
     if path is not None and not path.lower().endswith(".mcap"):
         if live is not None:

@@ -1,8 +1,8 @@
 """Captures of CAN traffic: python-can's log formats plus pcapng, and candump text.
 
 - :func:`open_writer` / :func:`read_messages`: by file extension; ``.pcapng``
-  (and ``.pcap`` for reading) through :mod:`can_bus.pcapng`, ``.mcap`` through
-  :mod:`can_bus.mcap_capture`, everything else
+  (and ``.pcap`` for reading) through :mod:`bridge.record.can_pcapng`, ``.mcap`` through
+  :mod:`bridge.record.can_mcap`, everything else
   through python-can (``.log`` candump, ``.asc``, ``.blf``, ``.csv``,
   ``.trc``, ``.mf4``, ``.db``).
 - :func:`decode_actuators`: the actuator structs in any capture.
@@ -25,8 +25,8 @@ import can
 from can.io.blf import BLFParseError
 from can.io.logger import MESSAGE_WRITERS
 
+from fwbridge.bridge.record.can_pcapng import PcapngWriter, read_pcap
 from fwbridge.can_bus.ids import ActuatorMessage, from_message
-from fwbridge.can_bus.pcapng import PcapngWriter, read_pcap
 from fwbridge.protocols.errors import CaptureError, CaptureTruncated, FrameError
 
 __all__ = ["PCAP_SUFFIXES", "CaptureNotFound", "CaptureReadError", "candump_line",
@@ -68,7 +68,7 @@ def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
     if p.suffix.lower() == ".pcapng":
         return PcapngWriter(p, **kwargs)
     if p.suffix.lower() == ".mcap":  # the mcap extra, imported only for these files
-        from fwbridge.can_bus.mcap_capture import McapCanWriter
+        from fwbridge.bridge.record.can_mcap import McapCanWriter
 
         return McapCanWriter(p, **kwargs)
     if p.suffix.lower() == ".pcap":
@@ -96,7 +96,7 @@ def read_messages(path: str | Path) -> Iterator[can.Message]:
         yield from read_pcap(p)
         return
     if p.suffix.lower() == ".mcap":
-        from fwbridge.can_bus.mcap_capture import read_mcap_messages
+        from fwbridge.bridge.record.can_mcap import read_mcap_messages
 
         yield from read_mcap_messages(p)
         return

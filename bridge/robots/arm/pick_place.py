@@ -26,7 +26,7 @@ import enum
 import math
 from dataclasses import dataclass, field, replace
 
-from fwbridge.bridge.arm.kinematics import (
+from fwbridge.bridge.robots.arm.kinematics import (
     ArmConfigError,
     Joints,
     Pose,
@@ -35,7 +35,7 @@ from fwbridge.bridge.arm.kinematics import (
     inverse,
     normalize_angle,
 )
-from fwbridge.bridge.arm.motion import JointMove, Limits, LinearMove, RampSpeeds
+from fwbridge.bridge.robots.arm.motion import JointMove, Limits, LinearMove, RampSpeeds
 from fwbridge.protocols.errors import ArmError
 
 __all__ = ["Grip", "Phase", "PickAndPlace", "PickPlaceConfig", "Reached", "SafeZViolation",

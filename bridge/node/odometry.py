@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from fwbridge.bridge.config import Calibration
+from fwbridge.bridge.node.config import Calibration
 from fwbridge.protocols.odom_frame import OdomFrame
 from fwbridge.protocols.sum8 import fast_constructor
 

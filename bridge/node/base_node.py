@@ -1,10 +1,10 @@
 """The mobile-base node (seed 002) as a blocking runtime: velocity commands out, odometry in.
 
-All protocol and time logic is in :class:`~bridge.base_core.BaseNodeCore`;
+All protocol and time logic is in :class:`~bridge.node.base_core.BaseNodeCore`;
 this module is the thin I/O around it: the hardware lifecycle, one I/O
 thread that waits on the port until the next command is due (odometry is
 handled the moment it arrives), and reconnection with bounded backoff when
-the port disappears. The asyncio runtime is :mod:`bridge.aio`.
+the port disappears. The asyncio runtime is :mod:`bridge.node.aio`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from typing import Any
 
 import serial
 
-from fwbridge.bridge.base_core import (
+from fwbridge.bridge.link.hardware import LinkHardware
+from fwbridge.bridge.link.transports import IO_ERRORS, LinkError, LinkLost, poller_for, read_some
+from fwbridge.bridge.node.base_core import (
     SUBSCRIBER_BUDGET,
     ZERO_FRAME,
     BaseNodeCore,
@@ -27,11 +29,9 @@ from fwbridge.bridge.base_core import (
     log_event,
     paced,
 )
-from fwbridge.bridge.capture import RX, ByteSink
-from fwbridge.bridge.config import RobotConfig
-from fwbridge.bridge.hardware import LinkHardware
-from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.transports import IO_ERRORS, LinkError, LinkLost, poller_for, read_some
+from fwbridge.bridge.node.config import RobotConfig
+from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.record.serial_pcapng import RX, ByteSink
 
 __all__ = ["ZERO_FRAME", "BaseNode", "BaseNodeCore", "NodeEvent", "log_event"]
 

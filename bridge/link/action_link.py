@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fwbridge.bridge.transports import poller_for, read_some
+from fwbridge.bridge.link.transports import poller_for, read_some
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
 from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
 from fwbridge.protocols.arq import (

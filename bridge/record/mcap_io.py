@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from fwbridge.bridge.link.link_urls import is_loopback_host
 from fwbridge.protocols.errors import CaptureError, CaptureTruncated
 
 __all__ = [
@@ -115,7 +116,7 @@ class McapSink:
 
     Thread-safe; :meth:`close` is idempotent and finalises the file. Channels
     are registered on first use. ``compression`` is ``"zstd"``, ``"lz4"`` or
-    ``"none"``. Written by :class:`~fwbridge.can_bus.mcap_writer.McapWriter`.
+    ``"none"``. Written by :class:`~fwbridge.bridge.record.mcap_writer.McapWriter`.
     """
 
     def __init__(
@@ -129,7 +130,7 @@ class McapSink:
         metadata: dict[str, str] | None = None,
         stream: IO[bytes] | None = None,
     ) -> None:
-        from fwbridge.can_bus.mcap_writer import McapWriter
+        from fwbridge.bridge.record.mcap_writer import McapWriter
 
         kinds = {"zstd": "zstd", "lz4": "lz4", "none": ""}
         if compression not in kinds:
@@ -196,22 +197,6 @@ class McapSink:
                 finally:
                     if stream is not None:
                         stream.close()
-
-
-def is_loopback_host(host: str) -> bool:
-    """True when ``host`` (an address or a name) is reachable from this machine only."""
-    import ipaddress
-    import socket
-
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        pass
-    try:
-        addrs = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
-    except (OSError, UnicodeError):
-        return False
-    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
 
 
 class FoxgloveSink:

@@ -32,7 +32,7 @@ Every key is optional except ``link.url`` (or ``sim.url`` with
 ``use_sim = true``). Unknown keys are errors, so a typo cannot silently
 leave a default in place. A config names links and numbers, never a file to
 write or a module to import: URL schemes are checked against the allow-list
-of :mod:`~fwbridge.bridge.link_urls` (no ``spy://``), and every number is
+of :mod:`~fwbridge.bridge.link.link_urls` (no ``spy://``), and every number is
 finite and within the range its key documents.
 """
 
@@ -47,8 +47,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from fwbridge.bridge.link_urls import UnsafeURLError, check_link_url
-from fwbridge.bridge.numbers import out_of_range
+from fwbridge.bridge.link.link_urls import UnsafeURLError, check_link_url
+from fwbridge.bridge.node.numbers import out_of_range
 from fwbridge.protocols.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -185,7 +185,7 @@ _SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
     ("reconnect", "attempts"): ("reconnect_attempts", _number(0, 1_000_000, integer=True)),
 }
 _SECTIONS = sorted({s for s, _ in _SCHEMA if s})
-#: Tables of the same file read by other loaders (``[arm]``: bridge.arm.config;
+#: Tables of the same file read by other loaders (``[arm]``: bridge.robots.arm.config;
 #: ``[ros2]``: bridge.ros2.config).
 _OTHER_SECTIONS = ("arm", "ros2")
 

@@ -18,7 +18,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from fwbridge.bridge.capture import (
+from fwbridge.bridge.record.serial_pcapng import (
     LINKTYPE_USER0,
     LINKTYPE_USER1,
     PCAPNG_MAGIC,

@@ -24,6 +24,7 @@ __all__ = [
     "UnsafeURLError",
     "allowed_schemes",
     "check_link_url",
+    "is_loopback_host",
     "register_url_handler",
     "url_scheme",
 ]
@@ -78,3 +79,19 @@ def check_link_url(url: str) -> str | None:
         f"{reason}; a link is a device path or one of: "
         + ", ".join(f"{s}://" for s in allowed_schemes())
     )
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when ``host`` (an address or a name) is reachable from this machine only."""
+    import ipaddress
+    import socket
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        addrs = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)

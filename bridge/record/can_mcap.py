@@ -12,7 +12,7 @@ Channels (documented in docs/MCAP.md):
 - ``/fwbridge/can/state`` (JSON): a node's fault-confinement state change
   (error-active / error-passive / bus-off, TEC, REC), where the bus reports it.
 - with ``extend`` (the CLI's recordings): ``/joint_states`` and the like, from
-  the layer that knows ROS 2 (:mod:`fwbridge.bridge.mcap_capture`).
+  the layer that knows ROS 2 (:mod:`fwbridge.bridge.record.serial_mcap`).
 
 :class:`McapCanWriter` is a python-can ``MessageWriter`` for ``.mcap``, so
 ``open_writer``, ``can.Logger`` (hence ``python -m can.logger -f bus.mcap``) and
@@ -32,8 +32,8 @@ from typing import Any
 import can
 from can.io.generic import MessageReader, MessageWriter
 
+from fwbridge.bridge.record.mcap_io import ChannelSpec, McapError, McapSink, Streams, read_mcap
 from fwbridge.can_bus.bits import Frame, frame_length
-from fwbridge.can_bus.mcap_io import ChannelSpec, McapError, McapSink, Streams, read_mcap
 from fwbridge.protocols.errors import CaptureError
 
 __all__ = ["FRAME_SCHEMA", "FRAME_TYPE", "LOAD", "RX_TOPIC", "STATE", "TX_TOPIC", "CanRecorder",
@@ -135,7 +135,7 @@ class CanRecorder:
     """Turns CAN frames (and state changes) into the channels of a :class:`Streams`.
 
     ``extend``: factories of more per-frame channels from a higher floor (the
-    ROS 2 ``joint_states`` of :mod:`fwbridge.bridge.mcap_capture`), each
+    ROS 2 ``joint_states`` of :mod:`fwbridge.bridge.record.serial_mcap`), each
     called with the streams and then given every data frame (``on_message``).
     """
 

@@ -29,10 +29,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fwbridge.bridge.arm.kinematics import ArmConfigError, ScaraGeometry
-from fwbridge.bridge.arm.motion import RampSpeeds
-from fwbridge.bridge.arm.pick_place import PickPlaceConfig
-from fwbridge.bridge.numbers import out_of_range
+from fwbridge.bridge.node.numbers import out_of_range
+from fwbridge.bridge.robots.arm.kinematics import ArmConfigError, ScaraGeometry
+from fwbridge.bridge.robots.arm.motion import RampSpeeds
+from fwbridge.bridge.robots.arm.pick_place import PickPlaceConfig
 
 if sys.version_info >= (3, 11):
     import tomllib

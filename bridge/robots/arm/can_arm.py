@@ -19,8 +19,8 @@ from typing import Any
 
 import can
 
-from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
-from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
+from fwbridge.bridge.robots.arm.kinematics import Joints, Pose, ScaraGeometry, forward, inverse
+from fwbridge.bridge.robots.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 from fwbridge.can_bus.ids import (
     Direction,
     drain,
@@ -28,7 +28,7 @@ from fwbridge.can_bus.ids import (
     from_message,
     to_message,
 )
-from fwbridge.can_bus.nodes import ActuatorModule, TxQueue
+from fwbridge.can_bus.sim.nodes import ActuatorModule, TxQueue
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, fine_position, with_fine_position
 from fwbridge.protocols.errors import FrameError

@@ -1,8 +1,8 @@
 """The asyncio runtime of the mobile-base node, through pyserial-asyncio.
 
-Same :class:`~bridge.base_node.BaseNodeCore`, same
-:class:`~bridge.hardware.LinkHardware` lifecycle and the same reconnection
-policy as the blocking :class:`~bridge.base_node.BaseNode`; only the I/O
+Same :class:`~bridge.node.base_node.BaseNodeCore`, same
+:class:`~bridge.link.hardware.LinkHardware` lifecycle and the same reconnection
+policy as the blocking :class:`~bridge.node.base_node.BaseNode`; only the I/O
 differs: the event loop polls the link's file descriptor (so: devices and
 ptys, not descriptor-less URL handlers) and one task keeps the command
 schedule.
@@ -18,13 +18,19 @@ from typing import Any
 
 import serial_asyncio
 
-from fwbridge.bridge.base_core import SUBSCRIBER_BUDGET, BaseNodeCore, NodeEvent, log_event, paced
-from fwbridge.bridge.base_node import MAX_WAIT, node_hardware
-from fwbridge.bridge.capture import RX, ByteSink
-from fwbridge.bridge.config import RobotConfig
-from fwbridge.bridge.hardware import LifecycleState, LinkHardware
-from fwbridge.bridge.odometry import Odometry
-from fwbridge.bridge.transports import LinkError, LinkLost, check_pollable
+from fwbridge.bridge.link.hardware import LifecycleState, LinkHardware
+from fwbridge.bridge.link.transports import LinkError, LinkLost, check_pollable
+from fwbridge.bridge.node.base_core import (
+    SUBSCRIBER_BUDGET,
+    BaseNodeCore,
+    NodeEvent,
+    log_event,
+    paced,
+)
+from fwbridge.bridge.node.base_node import MAX_WAIT, node_hardware
+from fwbridge.bridge.node.config import RobotConfig
+from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.record.serial_pcapng import RX, ByteSink
 
 __all__ = ["AsyncBaseNode"]
 

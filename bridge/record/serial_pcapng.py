@@ -169,16 +169,16 @@ def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
 
     Enhanced and simple packet blocks are read; other blocks are skipped.
     Every fault is a :class:`CaptureError` naming the offset (see
-    :mod:`bridge.capture_reader`); a file cut short (a killed recorder) gives
+    :mod:`bridge.record.serial_pcapng_reader`); a file cut short (a killed recorder) gives
     its whole packets, then ``CaptureTruncated``.
     """
     if Path(path).is_file():
         with open(path, "rb") as head:
             if head.read(8) == b"\x89MCAP0\r\n":  # an MCAP capture: its raw channels
-                from fwbridge.bridge.mcap_capture import read_mcap_packets
+                from fwbridge.bridge.record.serial_mcap import read_mcap_packets
 
                 return read_mcap_packets(Path(path))
-    from fwbridge.bridge.capture_reader import read_packets  # it builds on this module
+    from fwbridge.bridge.record.serial_pcapng_reader import read_packets  # it builds on this module
 
     return read_packets(path)
 

@@ -1,11 +1,11 @@
 """The fish's system commands from the host: status, configuration, actions, firmware upgrade.
 
-:class:`FishClient` wraps an :class:`~fwbridge.bridge.action_link.ActionLink`
+:class:`FishClient` wraps an :class:`~fwbridge.bridge.link.action_link.ActionLink`
 (acknowledgement, retransmission, reads re-asked until their result comes)
 with one method per command of the patent's table that
 :mod:`fwbridge.protocols.fish_commands` lays out. Reads use type 0x03 (read,
 PC software), writes 0x06 (write, PC software). Anything the fish does not
-accept raises :class:`FishError` (a :class:`~fwbridge.bridge.action_link.LinkFailed`).
+accept raises :class:`FishError` (a :class:`~fwbridge.bridge.link.action_link.LinkFailed`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from fwbridge.bridge.action_link import ActionLink, LinkFailed
+from fwbridge.bridge.link.action_link import ActionLink, LinkFailed
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 from fwbridge.protocols.errors import FrameError
 from fwbridge.protocols.fish_commands import (

@@ -34,8 +34,8 @@ from typing import Any
 
 import serial
 
-from fwbridge.bridge.config import Calibration, RobotConfig, load_calibration
-from fwbridge.bridge.transports import IO_ERRORS, LinkError, LinkLost, open_link, writer_for
+from fwbridge.bridge.link.transports import IO_ERRORS, LinkError, LinkLost, open_link, writer_for
+from fwbridge.bridge.node.config import Calibration, RobotConfig, load_calibration
 from fwbridge.protocols.errors import LifecycleError
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fwbridge.bridge.arm.kinematics import (
+from fwbridge.bridge.robots.arm.kinematics import (
     TAU,
     ArmConfigError,
     Joints,

@@ -7,12 +7,12 @@ with an exact clock:
 - the watchdog: no request for ``cmd_timeout`` -> zero velocity, and an event
   saying so (and another when requests resume);
 - odometry frames decoded by :class:`~protocols.sum8_receiver.Sum8Receiver`
-  and integrated by :class:`~bridge.odometry.OdometryIntegrator`;
+  and integrated by :class:`~bridge.node.odometry.OdometryIntegrator`;
 - after the link comes back, a zero command first;
 - "wrong baud rate?" when only garbage arrives.
 
-The runtimes around it: :class:`bridge.base_node.BaseNode` (blocking) and
-:class:`bridge.aio.AsyncBaseNode` (asyncio).
+The runtimes around it: :class:`bridge.node.base_node.BaseNode` (blocking) and
+:class:`bridge.node.aio.AsyncBaseNode` (asyncio).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fwbridge.bridge.config import Calibration, RobotConfig
-from fwbridge.bridge.health import GarbageWatch
-from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
+from fwbridge.bridge.node.config import Calibration, RobotConfig
+from fwbridge.bridge.node.health import GarbageWatch
+from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.errors import ConfigError, FrameError
