@@ -128,7 +128,7 @@ def child_sims(count: int) -> None:
 
 def child_cmd_vel(endpoint: str, count: int) -> None:
     """20 Hz geometry_msgs/Twist to /robot1..N/cmd_vel, as a ROS 2 node would."""
-    from fwbridge.bridge.ros2 import topics
+    from fwbridge.bridge.node import topics
     from fwbridge.bridge.ros2.participant import Participant
 
     p = Participant(connect=[endpoint], wait=10)
@@ -163,10 +163,10 @@ def latency(samples: int, blocks: int = 20, gap: float = 0.002) -> dict[str, dic
     import zenoh
 
     from fwbridge.bridge.link.transports import PtyPair
+    from fwbridge.bridge.node import topics
     from fwbridge.bridge.node.base_node import BaseNode
     from fwbridge.bridge.node.config import parse_config
     from fwbridge.bridge.node.odometry import OdometryIntegrator
-    from fwbridge.bridge.ros2 import topics
     from fwbridge.bridge.ros2.base import Ros2Base
     from fwbridge.bridge.ros2.config import Ros2Settings
     from fwbridge.bridge.ros2.participant import zenoh_config

@@ -20,15 +20,6 @@ if TYPE_CHECKING:
     from fwbridge.bridge.link.action_link import (
         LinkFailed as LinkFailed,
     )
-    from fwbridge.bridge.link.hardware import (
-        HardwareInterface as HardwareInterface,
-    )
-    from fwbridge.bridge.link.hardware import (
-        LifecycleState as LifecycleState,
-    )
-    from fwbridge.bridge.link.hardware import (
-        LinkHardware as LinkHardware,
-    )
     from fwbridge.bridge.link.transports import (
         LinkBusy as LinkBusy,
     )
@@ -87,6 +78,15 @@ if TYPE_CHECKING:
     )
     from fwbridge.bridge.node.config import (
         parse_config as parse_config,
+    )
+    from fwbridge.bridge.node.hardware import (
+        HardwareInterface as HardwareInterface,
+    )
+    from fwbridge.bridge.node.hardware import (
+        LifecycleState as LifecycleState,
+    )
+    from fwbridge.bridge.node.hardware import (
+        LinkHardware as LinkHardware,
     )
     from fwbridge.bridge.node.health import GarbageWatch as GarbageWatch
     from fwbridge.bridge.node.odometry import (

@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from fwbridge.bridge.link.hardware import LifecycleError
 from fwbridge.bridge.link.transports import LinkError
 from fwbridge.bridge.node.base_node import BaseNode, NodeEvent
 from fwbridge.bridge.node.config import ConfigError, load_config
+from fwbridge.bridge.node.hardware import LifecycleError
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.record.safe_output import OutputError, PendingFile
 from fwbridge.bridge.record.serial_pcapng import CaptureError
@@ -140,7 +140,7 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     recorder = getattr(capture, "recorder", None) or getattr(getattr(capture, "live", None),
                                                              "recorder", None)
     if recorder is not None:  # the node's own odometry records, as the ROS 2 bridge sends them
-        from fwbridge.bridge.ros2.topics import wall_stamp
+        from fwbridge.bridge.node.topics import wall_stamp
 
         node.odometry_callbacks.append(
             lambda odom: recorder.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))

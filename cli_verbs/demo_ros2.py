@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.record.serial_pcapng import ByteSink
-from fwbridge.bridge.ros2 import topics
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant

@@ -77,8 +77,8 @@ def _mcap_of(path: Path, tmp: Path) -> Path:
 
 def base_series(mcap: Path) -> BaseSeries:
     """The odometry, commands and counters of an MCAP capture (decoded by rosbags)."""
+    from fwbridge.bridge.node import topics
     from fwbridge.bridge.record.mcap_io import read_mcap
-    from fwbridge.bridge.ros2 import topics
 
     s = BaseSeries()
     t0: float | None = None

@@ -198,7 +198,7 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
 
     TOPIC is an absolute name, such as /robot1/odom.
     """
-    from fwbridge.bridge.ros2 import topics
+    from fwbridge.bridge.node import topics
 
     s = _settings(config, connect, (), domain, distro)
     try:
@@ -268,7 +268,7 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
     fwbridge ros2 pub /robot1/cmd_vel geometry_msgs/msg/Twist \\
         '{linear: {x: 0.2}}' --rate 20
     """
-    from fwbridge.bridge.ros2 import topics
+    from fwbridge.bridge.node import topics
 
     s = _settings(config, connect, (), domain, distro)
     try:
@@ -324,7 +324,7 @@ def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: b
     \b
     fwbridge ros2 call /robot1/base_bridge/get_status std_srvs/srv/Trigger
     """
-    from fwbridge.bridge.ros2 import topics
+    from fwbridge.bridge.node import topics
     from fwbridge.bridge.ros2.services import register
 
     s = _settings(config, connect, (), domain, distro)

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.link.hardware import (
+from fwbridge.bridge.link.transports import LinkNotFound, PtyPair
+from fwbridge.bridge.node.base_node import ZERO_FRAME
+from fwbridge.bridge.node.config import ConfigError, load_config, parse_config
+from fwbridge.bridge.node.hardware import (
     HardwareInterface,
     LifecycleError,
     LifecycleState,
     LinkHardware,
     load_calibration,
 )
-from fwbridge.bridge.link.transports import LinkNotFound, PtyPair
-from fwbridge.bridge.node.base_node import ZERO_FRAME
-from fwbridge.bridge.node.config import ConfigError, load_config, parse_config
 
 FULL = """
 use_sim = false

@@ -27,6 +27,7 @@ from hypothesis import strategies as st  # noqa: E402
 from mcap.reader import make_reader  # noqa: E402
 
 from fwbridge.bridge.link.transports import PtyPair  # noqa: E402
+from fwbridge.bridge.node import topics  # noqa: E402
 from fwbridge.bridge.record.can_mcap import (  # noqa: E402
     FRAME_SCHEMA,
     FRAME_TYPE,
@@ -36,7 +37,6 @@ from fwbridge.bridge.record.can_mcap import (  # noqa: E402
 from fwbridge.bridge.record.mcap_io import read_mcap  # noqa: E402
 from fwbridge.bridge.record.serial_mcap import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
 from fwbridge.bridge.record.serial_pcapng import read_capture  # noqa: E402
-from fwbridge.bridge.ros2 import topics  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
 from tests.helpers import (  # noqa: E402
@@ -385,7 +385,7 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
 CLIENT = r"""
 import asyncio, json, struct, sys
 import websockets
-from fwbridge.bridge.ros2 import topics
+from fwbridge.bridge.node import topics
 
 async def main(url, want):
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1",
@@ -531,7 +531,7 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
 FLEET_CLIENT = r"""
 import asyncio, json, struct, sys
 import websockets
-from fwbridge.bridge.ros2 import topics
+from fwbridge.bridge.node import topics
 
 async def main(url):
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"]) as ws:

@@ -22,8 +22,10 @@ import pytest
 zenoh = pytest.importorskip("zenoh", reason="the ros2 extra (eclipse-zenoh) is not installed")
 pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed")
 
+from fwbridge.bridge.node import topics  # noqa: E402
 from fwbridge.bridge.node.config import ConfigError  # noqa: E402
-from fwbridge.bridge.ros2 import keys, topics  # noqa: E402
+from fwbridge.bridge.node.topics import Qos  # noqa: E402
+from fwbridge.bridge.ros2 import keys  # noqa: E402
 from fwbridge.bridge.ros2.config import Ros2Settings, parse_ros2  # noqa: E402
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
 from fwbridge.bridge.ros2.participant import Participant, zenoh_config  # noqa: E402
@@ -33,7 +35,6 @@ from fwbridge.bridge.ros2.router import (  # noqa: E402
     open_router,
     router_config,
 )
-from fwbridge.bridge.ros2.topics import Qos  # noqa: E402
 from tests.helpers import (  # noqa: E402
     ROOT,
     Lines,

@@ -279,7 +279,7 @@ def test_use_sim_config_opens_a_sim_url_in_a_fresh_process(tmp_path: Path) -> No
     code = (
         "import sys\n"
         "from fwbridge.bridge.node.config import load_config\n"
-        "from fwbridge.bridge.link.hardware import LinkHardware\n"
+        "from fwbridge.bridge.node.hardware import LinkHardware\n"
         "hw = LinkHardware(load_config(sys.argv[1])); hw.configure()\n"
         "hw.link.write(b'\\xaa\\x55hello'); print(hw.link.read(7).hex()); hw.shutdown()\n"
     )

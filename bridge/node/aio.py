@@ -1,7 +1,7 @@
 """The asyncio runtime of the mobile-base node, through pyserial-asyncio.
 
 Same :class:`~bridge.node.base_node.BaseNodeCore`, same
-:class:`~bridge.link.hardware.LinkHardware` lifecycle and the same reconnection
+:class:`~bridge.node.hardware.LinkHardware` lifecycle and the same reconnection
 policy as the blocking :class:`~bridge.node.base_node.BaseNode`; only the I/O
 differs: the event loop polls the link's file descriptor (so: devices and
 ptys, not descriptor-less URL handlers) and one task keeps the command
@@ -18,7 +18,6 @@ from typing import Any
 
 import serial_asyncio
 
-from fwbridge.bridge.link.hardware import LifecycleState, LinkHardware
 from fwbridge.bridge.link.transports import LinkError, LinkLost, check_pollable
 from fwbridge.bridge.node.base_core import (
     SUBSCRIBER_BUDGET,
@@ -29,6 +28,7 @@ from fwbridge.bridge.node.base_core import (
 )
 from fwbridge.bridge.node.base_node import MAX_WAIT, node_hardware
 from fwbridge.bridge.node.config import RobotConfig
+from fwbridge.bridge.node.hardware import LifecycleState, LinkHardware
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.record.serial_pcapng import RX, ByteSink
 

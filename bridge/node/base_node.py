@@ -19,7 +19,6 @@ from typing import Any
 
 import serial
 
-from fwbridge.bridge.link.hardware import LinkHardware
 from fwbridge.bridge.link.transports import IO_ERRORS, LinkError, LinkLost, poller_for, read_some
 from fwbridge.bridge.node.base_core import (
     SUBSCRIBER_BUDGET,
@@ -30,6 +29,7 @@ from fwbridge.bridge.node.base_core import (
     paced,
 )
 from fwbridge.bridge.node.config import RobotConfig
+from fwbridge.bridge.node.hardware import LinkHardware
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.record.serial_pcapng import RX, ByteSink
 

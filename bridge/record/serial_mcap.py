@@ -8,7 +8,7 @@ One recorder, :class:`SerialRecorder`, takes what a link carried (each read
   and write, unchanged, as ``std_msgs/msg/UInt8MultiArray`` (CDR), log time =
   the moment they crossed the link: what ``replay`` plays back;
 - the decoded frames as the ROS 2 bridge publishes them (one mapping,
-  :mod:`fwbridge.bridge.ros2.topics`, names fully qualified as rosbag2 has
+  :mod:`fwbridge.bridge.node.topics`, names fully qualified as rosbag2 has
   them): odometry frames -> ``/odom`` (``nav_msgs/msg/Odometry``,
   integrated as seed 002) and ``/tf``; velocity commands -> ``/cmd_vel``
   (``geometry_msgs/msg/Twist``);
@@ -106,7 +106,7 @@ def decode_raw(cdr: bytes) -> bytes:
 
 
 def _topics() -> Any:
-    from fwbridge.bridge.ros2 import topics
+    from fwbridge.bridge.node import topics
 
     return topics
 
@@ -344,7 +344,7 @@ def watch_node(streams: Streams, node: Any, namespace: str = "",
     """Show a running base node on ``streams`` (a live view): its odometry records as
     ``odom`` and ``/tf`` and its counters, topics in ``namespace`` and TF frames after
     ``frame_prefix`` (a fleet's robot)."""
-    from fwbridge.bridge.ros2.topics import wall_stamp
+    from fwbridge.bridge.node.topics import wall_stamp
 
     rec = SerialRecorder(streams, port=namespace or "base", rx=None, tx=None, integrate=False,
                          raw=False, namespace=namespace, stats=node.stats,

@@ -6,5 +6,5 @@ tokens and attachments, pure), :mod:`~fwbridge.bridge.ros2.config` (the
 ``[ros2]`` table), :mod:`~fwbridge.bridge.ros2.participant` (session, nodes,
 publishers, subscriptions), :mod:`~fwbridge.bridge.ros2.base` (the base node
 in ROS 2) and :mod:`~fwbridge.bridge.ros2.fleet` (simulated bases in one
-process). The message mapping itself is :mod:`fwbridge.bridge.ros2.topics`.
+process). The message mapping itself is :mod:`fwbridge.bridge.node.topics`.
 """

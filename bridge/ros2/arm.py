@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fwbridge.bridge.ros2 import topics
+from fwbridge.bridge.node import topics
 from fwbridge.bridge.ros2.participant import Participant
 
 __all__ = ["Ros2Arm", "arm_link_health"]

@@ -5,7 +5,7 @@ and ``/diagnostics``.
 
 - each odometry record -> ``nav_msgs/Odometry`` on ``odom`` and the
   ``odom -> base_link`` transform on ``/tf`` (messages from
-  :mod:`fwbridge.bridge.ros2.topics`), both frames with the settings'
+  :mod:`fwbridge.bridge.node.topics`), both frames with the settings'
   ``frame_prefix`` (``robot1/odom -> robot1/base_link``): robots sharing
   ``/tf`` keep their own frames;
 - ``geometry_msgs/Twist`` on ``cmd_vel`` -> ``node.request(vx, vy, wz)``, so the
@@ -47,13 +47,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.base_core import NodeEvent
 from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.ros2 import topics
+from fwbridge.bridge.node.topics import Qos
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
-from fwbridge.bridge.ros2.topics import Qos
 
 __all__ = ["DIAGNOSTICS_PERIOD", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER", "Ros2Base"]
 

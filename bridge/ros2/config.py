@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbridge.bridge.node.config import ConfigError
-from fwbridge.bridge.ros2.topics import DISTROS, TOPICS
+from fwbridge.bridge.node.topics import DISTROS, TOPICS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fwbridge.bridge.ros2 import topics
+from fwbridge.bridge.node import topics
+from fwbridge.bridge.node.topics import MessageError, Qos
 from fwbridge.bridge.ros2.keys import (
     Attachment,
     Entity,
@@ -38,7 +39,6 @@ from fwbridge.bridge.ros2.keys import (
     parse_liveliness,
     resolve_name,
 )
-from fwbridge.bridge.ros2.topics import MessageError, Qos
 
 __all__ = ["Participant", "RosClient", "RosNode", "RosPublisher", "RosService",
            "RosSubscription", "zenoh_config"]

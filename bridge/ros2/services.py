@@ -26,8 +26,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from fwbridge.bridge.ros2 import topics
-from fwbridge.bridge.ros2.topics import MessageError, Qos
+from fwbridge.bridge.node import topics
+from fwbridge.bridge.node.topics import MessageError, Qos
 
 __all__ = ["SERVICES", "SERVICE_QOS", "register", "service_type_hash"]
 

@@ -8,7 +8,7 @@ bytes under the same names and types. Messages are the typed classes of the
 
 How to use it::
 
-    from fwbridge.bridge.ros2 import topics
+    from fwbridge.bridge.node import topics
 
     spec = topics.TOPICS["odom"]                  # name "odom", nav_msgs/msg/Odometry, QoS
     msg = topics.odometry_message(record, stamp=topics.wall_stamp(record.stamp))
