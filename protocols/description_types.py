@@ -1,7 +1,8 @@
 """The values of a frame description: its fields, length, checksum, CAN messages and
-signals, and the frame as a whole, immutable, and the table of field types. :mod:`fwbridge.protocols.description`
-makes them from TOML (and re-exports them); everything that builds on a description
-(schema, codec, receivers, ``codegen/``) reads them.
+signals, and the frame as a whole, immutable, and the table of field types.
+:mod:`fwbridge.protocols.description` makes them from TOML (and re-exports them);
+everything that builds on a description (schema, codec, receivers, ``codegen/``)
+reads them.
 """
 
 from __future__ import annotations
