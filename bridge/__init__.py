@@ -95,17 +95,17 @@ if TYPE_CHECKING:
     from fwbridge.bridge.node.odometry import (
         OdometryIntegrator as OdometryIntegrator,
     )
+    from fwbridge.bridge.record.serial_captures import (
+        read_capture as read_capture,
+    )
+    from fwbridge.bridge.record.serial_captures import (
+        read_payloads as read_payloads,
+    )
     from fwbridge.bridge.record.serial_pcapng import (
         CaptureWriter as CaptureWriter,
     )
     from fwbridge.bridge.record.serial_pcapng import (
         Packet as Packet,
-    )
-    from fwbridge.bridge.record.serial_pcapng import (
-        read_capture as read_capture,
-    )
-    from fwbridge.bridge.record.serial_pcapng import (
-        read_payloads as read_payloads,
     )
 
 

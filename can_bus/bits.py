@@ -25,14 +25,17 @@ from fwbridge.protocols.errors import CanFrameError
 
 __all__ = [
     "CRC_POLY",
+    "DLC_LENGTHS",
     "TAIL_BITS",
     "Frame",
     "arbitration_end",
     "arbitration_key",
     "crc15",
     "crc15_bits",
+    "dlc_to_len",
     "frame_bits",
     "frame_length",
+    "len_to_dlc",
     "stuff",
     "stuff_count",
     "stuffed_length",
@@ -45,6 +48,24 @@ CRC_POLY = 0x4599  # x^15 + x^14 + x^10 + x^8 + x^7 + x^4 + x^3 + 1
 TAIL_BITS = 13
 #: From SOF to the end of EOF is ``stuffed_length + EOF_END``.
 EOF_END = 10
+#: CAN FD data lengths by 4-bit DLC code (here, not in :mod:`can_bus.fd`, which builds
+#: on this module: :meth:`Frame.make` checks an FD frame's length with it).
+DLC_LENGTHS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 20, 24, 32, 48, 64)
+_LEN_TO_DLC = {n: i for i, n in enumerate(DLC_LENGTHS)}
+
+
+def dlc_to_len(dlc: int) -> int:
+    """Data bytes of an FD frame with this 4-bit DLC code."""
+    return DLC_LENGTHS[dlc]
+
+
+def len_to_dlc(n: int) -> int:
+    """The DLC code of exactly ``n`` data bytes (0..8, 12, 16, 20, 24, 32, 48, 64)."""
+    dlc = _LEN_TO_DLC.get(n)
+    if dlc is None:
+        raise CanFrameError(f"{n} data bytes: a CAN FD frame carries 0..8, 12, 16, 20, 24, 32, "
+                            "48 or 64")
+    return dlc
 
 
 class Frame(NamedTuple):
@@ -76,8 +97,6 @@ class Frame(NamedTuple):
             kind = "an extended" if ext else "a standard"
             raise CanFrameError(f"CAN ID 0x{can_id:X} out of range for {kind} frame")
         if fd:
-            from fwbridge.can_bus.fd import len_to_dlc  # fd builds on this module
-
             if remote:
                 raise CanFrameError("CAN FD has no remote frames")
             return cls(can_id, ext, False, len_to_dlc(len(data)), bytes(data), True, bool(brs),

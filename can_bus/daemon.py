@@ -47,6 +47,7 @@ from fwbridge.can_bus.daemon_client import (
 )
 from fwbridge.can_bus.daemon_nodes import TX_LIMIT, Client, DaemonChannel
 from fwbridge.can_bus.simchannel import compile_filters, make_frame
+from fwbridge.can_bus.socketcand import TextClient
 from fwbridge.protocols import bus_wire
 from fwbridge.protocols.bus_wire import Kind
 from fwbridge.protocols.errors import CanError, ConfigError
@@ -222,8 +223,6 @@ class BusDaemon:
             return
         sock.setblocking(False)
         if srv is self.tcp:
-            from fwbridge.can_bus.socketcand import TextClient
-
             client: Client = TextClient(sock, self)
         else:
             client = Client(sock, self)

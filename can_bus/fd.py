@@ -34,9 +34,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from fwbridge.can_bus import bits as _bits
-from fwbridge.can_bus.bits import TAIL_BITS, Frame
-from fwbridge.protocols.errors import CanFrameError
+from fwbridge.can_bus.bits import DLC_LENGTHS, TAIL_BITS, Frame, dlc_to_len, len_to_dlc
 
+# DLC_LENGTHS, dlc_to_len and len_to_dlc are bits.py's (Frame.make checks an FD length
+# with them), and this module's names too.
 __all__ = [
     "CRC17_POLY",
     "CRC21_POLY",
@@ -57,25 +58,9 @@ __all__ = [
 
 CRC17_POLY = 0x1685B  # x^17 + x^16 + x^14 + x^13 + x^11 + x^6 + x^4 + x^3 + x + 1
 CRC21_POLY = 0x102899  # x^21 + x^20 + x^13 + x^11 + x^7 + x^4 + x^3 + 1
-DLC_LENGTHS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 20, 24, 32, 48, 64)
-_LEN_TO_DLC = {n: i for i, n in enumerate(DLC_LENGTHS)}
 GRAY = tuple(n ^ (n >> 1) for n in range(8))
 #: Fields after the dynamic part: FSB, stuff count (3), parity, FSB.
 _SC_FIELD = 6
-
-
-def dlc_to_len(dlc: int) -> int:
-    """Data bytes of an FD frame with this 4-bit DLC code."""
-    return DLC_LENGTHS[dlc]
-
-
-def len_to_dlc(n: int) -> int:
-    """The DLC code of exactly ``n`` data bytes (0..8, 12, 16, 20, 24, 32, 48, 64)."""
-    dlc = _LEN_TO_DLC.get(n)
-    if dlc is None:
-        raise CanFrameError(f"{n} data bytes: a CAN FD frame carries 0..8, 12, 16, 20, 24, 32, "
-                         "48 or 64")
-    return dlc
 
 
 def crc_width(frame: Frame) -> int:

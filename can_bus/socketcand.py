@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import re
 import socket
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fwbridge.can_bus.bits import Frame
-from fwbridge.can_bus.daemon_nodes import TX_LIMIT, Client
+from fwbridge.can_bus.daemon_nodes import TX_LIMIT, Client, DaemonChannel, NodeHost
 from fwbridge.protocols.bus_wire import FLAG_EXT, FLAG_FD, MESSAGE, Hello
 from fwbridge.protocols.errors import CanFrameError
 
-if TYPE_CHECKING:
-    from fwbridge.can_bus.daemon import BusDaemon
-
-__all__ = ["TextClient", "parse_send"]
+__all__ = ["SocketcandHost", "TextClient", "parse_send"]
 
 MAX_LINE = 256  # the longest raw-mode command is ~40 characters
 _SEND = re.compile(r"^send ([0-9A-Fa-f]{1,8}) ([0-9A-Fa-f]) ((?:[0-9A-Fa-f]{1,2} ?)*)$")
@@ -49,12 +46,24 @@ def parse_send(text: str) -> Frame:
     return Frame.make(int(ident, 16), data, extended=len(ident) == 8)
 
 
+class SocketcandHost(NodeHost, Protocol):
+    """What a socketcand node needs of the daemon (:class:`~can_bus.daemon.BusDaemon`,
+    which imports this module): a socketcand node attaches itself and sends."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ch(self) -> DaemonChannel: ...
+    def attach(self, client: Client, req: Hello) -> int: ...
+    def submit(self, client: Client, frame: Frame) -> None: ...
+
+
 class TextClient(Client):
     """A socketcand node: text commands in, ``< frame ... >`` lines out."""
 
-    daemon: BusDaemon  # the whole daemon: a socketcand node attaches itself
+    daemon: SocketcandHost
 
-    def __init__(self, sock: socket.socket, daemon: BusDaemon) -> None:
+    def __init__(self, sock: socket.socket, daemon: SocketcandHost) -> None:
         super().__init__(sock, daemon)
         self.stage = "open"  # open -> rawmode -> raw
         self.queue(b"< hi >")

@@ -211,7 +211,8 @@ class _BlockWriter:
 
 def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[bytes]:
     """The packet bytes of a pcapng serial capture (one direction: ``"rx"``/``"tx"``)."""
-    from fwbridge.bridge.record.serial_pcapng import CaptureError, read_payloads
+    from fwbridge.bridge.record.serial_captures import read_payloads
+    from fwbridge.bridge.record.serial_pcapng import CaptureError
 
     try:
         yield from read_payloads(path, direction)
@@ -226,7 +227,8 @@ _SIDE = {"rx": "rx (firmware -> host)", "tx": "tx (host -> firmware)"}
 
 def _both_directions(path: str) -> bool:
     """True when a pcapng capture holds packets of both directions (stops at the first pair)."""
-    from fwbridge.bridge.record.serial_pcapng import CaptureError, read_capture
+    from fwbridge.bridge.record.serial_captures import read_capture
+    from fwbridge.bridge.record.serial_pcapng import CaptureError
 
     seen: set[str] = set()
     try:

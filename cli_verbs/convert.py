@@ -69,8 +69,8 @@ def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:
         return 0
     if kind == "serial":
         from fwbridge.bridge.record.mcap_io import McapSink
+        from fwbridge.bridge.record.serial_captures import read_capture
         from fwbridge.bridge.record.serial_mcap import SerialCapture
-        from fwbridge.bridge.record.serial_pcapng import read_capture
 
         cap = SerialCapture([McapSink(out, metadata={"converted_from": src.name})],
                             port=src.stem)

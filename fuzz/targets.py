@@ -111,7 +111,8 @@ def _scratch(data: bytes, suffix: str) -> Path:
 
 
 def serial_pcapng(data: bytes) -> None:
-    from fwbridge.bridge.record.serial_pcapng import CaptureError, read_capture
+    from fwbridge.bridge.record.serial_captures import read_capture
+    from fwbridge.bridge.record.serial_pcapng import CaptureError
 
     with contextlib.suppress(CaptureError):
         for packet in read_capture(_scratch(data, ".pcapng")):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from fwbridge.protocols.description import FrameDescription
+# The values are description_types.py's (a FrameDescription holds them); this module
+# parses and checks them, and re-exports the two.
+from fwbridge.protocols.description_types import CanMessage, CanSignal, FrameDescription
 
 __all__ = ["CanMessage", "CanSignal", "check_can_signals", "parse_can"]
 
@@ -25,46 +25,6 @@ MAX_MESSAGES = 256
 MAX_IDS = 2048
 MAX_SIGNALS = 64
 _INT_SIZES = {"u8": 1, "i8": 1, "u16": 2, "i16": 2, "u32": 4, "i32": 4, "u64": 8, "i64": 8}
-
-
-@dataclass(frozen=True, slots=True)
-class CanMessage:
-    """A CAN message carrying the description: ``id + node`` for each node in ``nodes``."""
-
-    name: str
-    id: int
-    nodes: tuple[int, int] | None = None
-    extended: bool = False
-    sender: str = ""
-
-    def ids(self) -> list[tuple[int, int | None]]:
-        """(CAN ID, node or None) for every message this entry stands for."""
-        if self.nodes is None:
-            return [(self.id, None)]
-        return [(self.id + k, k) for k in range(self.nodes[0], self.nodes[1] + 1)]
-
-
-@dataclass(frozen=True, slots=True)
-class CanSignal:
-    """A wider integer read over bytes that fields cover (for the DBC), in place of them."""
-
-    name: str
-    type: str
-    byte: int
-    byte_order: str
-    replaces: tuple[str, ...]
-    scale: float = 1.0
-    offset: float = 0.0
-    unit: str = ""
-    doc: str = ""
-
-    @property
-    def size(self) -> int:
-        return _INT_SIZES[self.type]
-
-    @property
-    def signed(self) -> bool:
-        return self.type.startswith("i")
 
 
 def _checked_name(chk: Any, value: str, table: str, i: int, label: str) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from fwbridge.protocols.description import FrameDescription
+    from fwbridge.protocols.description_types import FrameDescription
 
 __all__ = [
     "C_RESERVED_MACROS",

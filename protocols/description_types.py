@@ -1,7 +1,8 @@
-"""The values of a frame description: its fields, length, checksum and the frame as a
-whole, immutable, and the table of field types. :mod:`fwbridge.protocols.description`
-makes them from TOML (and re-exports them); everything that builds on a description
-(schema, codec, receivers, ``codegen/``) reads them.
+"""The values of a frame description: its fields, length, checksum, CAN messages and
+signals, and the frame as a whole, immutable, and the table of field types.
+:mod:`fwbridge.protocols.description` makes them from TOML (and re-exports them);
+everything that builds on a description (schema, codec, receivers, ``codegen/``)
+reads them.
 """
 
 from __future__ import annotations
@@ -10,10 +11,18 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from fwbridge.protocols.checksums import Algorithm, algorithm
-from fwbridge.protocols.description_can import CanMessage, CanSignal
 from fwbridge.protocols.errors import ConfigError, UnknownName
 
-__all__ = ["TYPES", "ChecksumSpec", "FieldSpec", "FrameDescription", "LengthSpec", "TypeInfo"]
+__all__ = [
+    "TYPES",
+    "CanMessage",
+    "CanSignal",
+    "ChecksumSpec",
+    "FieldSpec",
+    "FrameDescription",
+    "LengthSpec",
+    "TypeInfo",
+]
 
 
 class TypeInfo(NamedTuple):
@@ -102,6 +111,46 @@ class ChecksumSpec:
     @property
     def size(self) -> int:
         return self.algo.size
+
+
+@dataclass(frozen=True, slots=True)
+class CanMessage:
+    """A CAN message carrying the description: ``id + node`` for each node in ``nodes``."""
+
+    name: str
+    id: int
+    nodes: tuple[int, int] | None = None
+    extended: bool = False
+    sender: str = ""
+
+    def ids(self) -> list[tuple[int, int | None]]:
+        """(CAN ID, node or None) for every message this entry stands for."""
+        if self.nodes is None:
+            return [(self.id, None)]
+        return [(self.id + k, k) for k in range(self.nodes[0], self.nodes[1] + 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class CanSignal:
+    """A wider integer read over bytes that fields cover (for the DBC), in place of them."""
+
+    name: str
+    type: str
+    byte: int
+    byte_order: str
+    replaces: tuple[str, ...]
+    scale: float = 1.0
+    offset: float = 0.0
+    unit: str = ""
+    doc: str = ""
+
+    @property
+    def size(self) -> int:
+        return TYPES[self.type].size
+
+    @property
+    def signed(self) -> bool:
+        return self.type.startswith("i")
 
 
 @dataclass(frozen=True, slots=True)

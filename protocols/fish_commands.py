@@ -21,6 +21,7 @@ from typing import Any
 
 from fwbridge.protocols.crc import crc16
 from fwbridge.protocols.errors import FieldValueError, LengthError
+from fwbridge.protocols.fish_actions import action_code, action_name
 
 __all__ = [
     "COMMAND_RESULT_SUBS",
@@ -135,7 +136,7 @@ _OP_TEXT = {v: k for k, v in _OPS.items()}
 @dataclass(frozen=True, slots=True)
 class Scene:
     """A scene for free action: when ``sensor op threshold`` holds, run ``action``
-    (a free-action code of :func:`~fwbridge.protocols.fish_payloads.action_code`)."""
+    (a free-action code of :func:`~fwbridge.protocols.fish_actions.action_code`)."""
 
     sensor: int
     op: int
@@ -203,8 +204,6 @@ class UserConfig:
         return cfg
 
     def as_dict(self) -> dict[str, Any]:
-        from fwbridge.protocols.fish_payloads import action_name
-
         return {"free_period_ms": self.free_period_ms, "avoid_mm": self.avoid_mm,
                 "stored_probability_pct": self.stored_probability_pct,
                 "scenes": [{"sensor": SceneSensor(s.sensor).name.lower(),
@@ -215,8 +214,6 @@ class UserConfig:
     @classmethod
     def from_dict(cls, d: Any) -> UserConfig:
         """From :meth:`as_dict`'s shape (e.g. a JSON file); FieldValueError names the field."""
-        from fwbridge.protocols.fish_payloads import action_code
-
         if not isinstance(d, dict):
             raise FieldValueError(NAME, "user config", "expected an object")
         unknown = set(d) - {"free_period_ms", "avoid_mm", "stored_probability_pct", "scenes"}

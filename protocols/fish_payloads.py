@@ -49,6 +49,12 @@ from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.action_group import ServoEntry
 from fwbridge.protocols.arq import ANSWER_OFFSET, REQUEST_TYPES
 from fwbridge.protocols.errors import FieldValueError, LengthError
+from fwbridge.protocols.fish_actions import (  # re-exported: this module's names too
+    FREE_ACTIONS,
+    STORED_ACTION_BASE,
+    action_code,
+    action_name,
+)
 from fwbridge.protocols.fish_commands import (
     COMMAND_RESULT_SUBS,
     CommandResult,
@@ -117,11 +123,6 @@ FISH_SERVOS: tuple[ServoSpec, ...] = (
     ServoSpec(7, Role.FIN, "fin-rear-right"),
 )
 
-#: Free-mode action codes of :class:`RobotInfo` (index = code).
-FREE_ACTIONS = ("idle", "swim-forward", "turn-left", "turn-right", "dive", "ascend", "glide",
-                "surface")
-#: Stored action group N runs in free mode as ``group-N``, code 0x80 + N.
-STORED_ACTION_BASE = 0x80
 #: Decision sources of :class:`RobotInfo` (index = code).
 DECISION_SOURCES = ("none", "scene", "avoid", "random", "idle")
 QUERY_SUBS = frozenset({SubCommand.QUERY_ROBOT_INFO, SubCommand.QUERY_SERVO_INFO,
@@ -129,24 +130,6 @@ QUERY_SUBS = frozenset({SubCommand.QUERY_ROBOT_INFO, SubCommand.QUERY_SERVO_INFO
 #: Sub-commands whose result frame has a layout :func:`decode_result` knows
 #: (the queries, and the system commands of :mod:`fwbridge.protocols.fish_commands`).
 RESULT_SUBS = QUERY_SUBS | COMMAND_RESULT_SUBS
-
-
-def action_code(name: str) -> int:
-    """The code of a free-mode action name (0xFF: none of the known ones)."""
-    if name in FREE_ACTIONS:
-        return FREE_ACTIONS.index(name)
-    if name.startswith("group-") and name[6:].isdigit() and int(name[6:]) < 0x7F:
-        return STORED_ACTION_BASE + int(name[6:])
-    return 0xFF
-
-
-def action_name(code: int) -> str:
-    """Inverse of :func:`action_code`."""
-    if code < len(FREE_ACTIONS):
-        return FREE_ACTIONS[code]
-    if STORED_ACTION_BASE <= code < 0xFF:
-        return f"group-{code - STORED_ACTION_BASE}"
-    return f"0x{code:02x}"
 
 
 # -- request data -----------------------------------------------------------------

@@ -13,7 +13,8 @@ import pytest
 from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.node.aio import AsyncBaseNode
 from fwbridge.bridge.node.base_node import ZERO_FRAME, BaseNode
-from fwbridge.bridge.record.serial_pcapng import CaptureWriter, read_capture
+from fwbridge.bridge.record.serial_captures import read_capture
+from fwbridge.bridge.record.serial_pcapng import CaptureWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame

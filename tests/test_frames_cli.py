@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from fwbridge.bridge.link.transports import PtyPair
-from fwbridge.bridge.record.serial_pcapng import FRAMES_INTERFACE, LINKTYPE_USER1, read_capture
+from fwbridge.bridge.record.serial_captures import read_capture
+from fwbridge.bridge.record.serial_pcapng import FRAMES_INTERFACE, LINKTYPE_USER1
 from fwbridge.protocols.description import load
 from fwbridge.protocols.frame_codec import FrameCodec
 from tests.conftest import FIXTURES

@@ -35,8 +35,8 @@ from fwbridge.bridge.record.can_mcap import (  # noqa: E402
     encode_frame,
 )
 from fwbridge.bridge.record.mcap_io import read_mcap  # noqa: E402
+from fwbridge.bridge.record.serial_captures import read_capture  # noqa: E402
 from fwbridge.bridge.record.serial_mcap import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
-from fwbridge.bridge.record.serial_pcapng import read_capture  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
 from tests.helpers import (  # noqa: E402

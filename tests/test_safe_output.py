@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fwbridge.bridge.link.transports import PtyPair
-from fwbridge.bridge.record.serial_pcapng import read_capture
+from fwbridge.bridge.record.serial_captures import read_capture
 from tests.helpers import FirmwarePeer, reaped, run_verb, shared_bus, spawn_verb
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")

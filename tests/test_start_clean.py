@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fwbridge.bridge.link.transports import PtyPair
-from fwbridge.bridge.record.serial_pcapng import read_capture
+from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.protocols import odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver

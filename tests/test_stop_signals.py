@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fwbridge.bridge.link.transports import PtyPair
-from fwbridge.bridge.record.serial_pcapng import read_capture
+from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
 from tests.helpers import FirmwarePeer, reaped, spawn_verb, wait_for_line, wait_until

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fwbridge.bridge.link.transports import PtyPair
-from fwbridge.bridge.record.serial_pcapng import read_capture
+from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.protocols import cmd_frame
 from fwbridge.protocols.fish_commands import make_image
 from tests.helpers import FirmwarePeer, reaped, spawn_verb

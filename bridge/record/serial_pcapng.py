@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from fwbridge.protocols.errors import CaptureError, ConfigError
+from fwbridge.protocols.errors import CaptureError
 from fwbridge.protocols.pcapng import (
     INBOUND,
     MAGIC,
@@ -43,8 +43,6 @@ __all__ = [
     "CaptureWriter",
     "Packet",
     "looks_like_pcapng",
-    "read_capture",
-    "read_payloads",
 ]
 
 LINKTYPE_USER0 = 147
@@ -162,33 +160,3 @@ class CaptureWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def read_capture(path: str | os.PathLike[str]) -> Iterator[Packet]:
-    """Every packet of a pcapng serial capture (or an MCAP capture's raw channels), in order.
-
-    Enhanced and simple packet blocks are read; other blocks are skipped.
-    Every fault is a :class:`CaptureError` naming the offset (see
-    :mod:`bridge.record.serial_pcapng_reader`); a file cut short (a killed recorder) gives
-    its whole packets, then ``CaptureTruncated``.
-    """
-    if Path(path).is_file():
-        with open(path, "rb") as head:
-            if head.read(8) == b"\x89MCAP0\r\n":  # an MCAP capture: its raw channels
-                from fwbridge.bridge.record.serial_mcap import read_mcap_packets
-
-                return read_mcap_packets(Path(path))
-    from fwbridge.bridge.record.serial_pcapng_reader import read_packets  # it builds on this module
-
-    return read_packets(path)
-
-
-def read_payloads(path: str | os.PathLike[str], direction: str | None = None) -> Iterator[bytes]:
-    """The bytes of a capture's packets, optionally one direction (``"rx"``/``"tx"``)."""
-    if direction not in (None, RX, TX):
-        raise ConfigError(f"direction must be 'rx', 'tx' or None, not {direction!r}")
-    for packet in read_capture(path):
-        if packet.link_type == LINKTYPE_USER1:
-            continue  # accepted frames, copies of bytes the reads already hold
-        if direction is None or packet.direction == direction:
-            yield packet.data

@@ -2,19 +2,23 @@
 
 Sub-commands 0x01-0x03, 0x33-0x37, 0x41 and 0x42 of the patent's table
 (layouts in :mod:`fwbridge.protocols.fish_commands`), executed by
-:class:`SystemCommands` for :class:`~fwbridge.bridge.sim.models.fish.RobotFish`
-once the frame has been answered OK. :meth:`SystemCommands.check` decides the
-answer first (malformed data: ``0x02``; anything but a flash command while
-in CAN flash mode: ``0x05`` busy).
+:class:`SystemCommands` for the fish
+(:class:`~fwbridge.bridge.sim.models.fish.RobotFish`, seen from here only as a
+:class:`FishHost`) once the frame has been answered OK.
+:meth:`SystemCommands.check` decides the answer first (malformed data: ``0x02``;
+anything but a flash command while in CAN flash mode: ``0x05`` busy).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Container
+from typing import Protocol
 
-from fwbridge.bridge.sim.fish.controller import Mode
-from fwbridge.bridge.sim.fish.flash import Upgrade
+from fwbridge.bridge.sim.fish.body import FishBody
+from fwbridge.bridge.sim.fish.controller import FishController, Mode
+from fwbridge.bridge.sim.fish.flash import FishFlash, Upgrade
+from fwbridge.can_bus.sim.nodes import MainController
 from fwbridge.can_bus.sim.nodes import Status as Health
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
@@ -36,10 +40,7 @@ from fwbridge.protocols.fish_commands import (
 )
 from fwbridge.protocols.fish_payloads import Result
 
-if TYPE_CHECKING:
-    from fwbridge.bridge.sim.models.fish import RobotFish
-
-__all__ = ["FLASH_SUBS", "SYSTEM_SUBS", "SystemCommands"]
+__all__ = ["FLASH_SUBS", "SYSTEM_SUBS", "FishHost", "SystemCommands"]
 
 SYSTEM_SUBS = frozenset({
     SubCommand.STATUS_UPDATE, SubCommand.STAND_STILL, SubCommand.FREE_SWIMMING,
@@ -53,10 +54,31 @@ _READS = (InstructionType.READ_PHONE, InstructionType.READ_SIMULATOR, Instructio
 MAX_ERRORS = 16
 
 
+class FishHost(Protocol):
+    """What the system commands use of the fish that carries them (the model is above
+    this module: it passes itself in)."""
+
+    @property
+    def controller(self) -> FishController: ...
+    @property
+    def body(self) -> FishBody: ...
+    @property
+    def flash(self) -> FishFlash: ...
+    @property
+    def master(self) -> MainController: ...
+    @property
+    def modules(self) -> Container[int]: ...
+    @property
+    def boot_time(self) -> float: ...
+    @property
+    def uptime(self) -> float: ...
+    def reboot_after_answer(self) -> None: ...
+
+
 class SystemCommands:
     """State the system commands keep on the fish: CAN flash mode, the upgrade, errors."""
 
-    def __init__(self, fish: RobotFish) -> None:
+    def __init__(self, fish: FishHost) -> None:
         self.fish = fish
         self.can_flash = False  # 0x42: the main controller in CAN flash mode
         self.flashing: set[int] = set()  # 0x41 (write): modules in CAN flash mode
