@@ -12,7 +12,7 @@ from enum import Enum
 from typing import NamedTuple
 
 import can
-from can.typechecking import CanFilter
+from can.typechecking import CanFilter, CanFilters
 
 from fwbridge.protocols import actuator
 from fwbridge.protocols.actuator import ActuatorStruct
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_MODULE",
     "ActuatorMessage",
     "Direction",
+    "accepts",
     "classify",
     "command_filter",
     "command_id",
@@ -119,21 +120,37 @@ def from_message(msg: can.Message) -> ActuatorMessage | None:
 DRAIN_LIMIT = 1024
 
 
-def drain(bus: can.BusABC, limit: int = DRAIN_LIMIT) -> list[can.Message]:
-    """The frames waiting on ``bus`` that pass its filters, without blocking.
+def accepts(filters: CanFilters | None, msg: can.Message) -> bool:
+    """Whether ``msg`` passes python-can acceptance ``filters`` (None: every frame), with
+    python-can's semantics: any filter whose mask and, if given, ``extended`` flag fit."""
+    if not filters:
+        return True
+    for f in filters:
+        if "extended" in f and f["extended"] != msg.is_extended_id:
+            continue
+        if (f["can_id"] ^ msg.arbitration_id) & f["can_mask"] == 0:
+            return True
+    return False
 
-    Not ``while bus.recv(0)``: on interfaces that filter in software (python-can's
-    ``virtual``, several adapters) ``recv(0)`` returns None as soon as the frame
-    at the head of the queue fails the filters, though matching frames wait
-    behind it; a node that drains that way falls further behind every step.
-    So this reads through the implementer's hooks of ``BusABC`` and filters
-    itself. Bounded by ``limit``; the rest waits for the next call.
+
+def drain(bus: can.BusABC, filters: CanFilters | None = None,
+          limit: int = DRAIN_LIMIT) -> list[can.Message]:
+    """The frames waiting on ``bus`` that pass ``filters``, without blocking.
+
+    Reads ``bus.recv(0)`` until it has nothing and filters here. Not the bus's own
+    filters: on interfaces that filter in software (python-can's ``virtual``,
+    several adapters) ``recv(0)`` returns None as soon as the frame at the head
+    of the queue fails them, though matching frames wait behind it, and a node
+    that drains that way falls further behind every step. So a node's acceptance
+    filter is given here; it may also be set on a bus that applies it in hardware
+    (``fwbridge``, SocketCAN's kernel filters), where ``recv(0)`` still reads every
+    frame that waits. Bounded by ``limit``; the rest waits for the next call.
     """
     out: list[can.Message] = []
     for _ in range(limit):
-        msg, already_filtered = bus._recv_internal(timeout=0)
+        msg = bus.recv(0)
         if msg is None:
             break
-        if already_filtered or bus._matches_filters(msg):
+        if accepts(filters, msg):
             out.append(msg)
     return out

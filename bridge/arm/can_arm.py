@@ -131,7 +131,7 @@ class ArmLink:
         self.last_seen: dict[int, float] = {}
         self.tx = TxQueue()
         self.bad_frames = 0
-        bus.set_filters(feedback_filter())
+        self.accept = feedback_filter()  # see ids.drain
 
     def send(self, joints: Joints, gripper: float) -> None:
         for spec, value in zip(self.specs.values(), (*joints, gripper)):
@@ -142,7 +142,7 @@ class ArmLink:
         self.tx.pump(self.bus)
 
     def poll(self, now: float) -> None:
-        for msg in drain(self.bus):
+        for msg in drain(self.bus, self.accept):
             try:
                 got = from_message(msg)
             except FrameError:
