@@ -22,8 +22,15 @@ import click
 from rich.table import Table
 
 from fwbridge.can_bus.capture import open_writer
+from fwbridge.can_bus.ids import command_filter, feedback_filter
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
+from fwbridge.can_bus.nodes import (
+    HARDWARE_FILTERS,
+    ActuatorModule,
+    Kind,
+    MainController,
+    NodeRunner,
+)
 from fwbridge.cli_verbs.can_common import open_bus, options, target
 from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
@@ -113,6 +120,8 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
     if foxglove and capture and not _mcap_name(capture):
         fail("--foxglove records CAN to .mcap files only (or to none)")
     extra: dict[str, Any] = {"name": "controller"} if fw else {}
+    if interface in HARDWARE_FILTERS:  # the bus filters as it receives (see ids.drain)
+        extra["can_filters"] = feedback_filter()
     if fw and pacing:
         extra["pacing"] = pacing
     buses: list[can.BusABC] = []
@@ -123,7 +132,7 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
         # The bus works: only now is the capture created (a failed start leaves a file as it
         # was). On a channel of this process the simulator's own tap records synchronously,
         # any pacing; a shared bus (its daemon elsewhere) and other buses through a listener.
-        tap = isinstance(ctrl_bus, FwBridgeBus) and type(ctrl_bus).__name__ != "RemoteBus"
+        tap = isinstance(ctrl_bus, FwBridgeBus) and not ctrl_bus.shared
         # MCAP and the live view: one writer (frames, load, state changes, joint_states),
         # and the modules' health as /diagnostics from the controller's report.
         if mcap:
@@ -132,6 +141,8 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
         for k in range(1, count + 1):
             mod_extra: dict[str, Any] = (
                 {"name": f"module{k}", "auto_recovery": not no_auto_recovery} if fw else {})
+            if interface in HARDWARE_FILTERS:
+                mod_extra["can_filters"] = command_filter(k)
             if k == 1 and tap and (capture or mcap_writer):
                 mod_extra["capture"] = mcap_writer or capture
             buses.append(open_bus(opts, **mod_extra))
