@@ -17,7 +17,9 @@ import pytest
 
 from fwbridge.can_bus.bits import EOF_END, Frame, frame_length, stuffed_length
 from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.nodes import start_modules
 from fwbridge.can_bus.simchannel import get_channel
+from tests.helpers import shared_bus
 
 ROOT = Path(__file__).resolve().parents[1]
 _names = itertools.count()
@@ -180,19 +182,22 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def test_python_can_logger_and_player_run_on_fwbridge(tmp_path: Path) -> None:
+def test_python_can_logger_and_player_run_on_fwbridge(tmp_path: Path, rundir: Path) -> None:
+    # python-can's tools take a channel: shared:NAME reaches modules of another process
     log, replayed = tmp_path / "log.log", tmp_path / "replayed.log"
-    logger = subprocess.Popen(
-        [sys.executable, "-m", "can.logger", "-i", "fwbridge", "-c", "sim0",
-         "--bus-kwargs", "modules=3", "-f", str(log)],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (not log.exists() or log.stat().st_size < 1500):
-            time.sleep(0.05)  # polling: a bounded wait for frames in the log
-    finally:
-        logger.send_signal(signal.SIGINT)  # how a user stops can.logger
-        out, err = logger.communicate(timeout=20)
+    with shared_bus("tools0"), start_modules("shared:tools0", 3) as modules:
+        logger = subprocess.Popen(
+            [sys.executable, "-m", "can.logger", "-i", "fwbridge", "-c", "shared:tools0",
+             "-f", str(log)],
+            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and (not log.exists() or log.stat().st_size < 1500):
+                time.sleep(0.05)  # polling: a bounded wait for frames in the log
+        finally:
+            logger.send_signal(signal.SIGINT)  # how a user stops can.logger
+            out, err = logger.communicate(timeout=20)
+        assert modules.error is None
     assert logger.returncode == 0, err
     assert "FwBridgeBus" in out
     with can.LogReader(log) as reader:
