@@ -6,11 +6,14 @@
 - :mod:`can_bus.model` (with :mod:`~can_bus.modeltypes`, :mod:`~can_bus.confinement`,
   :mod:`~can_bus.faults`): the sans-I/O bus model: arbitration, timing, fault
   confinement, injected faults.
-- :mod:`can_bus.interface` (with :mod:`~can_bus.simchannel`): the model as the
-  python-can interface ``fwbridge``.
-- :mod:`can_bus.daemon` (with :mod:`~can_bus.daemon_client`, :mod:`~can_bus.remote`,
+- :mod:`can_bus.interface`: the model as the python-can interface ``fwbridge``, one
+  Bus class over two nodes (:mod:`~can_bus.bus_node`, chosen by :mod:`~can_bus.attach`):
+  this process's channel (:mod:`~can_bus.local_node`, :mod:`~can_bus.simchannel`) or,
+  with ``channel="shared:NAME"``, a shared bus's daemon (:mod:`~can_bus.remote`).
+- :mod:`can_bus.daemon` (with :mod:`~can_bus.daemon_client`, :mod:`~can_bus.daemon_nodes`,
   :mod:`~can_bus.socketcand`): one bus shared by many processes.
-- :mod:`can_bus.nodes`: main controller and actuator modules on any python-can bus.
+- :mod:`can_bus.nodes`: main controller and actuator modules on any python-can bus,
+  and :func:`~can_bus.nodes.start_modules`.
 - :mod:`can_bus.capture`, :mod:`can_bus.pcapng`: log files and Wireshark captures.
 """
 
@@ -85,6 +88,9 @@ if TYPE_CHECKING:
     from fwbridge.can_bus.nodes import (
         NodeRunner as NodeRunner,
     )
+    from fwbridge.can_bus.nodes import (
+        start_modules as start_modules,
+    )
     from fwbridge.can_bus.pcapng import (
         PcapngReader as PcapngReader,
     )
@@ -128,6 +134,7 @@ __all__ = [
     "open_writer",
     "read_messages",
     "read_pcap",
+    "start_modules",
     "to_message",
 ]
 
@@ -146,6 +153,7 @@ _EXPORTS = {
     "ActuatorModule": "fwbridge.can_bus.nodes",
     "MainController": "fwbridge.can_bus.nodes",
     "NodeRunner": "fwbridge.can_bus.nodes",
+    "start_modules": "fwbridge.can_bus.nodes",
     "BusModel": "fwbridge.can_bus.model",
     "ErrorFrame": "fwbridge.can_bus.model",
     "ErrorState": "fwbridge.can_bus.model",

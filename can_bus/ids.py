@@ -22,9 +22,11 @@ __all__ = [
     "COMMAND_BASE",
     "DEFAULT_BITRATE",
     "FEEDBACK_BASE",
+    "HARDWARE_FILTERS",
     "MAX_MODULE",
     "ActuatorMessage",
     "Direction",
+    "accept",
     "accepts",
     "classify",
     "command_filter",
@@ -32,6 +34,7 @@ __all__ = [
     "drain",
     "feedback_filter",
     "feedback_id",
+    "filters_on_receive",
     "from_message",
     "to_message",
 ]
@@ -118,6 +121,26 @@ def from_message(msg: can.Message) -> ActuatorMessage | None:
 
 #: Frames one ``drain`` call takes at most: a flooding bus cannot stall a node's step.
 DRAIN_LIMIT = 1024
+#: python-can interfaces that apply a Bus's filters as frames arrive (not in software
+#: behind ``recv``): a node's acceptance filter can go on such a bus too.
+HARDWARE_FILTERS = ("fwbridge", "socketcan")
+
+
+def filters_on_receive(bus: can.BusABC) -> bool:
+    """Whether ``bus`` is of an interface in :data:`HARDWARE_FILTERS` (a subclass too),
+    told by python-can's table of interfaces."""
+    from can.interfaces import BACKENDS
+
+    known = {BACKENDS[name] for name in HARDWARE_FILTERS if name in BACKENDS}
+    return any((c.__module__, c.__name__) in known for c in type(bus).__mro__)
+
+
+def accept(bus: can.BusABC, filters: CanFilters) -> CanFilters:
+    """A node's acceptance filter for :func:`drain`; also set on ``bus`` when it applies
+    filters as frames arrive (then fewer frames reach the node at all)."""
+    if filters_on_receive(bus):
+        bus.set_filters(filters)
+    return filters
 
 
 def accepts(filters: CanFilters | None, msg: can.Message) -> bool:
@@ -144,7 +167,8 @@ def drain(bus: can.BusABC, filters: CanFilters | None = None,
     that drains that way falls further behind every step. So a node's acceptance
     filter is given here; it may also be set on a bus that applies it in hardware
     (``fwbridge``, SocketCAN's kernel filters), where ``recv(0)`` still reads every
-    frame that waits. Bounded by ``limit``; the rest waits for the next call.
+    frame that waits (:func:`accept` does both). Bounded by ``limit``; the rest waits
+    for the next call.
     """
     out: list[can.Message] = []
     for _ in range(limit):

@@ -2,7 +2,8 @@
 
 The simulator (``fwbridge``), ``virtual``, ``socketcan``/``vcan`` or a real
 adapter: each node owns one python-can Bus and only reads it through ``ids.drain``
-(with the node's acceptance filter), ``send`` and ``state`` on it. Nodes are stepped:
+(with the node's acceptance filter, set on the bus too where the interface filters as
+frames arrive: ``ids.accept``), ``send`` and ``state`` on it. Nodes are stepped:
 ``node.step(now)`` reads what arrived, advances the physics to ``now``
 (seconds, any monotonic clock) and sends what is due, so tests drive them
 deterministically; :class:`NodeRunner` steps them from a thread, and
@@ -39,6 +40,7 @@ from fwbridge.can_bus.bits import Frame, arbitration_key
 from fwbridge.can_bus.ids import (
     MAX_MODULE,
     Direction,
+    accept,
     command_filter,
     drain,
     feedback_filter,
@@ -49,13 +51,8 @@ from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
 from fwbridge.protocols.errors import ConfigError, FrameError
 
-__all__ = ["HARDWARE_FILTERS", "ActuatorModule", "Dynamics", "HealthEvent", "Kind",
-           "MainController", "ModuleHealth", "Modules", "NodeRunner", "Status", "TxQueue",
-           "start_modules"]
-
-#: Interfaces that apply a Bus's filters as they receive (not in software behind
-#: ``recv``): a node's acceptance filter can go on such a bus too (see ``ids.drain``).
-HARDWARE_FILTERS = frozenset({"fwbridge", "socketcan"})
+__all__ = ["ActuatorModule", "Dynamics", "HealthEvent", "Kind", "MainController",
+           "ModuleHealth", "Modules", "NodeRunner", "Status", "TxQueue", "start_modules"]
 
 
 class TxQueue:
@@ -137,7 +134,7 @@ class ActuatorModule:
         self.kind = kind
         self.dyn = DYNAMICS[kind]
         self.feedback_period = feedback_period
-        self.accept = command_filter(module_id)  # the acceptance filter
+        self.accept = accept(bus, command_filter(module_id))  # the acceptance filter
         self.position = angle  # continuous; a stepper reports it in whole steps
         self.target = angle
         self.rate = 0.0
@@ -300,7 +297,7 @@ class MainController:
         self.bus = bus
         self.silence_timeout = silence_timeout
         self.command_period = command_period
-        self.accept = feedback_filter()
+        self.accept = accept(bus, feedback_filter())
         self.health = {k: ModuleHealth(k) for k in modules}
         self.targets: dict[int, _Target] = {}
         self.events: deque[HealthEvent] = deque(maxlen=max(1, max_events))
@@ -486,8 +483,6 @@ def start_modules(channel: Any, count: int, *, interface: str = "fwbridge",
             kw = dict(bus_kwargs)
             if interface == "fwbridge":
                 kw["name"] = f"module{k}"
-            if interface in HARDWARE_FILTERS:
-                kw["can_filters"] = command_filter(k)
             buses.append(can.Bus(interface=interface, channel=channel, **kw))
         modules = [ActuatorModule(bus, k, kind, feedback_period=feedback_period)
                    for k, bus in enumerate(buses, start=1)]

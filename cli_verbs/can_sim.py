@@ -22,15 +22,8 @@ import click
 from rich.table import Table
 
 from fwbridge.can_bus.capture import open_writer
-from fwbridge.can_bus.ids import command_filter, feedback_filter
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.nodes import (
-    HARDWARE_FILTERS,
-    ActuatorModule,
-    Kind,
-    MainController,
-    NodeRunner,
-)
+from fwbridge.can_bus.nodes import ActuatorModule, Kind, MainController, NodeRunner
 from fwbridge.cli_verbs.can_common import open_bus, options, target
 from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, writable
 from fwbridge.cli_verbs.link import StatusLine, until_interrupted
@@ -120,8 +113,6 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
     if foxglove and capture and not _mcap_name(capture):
         fail("--foxglove records CAN to .mcap files only (or to none)")
     extra: dict[str, Any] = {"name": "controller"} if fw else {}
-    if interface in HARDWARE_FILTERS:  # the bus filters as it receives (see ids.drain)
-        extra["can_filters"] = feedback_filter()
     if fw and pacing:
         extra["pacing"] = pacing
     buses: list[can.BusABC] = []
@@ -141,8 +132,6 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
         for k in range(1, count + 1):
             mod_extra: dict[str, Any] = (
                 {"name": f"module{k}", "auto_recovery": not no_auto_recovery} if fw else {})
-            if interface in HARDWARE_FILTERS:
-                mod_extra["can_filters"] = command_filter(k)
             if k == 1 and tap and (capture or mcap_writer):
                 mod_extra["capture"] = mcap_writer or capture
             buses.append(open_bus(opts, **mod_extra))

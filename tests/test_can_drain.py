@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import can
 
-from fwbridge.can_bus.ids import accepts, command_filter, drain
+from fwbridge.can_bus.ids import accept, accepts, command_filter, drain, filters_on_receive
 
 
 def test_a_software_filter_on_the_bus_stops_recv0_at_the_head_frame() -> None:
@@ -75,3 +75,17 @@ def test_accepts_has_python_cans_filter_semantics() -> None:
     f_std = [{"can_id": 0x123, "can_mask": 0x7FF, "extended": False}]
     assert accepts(f_std, std) and not accepts(f_std, ext)  # type: ignore[arg-type]
     assert not accepts([{"can_id": 0x124, "can_mask": 0x7FF}], std)  # type: ignore[list-item]
+
+
+def test_accept_puts_the_filter_on_buses_that_filter_as_frames_arrive() -> None:
+    virtual = can.Bus(interface="virtual", channel="drain-accept")
+    sim = can.Bus(interface="fwbridge", channel="drain-accept")
+    try:
+        assert accept(virtual, command_filter(2)) == command_filter(2)
+        assert virtual.filters is None  # software: the node filters, recv(0) reads every frame
+        accept(sim, command_filter(2))
+        assert sim.filters == command_filter(2) and filters_on_receive(sim)
+        assert not filters_on_receive(virtual)
+    finally:
+        virtual.shutdown()
+        sim.shutdown()

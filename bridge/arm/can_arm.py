@@ -23,6 +23,7 @@ from fwbridge.bridge.arm.kinematics import Joints, Pose, ScaraGeometry, forward,
 from fwbridge.bridge.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 from fwbridge.can_bus.ids import (
     Direction,
+    accept,
     drain,
     feedback_filter,
     from_message,
@@ -131,7 +132,7 @@ class ArmLink:
         self.last_seen: dict[int, float] = {}
         self.tx = TxQueue()
         self.bad_frames = 0
-        self.accept = feedback_filter()  # see ids.drain
+        self.accept = accept(bus, feedback_filter())  # see ids.drain
 
     def send(self, joints: Joints, gripper: float) -> None:
         for spec, value in zip(self.specs.values(), (*joints, gripper)):
