@@ -219,7 +219,8 @@ def test_generated_files_get_the_users_umask(tmp_path: Path) -> None:
 
 def test_can_sim_capture_on_a_shared_bus(rundir: Path, tmp_path: Path) -> None:
     keep = _keep(tmp_path, "keep.mcap")
-    with shared_bus("shared0") as name:
+    with shared_bus("shared0"):
+        name = "shared:shared0"
         # a failed start (the bus runs at another rate) leaves the file as it was ...
         bad = run_verb("can", "-c", name, "-b", "250000", "sim", "3", "--capture", str(keep),
                        "--force", "--duration", "0.5")
@@ -235,11 +236,18 @@ def test_can_sim_capture_on_a_shared_bus(rundir: Path, tmp_path: Path) -> None:
     assert modules == {1, 2, 3}, decoded.stderr
 
 
-def test_shared_bus_refusals_say_what_to_run_instead(rundir: Path) -> None:
-    with shared_bus("shared1") as name:
-        line = one_error_line(run_verb("can", "-c", name, "--modules", "2", "sniff",
+def test_shared_bus_refusals_say_what_to_run_instead(rundir: Path, tmp_path: Path) -> None:
+    with shared_bus("shared1"):
+        name = "shared:shared1"
+        line = one_error_line(run_verb("can", "-c", name, "--bus-kwarg",
+                                       f"capture={tmp_path / 'x.log'}", "sniff",
                                        "--duration", "0.2"))
-        assert f"fwbridge can -c {name} sim N" in line and f"can -c {name} record FILE" in line
+        assert f"'fwbridge can -c {name} record FILE'" in line
+        # modules are nodes like any other: on a shared bus too
+        ok = run_verb("can", "-c", name, "--modules", "2", "sniff", "--count", "4", "--json")
+        assert ok.returncode == 0, ok.stderr
+        alone = run_verb("can", "-c", name, "send", "123#00")
+        assert alone.returncode == 2 and f"'fwbridge can -c {name} sim N'" in alone.stderr.decode()
 
 
 def test_can_sim_bad_bus_options_leave_the_capture(tmp_path: Path) -> None:
