@@ -128,11 +128,10 @@ def list_daemons() -> list[dict[str, Any]]:
 
 
 def pack_message(msg: can.Message) -> bytes:
-    flags = ((FLAG_EXT if msg.is_extended_id else 0) | (FLAG_RTR if msg.is_remote_frame else 0)
-             | (FLAG_ERR if msg.is_error_frame else 0) | (FLAG_FD if msg.is_fd else 0)
-             | (FLAG_BRS if msg.bitrate_switch else 0)
-             | (FLAG_ESI if msg.error_state_indicator else 0)
-             | (FLAG_RX if msg.is_rx else 0))
+    flags = bus_wire.frame_flags(extended=msg.is_extended_id, remote=msg.is_remote_frame,
+                                 error=msg.is_error_frame, fd=msg.is_fd,
+                                 brs=msg.bitrate_switch, esi=msg.error_state_indicator,
+                                 rx=msg.is_rx)
     return bus_wire.pack_message(msg.timestamp, msg.arbitration_id, flags, msg.dlc,
                                  bytes(msg.data or b""))
 

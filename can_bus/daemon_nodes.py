@@ -20,14 +20,10 @@ from fwbridge.can_bus.model import Event, FrameDelivered, StateChanged
 from fwbridge.can_bus.simchannel import Rules, SimChannel, matches
 from fwbridge.protocols import bus_wire
 from fwbridge.protocols.bus_wire import (
-    FLAG_BRS,
-    FLAG_ESI,
-    FLAG_EXT,
-    FLAG_FD,
-    FLAG_RTR,
     FLAG_RX,
     Kind,
     PacketReader,
+    frame_flags,
     message_packet,
 )
 
@@ -124,8 +120,7 @@ class DaemonChannel(SimChannel):
             can_id, ext, rtr, dlc, data, is_fd, brs, esi = ev.frame
             if is_fd:
                 dlc = len(data)
-            flags = ((FLAG_EXT if ext else 0) | (FLAG_RTR if rtr else 0) | (FLAG_FD if is_fd else 0)
-                     | (FLAG_BRS if brs else 0) | (FLAG_ESI if esi else 0))
+            flags = frame_flags(extended=ext, remote=rtr, fd=is_fd, brs=brs, esi=esi)
             pkt = message_packet(epoch + ev.time / rate, can_id, flags | FLAG_RX, dlc, data)
             for rid in ev.receivers:
                 ep = eps.get(rid)

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 from fwbridge.protocols.errors import CanFrameError
 
 __all__ = ["HEADER", "MAX_PACKET", "MESSAGE", "Call", "Hello", "Kind", "Message",
-           "PacketReader", "WireError", "message_packet", "pack", "pack_call", "pack_done",
-           "pack_hello", "pack_json", "pack_message", "pack_wait", "packet_message",
+           "PacketReader", "WireError", "frame_flags", "message_packet", "pack", "pack_call",
+           "pack_done", "pack_hello", "pack_json", "pack_message", "pack_wait", "packet_message",
            "parse_call", "parse_done", "parse_hello", "parse_json", "parse_wait",
            "unpack_message"]
 
@@ -121,6 +121,14 @@ class Message(NamedTuple):
     flags: int
     dlc: int
     data: bytes
+
+
+def frame_flags(*, extended: bool = False, remote: bool = False, error: bool = False,
+                fd: bool = False, brs: bool = False, esi: bool = False, rx: bool = False) -> int:
+    """A frame's flags byte."""
+    return ((FLAG_EXT if extended else 0) | (FLAG_RTR if remote else 0)
+            | (FLAG_ERR if error else 0) | (FLAG_FD if fd else 0) | (FLAG_BRS if brs else 0)
+            | (FLAG_ESI if esi else 0) | (FLAG_RX if rx else 0))
 
 
 def pack_message(timestamp: float, can_id: int, flags: int, dlc: int, data: bytes) -> bytes:
