@@ -317,3 +317,11 @@ def test_a_lone_cli_node_on_a_shared_bus_says_so(bus_up: subprocess.Popen[str]) 
     sent = _run("can", "-c", "shared:sim0", "send", "123#01")
     assert sent.returncode == 2
     assert "the shared bus sim0 has no other node" in sent.stderr
+
+
+def test_the_cli_on_a_plain_name_warns_of_the_shared_bus(bus_up: subprocess.Popen[str]) -> None:
+    sent = _run("can", "-c", "sim0", "--bus-kwarg", "pacing=afap", "send", "123#01")
+    lines = sent.stderr.splitlines()
+    assert lines[0] == ("warning: a shared bus sim0 is up, but channel 'sim0' is this "
+                        "process's own bus; channel 'shared:sim0' attaches to the shared one")
+    assert sent.returncode == 2 and "-c shared:sim0" in lines[-1]  # alone on its own bus
