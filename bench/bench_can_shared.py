@@ -79,7 +79,7 @@ def virtual(n: int) -> float:
 _RECEIVER = textwrap.dedent("""
     import sys, time, json, can
     n, lockstep = int(sys.argv[1]), sys.argv[2] == "1"
-    rx = can.Bus(interface="fwbridge", channel="benchbus", rx_queue_size=0)
+    rx = can.Bus(interface="fwbridge", channel="shared:benchbus", rx_queue_size=0)
     print("ready", flush=True)
     for i in range(n):
         if rx.recv(10.0) is None:
@@ -95,7 +95,7 @@ def cross_process(n: int, rundir: str) -> dict[str, float]:
                           stdout=subprocess.PIPE, text=True)
     assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
     os.environ["FWBRIDGE_RUNTIME_DIR"] = rundir
-    tx = can.Bus(interface="fwbridge", channel="benchbus", tx_queue_size=4096)
+    tx = can.Bus(interface="fwbridge", channel="shared:benchbus", tx_queue_size=4096)
     msgs = [can.Message(arbitration_id=0x200 + (i & 15), is_extended_id=False,
                         data=bytes([i & 255] * 8)) for i in range(n)]
     t0 = time.perf_counter()
@@ -113,7 +113,7 @@ def latency(n: int, rundir: str) -> list[float]:
     env = {**os.environ, "FWBRIDGE_RUNTIME_DIR": rundir}
     echo = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import sys, can
-        b = can.Bus(interface="fwbridge", channel="benchbus")
+        b = can.Bus(interface="fwbridge", channel="shared:benchbus")
         print("ready", flush=True)
         for _ in range(int(sys.argv[1])):
             m = b.recv(10.0)
@@ -122,7 +122,7 @@ def latency(n: int, rundir: str) -> list[float]:
         b.shutdown()
     """), str(n)], env=env, stdout=subprocess.PIPE, text=True)
     assert echo.stdout is not None and echo.stdout.readline().strip() == "ready"
-    bus = can.Bus(interface="fwbridge", channel="benchbus")
+    bus = can.Bus(interface="fwbridge", channel="shared:benchbus")
     out = []
     for i in range(n):
         t0 = time.perf_counter()

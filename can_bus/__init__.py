@@ -6,11 +6,14 @@
 - :mod:`can_bus.model` (with :mod:`~can_bus.modeltypes`, :mod:`~can_bus.confinement`,
   :mod:`~can_bus.faults`): the sans-I/O bus model: arbitration, timing, fault
   confinement, injected faults.
-- :mod:`can_bus.interface` (with :mod:`~can_bus.simchannel`): the model as the
-  python-can interface ``fwbridge``.
-- :mod:`can_bus.daemon` (with :mod:`~can_bus.daemon_client`, :mod:`~can_bus.remote`,
+- :mod:`can_bus.interface`: the model as the python-can interface ``fwbridge``, one
+  Bus class over two nodes (:mod:`~can_bus.bus_node`, chosen by :mod:`~can_bus.attach`):
+  this process's channel (:mod:`~can_bus.local_node`, :mod:`~can_bus.simchannel`) or,
+  with ``channel="shared:NAME"``, a shared bus's daemon (:mod:`~can_bus.remote`).
+- :mod:`can_bus.daemon` (with :mod:`~can_bus.daemon_client`, :mod:`~can_bus.daemon_nodes`,
   :mod:`~can_bus.socketcand`): one bus shared by many processes.
-- :mod:`can_bus.sim.nodes`: main controller and actuator modules on any python-can bus.
+- :mod:`can_bus.sim.nodes`: main controller and actuator modules on any python-can bus,
+  and :func:`~can_bus.sim.nodes.start_modules`.
 - CAN captures (log files, pcapng, MCAP) are in the record room, :mod:`fwbridge.bridge.record`.
 """
 
@@ -78,6 +81,9 @@ if TYPE_CHECKING:
     )
     from fwbridge.can_bus.sim.nodes import (
         NodeRunner as NodeRunner,
+    )
+    from fwbridge.can_bus.sim.nodes import (
+        start_modules as start_modules,
     )
     from fwbridge.can_bus.simchannel import (
         SimBusError as SimBusError,

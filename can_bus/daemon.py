@@ -40,7 +40,6 @@ import can
 from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.daemon_client import (
     daemon_info,
-    packet,
     runtime_dir,
     unpack_message,
     valid_name,
@@ -295,7 +294,7 @@ class BusDaemon:
                 raise ProtocolViolation("a frame before the hello")
             if model.outstanding(client.node_id) >= TX_LIMIT:
                 client.tx_dropped += 1  # it sends faster than the bus: the new frame drops
-                client.queue(packet(Kind.DONE, struct.pack(">I", 1)))
+                client.queue(bus_wire.pack_done(1))
                 return
             self.submit(client, make_frame(msg, client.fd))
         elif kind is Kind.WAIT:
@@ -311,14 +310,14 @@ class BusDaemon:
             try:
                 self._hello(client, hello)
             except ConfigError as exc:  # a node of another bus: it is told, and goes
-                client.queue(packet(Kind.WELCOME, json.dumps({"error": str(exc)}).encode()))
+                client.queue(bus_wire.pack_json(Kind.WELCOME, {"error": str(exc)}))
         elif kind is Kind.CALL:
             req = bus_wire.parse_call(body)
             try:
                 reply = {"id": req.id, "result": self._call(client, req)}
             except (ValueError, KeyError, TypeError, can.CanError) as exc:
                 reply = {"id": req.id, "error": str(exc)}
-            client.queue(packet(Kind.REPLY, json.dumps(reply).encode()))
+            client.queue(bus_wire.pack_json(Kind.REPLY, reply))
         else:
             raise ProtocolViolation(f"packet kind {kind.name} goes to nodes, not to the daemon")
 
@@ -341,9 +340,9 @@ class BusDaemon:
                 f" out (a node takes the bus's), or restart the bus ('fwbridge can bus down"
                 f" {self.name}; fwbridge can bus up {self.name} --pacing {req.pacing}')")
         nid = self.attach(client, req)
-        client.queue(packet(Kind.WELCOME, json.dumps(
-            {"node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,
-             "pacing": ch.pacing, "epoch": ch.epoch}).encode()))
+        client.queue(bus_wire.pack_json(Kind.WELCOME, {
+            "node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,
+            "pacing": ch.pacing, "epoch": ch.epoch}))
 
     def attach(self, client: Client, req: bus_wire.Hello) -> int:
         """Make ``client`` a node of the bus (lock held)."""
@@ -393,7 +392,7 @@ class BusDaemon:
             n = len(node.tx)
             model.flush(nid)
             if n:
-                client.queue(packet(Kind.DONE, struct.pack(">I", n)))
+                client.queue(bus_wire.pack_done(n))
         elif op == "set_state":
             model.set_listen_only(nid, bool(req.get("listen_only")))
             if not req.get("listen_only"):
@@ -432,7 +431,7 @@ class BusDaemon:
                     if c.horizon <= h:
                         c.mode = "busy"
                         c.busy_since = time.monotonic()
-                        c.queue(packet(Kind.REACHED))
+                        c.queue(bus_wire.pack(Kind.REACHED))
                 return
             ch.dispatch(model._run(int(h) if not math.isinf(h) else 1 << 62, True, 64))
 

@@ -1,5 +1,5 @@
 """The shared bus's wire and where it lives: runtime directory, packets, and the connection
-a node keeps to the daemon (the node itself, a python-can Bus, is :mod:`can_bus.remote`).
+a node keeps to the daemon (the node itself is :mod:`can_bus.remote`).
 
 The daemon owns the bus model and bus time; this process's Bus submits frames
 and receives deliveries over a Unix socket in the user's runtime directory
@@ -16,7 +16,6 @@ import os
 import re
 import socket
 import stat
-import struct
 import tempfile
 import threading
 import time
@@ -42,7 +41,7 @@ from fwbridge.protocols.bus_wire import (
 )
 
 __all__ = ["attachable", "channel_socket", "daemon_info", "list_daemons", "pack_message",
-           "packet", "runtime_dir", "unpack_message", "valid_name"]
+           "runtime_dir", "unpack_message", "valid_name"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -129,11 +128,10 @@ def list_daemons() -> list[dict[str, Any]]:
 
 
 def pack_message(msg: can.Message) -> bytes:
-    flags = ((FLAG_EXT if msg.is_extended_id else 0) | (FLAG_RTR if msg.is_remote_frame else 0)
-             | (FLAG_ERR if msg.is_error_frame else 0) | (FLAG_FD if msg.is_fd else 0)
-             | (FLAG_BRS if msg.bitrate_switch else 0)
-             | (FLAG_ESI if msg.error_state_indicator else 0)
-             | (FLAG_RX if msg.is_rx else 0))
+    flags = bus_wire.frame_flags(extended=msg.is_extended_id, remote=msg.is_remote_frame,
+                                 error=msg.is_error_frame, fd=msg.is_fd,
+                                 brs=msg.bitrate_switch, esi=msg.error_state_indicator,
+                                 rx=msg.is_rx)
     return bus_wire.pack_message(msg.timestamp, msg.arbitration_id, flags, msg.dlc,
                                  bytes(msg.data or b""))
 
@@ -149,12 +147,8 @@ def unpack_message(body: bytes, channel: Any = None) -> can.Message:
                        dlc=dlc, data=data, channel=channel, check=False)
 
 
-def packet(kind: Kind, body: bytes = b"") -> bytes:
-    return bus_wire.pack(kind, body)
-
-
 class Connection:
-    """The socket to the daemon and what arrives on it; owned by a RemoteBus, read by a
+    """The socket to the daemon and what arrives on it; owned by a RemoteNode, read by a
     thread that never refers to the Bus (so an abandoned Bus can be collected)."""
 
     def __init__(self, sock: socket.socket, rx_size: int, channel: Any) -> None:
@@ -266,7 +260,7 @@ class Connection:
         with self.cond:
             self._calls = getattr(self, "_calls", 0) + 1
             cid = self._calls
-        self.send(packet(Kind.CALL, json.dumps({"id": cid, "op": op, **args}).encode()))
+        self.send(bus_wire.pack_call(cid, op, **args))
         deadline = time.monotonic() + timeout
         with self.cond:
             while cid not in self.replies:
@@ -285,12 +279,12 @@ class Connection:
             self.waiting = True
             horizon = min(max(0.0, horizon), bus_wire.MAX_HORIZON) if horizon != math.inf \
                 else horizon
-            self.send(packet(Kind.WAIT, struct.pack(">d", horizon)))
+            self.send(bus_wire.pack_wait(horizon))
 
     def idle(self) -> None:
         """Afap: this node is not blocked on the bus and holds no bus time."""
         self.waiting = False
-        self.send(packet(Kind.IDLE))
+        self.send(bus_wire.pack(Kind.IDLE))
 
     def close(self) -> None:
         with self.send_lock, contextlib.suppress(CanOperationError):

@@ -7,30 +7,24 @@ small; the daemon is seen here only through :class:`NodeHost`, so nothing import
 
 from __future__ import annotations
 
-import json
 import math
 import socket
-import struct
 import time
 from collections import Counter
 from typing import Any, Protocol
 
 import can
 
-from fwbridge.can_bus.daemon_client import pack_message, packet
+from fwbridge.can_bus.daemon_client import pack_message
 from fwbridge.can_bus.model import Event, FrameDelivered, StateChanged
 from fwbridge.can_bus.simchannel import Rules, SimChannel, matches
+from fwbridge.protocols import bus_wire
 from fwbridge.protocols.bus_wire import (
-    FLAG_BRS,
-    FLAG_ESI,
-    FLAG_EXT,
-    FLAG_FD,
-    FLAG_RTR,
     FLAG_RX,
-    HEADER,
-    MESSAGE,
     Kind,
     PacketReader,
+    frame_flags,
+    message_packet,
 )
 
 __all__ = ["OUT_LIMIT", "TX_LIMIT", "Client", "DaemonChannel", "NodeHost"]
@@ -91,7 +85,7 @@ class Client:
         self.daemon.pending.add(self)
 
     def error_packet(self, why: str) -> bytes:
-        return packet(Kind.ERROR, json.dumps({"error": why}).encode())
+        return bus_wire.pack_json(Kind.ERROR, {"error": why})
 
     def _put_packed(self, pkt: bytes) -> None:
         self.hand()
@@ -100,7 +94,7 @@ class Client:
     # the channel's endpoint protocol
     def deliver(self, msg: can.Message) -> None:
         self.hand()
-        self.queue(packet(Kind.MESSAGE, pack_message(msg)))
+        self.queue(bus_wire.pack(Kind.MESSAGE, pack_message(msg)))
 
     def state_changed(self, event: StateChanged) -> None:
         pass
@@ -126,10 +120,8 @@ class DaemonChannel(SimChannel):
             can_id, ext, rtr, dlc, data, is_fd, brs, esi = ev.frame
             if is_fd:
                 dlc = len(data)
-            flags = ((FLAG_EXT if ext else 0) | (FLAG_RTR if rtr else 0) | (FLAG_FD if is_fd else 0)
-                     | (FLAG_BRS if brs else 0) | (FLAG_ESI if esi else 0))
-            body = MESSAGE.pack(epoch + ev.time / rate, can_id, flags | FLAG_RX, dlc) + data
-            pkt = HEADER.pack(len(body) + 1, Kind.MESSAGE) + body
+            flags = frame_flags(extended=ext, remote=rtr, fd=is_fd, brs=brs, esi=esi)
+            pkt = message_packet(epoch + ev.time / rate, can_id, flags | FLAG_RX, dlc, data)
             for rid in ev.receivers:
                 ep = eps.get(rid)
                 if ep is not None and (not is_fd or ep.fd) and (
@@ -139,11 +131,11 @@ class DaemonChannel(SimChannel):
                 ep = eps.get(tid)
                 if ep is not None and ep.receive_own_messages and (
                         ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
-                    own = MESSAGE.pack(epoch + ev.time / rate, can_id, flags, dlc) + data
-                    ep._put_packed(HEADER.pack(len(own) + 1, Kind.MESSAGE) + own)  # type: ignore
+                    ep._put_packed(message_packet(  # type: ignore[attr-defined]
+                        epoch + ev.time / rate, can_id, flags, dlc, data))
         for nid, k in done.items():
             client = self.daemon.by_node.get(nid)
             if client is not None:
-                client.queue(packet(Kind.DONE, struct.pack(">I", k)))
+                client.queue(bus_wire.pack_done(k))
         if events:
             self.daemon.wake()

@@ -12,7 +12,7 @@ from enum import Enum
 from typing import NamedTuple
 
 import can
-from can.typechecking import CanFilter
+from can.typechecking import CanFilter, CanFilters
 
 from fwbridge.protocols import actuator
 from fwbridge.protocols.actuator import ActuatorStruct
@@ -22,15 +22,19 @@ __all__ = [
     "COMMAND_BASE",
     "DEFAULT_BITRATE",
     "FEEDBACK_BASE",
+    "HARDWARE_FILTERS",
     "MAX_MODULE",
     "ActuatorMessage",
     "Direction",
+    "accept",
+    "accepts",
     "classify",
     "command_filter",
     "command_id",
     "drain",
     "feedback_filter",
     "feedback_id",
+    "filters_on_receive",
     "from_message",
     "to_message",
 ]
@@ -117,23 +121,60 @@ def from_message(msg: can.Message) -> ActuatorMessage | None:
 
 #: Frames one ``drain`` call takes at most: a flooding bus cannot stall a node's step.
 DRAIN_LIMIT = 1024
+#: python-can interfaces that apply a Bus's filters as frames arrive (not in software
+#: behind ``recv``): a node's acceptance filter can go on such a bus too.
+HARDWARE_FILTERS = ("fwbridge", "socketcan")
 
 
-def drain(bus: can.BusABC, limit: int = DRAIN_LIMIT) -> list[can.Message]:
-    """The frames waiting on ``bus`` that pass its filters, without blocking.
+def filters_on_receive(bus: can.BusABC) -> bool:
+    """Whether ``bus`` is of an interface in :data:`HARDWARE_FILTERS` (a subclass too),
+    told by python-can's table of interfaces."""
+    from can.interfaces import BACKENDS
 
-    Not ``while bus.recv(0)``: on interfaces that filter in software (python-can's
-    ``virtual``, several adapters) ``recv(0)`` returns None as soon as the frame
-    at the head of the queue fails the filters, though matching frames wait
-    behind it; a node that drains that way falls further behind every step.
-    So this reads through the implementer's hooks of ``BusABC`` and filters
-    itself. Bounded by ``limit``; the rest waits for the next call.
+    known = {BACKENDS[name] for name in HARDWARE_FILTERS if name in BACKENDS}
+    return any((c.__module__, c.__name__) in known for c in type(bus).__mro__)
+
+
+def accept(bus: can.BusABC, filters: CanFilters) -> CanFilters:
+    """A node's acceptance filter for :func:`drain`; also set on ``bus`` when it applies
+    filters as frames arrive (then fewer frames reach the node at all)."""
+    if filters_on_receive(bus):
+        bus.set_filters(filters)
+    return filters
+
+
+def accepts(filters: CanFilters | None, msg: can.Message) -> bool:
+    """Whether ``msg`` passes python-can acceptance ``filters`` (None: every frame), with
+    python-can's semantics: any filter whose mask and, if given, ``extended`` flag fit."""
+    if not filters:
+        return True
+    for f in filters:
+        if "extended" in f and f["extended"] != msg.is_extended_id:
+            continue
+        if (f["can_id"] ^ msg.arbitration_id) & f["can_mask"] == 0:
+            return True
+    return False
+
+
+def drain(bus: can.BusABC, filters: CanFilters | None = None,
+          limit: int = DRAIN_LIMIT) -> list[can.Message]:
+    """The frames waiting on ``bus`` that pass ``filters``, without blocking.
+
+    Reads ``bus.recv(0)`` until it has nothing and filters here. Not the bus's own
+    filters: on interfaces that filter in software (python-can's ``virtual``,
+    several adapters) ``recv(0)`` returns None as soon as the frame at the head
+    of the queue fails them, though matching frames wait behind it, and a node
+    that drains that way falls further behind every step. So a node's acceptance
+    filter is given here; it may also be set on a bus that applies it in hardware
+    (``fwbridge``, SocketCAN's kernel filters), where ``recv(0)`` still reads every
+    frame that waits (:func:`accept` does both). Bounded by ``limit``; the rest waits
+    for the next call.
     """
     out: list[can.Message] = []
     for _ in range(limit):
-        msg, already_filtered = bus._recv_internal(timeout=0)
+        msg = bus.recv(0)
         if msg is None:
             break
-        if already_filtered or bus._matches_filters(msg):
+        if accepts(filters, msg):
             out.append(msg)
     return out

@@ -1,7 +1,8 @@
-"""A node of a shared simulated bus: ``can.Bus(interface="fwbridge", channel=NAME)`` when a
-``fwbridge can bus up NAME`` daemon runs (see :mod:`can_bus.daemon`).
+"""A node of a shared simulated bus: the :class:`~can_bus.bus_node.BusNode` behind
+``can.Bus(interface="fwbridge", channel="shared:NAME")`` while ``fwbridge can bus up NAME``
+runs (see :mod:`can_bus.daemon`).
 
-The daemon owns the bus model and bus time; this process's Bus submits frames
+The daemon owns the bus model and bus time; this process's node submits frames
 and receives deliveries over the Unix socket of :mod:`can_bus.daemon_client`.
 
 Afap buses across processes: as in one process, bus time moves while some node
@@ -15,7 +16,6 @@ Frames submitted before the bus runs contend together.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import threading
 import time
@@ -25,12 +25,15 @@ from typing import Any
 import can
 from can import BusState, CanOperationError
 
-from fwbridge.can_bus.daemon_client import Connection, channel_socket, pack_message, packet
-from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.simchannel import SimBusError, SimBusInitError
-from fwbridge.protocols.bus_wire import Kind
+from fwbridge.can_bus.bus_node import Settings
+from fwbridge.can_bus.daemon_client import Connection, channel_socket, pack_message
+from fwbridge.can_bus.simchannel import SimBusError, SimBusInitError, make_frame
+from fwbridge.protocols import bus_wire
+from fwbridge.protocols.bus_wire import Hello, Kind
 
-__all__ = ["RemoteBus", "RemoteSim"]
+__all__ = ["HELLO_TIMEOUT", "RemoteNode", "RemoteSim"]
+
+HELLO_TIMEOUT = 10.0  # seconds the daemon has to welcome a node
 
 
 class RemoteSim:
@@ -72,119 +75,104 @@ class RemoteSim:
             conn.waiting = False  # the daemon holds time until we call again
 
 
-class RemoteBus(FwBridgeBus):
-    """One node on a daemon's bus; the same API as the in-process :class:`FwBridgeBus`."""
+class RemoteNode:
+    """One node on the daemon ``name``'s bus; ``channel`` (``"shared:NAME"``) is what its
+    messages carry as their channel."""
 
-    def __init__(self, channel: Any = "sim0", can_filters: Any = None, *,
-                 bitrate: int | None = None, data_bitrate: int | None = None,
-                 fd: bool = False, pacing: str | None = None,
-                 receive_own_messages: bool = False, receive_error_frames: bool = False,
-                 listen_only: bool = False, auto_recovery: bool = True,
-                 tx_queue_size: int = 256, rx_queue_size: int = 0, tx_order: str = "priority",
-                 name: str | None = None, modules: int = 0, capture: str | None = None,
-                 **kwargs: Any) -> None:
-        from fwbridge.can_bus.interface import as_bool
+    shared = True
 
-        self.channel_name = str(channel)
-        if int(modules) or capture:
-            name = self.channel_name
-            raise SimBusInitError(
-                f"{name} is a shared bus (daemon): modules= and capture= belong to a channel"
-                f" inside one process; on {name} run the modules with 'fwbridge can -c {name}"
-                f" sim N' and record with 'fwbridge can -c {name} record FILE'")
-        timing = kwargs.get("timing")
-        if timing is not None and hasattr(timing, "nom_bitrate"):
-            fd, bitrate, data_bitrate = True, int(timing.nom_bitrate), int(timing.data_bitrate)
-        fd = as_bool(kwargs.get("fd", fd))
+    def __init__(self, channel: Any, name: str, s: Settings) -> None:
+        self.channel_name = name
+        self.tx_queue_size = s.tx_queue_size
+        self._fd = s.fd
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(str(channel_socket(self.channel_name)))
+            sock.connect(str(channel_socket(name)))
         except OSError as exc:
             sock.close()
-            raise SimBusInitError(f"bus daemon {self.channel_name}: {exc}") from None
-        self.tx_queue_size = max(1, int(tx_queue_size))
-        self._fd = fd
-        conn = self._conn = Connection(sock, int(rx_queue_size), channel)
+            raise SimBusInitError(f"bus daemon {name}: {exc}") from None
+        conn = self._conn = Connection(sock, s.rx_queue_size, channel)
         conn.thread.start()
-        self._finalizer: Any = weakref.finalize(self, conn.close)
-        hello = {"name": name or "", "fd": fd, "listen_only": as_bool(listen_only),
-                 "auto_recovery": as_bool(auto_recovery), "fifo": str(tx_order) == "fifo",
-                 "receive_own_messages": as_bool(receive_own_messages),
-                 "receive_error_frames": as_bool(receive_error_frames),
-                 "bitrate": None if bitrate is None else int(bitrate),
-                 "data_bitrate": None if data_bitrate is None else int(data_bitrate),
-                 "pacing": pacing}
-        conn.send(packet(Kind.HELLO, json.dumps(hello).encode()))
-        deadline = time.monotonic() + 10.0
+        self._finalizer = weakref.finalize(self, conn.close)
+        hello = Hello(name=s.name or "", fd=s.fd, listen_only=s.listen_only,
+                      auto_recovery=s.auto_recovery, fifo=s.fifo,
+                      receive_own_messages=s.receive_own_messages,
+                      receive_error_frames=s.receive_error_frames, bitrate=s.bitrate,
+                      data_bitrate=s.data_bitrate, pacing=s.pacing)
+        conn.send(bus_wire.pack_hello(hello))
+        deadline = time.monotonic() + HELLO_TIMEOUT
         with conn.cond:
             while conn.hello is None and not conn.closed and time.monotonic() < deadline:
                 conn.cond.wait(0.5)
         reply = conn.hello
         if reply is None or "error" in reply:
-            self._finalizer()
+            self.close()
             why = (conn.error or "no answer") if reply is None else reply["error"]
-            raise SimBusInitError(f"bus daemon {self.channel_name}: {why}")
+            raise SimBusInitError(f"bus daemon {name}: {why}")
         self.node_id = int(reply["node_id"])
-        self._sim = RemoteSim(conn, self.channel_name, reply)
-        self.channel_info = (f"fwbridge shared CAN{' FD' if fd else ''} {self.channel_name}"
+        self._sim = RemoteSim(conn, name, reply)
+        self.channel_info = (f"fwbridge shared CAN{' FD' if s.fd else ''} {name}"
                              f" @ {self._sim.bitrate} bit/s ({self._sim.pacing}, daemon), "
                              f"node {self.node_id}")
-        self._can_protocol = can.CanProtocol.CAN_FD if fd else can.CanProtocol.CAN_20
-        self._own = as_bool(receive_own_messages)
-        self._errors = as_bool(receive_error_frames)
-        can.BusABC.__init__(self, channel, can_filters=can_filters)
-
-    # -- python-can API ----------------------------------------------------------------------
-    def _apply_filters(self, filters: Any) -> None:
-        self._conn.call("filters", filters=list(filters or []))
+        self._own = s.receive_own_messages
+        self._errors = s.receive_error_frames
+        f = s.faults
+        if f.any:
+            try:
+                self.inject(bit_error_rate=f.bit_error_rate, seed=f.seed,
+                            stuck_dominant=f.stuck_dominant, disconnected=f.disconnected)
+            except BaseException:
+                self.close()
+                raise
 
     @property
-    def receive_own_messages(self) -> bool:
+    def closed(self) -> bool:
+        return self._conn.closed or not self._finalizer.alive
+
+    @property
+    def sim(self) -> RemoteSim:
+        return self._sim
+
+    def set_filters(self, filters: Any) -> None:
+        self._conn.call("filters", filters=list(filters or []))
+
+    def get_own(self) -> bool:
         return self._own
 
-    @receive_own_messages.setter
-    def receive_own_messages(self, flag: bool) -> None:
+    def set_own(self, flag: bool) -> None:
         self._own = bool(flag)
         self._conn.call("own", flag=self._own)
 
-    @property
-    def receive_error_frames(self) -> bool:
+    def get_error_frames(self) -> bool:
         return self._errors
 
-    @receive_error_frames.setter
-    def receive_error_frames(self, flag: bool) -> None:
+    def set_error_frames(self, flag: bool) -> None:
         raise SimBusError("receive_error_frames of a shared-bus node is set when it opens")
 
-    @property
-    def _closed(self) -> bool:
-        return self._conn.closed or not self._finalizer.alive
-
-    def _recv_internal(self, timeout: float | None) -> tuple[can.Message | None, bool]:
+    def recv(self, timeout: float | None) -> can.Message | None:
         conn = self._conn
         deadline = None if timeout is None else time.monotonic() + timeout
         with conn.cond:
             while True:
                 if conn.rx:
-                    return conn.rx.popleft(), True
-                if self._closed:
+                    return conn.rx.popleft()
+                if self.closed:
                     raise SimBusError(f"{self.channel_info}: bus is shut down")
                 remaining = 1.0 if deadline is None else deadline - time.monotonic()
                 if remaining <= 0:
                     if self._sim.afap and conn.waiting:
                         conn.idle()
-                    return None, True
+                    return None
                 if self._sim.afap:
                     conn.wait_flag()
                 conn.cond.wait(min(remaining, 1.0))
 
-    def send(self, msg: can.Message, timeout: float | None = None) -> None:
-        from fwbridge.can_bus.simchannel import make_frame
-
+    def send(self, msg: can.Message, timeout: float | None) -> None:
         make_frame(msg, self._fd)  # checked here: one clear error, nothing sent
         conn = self._conn
         deadline = None if timeout is None else time.monotonic() + timeout
         with conn.cond:
-            if self._closed:
+            if self.closed:
                 raise SimBusError(f"{self.channel_info}: bus is shut down")
             checked = time.monotonic()
             while conn.outstanding >= self.tx_queue_size:
@@ -204,61 +192,34 @@ class RemoteBus(FwBridgeBus):
                     conn.wait_flag()
                 conn.cond.wait(min(remaining, 0.2))
             conn.outstanding += 1
-            conn.send(packet(Kind.SEND, pack_message(msg)), now=False)
+            conn.send(bus_wire.pack(Kind.SEND, pack_message(msg)), now=False)
             if self._sim.afap and conn.waiting:
                 conn.idle()  # submitted: whatever it sends next need not hold the bus
 
-    def flush_tx_buffer(self) -> None:
+    def flush(self) -> None:
         self._conn.call("flush")
 
-    @property
-    def state(self) -> BusState:
+    def get_state(self) -> BusState:
         st = self._conn.call("state")
         if st["state"] == "BUS_OFF":
             return BusState.ERROR
         return BusState.PASSIVE if st["state"] == "PASSIVE" or st["listen_only"] \
             else BusState.ACTIVE
 
-    @state.setter
-    def state(self, new_state: BusState) -> None:
+    def set_state(self, new_state: BusState) -> None:
         if new_state is BusState.ERROR:
             raise SimBusError("a node cannot be put into bus-off on request")
         self._conn.call("set_state", listen_only=new_state is BusState.PASSIVE)
 
-    def shutdown(self) -> None:
-        if self._is_shutdown or self._closed:
-            can.BusABC.shutdown(self)
-            return
-        with contextlib.suppress(CanOperationError):
-            self.wait_sent()
-            _ = self._sim.endpoints  # remembered for what is said after shutdown
-        self._finalizer()
-        can.BusABC.shutdown(self)
-
-    # -- simulator extras --------------------------------------------------------------------
-    @property
-    def sim(self) -> Any:
-        return self._sim
-
-    @property
-    def time(self) -> float:
+    def bus_time(self) -> float:
         return self._sim.bus_time()
 
-    @property
     def error_counters(self) -> tuple[int, int]:
         st = self._conn.call("state")
         return int(st["tec"]), int(st["rec"])
 
-    def error_state(self) -> Any:
-        from fwbridge.can_bus.model import ErrorState
-
-        return ErrorState[self._conn.call("state")["state"]]
-
     def advance_to(self, t: float) -> None:
         self._sim.advance_to(t)
-
-    def advance(self, dt: float) -> None:
-        self._sim.advance_to(self._sim.bus_time() + dt)
 
     def inject(self, *, bit_error_rate: float | None = None, stuck_dominant: bool | None = None,
                disconnected: bool | None = None, seed: int | None = None) -> None:
@@ -285,3 +246,9 @@ class RemoteBus(FwBridgeBus):
             if self._sim.afap and conn.waiting:
                 conn.idle()
             return max(0, conn.outstanding)
+
+    def close(self) -> None:
+        if self._finalizer.alive and not self._conn.closed and hasattr(self, "_sim"):
+            with contextlib.suppress(CanOperationError):
+                _ = self._sim.endpoints  # remembered for what is said after shutdown
+        self._finalizer()

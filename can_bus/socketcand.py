@@ -25,7 +25,7 @@ from typing import Protocol
 
 from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.daemon_nodes import TX_LIMIT, Client, DaemonChannel, NodeHost
-from fwbridge.protocols.bus_wire import FLAG_EXT, FLAG_FD, MESSAGE, Hello
+from fwbridge.protocols.bus_wire import FLAG_EXT, FLAG_FD, Hello, packet_message
 from fwbridge.protocols.errors import CanFrameError
 
 __all__ = ["SocketcandHost", "TextClient", "parse_send"]
@@ -72,12 +72,13 @@ class TextClient(Client):
         pass  # error frames and state changes have no raw-mode line
 
     def _put_packed(self, pkt: bytes) -> None:
-        ts, can_id, flags, _ = MESSAGE.unpack_from(pkt, 5)
-        if self.stage != "raw" or flags & FLAG_FD:
+        if self.stage != "raw":
             return
-        ident = f"{can_id:08X}" if flags & FLAG_EXT else f"{can_id:03X}"
-        data = pkt[5 + MESSAGE.size:].hex().upper()
-        self.queue(f"< frame {ident} {ts:.6f} {data} >".encode())
+        m = packet_message(pkt)
+        if m.flags & FLAG_FD:
+            return
+        ident = f"{m.can_id:08X}" if m.flags & FLAG_EXT else f"{m.can_id:03X}"
+        self.queue(f"< frame {ident} {m.timestamp:.6f} {m.data.hex().upper()} >".encode())
 
     def feed(self, chunk: bytes) -> bool:
         """Handle what arrived; False when the client must be dropped."""

@@ -138,8 +138,8 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
         task = PickAndPlace(geom, cfg)
     except (ValueError, UnreachableError) as exc:
         fail(str(exc))
-    # No channel on the simulator: the arm is simulated here. A channel names a shared bus
-    # (the arm of 'sim scara' on it), never a new, empty bus of this process.
+    # No channel on the simulator: the arm is simulated here. A channel must name a shared
+    # bus (shared:NAME, the arm of 'sim scara' on it), never a new, empty bus of this process.
     in_process = interface in (None, "fwbridge") and not channel
     if interface is None and channel:  # python-can's configuration names it, else fwbridge
         from fwbridge.cli_verbs.can_common import BusOptions, target
@@ -192,11 +192,17 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
 
 def _shared_arm_bus(channel: str) -> None:
     """A fwbridge channel named for the arm must be a shared bus that is up."""
+    from fwbridge.can_bus.bus_node import SHARED, split_channel
     from fwbridge.can_bus.daemon_client import attachable
 
-    if not attachable(channel):
-        fail(f"-c {channel}: no shared bus {channel} is up, so no arm is on it: start one "
-             f"('fwbridge can bus up {channel} --bitrate 1000000') and the arm on it "
+    name, shared = split_channel(channel)
+    if not shared:
+        fail(f"-c {channel} would be a bus of this process, with no arm on it: the arm of "
+             f"another process is on a shared bus, -c {SHARED}{channel}; or leave out -c for "
+             "an arm simulated in this process")
+    if not attachable(name):
+        fail(f"-c {channel}: no shared bus {name} is up, so no arm is on it: start one "
+             f"('fwbridge can bus up {name} --bitrate 1000000') and the arm on it "
              f"('CAN_INTERFACE=fwbridge CAN_CHANNEL={channel} fwbridge sim scara'), or leave "
              "out -c for an arm simulated in this process")
 
@@ -214,9 +220,10 @@ def _open_arm_bus(interface: str | None, channel: str | None, bitrate: int | Non
         fail(f"cannot open the CAN bus: {open_error(interface, channel, exc)}")
     if isinstance(bus, FwBridgeBus) and bus.sim.afap:
         bus.shutdown()
-        fail(f"bus {channel} is paced afap, and the arm runs in real time: start the bus with "
-             f"--pacing realtime ('fwbridge can bus down {channel}; fwbridge can bus up "
-             f"{channel} --bitrate 1000000')")
+        name = bus.channel_name
+        fail(f"bus {name} is paced afap, and the arm runs in real time: start the bus with "
+             f"--pacing realtime ('fwbridge can bus down {name}; fwbridge can bus up "
+             f"{name} --bitrate 1000000')")
     return bus
 
 
@@ -274,13 +281,14 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
         cfg = {}  # nothing configured: the in-process simulator
     except (can.CanError, ValueError) as exc:
         fail(f"python-can configuration: {exc}")
-    from fwbridge.can_bus.daemon_client import attachable
+    from fwbridge.can_bus.bus_node import split_channel
     from fwbridge.can_bus.interface import FwBridgeBus
     from fwbridge.cli_verbs.can_common import open_error
 
     interface = cfg.get("interface") or "fwbridge"
     channel = str(cfg.get("channel") or "sim0")
-    shared = interface == "fwbridge" and attachable(channel)
+    name, shared = split_channel(channel)
+    shared = shared and interface == "fwbridge"
     # a shared bus runs at its own rate: ask for one only when it is configured
     rate = cfg.get("bitrate") or (None if shared else 1_000_000)
     kw: dict[str, Any] = {"interface": interface, "channel": channel}
@@ -294,9 +302,9 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
     if shared and sim is not None and sim.afap:
         for b in buses:
             b.shutdown()
-        fail(f"bus {channel} is paced afap, and the arm runs in real time: start the bus with "
-             f"--pacing realtime ('fwbridge can bus down {channel}; fwbridge can bus up "
-             f"{channel} --bitrate 1000000')")
+        fail(f"bus {name} is paced afap, and the arm runs in real time: start the bus with "
+             f"--pacing realtime ('fwbridge can bus down {name}; fwbridge can bus up "
+             f"{name} --bitrate 1000000')")
     names = ", ".join(f"{s.name}=0x{0x100 + s.module_id:x}" for s in arm_specs(geom))
     where = f"{interface} {channel}" + (f" at {sim.bitrate} bit/s" if sim is not None else "")
     start = time.monotonic()
@@ -314,9 +322,9 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
                 click.echo(f"{channel} is simulated inside this process, so nothing else reaches "
                            "it; to drive the arm from another process share a bus: 'fwbridge can "
                            "bus up arm0 --bitrate 1000000', then 'CAN_INTERFACE=fwbridge "
-                           "CAN_CHANNEL=arm0 fwbridge sim scara' and 'fwbridge arm pick-place -i "
-                           "fwbridge -c arm0' (or 'fwbridge arm pick-place' alone, which simulates "
-                           "its own arm)", err=True)
+                           "CAN_CHANNEL=shared:arm0 fwbridge sim scara' and 'fwbridge arm "
+                           "pick-place -i fwbridge -c shared:arm0' (or 'fwbridge arm pick-place' "
+                           "alone, which simulates its own arm)", err=True)
         while duration is None or time.monotonic() - start < duration:
             now = time.monotonic() - start
             for m in modules:

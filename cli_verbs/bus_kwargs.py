@@ -1,8 +1,7 @@
 """``--bus-kwarg KEY=VALUE``: only keywords the bus knows, with values in range.
 
 python-can hands unknown keywords to the bus, which mostly ignores them: a
-typo silently left a default in place, and ``modules=100000`` started a
-hundred thousand simulated nodes. For the ``fwbridge`` interface every
+typo silently left a default in place. For the ``fwbridge`` interface every
 keyword has a type and a range here; for other interfaces a keyword must be
 a named parameter of the bus class (or one python-can itself takes), and
 numbers must be finite.
@@ -94,9 +93,12 @@ FWBRIDGE: dict[str, Callable[[str, Any], Any]] = {
     "fault_seed": _int(0, 2**63 - 1), "seed": _int(0, 2**63 - 1),
     "epoch": _float(0.0, 1e12),
     "dominant_timeout": _float(1e-6, 10.0),
-    "modules": _int(0, 255),  # module IDs are one byte
     "capture": _text, "name": _text,
 }
+
+#: Keywords that are gone, and what replaces them.
+GONE = {"modules": "the bus starts no simulated modules: use --modules N or 'fwbridge can sim N'",
+        "local": "a channel is this process's own bus unless it is shared:NAME"}
 
 
 def _named_parameters(interface: str) -> set[str] | None:
@@ -135,6 +137,8 @@ def check_bus_kwargs(interface: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         known = dict.fromkeys(names | _COMMON, _generic)
     out: dict[str, Any] = {}
     for key, value in kwargs.items():
+        if interface == "fwbridge" and key in GONE:
+            raise BusKwargError(f"--bus-kwarg {key}: {GONE[key]}")
         check = known.get(key)
         if check is None:
             raise BusKwargError(

@@ -4,9 +4,9 @@ Bus options follow python-can and can-utils: ``-i/--interface``,
 ``-c/--channel``, ``-b/--bitrate``, plus ``--bus-kwarg KEY=VALUE`` (python-can's
 ``--bus-kwargs``). Without ``-i`` python-can's configuration decides, and
 without one the simulated bus ``fwbridge`` channel ``sim0``. A simulated
-channel is shared by every process while ``fwbridge can bus up NAME`` runs;
-otherwise it lives inside one process: give it traffic with ``--bus-kwarg
-modules=N`` (N actuator modules) or run ``fwbridge can sim``.
+channel lives inside one process: give it traffic with ``--modules N`` (N
+actuator modules) or run ``fwbridge can sim``. ``-c shared:NAME`` is the bus
+that ``fwbridge can bus up NAME`` shares between every process.
 
 Every verb stops at ``--count``/``--duration`` (or Ctrl-C, still printing its
 summary); frames go to stdout, counters and errors to stderr.
@@ -71,15 +71,19 @@ __all__ = ["can_group"]
               help="python-can interface (fwbridge, virtual, socketcan, ...); default: "
                    "python-can's configuration, else fwbridge.")
 @click.option("-c", "--channel", default=None, metavar="CHANNEL",
-              help="Channel (sim0, vcan0, can0, ...); fwbridge default: sim0.")
+              help="Channel (sim0, vcan0, can0, ...); fwbridge default: sim0, this process's "
+                   "own; shared:NAME is the bus 'fwbridge can bus up NAME' shares.")
 @click.option("-b", "--bitrate", type=BITRATE, default=None, metavar="BITRATE",
               help="Bit rate in bit/s (fwbridge default 500000).")
 @click.option("--bus-kwarg", "bus_kwargs", multiple=True, metavar="KEY=VALUE",
               help="Extra keyword for the bus, as python-can's --bus-kwargs (repeatable), "
-                   "e.g. pacing=afap, modules=3, receive_own_messages=true.")
+                   "e.g. pacing=afap, receive_own_messages=true.")
+@click.option("--modules", type=click.IntRange(0, 255), default=0, metavar="N",
+              help="fwbridge: run N simulated actuator modules (IDs 1..N) on the channel while "
+                   "the verb runs (as can_bus.sim.nodes.start_modules).")
 @click.pass_context
 def can_group(ctx: click.Context, interface: str | None, channel: str | None,
-              bitrate: int | None, bus_kwargs: tuple[str, ...]) -> None:
+              bitrate: int | None, bus_kwargs: tuple[str, ...], modules: int) -> None:
     """CAN: actuator structs on any python-can bus, and the simulated bus."""
     kwargs: dict[str, Any] = {}
     for item in bus_kwargs:
@@ -87,7 +91,10 @@ def can_group(ctx: click.Context, interface: str | None, channel: str | None,
         if not sep or not key.isidentifier():
             fail(f"--bus-kwarg {item!r}: expected KEY=VALUE")
         kwargs[key] = cast_from_string(value)
-    ctx.ensure_object(dict)["can"] = BusOptions(interface, channel, bitrate, kwargs)
+    opts = BusOptions(interface, channel, bitrate, kwargs, modules)
+    if modules and target(opts)[0] != "fwbridge":
+        fail("--modules runs simulated modules on the simulated bus (-i fwbridge)")
+    ctx.ensure_object(dict)["can"] = opts
 
 
 # -- send ---------------------------------------------------------------------------

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import errno
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import can
 import click
 
+from fwbridge.can_bus.attach import SharedBusWarning
+from fwbridge.can_bus.bus_node import SHARED
 from fwbridge.can_bus.ids import ActuatorMessage
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.cli_verbs.bus_kwargs import BusKwargError, check_bus_kwargs
@@ -57,6 +60,8 @@ class BusOptions:
     channel: str | None = None
     bitrate: int | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    modules: int = 0  # --modules N: simulated actuator modules, started with the first bus
+    running: Any = None  # those modules (nodes.Modules) once started
 
 
 def options(ctx: click.Context) -> BusOptions:
@@ -91,12 +96,34 @@ def open_bus(opts: BusOptions, **extra: Any) -> can.BusABC:
     kwargs: dict[str, Any] = {**checked, **extra}
     if opts.bitrate is not None:
         kwargs["bitrate"] = opts.bitrate
+    where = interface + (f" channel {channel}" if channel is not None else "")
     try:
-        return can.Bus(interface=interface, channel=channel, ignore_config=True, **kwargs)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", SharedBusWarning)
+            bus = can.Bus(interface=interface, channel=channel, ignore_config=True, **kwargs)
     except (can.CanError, NotImplementedError, ValueError, TypeError, OSError) as exc:
-        where = interface + (f" channel {channel}" if channel is not None else "")
         raise CliError(f"cannot open CAN bus {where}: {open_error(interface, channel, exc)}"
                        ) from None
+    for w in said:
+        click.echo(f"warning: {w.message}", err=True)
+    if opts.modules and opts.running is None:
+        _start_modules(opts, channel, checked, where, bus)
+    return bus
+
+
+def _start_modules(opts: BusOptions, channel: Any, kwargs: dict[str, Any], where: str,
+                   bus: can.BusABC) -> None:
+    """``--modules N`` on the channel the first bus opened; stopped as the command ends."""
+    from fwbridge.can_bus.sim.nodes import start_modules
+
+    # the channel's settings came with the first bus; a module names itself
+    kw = {k: v for k, v in kwargs.items() if k not in ("name", "capture")}
+    try:
+        opts.running = start_modules(channel, opts.modules, **kw)
+    except (can.CanError, ValueError, OSError) as exc:
+        bus.shutdown()
+        raise CliError(f"cannot start {opts.modules} modules on {where}: {exc}") from None
+    click.get_current_context().call_on_close(opts.running.stop)
 
 
 def _vcan(channel: str) -> str:
@@ -132,12 +159,13 @@ def bus_label(bus: can.BusABC) -> str:
 def lone_hint(bus: can.BusABC) -> str:
     """Why a simulated channel may be silent (empty for other buses)."""
     if isinstance(bus, FwBridgeBus) and len(bus.sim.endpoints) <= 1:
-        if type(bus).__name__ == "RemoteBus":
-            return (f" (the shared bus {bus.channel_name} has no other node: run"
-                    f" 'fwbridge can -c {bus.channel_name} sim N' in another terminal)")
-        return (f" ({bus.channel_name} is simulated inside this process and has no other node:"
-                " start 'fwbridge can bus up' first to share it between processes, add"
-                " --bus-kwarg modules=N, or use 'fwbridge can sim')")
+        name = bus.channel_name
+        if bus.shared:
+            return (f" (the shared bus {name} has no other node: run"
+                    f" 'fwbridge can -c {SHARED}{name} sim N' in another terminal)")
+        return (f" ({name} is simulated inside this process and has no other node: add"
+                f" --modules N, use 'fwbridge can sim N', or share a bus between processes:"
+                f" 'fwbridge can bus up {name}', then -c {SHARED}{name})")
     return ""
 
 

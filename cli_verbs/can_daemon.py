@@ -2,8 +2,9 @@
 
 ``bus up NAME`` runs the bus model as a small daemon (foreground, or
 ``--detach``) on a Unix socket in the user's private runtime directory; from
-then on ``fwbridge can -c NAME ...`` and ``can.Bus(interface="fwbridge",
-channel=NAME)`` in any process are nodes of that one bus.
+then on ``fwbridge can -c shared:NAME ...`` and ``can.Bus(interface="fwbridge",
+channel="shared:NAME")`` in any process are nodes of that one bus (a plain NAME
+stays a bus of its own process).
 """
 
 from __future__ import annotations
@@ -72,14 +73,16 @@ def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str,
             time.sleep(0.05)
         info = daemon_info(name) or {}
         where = f", socketcand on {info['socketcand']}" if "socketcand" in info else ""
-        click.echo(f"bus {name} up at {rates} bit/s ({pacing}), pid {proc.pid}{where}", err=True)
+        click.echo(f"bus {name} up at {rates} bit/s ({pacing}), pid {proc.pid}{where}; nodes "
+                   f"attach with channel shared:{name}", err=True)
         return
 
     def ready(daemon: object) -> None:
         port = getattr(daemon, "socketcand_port", None)
         where = "" if port is None else f", socketcand on 127.0.0.1:{port}"
         click.echo(f"bus {name} up at {rates} bit/s ({pacing}) on "
-                   f"{getattr(daemon, 'path', '?')}{where}; Ctrl-C stops it", err=True)
+                   f"{getattr(daemon, 'path', '?')}{where}; nodes attach with channel "
+                   f"shared:{name}; Ctrl-C stops it", err=True)
 
     try:
         signum = serve(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,

@@ -123,7 +123,7 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
         # The bus works: only now is the capture created (a failed start leaves a file as it
         # was). On a channel of this process the simulator's own tap records synchronously,
         # any pacing; a shared bus (its daemon elsewhere) and other buses through a listener.
-        tap = isinstance(ctrl_bus, FwBridgeBus) and type(ctrl_bus).__name__ != "RemoteBus"
+        tap = isinstance(ctrl_bus, FwBridgeBus) and not ctrl_bus.shared
         # MCAP and the live view: one writer (frames, load, state changes, joint_states),
         # and the modules' health as /diagnostics from the controller's report.
         if mcap:

@@ -13,12 +13,12 @@ from serial.tools import list_ports
 
 from fwbridge.bridge.link.transports import IO_ERRORS, drop_backlog, read_some
 from fwbridge.bridge.node.health import GarbageWatch
+from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.bridge.record.serial_pcapng import (
     LINKTYPE_USER1,
     RX,
     TX,
     CaptureError,
-    read_capture,
 )
 from fwbridge.cli_verbs.codec import DECODERS
 from fwbridge.cli_verbs.common import (

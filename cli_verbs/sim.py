@@ -153,8 +153,8 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     'scara' is the CAN arm instead: its five actuator modules on the bus of
     python-can's configuration (CAN_INTERFACE, CAN_CHANNEL; default the
     fwbridge simulator). On a shared bus ('fwbridge can bus up NAME',
-    CAN_INTERFACE=fwbridge CAN_CHANNEL=NAME) 'fwbridge arm pick-place -i
-    fwbridge -c NAME' drives them from another process.
+    CAN_INTERFACE=fwbridge CAN_CHANNEL=shared:NAME) 'fwbridge arm pick-place -i
+    fwbridge -c shared:NAME' drives them from another process.
     """
     if model == "scara":
         from fwbridge.cli_verbs.arm import scara_sim

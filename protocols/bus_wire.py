@@ -14,18 +14,22 @@ import json
 import math
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import IntEnum
 from typing import Any, NamedTuple
 
 from fwbridge.protocols.errors import CanFrameError
 
 __all__ = ["HEADER", "MAX_PACKET", "MESSAGE", "Call", "Hello", "Kind", "Message",
-           "PacketReader", "WireError", "pack", "pack_message", "parse_call", "parse_done",
-           "parse_hello", "parse_json", "parse_wait", "unpack_message"]
+           "PacketReader", "WireError", "frame_flags", "message_packet", "pack", "pack_call",
+           "pack_done", "pack_hello", "pack_json", "pack_message", "pack_wait", "packet_message",
+           "parse_call", "parse_done", "parse_hello", "parse_json", "parse_wait",
+           "unpack_message"]
 
 HEADER = struct.Struct(">IB")  # body length + 1 (the kind byte), kind
 MESSAGE = struct.Struct(">dIBB")  # timestamp, arbitration id, flags, dlc; data follows
+WAIT = struct.Struct(">d")  # the horizon, seconds of bus time
+DONE = struct.Struct(">I")  # frames done
 MAX_PACKET = 1 << 16  # no packet of this protocol is longer: a longer one is a broken peer
 FLAG_EXT, FLAG_RTR, FLAG_ERR, FLAG_FD, FLAG_BRS, FLAG_ESI, FLAG_RX = 1, 2, 4, 8, 16, 32, 64
 _FLAGS = 127
@@ -59,6 +63,21 @@ _TO_NODE = frozenset(set(Kind) - _TO_DAEMON)
 
 def pack(kind: Kind, body: bytes = b"") -> bytes:
     return HEADER.pack(len(body) + 1, int(kind)) + body
+
+
+def pack_json(kind: Kind, obj: Any) -> bytes:
+    """A packet with a JSON body (hello, call, reply, welcome, error)."""
+    return pack(kind, json.dumps(obj).encode())
+
+
+def pack_wait(horizon: float) -> bytes:
+    """A WAIT packet: blocked on the bus up to ``horizon`` (inf: for traffic)."""
+    return pack(Kind.WAIT, WAIT.pack(horizon))
+
+
+def pack_done(n: int) -> bytes:
+    """A DONE packet: ``n`` of the node's frames are done."""
+    return pack(Kind.DONE, DONE.pack(n))
 
 
 class PacketReader:
@@ -104,8 +123,28 @@ class Message(NamedTuple):
     data: bytes
 
 
+def frame_flags(*, extended: bool = False, remote: bool = False, error: bool = False,
+                fd: bool = False, brs: bool = False, esi: bool = False, rx: bool = False) -> int:
+    """A frame's flags byte."""
+    return ((FLAG_EXT if extended else 0) | (FLAG_RTR if remote else 0)
+            | (FLAG_ERR if error else 0) | (FLAG_FD if fd else 0) | (FLAG_BRS if brs else 0)
+            | (FLAG_ESI if esi else 0) | (FLAG_RX if rx else 0))
+
+
 def pack_message(timestamp: float, can_id: int, flags: int, dlc: int, data: bytes) -> bytes:
+    """A frame's packet body (SEND and MESSAGE packets)."""
     return MESSAGE.pack(timestamp, can_id, flags, dlc) + data
+
+
+def message_packet(timestamp: float, can_id: int, flags: int, dlc: int, data: bytes) -> bytes:
+    """A whole MESSAGE packet (a frame delivered), packed once for all its receivers."""
+    body = MESSAGE.pack(timestamp, can_id, flags, dlc) + data
+    return HEADER.pack(len(body) + 1, Kind.MESSAGE) + body
+
+
+def packet_message(pkt: bytes) -> Message:
+    """The frame of a whole MESSAGE packet (as :func:`message_packet` made it)."""
+    return unpack_message(pkt[HEADER.size:])
 
 
 def unpack_message(body: bytes) -> Message:
@@ -195,6 +234,10 @@ class Hello:
     pacing: str | None = None
 
 
+def pack_hello(hello: Hello) -> bytes:
+    return pack_json(Kind.HELLO, asdict(hello))
+
+
 def parse_hello(body: bytes) -> Hello:
     obj = _object(body, "hello")
     pacing = _str(obj, "pacing")
@@ -213,6 +256,10 @@ def parse_hello(body: bytes) -> Hello:
 #: The calls a node makes, and what each takes besides ``id`` and ``op``.
 CALLS = frozenset({"bus_time", "stats", "endpoints", "state", "filters", "own", "flush",
                    "set_state", "inject", "recover"})
+
+
+def pack_call(cid: int, op: str, **args: Any) -> bytes:
+    return pack_json(Kind.CALL, {"id": cid, "op": op, **args})
 
 
 @dataclass(frozen=True)
@@ -270,7 +317,7 @@ def parse_wait(body: bytes) -> float:
     """A WAIT's horizon in seconds of bus time: 0 up to :data:`MAX_HORIZON`, or inf."""
     if len(body) != 8:
         raise WireError(f"wait packet of {len(body)} bytes (8)")
-    (t,) = struct.unpack(">d", body)
+    (t,) = WAIT.unpack(body)
     if not (t == math.inf or 0.0 <= t <= MAX_HORIZON):
         raise WireError(f"wait horizon {t} (0..{MAX_HORIZON:g} s, or inf)")
     return float(t)
@@ -279,4 +326,4 @@ def parse_wait(body: bytes) -> float:
 def parse_done(body: bytes) -> int:
     if len(body) != 4:
         raise WireError(f"done packet of {len(body)} bytes (4)")
-    return int(struct.unpack(">I", body)[0])
+    return int(DONE.unpack(body)[0])

@@ -52,10 +52,12 @@ STATE = "_doc_state"  # the document namespace's key of its DocState
 
 # Until Ctrl-C, serving the lines after them: the simulations (one that records is a
 # recorder: stopped before the next line, so the lines after it read a whole file).
-SERVES = re.compile(r"^fwbridge (sim|can sim|fw run)\b(?!.*(--duration|--record|--capture))")
+CAN = r"can(?: -[icb] \S+| --modules \d+)*"  # the can group and its bus options
+SERVES = re.compile(rf"^fwbridge (sim|{CAN} sim|fw run)\b(?!.*(--duration|--record|--capture))")
 # Until Ctrl-C: stopped once they printed their first line.
 UNTIL_STOPPED = re.compile(
-    r"^(fwbridge (sim|can sim|sniff|bridge|record|can sniff|can busload|can record|fleet)\b"
+    rf"^(fwbridge (sim|{CAN} sim|sniff|bridge|record|{CAN} sniff|{CAN} busload|{CAN} record"
+    r"|fleet)\b"
     r"(?!.*--duration)"
     r"|fwbridge ros2 (echo|pub)\b(?!.*--count)"
     r"|fwbridge ros2 router\b"

@@ -87,14 +87,15 @@ def test_host_loop_drives_modules_on_the_virtual_bus() -> None:
 def test_pick_place_drives_the_arm_of_sim_scara_on_a_shared_bus(rundir: Path) -> None:
     with shared_bus("arm0"):  # its own rate (500 kbit/s): the arm's nodes take it
         arm = subprocess.Popen([*fwbridge_argv(), "sim", "scara", "--json"], cwd=ROOT,
-                               env=cli_env({"CAN_INTERFACE": "fwbridge", "CAN_CHANNEL": "arm0"}),
+                               env=cli_env({"CAN_INTERFACE": "fwbridge",
+                                            "CAN_CHANNEL": "shared:arm0"}),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert arm.stdout is not None
         with reaped(arm):
             ready = json.loads(arm.stdout.readline())
             assert ready["event"] == "ready" and ready["shared"] is True, ready
             start = json.loads(arm.stdout.readline())  # the pose before the run
-            res = run_cli("arm", "pick-place", "-i", "fwbridge", "-c", "arm0", "--json",
+            res = run_cli("arm", "pick-place", "-i", "fwbridge", "-c", "shared:arm0", "--json",
                           timeout=120)
             arm.send_signal(signal.SIGTERM)
             out, err = arm.communicate(timeout=20)
@@ -107,17 +108,21 @@ def test_pick_place_drives_the_arm_of_sim_scara_on_a_shared_bus(rundir: Path) ->
 
 
 def test_pick_place_refuses_a_channel_without_an_arm(rundir: Path) -> None:
-    res = run_cli("arm", "pick-place", "-i", "fwbridge", "-c", "arm9")
+    res = run_cli("arm", "pick-place", "-i", "fwbridge", "-c", "shared:arm9")
     lines = res.stderr.decode().strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1, lines
     assert "no shared bus arm9 is up" in lines[0] and "fwbridge can bus up arm9" in lines[0]
     assert res.stdout == b""  # no run on a bus of its own
+    plain = run_cli("arm", "pick-place", "-i", "fwbridge", "-c", "arm9")
+    lines = plain.stderr.decode().strip().splitlines()
+    assert plain.returncode == 2 and len(lines) == 1, lines
+    assert "-c shared:arm9" in lines[0] and plain.stdout == b""
 
 
 def test_sim_scara_on_a_shared_bus_at_another_rate_names_the_fix(rundir: Path) -> None:
     with shared_bus("arm1"):
         res = run_cli("sim", "scara", "--duration", "0.2",
-                      env={"CAN_INTERFACE": "fwbridge", "CAN_CHANNEL": "arm1",
+                      env={"CAN_INTERFACE": "fwbridge", "CAN_CHANNEL": "shared:arm1",
                            "CAN_BITRATE": "1000000"})
     lines = res.stderr.decode().strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1, lines

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fwbridge.bridge.record.serial_captures import read_capture, read_payloads
 from fwbridge.bridge.record.serial_pcapng import (
     INBOUND,
     LINKTYPE_USER0,
@@ -18,8 +19,6 @@ from fwbridge.bridge.record.serial_pcapng import (
     CaptureError,
     CaptureWriter,
     looks_like_pcapng,
-    read_capture,
-    read_payloads,
 )
 from fwbridge.bridge.record.serial_pcapng_reader import CaptureTruncated
 

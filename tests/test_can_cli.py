@@ -60,20 +60,20 @@ def test_send_errors_are_one_line() -> None:
     assert r.exit_code == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1
     r = run("-c", chan(), "--bus-kwarg", "pacing=afap", "send", "123#00")
     assert r.exit_code == 2
-    assert "not acknowledged" in r.stderr and "modules=N" in r.stderr  # alone on the channel
+    assert "not acknowledged" in r.stderr and "--modules N" in r.stderr  # alone on the channel
     r = run("-i", "nosuchbus", "send", "123#00")
     assert r.exit_code == 2 and "cannot open CAN bus nosuchbus" in r.stderr
 
 
 def test_sniff_decodes_actuator_structs() -> None:
-    r = run("-c", chan(), "--bus-kwarg", "modules=2", "sniff", "--count", "6", "--json")
+    r = run("-c", chan(), "--modules", "2", "sniff", "--count", "6", "--json")
     assert r.exit_code == 0, r.output
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert len(rows) == 6 and {row["module"] for row in rows} == {1, 2}
     assert all(row["direction"] == "feedback" and row["id"] == 0x200 + row["module"]
                for row in rows)
     assert "frames=6 actuator=6" in r.stderr
-    r = run("-c", chan(), "--bus-kwarg", "modules=1", "sniff", "--raw", "--count", "2")
+    r = run("-c", chan(), "--modules", "1", "sniff", "--raw", "--count", "2")
     assert r.exit_code == 0, r.output
     assert all(re.fullmatch(r"\(\d+\.\d{6}\) cli\S+ 201#[0-9A-F]{16}", line)
                for line in r.stdout.splitlines())
@@ -81,7 +81,7 @@ def test_sniff_decodes_actuator_structs() -> None:
 
 def test_record_decode_replay(tmp_path: Path) -> None:
     rec, back = tmp_path / "rec.pcapng", tmp_path / "back.log"
-    r = run("-c", chan(), "--bus-kwarg", "modules=2", "record", str(rec), "--count", "20")
+    r = run("-c", chan(), "--modules", "2", "record", str(rec), "--count", "20")
     assert r.exit_code == 0, r.output
     recorded = list(read_messages(rec))
     assert len(recorded) == 20
@@ -98,7 +98,7 @@ def test_record_decode_replay(tmp_path: Path) -> None:
 
 
 def test_busload_per_id_in_bus_time() -> None:
-    r = run("-c", chan(), "--bus-kwarg", "modules=3", "--bus-kwarg", "pacing=afap",
+    r = run("-c", chan(), "--modules", "3", "--bus-kwarg", "pacing=afap",
             "busload", "--interval", "0.5", "--count", "2", "--json")
     assert r.exit_code == 0, r.output
     reports = [json.loads(line) for line in r.stdout.splitlines()]

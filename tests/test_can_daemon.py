@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,11 +23,12 @@ import can
 import pytest
 
 from fwbridge.can_bus import fd
+from fwbridge.can_bus.attach import SharedBusWarning
 from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.daemon import BusDaemon
 from fwbridge.can_bus.daemon_client import daemon_info
-from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.can_bus.remote import RemoteBus
+from fwbridge.can_bus.interface import FwBridgeBus, SimBusInitError
+from fwbridge.can_bus.sim.nodes import start_modules
 from tests.helpers import wait_for_line
 
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
@@ -51,11 +53,11 @@ def afap(rundir: Path) -> Iterator[BusDaemon]:
 
 
 def test_buses_attach_and_arbitrate_exactly_through_the_daemon(afap: BusDaemon) -> None:
-    a = can.Bus(interface="fwbridge", channel="shared", fd=True)
-    b = can.Bus(interface="fwbridge", channel="shared", fd=True)
-    sniffer = can.Bus(interface="fwbridge", channel="shared", fd=True)
+    a = can.Bus(interface="fwbridge", channel="shared:shared", fd=True)
+    b = can.Bus(interface="fwbridge", channel="shared:shared", fd=True)
+    sniffer = can.Bus(interface="fwbridge", channel="shared:shared", fd=True)
     try:
-        assert isinstance(a, RemoteBus) and a.node_id != b.node_id
+        assert isinstance(a, FwBridgeBus) and a.shared and a.node_id != b.node_id
         # queued at the same bus instant: the lowest ID wins, whoever sent it
         frames = [can.Message(arbitration_id=0x300, data=b"\x03", is_extended_id=False),
                   can.Message(arbitration_id=0x100, is_fd=True, bitrate_switch=True,
@@ -83,7 +85,7 @@ def test_buses_attach_and_arbitrate_exactly_through_the_daemon(afap: BusDaemon) 
 
 
 def test_lone_remote_node_is_not_acknowledged_and_advance_to_moves_time(afap: BusDaemon) -> None:
-    a = can.Bus(interface="fwbridge", channel="shared")
+    a = can.Bus(interface="fwbridge", channel="shared:shared")
     try:
         a.send(can.Message(arbitration_id=0x10, data=b"\x01"))
         assert a.wait_sent() == 1  # nobody to acknowledge it
@@ -96,19 +98,71 @@ def test_lone_remote_node_is_not_acknowledged_and_advance_to_moves_time(afap: Bu
         a.shutdown()
 
 
-def test_without_a_daemon_or_when_asked_the_bus_is_local(afap: BusDaemon) -> None:
-    local = can.Bus(interface="fwbridge", channel="shared", local=True)
-    other = can.Bus(interface="fwbridge", channel="no-daemon-here")
+def test_a_plain_name_is_local_and_warns_once_naming_the_shared_bus(afap: BusDaemon) -> None:
+    with pytest.warns(SharedBusWarning, match="'shared:shared' attaches"):
+        local = can.Bus(interface="fwbridge", channel="shared", pacing="afap")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the channel is open: no second warning
+        again = can.Bus(interface="fwbridge", channel="shared")
+        other = can.Bus(interface="fwbridge", channel="no-daemon-here")
+    remote = can.Bus(interface="fwbridge", channel="shared:shared")
     try:
-        assert type(local) is FwBridgeBus and type(other) is FwBridgeBus
+        assert isinstance(local, FwBridgeBus) and isinstance(remote, FwBridgeBus)
+        assert not local.shared and not other.shared and remote.shared
+        # two buses: the local pair talk to each other, the daemon's node hears none of it
+        local.send(can.Message(arbitration_id=0x42, data=b"\x01"))
+        assert again.recv(1.0) is not None
+        assert remote.recv(0.2) is None
     finally:
-        local.shutdown()
-        other.shutdown()
+        for bus in (local, again, other, remote):
+            bus.shutdown()
+
+
+def test_shared_without_a_daemon_is_one_clear_error(rundir: Path) -> None:
+    with pytest.raises(SimBusInitError) as err:
+        can.Bus(interface="fwbridge", channel="shared:nobody")
+    assert str(err.value) == ("no shared bus nobody is up: start it with "
+                              "'fwbridge can bus up nobody'")
+    with pytest.raises(SimBusInitError, match="bus name"):
+        can.Bus(interface="fwbridge", channel="shared:../x")
+
+
+def test_local_is_gone_with_a_future_warning(rundir: Path) -> None:
+    with pytest.warns(FutureWarning, match="local= is gone"):
+        bus = can.Bus(interface="fwbridge", channel="loc0", local=True)
+    try:
+        assert not bus.shared
+    finally:
+        bus.shutdown()
+
+
+def test_python_can_detects_shared_buses_by_their_channel_form(afap: BusDaemon) -> None:
+    found = can.detect_available_configs(interfaces=["fwbridge"])
+    assert {"interface": "fwbridge", "channel": "shared:shared"} in found
+
+
+def test_modules_start_on_a_shared_bus(afap: BusDaemon) -> None:
+    host = can.Bus(interface="fwbridge", channel="shared:shared")
+    try:
+        with start_modules("shared:shared", 2) as mods:
+            assert all(b.shared for b in mods.buses)  # type: ignore[attr-defined]
+            host.send(can.Message(arbitration_id=0x102, data=bytes(8), is_extended_id=False))
+            heard: set[int] = set()
+            deadline = time.monotonic() + 20
+            while (mods.modules[1].commands == 0 or len(heard) < 2) and \
+                    time.monotonic() < deadline:
+                got = host.recv(0.5)
+                if got is not None:
+                    heard.add(got.arbitration_id)
+            assert heard == {0x201, 0x202} and mods.modules[1].commands == 1
+            assert mods.modules[0].commands == 0 and mods.error is None
+    finally:
+        host.shutdown()
 
 
 def test_settings_must_agree_with_the_daemon(afap: BusDaemon) -> None:
     with pytest.raises(can.CanInitializationError, match="runs at 500000"):
-        can.Bus(interface="fwbridge", channel="shared", bitrate=250_000)
+        can.Bus(interface="fwbridge", channel="shared:shared", bitrate=250_000)
 
 
 # -- the CLI across real processes ---------------------------------------------------------------
@@ -136,23 +190,24 @@ def test_the_readme_tour_across_processes(bus_up: subprocess.Popen[str], rundir:
     assert json.loads(listing.stdout)["name"] == "sim0"
     # The modules run until the tour is over (a fixed duration could end before it
     # on a loaded machine, and leave `can record` waiting for frames).
-    sim = subprocess.Popen([*FWBRIDGE, "can", "sim", "3", "--json"],
+    sim = subprocess.Popen([*FWBRIDGE, "can", "-c", "shared:sim0", "sim", "3", "--json"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_line(sim, "^simulating ")  # its modules are on the bus
-        sniff = _run("can", "sniff", "--count", "5", "--json")
+        sniff = _run("can", "-c", "shared:sim0", "sniff", "--count", "5", "--json")
         assert sniff.returncode == 0, sniff.stderr
         rows = [json.loads(line) for line in sniff.stdout.splitlines()]
         assert len(rows) == 5 and {r["direction"] for r in rows} <= {"command", "feedback"}
-        load = _run("can", "busload", "--count", "1", "--json", "--interval", "0.5")
+        load = _run("can", "-c", "shared:sim0", "busload", "--count", "1", "--json",
+                    "--interval", "0.5")
         assert load.returncode == 0, load.stderr
         report = json.loads(load.stdout.splitlines()[0])
         assert report["frames"] > 10 and 0 < report["load"] < 100
-        sent = _run("can", "send", "123#DEADBEEF")
+        sent = _run("can", "-c", "shared:sim0", "send", "123#DEADBEEF")
         assert sent.returncode == 0, sent.stderr
         assert "not acknowledged" not in sent.stderr
         log = rundir.parent / "tour.log"
-        rec = _run("can", "record", str(log), "--count", "20")
+        rec = _run("can", "-c", "shared:sim0", "record", str(log), "--count", "20")
         assert rec.returncode == 0, rec.stderr
         assert len(log.read_text().splitlines()) == 20
     finally:
@@ -171,13 +226,14 @@ def test_the_readme_tour_across_processes(bus_up: subprocess.Popen[str], rundir:
 def test_python_can_logger_records_across_processes(bus_up: subprocess.Popen[str],
                                                    tmp_path: Path) -> None:
     log = tmp_path / "out.log"
-    logger = subprocess.Popen([sys.executable, "-m", "can.logger", "-i", "fwbridge", "-c", "sim0",
-                               "-f", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    logger = subprocess.Popen([sys.executable, "-m", "can.logger", "-i", "fwbridge",
+                               "-c", "shared:sim0", "-f", str(log)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         wait_for_line(logger, "^Can Logger", stream="stdout")  # its bus is open: it receives
         for i in range(3):
-            sent = _run("can", "send", f"7{i}1#0102")
+            sent = _run("can", "-c", "shared:sim0", "send", f"7{i}1#0102")
             assert sent.returncode == 0, sent.stderr
     finally:
         logger.send_signal(signal.SIGINT)
@@ -200,9 +256,9 @@ def test_bus_up_detach_then_down(rundir: Path) -> None:
     assert up.returncode == 0, up.stderr
     info = daemon_info("bg0")
     assert info is not None and (info["bitrate"], info["data_bitrate"]) == (250_000, 1_000_000)
-    bus = can.Bus(interface="fwbridge", channel="bg0", fd=True)
+    bus = can.Bus(interface="fwbridge", channel="shared:bg0", fd=True)
     try:
-        assert isinstance(bus, RemoteBus) and bus.sim.data_bitrate == 1_000_000
+        assert isinstance(bus, FwBridgeBus) and bus.shared and bus.sim.data_bitrate == 1_000_000
     finally:
         bus.shutdown()
     down = _run("can", "bus", "down", "bg0")
@@ -219,7 +275,7 @@ def test_socketcand_clients_attach_on_loopback(rundir: Path) -> None:
         assert dm.tcp is not None and dm.tcp.getsockname()[0] == "127.0.0.1"
         port = dm.socketcand_port
         assert daemon_info("scd")["socketcand"] == f"127.0.0.1:{port}"  # type: ignore[index]
-        native = can.Bus(interface="fwbridge", channel="scd")
+        native = can.Bus(interface="fwbridge", channel="shared:scd")
         scd = can.Bus(interface="socketcand", host="127.0.0.1", port=port, channel="scd")
         try:
             scd.send(can.Message(arbitration_id=0x123, is_extended_id=False, data=b"\x11\x22"))
@@ -245,7 +301,7 @@ def test_socketcand_clients_attach_on_loopback(rundir: Path) -> None:
 
 
 def test_remote_error_frames_and_flags(afap: BusDaemon) -> None:
-    a = can.Bus(interface="fwbridge", channel="shared", receive_error_frames=True)
+    a = can.Bus(interface="fwbridge", channel="shared:shared", receive_error_frames=True)
     try:
         assert a.receive_error_frames and not a.receive_own_messages
         a.send(can.Message(arbitration_id=0x10, is_extended_id=False, data=b"\x01"))
@@ -258,6 +314,14 @@ def test_remote_error_frames_and_flags(afap: BusDaemon) -> None:
 
 
 def test_a_lone_cli_node_on_a_shared_bus_says_so(bus_up: subprocess.Popen[str]) -> None:
-    sent = _run("can", "send", "123#01")
+    sent = _run("can", "-c", "shared:sim0", "send", "123#01")
     assert sent.returncode == 2
     assert "the shared bus sim0 has no other node" in sent.stderr
+
+
+def test_the_cli_on_a_plain_name_warns_of_the_shared_bus(bus_up: subprocess.Popen[str]) -> None:
+    sent = _run("can", "-c", "sim0", "--bus-kwarg", "pacing=afap", "send", "123#01")
+    lines = sent.stderr.splitlines()
+    assert lines[0] == ("warning: a shared bus sim0 is up, but channel 'sim0' is this "
+                        "process's own bus; channel 'shared:sim0' attaches to the shared one")
+    assert sent.returncode == 2 and "-c shared:sim0" in lines[-1]  # alone on its own bus

@@ -65,8 +65,8 @@ def _answer(sock: socket.socket, timeout: float = 5.0) -> list[tuple[Kind, bytes
 
 def _exchange(channel: str) -> None:
     """Two well-behaved nodes still pass a frame."""
-    a = can.Bus(interface="fwbridge", channel=channel)
-    b = can.Bus(interface="fwbridge", channel=channel)
+    a = can.Bus(interface="fwbridge", channel=f"shared:{channel}")
+    b = can.Bus(interface="fwbridge", channel=f"shared:{channel}")
     try:
         a.send(can.Message(arbitration_id=0x42, is_extended_id=False, data=b"\x01\x02"))
         got = b.recv(5.0)
@@ -115,8 +115,8 @@ def test_a_client_that_sleeps_on_bus_time_does_not_stall_the_bus(
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(str(dm.path))
         s.sendall(HELLO + pk("W", struct.pack(">d", float("inf"))))  # then it sleeps
-        a = can.Bus(interface="fwbridge", channel="shared")
-        b = can.Bus(interface="fwbridge", channel="shared")
+        a = can.Bus(interface="fwbridge", channel="shared:shared")
+        b = can.Bus(interface="fwbridge", channel="shared:shared")
         try:
             for i in range(20):
                 a.send(can.Message(arbitration_id=0x100 + i, is_extended_id=False, data=b"\x01"))
@@ -160,7 +160,7 @@ def test_a_socketcand_flood_is_bounded_and_counted(rundir: Path) -> None:
             flood = b"< send 123 1 11 >" * 20_000
             for _ in range(5):
                 s.sendall(flood)
-            _ = can.Bus(interface="fwbridge", channel="scd").shutdown()  # a round trip
+            _ = can.Bus(interface="fwbridge", channel="shared:scd").shutdown()  # a round trip
             deadline = time.monotonic() + 10
             while "dropped" not in (daemon_info("scd") or {}):
                 assert time.monotonic() < deadline, daemon_info("scd")
@@ -199,7 +199,7 @@ def test_nodes_that_exit_with_frames_in_flight_leave_the_daemon_whole(
     gen = _daemon("leave", pacing=pacing)
     dm, thread = next(gen)
     try:
-        sniffer = can.Bus(interface="fwbridge", channel="leave")
+        sniffer = can.Bus(interface="fwbridge", channel="shared:leave")
         try:
             for run in range(3):
                 while sniffer.recv(0) is not None:

@@ -110,7 +110,7 @@ def test_a_misbehaving_client_among_eight_keeps_frames_exact_and_memory_flat(
     info = daemon_info("soak") or {}
     port = int(str(info["socketcand"]).rsplit(":", 1)[1])
     per_node = int(SECONDS * 25)  # a frame each 40 ms per node: well under the bus's rate
-    buses = [can.Bus(interface="fwbridge", channel="soak", name=f"good{i}")
+    buses = [can.Bus(interface="fwbridge", channel="shared:soak", name=f"good{i}")
              for i in range(NODES)]
     got: list[dict[int, list[int]]] = [{} for _ in range(NODES)]
 

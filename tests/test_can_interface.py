@@ -17,7 +17,9 @@ import pytest
 
 from fwbridge.can_bus.bits import EOF_END, Frame, frame_length, stuffed_length
 from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.sim.nodes import start_modules
 from fwbridge.can_bus.simchannel import get_channel
+from tests.helpers import shared_bus
 
 ROOT = Path(__file__).resolve().parents[1]
 _names = itertools.count()
@@ -180,19 +182,22 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def test_python_can_logger_and_player_run_on_fwbridge(tmp_path: Path) -> None:
+def test_python_can_logger_and_player_run_on_fwbridge(tmp_path: Path, rundir: Path) -> None:
+    # python-can's tools take a channel: shared:NAME reaches modules of another process
     log, replayed = tmp_path / "log.log", tmp_path / "replayed.log"
-    logger = subprocess.Popen(
-        [sys.executable, "-m", "can.logger", "-i", "fwbridge", "-c", "sim0",
-         "--bus-kwargs", "modules=3", "-f", str(log)],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (not log.exists() or log.stat().st_size < 1500):
-            time.sleep(0.05)  # polling: a bounded wait for frames in the log
-    finally:
-        logger.send_signal(signal.SIGINT)  # how a user stops can.logger
-        out, err = logger.communicate(timeout=20)
+    with shared_bus("tools0"), start_modules("shared:tools0", 3) as modules:
+        logger = subprocess.Popen(
+            [sys.executable, "-m", "can.logger", "-i", "fwbridge", "-c", "shared:tools0",
+             "-f", str(log)],
+            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and (not log.exists() or log.stat().st_size < 1500):
+                time.sleep(0.05)  # polling: a bounded wait for frames in the log
+        finally:
+            logger.send_signal(signal.SIGINT)  # how a user stops can.logger
+            out, err = logger.communicate(timeout=20)
+        assert modules.error is None
     assert logger.returncode == 0, err
     assert "FwBridgeBus" in out
     with can.LogReader(log) as reader:
@@ -210,3 +215,60 @@ def test_python_can_logger_and_player_run_on_fwbridge(tmp_path: Path) -> None:
     # timing kept: the player waits for each recorded offset, so never plays it faster
     span = recorded[-1].timestamp - recorded[0].timestamp
     assert played[-1].timestamp - played[0].timestamp >= 0.9 * span
+
+
+@pytest.mark.parametrize("suffix", [".pcapng", ".mcap", ".asc"])
+def test_capture_opens_its_writer_through_python_cans_dispatch(channel: str, tmp_path: Path,
+                                                               suffix: str) -> None:
+    path = tmp_path / f"tap{suffix}"
+    tap = FwBridgeBus(channel, pacing="afap", capture=str(path))
+    tx = FwBridgeBus(channel)
+    for i in range(3):
+        tx.send(std(0x120 + i, bytes([i])))
+    tx.shutdown()
+    tap.shutdown()
+    with can.LogReader(path) as reader:
+        assert [m.arbitration_id for m in reader] == [0x120, 0x121, 0x122]
+
+
+def test_capture_of_an_unknown_format_is_one_error(channel: str, tmp_path: Path) -> None:
+    with pytest.raises(can.CanInitializationError) as err:
+        FwBridgeBus(channel, capture=str(tmp_path / "tap.nosuch"))
+    assert str(err.value).startswith(f"capture={tmp_path / 'tap.nosuch'}: ")
+    assert "\n" not in str(err.value) and get_channel(channel) is None  # nothing left open
+
+
+def test_the_interface_imports_no_capture_module() -> None:
+    # capture= goes through can.Logger: python-can loads its writer plugins itself
+    probe = ("import sys, fwbridge.can_bus.interface\n"
+             "print(sorted(m for m in sys.modules if m.startswith('fwbridge.')))\n")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=60, check=True)
+    loaded = res.stdout
+    assert "fwbridge.can_bus.interface" in loaded  # the probe saw the interface
+    for module in ("capture", "mcap_capture", "mcap_writer", "pcapng", "nodes"):
+        assert f"'fwbridge.can_bus.{module}'" not in loaded
+    for source in ("interface.py", "local_node.py", "attach.py", "bus_node.py"):
+        assert not {m for m in _imports(ROOT / "can_bus" / source)
+                    if m.rpartition(".")[2] in ("capture", "mcap_capture", "pcapng", "nodes")}
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):  # every level: deferred, TYPE_CHECKING
+        if isinstance(node, ast.ImportFrom):
+            found.add(node.module or "")
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_interface_and_remote_do_not_import_each_other() -> None:
+    can_bus = ROOT / "can_bus"
+    assert not any(m.startswith("fwbridge.can_bus.remote") for m in
+                   _imports(can_bus / "interface.py"))
+    assert not any(m.startswith("fwbridge.can_bus.interface") for m in
+                   _imports(can_bus / "remote.py"))

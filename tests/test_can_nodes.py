@@ -11,7 +11,7 @@ import can
 import pytest
 
 from fwbridge.can_bus.ids import Direction, from_message, to_message
-from fwbridge.can_bus.interface import FwBridgeBus
+from fwbridge.can_bus.interface import FwBridgeBus, SimBusInitError
 from fwbridge.can_bus.sim.nodes import (
     ActuatorModule,
     Kind,
@@ -19,6 +19,7 @@ from fwbridge.can_bus.sim.nodes import (
     NodeRunner,
     Status,
     TxQueue,
+    start_modules,
 )
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
@@ -162,17 +163,52 @@ def test_tx_queue_lowest_id_first_and_latest_wins(opened: list[can.BusABC]) -> N
         (0x100, b"d"), (0x200, b"c"), (0x300, b"a")]
 
 
-def test_runner_and_modules_keyword_realtime(opened: list[can.BusABC]) -> None:
-    """The convenience for python-can's tools: ``modules=N`` runs N modules in the bus."""
-    bus = can.Bus(interface="fwbridge", channel=f"rt{next(_names)}", modules=2)
+def test_start_modules_runs_modules_on_a_python_can_bus(opened: list[can.BusABC]) -> None:
+    channel = f"rt{next(_names)}"
+    bus = can.Bus(interface="fwbridge", channel=channel)
     opened.append(bus)
-    seen = set()
-    deadline = time.monotonic() + 10
-    while len(seen) < 2 and time.monotonic() < deadline:
-        msg = bus.recv(0.5)
-        if msg is not None:
-            seen.add(msg.arbitration_id)
-    assert seen == {0x201, 0x202}
+    with start_modules(channel, 2) as mods:
+        assert [m.module_id for m in mods.modules] == [1, 2]
+        bus.send(to_message(ActuatorStruct(angle=30, speed=0, module_id=2,
+                                           command=SubCommand.SET_SERVO_POSITION),
+                            Direction.COMMAND))
+        seen = set()
+        deadline = time.monotonic() + 10
+        while (len(seen) < 2 or not mods.modules[1].commands) and time.monotonic() < deadline:
+            msg = bus.recv(0.5)
+            if msg is not None:
+                seen.add(msg.arbitration_id)
+        assert seen == {0x201, 0x202}
+        assert mods.modules[1].commands >= 1 and mods.modules[0].commands == 0
+    assert all(b._is_shutdown for b in mods.buses)  # stopped on the way out
+    assert mods.error is None
+
+
+def test_start_modules_on_virtual_read_past_frames_for_others() -> None:
+    # virtual filters in software: the modules' buses carry no filter and each node filters
+    # what it drains, so a command behind frames for other modules still arrives
+    channel = f"v{next(_names)}"
+    host = can.Bus(interface="virtual", channel=channel)
+    try:
+        with start_modules(channel, 3, interface="virtual") as mods:
+            assert all(b.filters is None for b in mods.buses)
+            deadline = time.monotonic() + 10
+            while mods.modules[2].commands == 0 and time.monotonic() < deadline:
+                for k in (1, 2, 1, 2, 3):
+                    host.send(to_message(ActuatorStruct(angle=5, module_id=k), Direction.COMMAND,
+                                         k))
+                time.sleep(0.01)  # pacing: a burst every 10 ms until module 3 has one
+            assert mods.modules[2].commands >= 1 and mods.error is None
+    finally:
+        host.shutdown()
+
+
+def test_modules_keyword_is_refused_with_its_replacement() -> None:
+    with pytest.raises(SimBusInitError) as err:
+        can.Bus(interface="fwbridge", channel=f"rt{next(_names)}", modules=2)
+    text = str(err.value)
+    assert "\n" not in text and "start_modules(channel, N)" in text
+    assert "'fwbridge can sim N'" in text
 
 
 def test_nodes_on_vcan(opened: list[can.BusABC]) -> None:

@@ -52,7 +52,7 @@ def test_a_bus_not_shut_down_leaves_the_bus_when_collected() -> None:
     forgotten = FwBridgeBus(ch)
     tx.send(can.Message(arbitration_id=0x10, data=b"\x01"))
     assert tx.wait_sent() == 0  # acknowledged by the forgotten node
-    port = forgotten._port
+    port = forgotten._node.port  # type: ignore[attr-defined]  # a node of this process
     del forgotten
     gc.collect()
     assert port.closed and len(tx.sim.endpoints) == 1

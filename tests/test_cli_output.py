@@ -159,7 +159,7 @@ def test_can_decode_prints_times_since_the_first_frame_or_absolute(tmp_path: Pat
 
 
 def test_can_sniff_prints_times_since_the_first_frame_like_serial_sniff() -> None:
-    bus = ("can", "-c", f"times{os.getpid()}", "--bus-kwarg", "modules=1", "sniff", "--count", "3")
+    bus = ("can", "-c", f"times{os.getpid()}", "--modules", "1", "sniff", "--count", "3")
     lines = run_cli(*bus).stdout.decode().splitlines()
     stamps = [float(line.split()[0]) for line in lines]
     assert stamps[0] == 0.0 and 0 < stamps[1] < stamps[2] < 10

@@ -107,7 +107,7 @@ def _blf(path: Path, n: int) -> Path:
 def test_a_cut_blf_replays_its_whole_frames_then_says_so(tmp_path: Path) -> None:
     whole = _blf(tmp_path / "whole.blf", 3000)
     cut = _cut(whole, tmp_path / "cut.blf", 0.66)
-    r = run_verb("can", "-c", f"blf{id(cut)}", "--bus-kwarg", "modules=1", "--bus-kwarg",
+    r = run_verb("can", "-c", f"blf{id(cut)}", "--modules", "1", "--bus-kwarg",
                  "pacing=afap", "replay", str(cut), "--speed", "0", timeout=60)
     err = r.stderr.decode()
     assert r.returncode == 2, err

@@ -303,7 +303,7 @@ def test_can_sim_and_record_to_mcap_decode_agrees(tmp_path: Path) -> None:
     check_layout("can.json", out)
     # can record: the same writer through open_writer
     rec = tmp_path / "rec.mcap"
-    r = run_verb("can", "-c", chan + "r", "--bus-kwarg", "modules=2", "--bus-kwarg",
+    r = run_verb("can", "-c", chan + "r", "--modules", "2", "--bus-kwarg",
                  "pacing=afap", "record", str(rec), "--count", "200")
     assert r.returncode == 0, r.stderr
     assert len(list(read_mcap(rec, ["/from_can_bus"]))) == 200
@@ -375,7 +375,7 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
     assert len(list(read_mcap(conv, ["/odom"]))) == len(expected) + _dropped(err)
     log = tmp_path / "bus.log"
     chan = f"conv{os.getpid()}"
-    assert run_verb("can", "-c", chan, "--bus-kwarg", "modules=2", "--bus-kwarg", "pacing=afap",
+    assert run_verb("can", "-c", chan, "--modules", "2", "--bus-kwarg", "pacing=afap",
                     "record", str(log), "--count", "50").returncode == 0
     assert run_verb("convert", str(log), str(tmp_path / "bus.mcap")).returncode == 0
     assert len(list(read_mcap(tmp_path / "bus.mcap", ["/from_can_bus"]))) == 50
@@ -520,7 +520,7 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
                                                                    int(px), 0] < 0.3)
     can_png = tmp_path / "bus.png"
     bus = tmp_path / "bus.log"
-    assert run_verb("can", "-c", f"plot{os.getpid()}", "--bus-kwarg", "modules=2",
+    assert run_verb("can", "-c", f"plot{os.getpid()}", "--modules", "2",
                     "--bus-kwarg", "pacing=afap", "record", str(bus),
                     "--count", "300").returncode == 0
     r = run_verb("plot", str(bus), "-o", str(can_png), "--bitrate", "500000")

@@ -85,7 +85,7 @@ def test_record_keeps_the_file_when_the_port_cannot_open(tmp_path: Path) -> None
 @pytest.mark.parametrize("verb", [
     ("record", "{port}", "{out}"),
     ("sniff", "{port}", "-p", "odom", "--record", "{out}"),
-    ("can", "--bus-kwarg", "modules=1", "record", "{out}"),
+    ("can", "--modules", "1", "record", "{out}"),
     ("can", "sim", "2", "--capture", "{out}"),
     ("bridge", "{cfg}", "--record", "{out}"),
 ], ids=lambda v: "-".join(a for a in v[:3] if not a.startswith("{")))
@@ -163,7 +163,7 @@ def test_sim_link_takes_over_a_stale_pty_link_and_removes_it(tmp_path: Path) -> 
 @pytest.mark.parametrize("verb", [
     ("record", "{port}", "{out}.pcapng"),
     ("sniff", "{port}", "-p", "odom", "--record", "{out}.pcapng"),
-    ("can", "--bus-kwarg", "modules=1", "record", "{out}.log"),
+    ("can", "--modules", "1", "record", "{out}.log"),
     ("can", "sim", "2", "--capture", "{out}.mcap"),
     ("bridge", "{cfg}", "--record", "{out}.pcapng"),
     ("sim", "echo", "--record", "{out}.pcapng"),
@@ -193,7 +193,7 @@ def test_an_existing_output_is_refused_without_force(
 
 def test_force_replaces_an_existing_output(tmp_path: Path) -> None:
     keep = _keep(tmp_path, "keep.log")
-    res = run_verb("can", "--bus-kwarg", "modules=1", "record", str(keep), "--count", "3",
+    res = run_verb("can", "--modules", "1", "record", str(keep), "--count", "3",
                    "--force")
     assert res.returncode == 0, res.stderr
     assert len(keep.read_text().splitlines()) == 3
@@ -219,7 +219,8 @@ def test_generated_files_get_the_users_umask(tmp_path: Path) -> None:
 
 def test_can_sim_capture_on_a_shared_bus(rundir: Path, tmp_path: Path) -> None:
     keep = _keep(tmp_path, "keep.mcap")
-    with shared_bus("shared0") as name:
+    with shared_bus("shared0"):
+        name = "shared:shared0"
         # a failed start (the bus runs at another rate) leaves the file as it was ...
         bad = run_verb("can", "-c", name, "-b", "250000", "sim", "3", "--capture", str(keep),
                        "--force", "--duration", "0.5")
@@ -235,11 +236,18 @@ def test_can_sim_capture_on_a_shared_bus(rundir: Path, tmp_path: Path) -> None:
     assert modules == {1, 2, 3}, decoded.stderr
 
 
-def test_shared_bus_refusals_say_what_to_run_instead(rundir: Path) -> None:
-    with shared_bus("shared1") as name:
-        line = one_error_line(run_verb("can", "-c", name, "--bus-kwarg", "modules=2", "sniff",
+def test_shared_bus_refusals_say_what_to_run_instead(rundir: Path, tmp_path: Path) -> None:
+    with shared_bus("shared1"):
+        name = "shared:shared1"
+        line = one_error_line(run_verb("can", "-c", name, "--bus-kwarg",
+                                       f"capture={tmp_path / 'x.log'}", "sniff",
                                        "--duration", "0.2"))
-        assert f"fwbridge can -c {name} sim N" in line and f"can -c {name} record FILE" in line
+        assert f"'fwbridge can -c {name} record FILE'" in line
+        # modules are nodes like any other: on a shared bus too
+        ok = run_verb("can", "-c", name, "--modules", "2", "sniff", "--count", "4", "--json")
+        assert ok.returncode == 0, ok.stderr
+        alone = run_verb("can", "-c", name, "send", "123#00")
+        assert alone.returncode == 2 and f"'fwbridge can -c {name} sim N'" in alone.stderr.decode()
 
 
 def test_can_sim_bad_bus_options_leave_the_capture(tmp_path: Path) -> None:

@@ -230,7 +230,7 @@ def test_sniff_piped_to_head_ends_quietly(pair: PtyPair) -> None:
 
 
 def test_can_sniff_piped_to_head_ends_quietly() -> None:
-    rc, err = _head_one("can", "--bus-kwarg", "modules=2", "sniff", "--raw")
+    rc, err = _head_one("can", "--modules", "2", "sniff", "--raw")
     assert rc == 0 and b"Traceback" not in err and b"Error" not in err, err
 
 
@@ -238,7 +238,7 @@ def test_can_record_blf_survives_sigterm(tmp_path: Path) -> None:
     import can
 
     out = tmp_path / "run.blf"
-    proc = spawn_verb("can", "--bus-kwarg", "modules=2", "record", str(out),
+    proc = spawn_verb("can", "--modules", "2", "record", str(out),
                       stderr=subprocess.PIPE)
     with reaped(proc):
         wait_for_line(proc, "^recording ")
@@ -254,7 +254,7 @@ def test_can_record_blf_survives_sigterm(tmp_path: Path) -> None:
 
 def test_can_record_log_keeps_its_tail_on_sigterm(tmp_path: Path) -> None:
     out = tmp_path / "run.log"
-    proc = spawn_verb("can", "--bus-kwarg", "modules=2", "record", str(out),
+    proc = spawn_verb("can", "--modules", "2", "record", str(out),
                       stderr=subprocess.PIPE)
     with reaped(proc):
         # The file appears once the bus is open and the recording runs (a loaded
@@ -304,15 +304,15 @@ EVERY_VERB = {
     "record": (["record", "{port}", "{tmp}/rec.pcapng"], "stderr", "^recording ", b"recorded "),
     "replay": (["replay", "{capture}", "{port}", "--loop"], "stderr", "^replaying ",
                b"replayed "),
-    "can-sniff": (["can", "--bus-kwarg", "modules=2", "sniff"], "stdout", "module",
+    "can-sniff": (["can", "--modules", "2", "sniff"], "stdout", "module",
                   b"counters: frames="),
-    "can-record": (["can", "--bus-kwarg", "modules=2", "record", "{tmp}/x.blf"], "stderr",
+    "can-record": (["can", "--modules", "2", "record", "{tmp}/x.blf"], "stderr",
                    "^recording ", b"recorded "),
-    "can-send": (["can", "--bus-kwarg", "modules=1", "send", "123#00", "--count", "100000",
+    "can-send": (["can", "--modules", "1", "send", "123#00", "--count", "100000",
                   "--interval", "0.01"], "stderr", "^sending ", b"sent "),
-    "can-replay": (["can", "--bus-kwarg", "modules=1", "replay", "{canlog}", "--loop", "0"],
+    "can-replay": (["can", "--modules", "1", "replay", "{canlog}", "--loop", "0"],
                    "stderr", "^replaying ", b"replayed "),
-    "can-busload": (["can", "--bus-kwarg", "modules=2", "busload", "--interval", "0.2"],
+    "can-busload": (["can", "--modules", "2", "busload", "--interval", "0.2"],
                     "stdout", "frames", b""),
     "can-sim": (["can", "sim", "2"], "stderr", "^simulating ", b""),
     "sim-scara": (["sim", "scara"], "stderr", "^SCARA arm modules on ", b""),

@@ -204,13 +204,13 @@ def test_can_bus_sim_sniff_record_on_terminals(tmp_path: Path) -> None:
     name = f"tty{os.getpid()}"  # in the suite's own runtime directory (conftest)
     with Terminal("can", "bus", "up", name) as bus:
         bus.expect(rf"bus {name} up at 500000 bit/s .* Ctrl-C stops it")
-        with Terminal("can", "-c", name, "sim", "2") as sim:
+        with Terminal("can", "-c", f"shared:{name}", "sim", "2") as sim:
             sim.expect(r"frames=[1-9]\d* errors=0 .*1:ok 2:ok")  # its live status line
-            with Terminal("can", "-c", name, "sniff") as sniff:
+            with Terminal("can", "-c", f"shared:{name}", "sniff") as sniff:
                 sniff.expect(r"module\s+1 feedback")
                 interrupted(sniff, r"counters: frames=[1-9]")
             log = tmp_path / "bus.log"
-            with Terminal("can", "-c", name, "record", str(log), cols=250) as rec:
+            with Terminal("can", "-c", f"shared:{name}", "record", str(log), cols=250) as rec:
                 rec.expect(rf"{name} -> .*bus\.log: [1-9]\d* frames")
                 text = interrupted(rec, r"recorded [1-9]\d* frames")
             n = int(re.findall(r"recorded (\d+) frames", text)[-1])

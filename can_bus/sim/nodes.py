@@ -1,11 +1,13 @@
 """Main controller and actuator modules that run on any python-can bus.
 
 The simulator (``fwbridge``), ``virtual``, ``socketcan``/``vcan`` or a real
-adapter: each node owns one python-can Bus and only reads it through ``ids.drain``,
-``send``, ``set_filters`` and ``state`` on it. Nodes are stepped:
+adapter: each node owns one python-can Bus and only reads it through ``ids.drain``
+(with the node's acceptance filter, set on the bus too where the interface filters as
+frames arrive: ``ids.accept``), ``send`` and ``state`` on it. Nodes are stepped:
 ``node.step(now)`` reads what arrived, advances the physics to ``now``
 (seconds, any monotonic clock) and sends what is due, so tests drive them
-deterministically; :class:`NodeRunner` steps them from a thread.
+deterministically; :class:`NodeRunner` steps them from a thread, and
+:func:`start_modules` runs N actuator modules on a channel, each on a Bus of its own.
 
 Model choices for the modules (PROTOCOLS.md 4 leaves units open):
 
@@ -36,7 +38,9 @@ import can
 
 from fwbridge.can_bus.bits import Frame, arbitration_key
 from fwbridge.can_bus.ids import (
+    MAX_MODULE,
     Direction,
+    accept,
     command_filter,
     drain,
     feedback_filter,
@@ -45,10 +49,10 @@ from fwbridge.can_bus.ids import (
 )
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
-from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.errors import ConfigError, FrameError
 
 __all__ = ["ActuatorModule", "Dynamics", "HealthEvent", "Kind", "MainController",
-           "ModuleHealth", "NodeRunner", "Status", "TxQueue"]
+           "ModuleHealth", "Modules", "NodeRunner", "Status", "TxQueue", "start_modules"]
 
 
 class TxQueue:
@@ -130,7 +134,7 @@ class ActuatorModule:
         self.kind = kind
         self.dyn = DYNAMICS[kind]
         self.feedback_period = feedback_period
-        bus.set_filters(command_filter(module_id))  # the acceptance filter
+        self.accept = accept(bus, command_filter(module_id))  # the acceptance filter
         self.position = angle  # continuous; a stepper reports it in whole steps
         self.target = angle
         self.rate = 0.0
@@ -160,7 +164,7 @@ class ActuatorModule:
     def step(self, now: float) -> None:
         if self._last is None:
             self._last, self._next_feedback = now, now
-        for msg in drain(self.bus):
+        for msg in drain(self.bus, self.accept):
             self._on_command(msg)
         self._integrate(now - self._last)
         self._last = now
@@ -293,7 +297,7 @@ class MainController:
         self.bus = bus
         self.silence_timeout = silence_timeout
         self.command_period = command_period
-        bus.set_filters(feedback_filter())
+        self.accept = accept(bus, feedback_filter())
         self.health = {k: ModuleHealth(k) for k in modules}
         self.targets: dict[int, _Target] = {}
         self.events: deque[HealthEvent] = deque(maxlen=max(1, max_events))
@@ -314,7 +318,7 @@ class MainController:
             self._start = self._next_command = now
             for h in self.health.values():
                 h.since = now
-        for msg in drain(self.bus):
+        for msg in drain(self.bus, self.accept):
             self._on_feedback(msg, now)
         for h in self.health.values():
             heard = h.last_seen if h.last_seen is not None else self._start
@@ -430,3 +434,64 @@ class NodeRunner:
             node.step(now)
         if self.until is not None and now >= self.until:
             self._stop.set()
+
+
+@dataclass
+class Modules:
+    """Simulated actuator modules running on a bus (:func:`start_modules`), until
+    :meth:`stop`; a context manager too."""
+
+    modules: list[ActuatorModule]
+    buses: list[can.BusABC]
+    runner: NodeRunner
+
+    @property
+    def error(self) -> BaseException | None:
+        """What stopped the runner, if something did."""
+        return self.runner.error
+
+    def stop(self) -> None:
+        """Stop stepping the modules and shut their buses down (idempotent)."""
+        self.runner.stop()
+        for bus in self.buses:
+            bus.shutdown()
+
+    def __enter__(self) -> Modules:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_modules(channel: Any, count: int, *, interface: str = "fwbridge",
+                  kind: Kind = Kind.SERVO, feedback_period: float = 0.02,
+                  period: float = 0.002, **bus_kwargs: Any) -> Modules:
+    """Start ``count`` simulated actuator modules (IDs 1..count) on ``channel``.
+
+    Each module is a node on a python-can Bus of its own
+    (``can.Bus(interface=interface, channel=channel, **bus_kwargs)``; on ``fwbridge``
+    named ``module<k>``, and ``"shared:NAME"`` puts them on a shared bus), stepped
+    every ``period`` seconds by a :class:`NodeRunner` thread: on an afap ``fwbridge``
+    bus the runner drives bus time. ``fwbridge can sim N`` is the same from the
+    command line, with a controller.
+    """
+    if not 1 <= count <= MAX_MODULE:
+        raise ConfigError(f"{count} modules: module IDs are 1..{MAX_MODULE}")
+    buses: list[can.BusABC] = []
+    try:
+        for k in range(1, count + 1):
+            kw = dict(bus_kwargs)
+            if interface == "fwbridge":
+                kw["name"] = f"module{k}"
+            buses.append(can.Bus(interface=interface, channel=channel, **kw))
+        modules = [ActuatorModule(bus, k, kind, feedback_period=feedback_period)
+                   for k, bus in enumerate(buses, start=1)]
+        runner = NodeRunner(modules, period=period,
+                            sim=getattr(buses[0], "sim", None) if interface == "fwbridge"
+                            else None)
+        runner.start()
+    except BaseException:
+        for bus in buses:
+            bus.shutdown()
+        raise
+    return Modules(modules, buses, runner)

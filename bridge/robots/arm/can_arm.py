@@ -23,6 +23,7 @@ from fwbridge.bridge.robots.arm.kinematics import Joints, Pose, ScaraGeometry, f
 from fwbridge.bridge.robots.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 from fwbridge.can_bus.ids import (
     Direction,
+    accept,
     drain,
     feedback_filter,
     from_message,
@@ -131,7 +132,7 @@ class ArmLink:
         self.last_seen: dict[int, float] = {}
         self.tx = TxQueue()
         self.bad_frames = 0
-        bus.set_filters(feedback_filter())
+        self.accept = accept(bus, feedback_filter())  # see ids.drain
 
     def send(self, joints: Joints, gripper: float) -> None:
         for spec, value in zip(self.specs.values(), (*joints, gripper)):
@@ -142,7 +143,7 @@ class ArmLink:
         self.tx.pump(self.bus)
 
     def poll(self, now: float) -> None:
-        for msg in drain(self.bus):
+        for msg in drain(self.bus, self.accept):
             try:
                 got = from_message(msg)
             except FrameError:
