@@ -151,12 +151,6 @@ def test_every_module_is_its_real_file() -> None:
 # package __init__'s `if TYPE_CHECKING:` imports of its own modules: they type its lazy export
 # table (fwbridge/lazy.py), and the package loads none of them at import.
 
-#: Circles whose removal is under way elsewhere; they go from this set as they go from the
-#: code (a circle found here that is in none of these fails, and so does a stale entry).
-KNOWN_CIRCLES_BEING_REMOVED: set[frozenset[str]] = {
-    frozenset({"fwbridge.can_bus.interface", "fwbridge.can_bus.remote"}),
-}
-
 DESIGN = Path(__file__).resolve().parent.parent / "docs" / "DESIGN.md"
 
 
@@ -309,13 +303,8 @@ def test_the_graph_sees_deferred_and_type_only_imports(tmp_path: Path) -> None:
 def test_no_import_circle() -> None:
     from tests.layout import package_modules
 
-    found = [frozenset(c) for c in circles(module_graph(package_modules()))]
-    new = [sorted(c) for c in found
-           if not any(c <= known for known in KNOWN_CIRCLES_BEING_REMOVED)]
-    assert new == [], f"import circles (move the shared part down): {new}"
-    stale = [sorted(known) for known in KNOWN_CIRCLES_BEING_REMOVED
-             if not any(c <= known for c in found)]
-    assert stale == [], f"gone from the code, so out of KNOWN_CIRCLES_BEING_REMOVED: {stale}"
+    found = [sorted(c) for c in circles(module_graph(package_modules()))]
+    assert found == [], f"import circles (move the shared part down): {found}"
 
 
 def test_no_module_imports_its_own_package_s_exports() -> None:
