@@ -19,7 +19,6 @@ from typing import Any
 
 from fwbridge.bridge import topics
 from fwbridge.bridge.base_node import BaseNode
-from fwbridge.bridge.capture import ByteSink
 from fwbridge.bridge.config import RobotConfig
 from fwbridge.bridge.odometry import Odometry
 from fwbridge.bridge.ros2.base import Ros2Base
@@ -29,6 +28,7 @@ from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase
 from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.bridge.sinks import Sink
 from fwbridge.cli_verbs.demo_drive import Pose, SquareDriver, SquareResult, square_tolerance
 
 __all__ = ["run_square_ros2"]
@@ -53,10 +53,10 @@ def run_square_ros2(
     connect: Sequence[str] = (),
     on_tick: Callable[[SquareDriver, Odometry | None, Pose], None] | None = None,
     stop: threading.Event | None = None,
-    capture: ByteSink | None = None,
+    sinks: Sequence[Sink] = (),
 ) -> SquareResult:
     """Simulated base on a pty, the base node and its ROS 2 face, the driver on ROS 2 topics;
-    ``capture`` records (or shows live) the link."""
+    ``sinks`` (a capture, a live view) get the node's bytes and records."""
     driver = driver or SquareDriver()
     stop = stop or threading.Event()
     result = SquareResult()
@@ -80,7 +80,7 @@ def run_square_ros2(
     with PtyLink(endpoint, supervisor=False) as link:
         endpoint.start()
         config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
-        node = BaseNode(config, on_event=result.events.append, capture=capture)
+        node = BaseNode(config, sinks=sinks, on_event=result.events.append)
         node.start()
         bridge = Ros2Base(node, settings, participant=participant, say=lambda _t: None)
         bridge.start()
