@@ -69,9 +69,11 @@ class AsyncBaseNode(RecordPath):
         capture: ByteSink | None = None,
         hardware: LinkHardware | None = None,
         say: Callable[[str], Any] | None = None,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         super().__init__(config, sinks=sinks, on_odometry=on_odometry, on_event=on_event,
-                         clock=clock, capture=capture, hardware=hardware, say=say)
+                         clock=clock, capture=capture, hardware=hardware, say=say,
+                         clock_ns=clock_ns)
         self.open_attempts = 0
         self._stopping = False
         self._stopped = asyncio.Event()  # wakes a reconnect back-off early
@@ -117,7 +119,7 @@ class AsyncBaseNode(RecordPath):
     def _on_data(self, data: bytes) -> None:
         # As BaseNode: a slow sink blocks the loop, so it gets the newest
         # record once over budget, and the command schedule keeps its rate.
-        self._read(data)
+        self.read(data)
 
     async def run(self, duration: float | None = None) -> None:
         """Configure, activate, drive commands and odometry, reconnect; then safe stop."""

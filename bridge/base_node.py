@@ -130,9 +130,11 @@ class BaseNode(RecordPath):
         capture: ByteSink | None = None,
         hardware: LinkHardware | None = None,
         say: Callable[[str], Any] | None = None,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         super().__init__(config, sinks=sinks, on_odometry=on_odometry, on_event=on_event,
-                         clock=clock, capture=capture, hardware=hardware, say=say)
+                         clock=clock, capture=capture, hardware=hardware, say=say,
+                         clock_ns=clock_ns)
         self.open_attempts = 0  # reconnection attempts, for monitoring
         self._lock = threading.Lock()  # the core: request() comes from other threads
         self._write_lock = threading.Lock()  # one writer at a time on the link
@@ -259,7 +261,7 @@ class BaseNode(RecordPath):
                     self._mark_lost(session, f"read failed: {exc}")
                     continue
                 if data:
-                    self._read(data, self._between_records)
+                    self.read(data, self._between_records)
         except LinkError as exc:
             self.error = exc
         except Exception as exc:  # reported by run(); the thread must not die silently

@@ -121,6 +121,10 @@ def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
                        "cdr")
 
 
+def _wall_ns(monotonic_stamp: float) -> int:
+    return round(_topics().wall_stamp(monotonic_stamp) * 1e9)
+
+
 class SerialRecorder(SinkBase):
     """A link's reads and writes and their records in; raw, ROS 2 and counter channels
     out (see module). A node's sink: it writes what the node decoded, and decodes
@@ -128,25 +132,31 @@ class SerialRecorder(SinkBase):
 
     ``rx``/``tx`` name the frames each direction carries (``"odom"``,
     ``"cmd"`` or None for bytes only): which ROS channels there are.
-    ``stats`` adds the node's counters to the periodic records. ``namespace``
+    ``stats`` adds the node's counters to the periodic records, ``receivers``
+    its receiver's by direction
+    (:meth:`~bridge.record_path.RecordPath.receiver_stats`). ``namespace``
     prefixes every topic but the absolute ROS ones (``/tf``, ``/diagnostics``):
     one view of a fleet; ``frame_prefix`` (``robot1/``) prefixes the TF frames
     of ``odom`` and ``/tf``, so a fleet's robots keep their own. ``raw`` False:
-    no raw channels (a view of the records alone). Thread-safe: reads and
+    no raw channels (a view of the records alone). ``wall_ns``: a node record's
+    stamp (its monotonic clock) as ns since the epoch. Thread-safe: reads and
     writes come from different threads in the bridge.
     """
 
     def __init__(self, streams: Streams, *, port: str = "serial", rx: str | None = "odom",
                  tx: str | None = "cmd", stats: Callable[[], dict[str, int]] | None = None,
                  counter_period: float = COUNTER_PERIOD, namespace: str = "",
-                 raw: bool = True, frame_prefix: str = "") -> None:
+                 raw: bool = True, frame_prefix: str = "",
+                 wall_ns: Callable[[float], int] | None = None,
+                 receivers: Callable[[], dict[str, dict[str, int]]] | None = None) -> None:
         self.streams = streams
+        self._wall_ns = wall_ns or _wall_ns
         self._frames = {"frame_id": f"{frame_prefix}odom",
                         "child_frame_id": f"{frame_prefix}base_link"}
         self.port = port
         self.stats = stats
-        #: The receivers' counters when a :class:`FrameDecoder` feeds this recorder.
-        self.receiver_stats: Callable[[], dict[str, dict[str, int]]] | None = None
+        #: The receivers' counters by direction: the node's, or a :class:`FrameDecoder`'s.
+        self.receiver_stats = receivers
         ns = namespace.rstrip("/")
 
         def spaced(spec: ChannelSpec) -> ChannelSpec:
@@ -191,9 +201,7 @@ class SerialRecorder(SinkBase):
 
     def on_odometry(self, odom: Odometry) -> None:
         """A node's record (stamped with its monotonic clock) as ``odom`` and ``/tf``."""
-        from fwbridge.bridge.topics import wall_stamp
-
-        self.odometry(odom, round(wall_stamp(odom.stamp) * 1e9))
+        self.odometry(odom, self._wall_ns(odom.stamp))
 
     def odometry(self, odom: Odometry, ts: int) -> None:
         """One odometry record as ``odom`` and ``/tf`` (stamp: ``ts``, ns since the epoch)."""

@@ -33,6 +33,7 @@ class RecordPath:
     a sink: ``capture`` (a byte capture its owner closes) first,
     ``on_odometry``/``on_event`` (callbacks) last. ``say`` takes the one
     ``error:`` line of a failing sink (default: the ``fwbridge.bridge`` logger).
+    ``clock`` stamps records (the node's time), ``clock_ns`` the bytes (epoch ns).
     """
 
     def __init__(
@@ -46,9 +47,11 @@ class RecordPath:
         capture: ByteSink | None = None,
         hardware: LinkHardware | None = None,
         say: Callable[[str], Any] | None = None,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self.config = config
         self.clock = clock
+        self.clock_ns = clock_ns  # the bytes' stamps: the captures' epoch time base
         self.capture = capture
         chain = [borrowed(capture)] if capture is not None else []
         chain += sinks
@@ -60,11 +63,12 @@ class RecordPath:
         self.odometry_dropped = 0  # records a slow sink skipped (all were integrated)
         self.hardware = hardware or LinkHardware(config, reset_frame=ZERO_FRAME,
                                                  safe_stop_frame=ZERO_FRAME)
-        self.hardware.tap = self._tap  # every write, the reset and safe-stop zeros too
+        self.hardware.tap = self.wrote  # every write, the reset and safe-stop zeros too
 
-    def _tap(self, direction: str, data: bytes) -> None:
-        """A write on the link: its bytes, and the command it carries (never decoded)."""
-        ts = time.time_ns()
+    def wrote(self, direction: str, data: bytes) -> None:
+        """A write on the link (the hardware's tap): its bytes, and the command it
+        carries (known, not decoded)."""
+        ts = self.clock_ns()
         sinks = self.sinks
         sinks.on_bytes(direction, data, ts)
         if direction == TX:
@@ -75,11 +79,12 @@ class RecordPath:
     def _receive(self, data: bytes, now: float) -> list[Odometry]:
         return self.core.receive(data, now)
 
-    def _read(self, data: bytes, between: Callable[[], Any] | None = None) -> None:
-        """A read from the link: bytes to the sinks, decoded once, records paced."""
+    def read(self, data: bytes, between: Callable[[], Any] | None = None) -> None:
+        """A read from the link: bytes to the sinks, decoded once, records paced
+        (``between``: before each record but the first)."""
         now = self.clock()
         sinks = self.sinks
-        sinks.on_bytes(RX, data, time.time_ns())
+        sinks.on_bytes(RX, data, self.clock_ns())
         records = self._receive(data, now)
         if records:
             # real time (not self.clock): the budget is the sinks' own cost
@@ -96,6 +101,10 @@ class RecordPath:
         """After the safe stop: the last events, then every sink, last first."""
         self._dispatch()
         self.sinks.close()
+
+    def receiver_stats(self) -> dict[str, dict[str, int]]:
+        """The receiver's counters by direction, as a capture's counter records hold them."""
+        return {RX: self.core.receiver.stats.as_dict()}
 
     def path_stats(self) -> dict[str, int]:
         return {"odometry_dropped": self.odometry_dropped, "sink_errors": self.sinks.errors}

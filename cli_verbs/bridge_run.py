@@ -126,7 +126,8 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
             sinks.append(open_capture(
                 record, port=cfg.link_url, description=f"{cfg.baud} baud", live=live,
                 stream=pending.stream if pending else None, decode=False,
-                stats=lambda: node.stats() if node is not None else {}))
+                stats=lambda: node.stats() if node is not None else {},
+                receivers=lambda: node.receiver_stats() if node is not None else {}))
         except (CaptureError, OutputError) as exc:
             if live is not None:
                 live.close()
