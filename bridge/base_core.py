@@ -78,9 +78,10 @@ class BaseNodeCore:
         self._request = cmd_frame.ZERO
         self._request_at: float | None = None
         self._tripped = False
-        # the current target and its encoded bytes, cached; one tuple, so the tap
-        # (another thread) reads a matching pair
-        self._encoded: tuple[CmdFrame, bytes] = (cmd_frame.ZERO, ZERO_FRAME)
+        # the current target, its encoded bytes and the command they carry (float32),
+        # cached; one tuple, so the tap (another thread) reads a matching set
+        self._encoded: tuple[CmdFrame, bytes, CmdFrame] = (cmd_frame.ZERO, ZERO_FRAME,
+                                                           cmd_frame.ZERO)
         self._events: list[NodeEvent] = []
 
     @classmethod
@@ -135,17 +136,19 @@ class BaseNodeCore:
         """The command frame for ``now`` (counts as sent; does not move the schedule)."""
         target = self.target(now)
         encoded = self._encoded
-        if target != encoded[0]:
-            encoded = self._encoded = (target, cmd_frame.encode(target))
+        if target != encoded[0]:  # once per new target: the wire's float32 values
+            frame = cmd_frame.encode(target)
+            encoded = self._encoded = (target, frame, cmd_frame.decode(frame))
         self.commands_sent += 1
         return encoded[1]
 
     def command_of(self, data: bytes) -> CmdFrame | None:
-        """The command ``data`` (bytes this node wrote) carries, without decoding it:
-        the current target's frame or the zero frame; None for anything else."""
-        target, frame = self._encoded
+        """The command ``data`` (bytes this node wrote) carries, as the firmware reads it,
+        without decoding it again: the current target's frame or the zero frame; None for
+        anything else."""
+        _, frame, wire = self._encoded
         if data == frame:
-            return target
+            return wire
         return cmd_frame.ZERO if data == ZERO_FRAME else None
 
     def tick(self, now: float) -> bytes:

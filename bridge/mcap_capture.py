@@ -122,7 +122,9 @@ def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
 
 
 def _wall_ns(monotonic_stamp: float) -> int:
-    return round(_topics().wall_stamp(monotonic_stamp) * 1e9)
+    from fwbridge.bridge.topics import wall_stamp
+
+    return round(wall_stamp(monotonic_stamp) * 1e9)
 
 
 class SerialRecorder(SinkBase):
@@ -157,6 +159,7 @@ class SerialRecorder(SinkBase):
         self.stats = stats
         #: The receivers' counters by direction: the node's, or a :class:`FrameDecoder`'s.
         self.receiver_stats = receivers
+        self.decoder: FrameDecoder | None = None  # set by a FrameDecoder
         ns = namespace.rstrip("/")
 
         def spaced(spec: ChannelSpec) -> ChannelSpec:
@@ -185,6 +188,9 @@ class SerialRecorder(SinkBase):
                 self.streams.log(self._raw[direction], encode_raw(data), ts_ns)
             self.packets += 1
             self.bytes += len(data)
+        if self.decoder is not None:  # a link without a node: decode before the counters
+            self.decoder.feed(direction, data, ts_ns)
+        with self._lock:
             self._tick(ts_ns)
 
     def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
@@ -276,6 +282,7 @@ class FrameDecoder:
         self.integrator = OdometryIntegrator(calibration)
         self._lock = threading.Lock()
         recorder.receiver_stats = self.stats
+        recorder.decoder = self
 
     def feed(self, direction: str, data: bytes, ts: int) -> None:
         """The frames ``data`` completes, as records to the recorder (stamp ``ts``)."""
@@ -331,8 +338,6 @@ class SerialCapture(SinkBase):
         if self._closed or not data:
             return
         self.recorder.on_bytes(direction, data, ts_ns)
-        if self.decoder is not None:
-            self.decoder.feed(direction, data, ts_ns)
 
     def write(self, direction: str, data: builtins.bytes, ts_ns: int | None = None) -> None:
         self.on_bytes(direction, data, time.time_ns() if ts_ns is None else ts_ns)
