@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         LinkFailed as LinkFailed,
     )
     from fwbridge.bridge.aio import AsyncBaseNode as AsyncBaseNode
+    from fwbridge.bridge.backoff import LinkPolicy as LinkPolicy
     from fwbridge.bridge.base_core import (
         BaseNodeCore as BaseNodeCore,
     )
@@ -71,6 +72,11 @@ if TYPE_CHECKING:
     from fwbridge.bridge.odometry import (
         OdometryIntegrator as OdometryIntegrator,
     )
+    from fwbridge.bridge.sinks import CallbackSink as CallbackSink
+    from fwbridge.bridge.sinks import JsonLinesSink as JsonLinesSink
+    from fwbridge.bridge.sinks import Sink as Sink
+    from fwbridge.bridge.sinks import SinkBase as SinkBase
+    from fwbridge.bridge.sinks import Sinks as Sinks
     from fwbridge.bridge.transports import (
         LinkBusy as LinkBusy,
     )
@@ -114,10 +120,12 @@ __all__ = [
     "BaseNode",
     "BaseNodeCore",
     "Calibration",
+    "CallbackSink",
     "CaptureWriter",
     "Exchange",
     "GarbageWatch",
     "HardwareInterface",
+    "JsonLinesSink",
     "LifecycleState",
     "LinkBusy",
     "LinkFailed",
@@ -125,6 +133,7 @@ __all__ = [
     "LinkLost",
     "LinkNotFound",
     "LinkPermissionDenied",
+    "LinkPolicy",
     "LinkURLError",
     "NodeEvent",
     "Odometry",
@@ -133,6 +142,9 @@ __all__ = [
     "PortError",
     "PtyPair",
     "RobotConfig",
+    "Sink",
+    "SinkBase",
+    "Sinks",
     "available_ports",
     "load_calibration",
     "load_config",
@@ -151,6 +163,12 @@ _EXPORTS = {
     "BaseNodeCore": "fwbridge.bridge.base_core",
     "NodeEvent": "fwbridge.bridge.base_core",
     "AsyncBaseNode": "fwbridge.bridge.aio",
+    "LinkPolicy": "fwbridge.bridge.backoff",
+    "Sink": "fwbridge.bridge.sinks",
+    "SinkBase": "fwbridge.bridge.sinks",
+    "Sinks": "fwbridge.bridge.sinks",
+    "CallbackSink": "fwbridge.bridge.sinks",
+    "JsonLinesSink": "fwbridge.bridge.sinks",
     "Calibration": "fwbridge.bridge.config",
     "RobotConfig": "fwbridge.bridge.config",
     "load_calibration": "fwbridge.bridge.config",

@@ -27,7 +27,6 @@ and callbacks (:class:`CallbackSink`, the nodes' ``on_odometry=`` and
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -42,8 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["METHODS", "CallbackSink", "JsonLinesSink", "LineWriter", "NodeHandle",
            "Sink", "SinkBase", "Sinks", "borrowed"]
-
-log = logging.getLogger("fwbridge.bridge")
 
 #: The calls a sink takes, in the order of the protocol.
 METHODS = ("on_bytes", "on_odometry", "on_command", "on_event", "close")
@@ -99,6 +96,13 @@ class NodeHandle(Protocol):
     def stats(self) -> dict[str, int]: ...
 
 
+def _log_error(line: str) -> None:
+    """The default ``say``: the ``fwbridge.bridge`` logger."""
+    import logging  # here, not at the top: logging starts threading, this module has none
+
+    logging.getLogger("fwbridge.bridge").error("%s", line)
+
+
 def _overrides(sink: object, name: str) -> bool:
     """False when ``sink`` keeps SinkBase's do-nothing ``name``: the call is skipped."""
     return getattr(getattr(sink, name), "__func__", None) is not getattr(SinkBase, name)
@@ -116,7 +120,7 @@ class Sinks:
 
     def __init__(self, sinks: Iterable[Sink] = (),
                  say: Callable[[str], Any] | None = None) -> None:
-        self.say = say or log.error
+        self.say = say or _log_error
         self.errors = 0
         self.failures: dict[int, int] = {}  # id(sink) -> failed calls
         self.closed = False

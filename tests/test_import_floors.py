@@ -37,8 +37,10 @@ def imported_after(code: str) -> set[str]:
         "import fwbridge.bridge.base_core",
         "import fwbridge.bridge.odometry",
         "import fwbridge.bridge.config",
+        "import fwbridge.bridge.sinks, fwbridge.bridge.backoff",
     ],
-    ids=["fwbridge", "protocols-package", "protocols-all", "base_core", "odometry", "config"],
+    ids=["fwbridge", "protocols-package", "protocols-all", "base_core", "odometry", "config",
+         "sinks-backoff"],
 )
 def test_pure_imports_pull_no_io(code: str) -> None:
     assert imported_after(code) & set(IO_MODULES) == set()
