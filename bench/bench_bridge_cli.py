@@ -98,14 +98,16 @@ def main(argv: list[str] | None = None) -> int:
         trees = {"": sys.executable}
         if args.before:
             trees[" (before)"] = args.before
-        for tag, python in trees.items():
-            bridge = [*fwbridge(python), "bridge", str(config), "--duration", str(seconds)]
-            runs[f"fwbridge bridge{tag}"] = bridge
-            if args.mcap:
-                runs[f"fwbridge bridge --record .mcap{tag}"] = [
-                    *bridge, "--record", str(Path(tmp) / "rec.mcap"), "--force"]
+        variants = {"": []} | ({" --record .mcap": ["--record", str(Path(tmp) / "rec.mcap"),
+                                                     "--force"]} if args.mcap else {})
+        for variant, extra in variants.items():  # each tree's run beside the other's
+            for tag, python in trees.items():
+                runs[f"fwbridge bridge{variant}{tag}"] = [
+                    *fwbridge(python), "bridge", str(config), "--duration", str(seconds),
+                    *extra]
         cpu: dict[str, list[float]] = {name: [] for name in runs}
-        peer = start_peer(pair, "stream", repeat * 2 * (seconds + 5) + 30)
+        # the firmware streams for as long as every run may take
+        peer = start_peer(pair, "stream", repeat * len(runs) * (seconds + 5) + 30)
         try:
             _wait_streaming(pair.path)
             for _ in range(repeat):

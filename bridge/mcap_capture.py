@@ -122,9 +122,9 @@ def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
 
 
 def _wall_ns(monotonic_stamp: float) -> int:
-    from fwbridge.bridge.topics import wall_stamp
-
-    return round(wall_stamp(monotonic_stamp) * 1e9)
+    """A node record's monotonic stamp as ns since the epoch (topics.wall_stamp)."""
+    stamp: float = _topics().wall_stamp(monotonic_stamp)
+    return round(stamp * 1e9)
 
 
 class SerialRecorder(SinkBase):
@@ -183,13 +183,16 @@ class SerialRecorder(SinkBase):
         if not data:
             return
         data = bytes(data)
+        decoder = self.decoder
         with self._lock:
             if self._raw:
                 self.streams.log(self._raw[direction], encode_raw(data), ts_ns)
             self.packets += 1
             self.bytes += len(data)
-        if self.decoder is not None:  # a link without a node: decode before the counters
-            self.decoder.feed(direction, data, ts_ns)
+            if decoder is None:
+                self._tick(ts_ns)
+                return
+        decoder.feed(direction, data, ts_ns)  # a link without a node: before the counters
         with self._lock:
             self._tick(ts_ns)
 
