@@ -1,10 +1,12 @@
 """The mobile-base node (seed 002) as a blocking runtime: velocity commands out, odometry in.
 
-All protocol and time logic is in :class:`~bridge.base_core.BaseNodeCore`;
-this module is the thin I/O around it: the hardware lifecycle, one I/O
-thread that waits on the port until the next command is due (odometry is
-handled the moment it arrives), and reconnection with bounded backoff when
-the port disappears. The asyncio runtime is :mod:`bridge.aio`.
+All protocol and time logic is in :class:`~bridge.base_core.BaseNodeCore`,
+the sinks, the reconnect and delivery policy in
+:class:`~bridge.record_path.RecordPath` (shared with the asyncio runtime,
+:mod:`bridge.aio`); this module is the thin I/O around them: the hardware
+lifecycle, one I/O thread that waits on the port until the next command is
+due (odometry is handled the moment it arrives), and reconnection as the
+policy says when the port disappears.
 """
 
 from __future__ import annotations
