@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -32,8 +31,6 @@ from fwbridge.bridge.sinks import Sink
 from fwbridge.bridge.transports import LinkError, LinkLost, check_pollable
 
 __all__ = ["AsyncBaseNode"]
-
-log = logging.getLogger("fwbridge.bridge")
 
 
 class _LinkProtocol(asyncio.Protocol):
