@@ -3,6 +3,7 @@ and the MCAP recorder as one of them (the same messages as before, decoded once)
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from fwbridge.bridge.aio import AsyncBaseNode
 from fwbridge.bridge.base_core import ZERO_FRAME
 from fwbridge.bridge.base_node import BaseNode
 from fwbridge.bridge.capture import CaptureWriter, read_capture
@@ -110,6 +112,12 @@ def test_the_node_closes_its_sinks_after_the_safe_stop_on_every_exit(tmp_path: P
     with pytest.raises(Exception, match="no-such-port"):
         node.start()
     node.stop()
+    assert calls == [("b", "close"), ("a", "close")]
+    calls.clear()  # the asyncio runtime: the end of run(), however it ends
+    anode = AsyncBaseNode(config(str(tmp_path / "no-such-port")),
+                          sinks=[Log("a", calls), Log("b", calls)], on_event=None)
+    with pytest.raises(Exception, match="no-such-port"):
+        asyncio.run(anode.run(1.0))
     assert calls == [("b", "close"), ("a", "close")]
     # A run: the pcapng capture ends with the safe stop's zero, and is whole.
     path = tmp_path / "run.pcapng"
