@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         register_url_handlers as register_url_handlers,
     )
     from fwbridge.bridge.node.aio import AsyncBaseNode as AsyncBaseNode
+    from fwbridge.bridge.node.backoff import LinkPolicy as LinkPolicy
     from fwbridge.bridge.node.base_core import (
         BaseNodeCore as BaseNodeCore,
     )
@@ -95,6 +96,11 @@ if TYPE_CHECKING:
     from fwbridge.bridge.node.odometry import (
         OdometryIntegrator as OdometryIntegrator,
     )
+    from fwbridge.bridge.node.sinks import CallbackSink as CallbackSink
+    from fwbridge.bridge.node.sinks import JsonLinesSink as JsonLinesSink
+    from fwbridge.bridge.node.sinks import Sink as Sink
+    from fwbridge.bridge.node.sinks import SinkBase as SinkBase
+    from fwbridge.bridge.node.sinks import Sinks as Sinks
     from fwbridge.bridge.record.serial_captures import (
         read_capture as read_capture,
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 from typing import Any
 
 import click
@@ -14,7 +13,7 @@ from fwbridge.bridge.link.transports import LinkError
 from fwbridge.bridge.node.base_node import BaseNode, NodeEvent
 from fwbridge.bridge.node.config import ConfigError, load_config
 from fwbridge.bridge.node.hardware import LifecycleError
-from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.node.sinks import CallbackSink, JsonLinesSink, Sink
 from fwbridge.bridge.record.safe_output import OutputError, PendingFile
 from fwbridge.bridge.record.serial_pcapng import CaptureError
 from fwbridge.cli_verbs.common import FORCE, JsonBlocks, fail, print_counters, writable
@@ -105,57 +104,49 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         try:
             out.flush()
         except BrokenPipeError:
-            silence_stdout()
-            reader_gone.set()
+            gone()
 
-    def on_odometry(odom: Odometry) -> None:
-        if odom.seq % every == 0 and not reader_gone.is_set():
-            try:  # stamp is the node's clock
-                out.add({"wall": time.time(), **odom.as_dict()}, time.monotonic())
-            except BrokenPipeError:
-                silence_stdout()
-                reader_gone.set()
+    def gone() -> None:
+        silence_stdout()
+        reader_gone.set()
 
-    # The capture goes beside --record until the link works: a failed start leaves it as it was.
-    capture = None
+    # The verb picks the sinks; the node hands each the same bytes, records and events,
+    # and closes them (last first) after the safe stop, whatever ends the run.
+    sinks: list[Sink] = []
     pending = None
     node: BaseNode | None = None
     if record or foxglove:
+        # The capture goes beside --record until the link works: a failed start leaves it
+        # as it was.
         from fwbridge.bridge.record.serial_mcap import open_capture
 
         live = live_sink(foxglove, foxglove_host, foxglove_port)
         try:
             pending = PendingFile(record) if record else None
-            capture = open_capture(record, port=cfg.link_url, description=f"{cfg.baud} baud",
-                                   live=live, stream=pending.stream if pending else None,
-                                   integrate=False,
-                                   stats=lambda: node.stats() if node is not None else {})
+            sinks.append(open_capture(
+                record, port=cfg.link_url, description=f"{cfg.baud} baud", live=live,
+                stream=pending.stream if pending else None, decode=False,
+                stats=lambda: node.stats() if node is not None else {},
+                receivers=lambda: node.receiver_stats() if node is not None else {}))
         except (CaptureError, OutputError) as exc:
             if live is not None:
                 live.close()
             if pending is not None:
                 pending.discard()
             fail(f"--record {exc}" if isinstance(exc, OutputError) else str(exc))
-    node = BaseNode(cfg, on_odometry=on_odometry, on_event=on_event, capture=capture)
-    recorder = getattr(capture, "recorder", None) or getattr(getattr(capture, "live", None),
-                                                             "recorder", None)
-    if recorder is not None:  # the node's own odometry records, as the ROS 2 bridge sends them
-        from fwbridge.bridge.node.topics import wall_stamp
-
-        node.odometry_callbacks.append(
-            lambda odom: recorder.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))
+    sinks.append(JsonLinesSink(out, every, on_gone=gone))  # stamp is the node's clock
+    sinks.append(CallbackSink(on_event=on_event))
+    node = BaseNode(cfg, sinks=sinks, on_event=None,
+                    say=lambda line: click.echo(line, err=True))
     try:
         node.start()
     except (LinkError, ConfigError, LifecycleError) as exc:
-        if capture is not None:
-            capture.close()
+        node.stop()  # closes the sinks
         if pending is not None:
             pending.discard()
         fail(str(exc))
     except BaseException:  # a stop signal while the link starts: the safe stop all the same
         node.stop()
-        if capture is not None:
-            capture.close()
         if pending is not None:
             pending.discard()
         raise
@@ -181,10 +172,8 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     finally:
         if ros is not None:
             ros.stop()
-        node.stop()  # the safe stop: zero velocity, whatever ended the run
+        node.stop()  # the safe stop: zero velocity, whatever ended the run; sinks closed
         flush_out()  # the last block of odometry lines
-        if capture is not None:
-            capture.close()
         if pending is not None:
             pending.close()
     stats = node.stats()

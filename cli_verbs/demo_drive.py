@@ -13,14 +13,14 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fwbridge.bridge.node.base_node import BaseNode, NodeEvent
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.record.serial_pcapng import ByteSink
+from fwbridge.bridge.node.sinks import Sink
 from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
@@ -200,10 +200,11 @@ def run_square(
     timeout_s: float = 90.0,
     on_tick: Callable[[SquareDriver, Odometry | None, Pose], None] | None = None,
     stop: threading.Event | None = None,
-    capture: ByteSink | None = None,
+    sinks: Sequence[Sink] = (),
 ) -> SquareResult:
     """Simulated mecanum base on a pty, the base node on it, the driver on the node;
-    ``capture`` records (or shows live) the link's bytes and what they decode to."""
+    ``sinks`` (a capture, a live view) get the node's bytes and records; the node
+    closes them when it stops."""
     driver = driver or SquareDriver()
     stop = stop or threading.Event()
     result = SquareResult()
@@ -224,8 +225,8 @@ def run_square(
         endpoint.start()
         # The use_sim seam: the node opens the simulated endpoint's pty like any port.
         config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
-        node = BaseNode(config, on_odometry=on_odometry, on_event=result.events.append,
-                        capture=capture)
+        node = BaseNode(config, sinks=sinks, on_odometry=on_odometry,
+                        on_event=result.events.append)
         node.start()
         t0 = time.monotonic()
         period = 1.0 / rate_hz

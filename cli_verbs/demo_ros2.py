@@ -21,7 +21,7 @@ from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.record.serial_pcapng import ByteSink
+from fwbridge.bridge.node.sinks import Sink
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
@@ -53,10 +53,10 @@ def run_square_ros2(
     connect: Sequence[str] = (),
     on_tick: Callable[[SquareDriver, Odometry | None, Pose], None] | None = None,
     stop: threading.Event | None = None,
-    capture: ByteSink | None = None,
+    sinks: Sequence[Sink] = (),
 ) -> SquareResult:
     """Simulated base on a pty, the base node and its ROS 2 face, the driver on ROS 2 topics;
-    ``capture`` records (or shows live) the link."""
+    ``sinks`` (a capture, a live view) get the node's bytes and records."""
     driver = driver or SquareDriver()
     stop = stop or threading.Event()
     result = SquareResult()
@@ -80,7 +80,7 @@ def run_square_ros2(
     with PtyLink(endpoint, supervisor=False) as link:
         endpoint.start()
         config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
-        node = BaseNode(config, on_event=result.events.append, capture=capture)
+        node = BaseNode(config, sinks=sinks, on_event=result.events.append)
         node.start()
         bridge = Ros2Base(node, settings, participant=participant, say=lambda _t: None)
         bridge.start()

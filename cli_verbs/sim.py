@@ -250,8 +250,9 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
 
 
 def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any,
-             name: str) -> Any:
-    """The capture of the robot link (file and/or live view); None without either."""
+             name: str, decode: bool = True) -> Any:
+    """The capture of the robot link (file and/or live view); None without either.
+    ``decode`` False: a node's sink, fed the node's records."""
     if not record and not foxglove:
         return None
     from fwbridge.bridge.record.serial_mcap import open_capture
@@ -259,7 +260,7 @@ def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any
 
     live = live_sink(foxglove, host, port)
     try:
-        return open_capture(record, port=name, live=live)
+        return open_capture(record, port=name, live=live, decode=decode)
     except CaptureError as exc:
         if link is not None:
             link.close()
@@ -387,16 +388,19 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
         else:
             click.echo(text)
 
-    capture = _capture(record, foxglove, foxglove_host, foxglove_port, None, "demo")
+    # the node decodes the link and hands the capture its records: decoded once
+    capture = _capture(record, foxglove, foxglove_host, foxglove_port, None, "demo",
+                       decode=False)
+    sinks = [capture] if capture is not None else []
     # The pose on one live line (fitted to the window, cleared at the end) on a terminal.
     status = StatusLine() if live else None
     try:
         with status if status is not None else contextlib.nullcontext():
             if ros2:
-                res = _square_ros2(driver, spec, on_tick, stop, connect, capture)
+                res = _square_ros2(driver, spec, on_tick, stop, connect, sinks)
             else:
                 res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
-                                 capture=capture)
+                                 sinks=sinks)
     except KeyboardInterrupt:  # a stop signal: the run's own clean-up stopped the base
         stop.set()
         click.echo("demo: stopped before the square was done", err=True)
@@ -423,7 +427,7 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
 
 
 def _square_ros2(driver: SquareDriver, spec: FaultSpec, on_tick: Any, stop: threading.Event,
-                 connect: tuple[str, ...], capture: Any = None) -> SquareResult:
+                 connect: tuple[str, ...], sinks: Any = ()) -> SquareResult:
     try:
         import rosbags  # noqa: F401
         import zenoh  # noqa: F401
@@ -434,4 +438,4 @@ def _square_ros2(driver: SquareDriver, spec: FaultSpec, on_tick: Any, stop: thre
     click.echo("through ROS 2: square_driver -> /robot1/cmd_vel -> base_bridge -> "
                "/robot1/odom -> square_driver", err=True)
     return run_square_ros2(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
-                           connect=connect, capture=capture)
+                           connect=connect, sinks=sinks)

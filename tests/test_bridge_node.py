@@ -12,9 +12,11 @@ import pytest
 
 from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.node.aio import AsyncBaseNode
+from fwbridge.bridge.node.base_core import NodeEvent
 from fwbridge.bridge.node.base_node import ZERO_FRAME, BaseNode
-from fwbridge.bridge.record.serial_captures import read_capture
-from fwbridge.bridge.record.serial_pcapng import CaptureWriter
+from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.node.sinks import SinkBase
+from fwbridge.bridge.record.serial_pcapng import CaptureWriter, read_capture
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
@@ -261,3 +263,113 @@ def test_asyncio_runtime_recovers_from_unplug_too(pair: PtyPair, peer: FirmwareP
         loop.close()
     after = [a.frame for a in peer.arrivals[mark:]]
     assert after[0] == cmd_frame.ZERO and after[1].vx == pytest.approx(0.2)
+
+
+# -- both runtimes: the same sink calls for the same bytes -------------------------------------
+class CallLog(SinkBase):
+    """Every call a sink gets, as comparable values (the times and the read sizes aside)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.lock = threading.Lock()
+
+    def on_bytes(self, direction: str, data: bytes, ts_ns: int) -> None:
+        with self.lock:
+            self.calls.append((direction, bytes(data)))
+
+    def on_odometry(self, odom: Odometry) -> None:
+        with self.lock:  # x and y integrate host time: the firmware's values and the order
+            self.calls.append(("odometry", odom.seq, odom.vx, odom.vy, odom.wz, odom.yaw))
+
+    def on_command(self, frame: CmdFrame, ts_ns: int) -> None:
+        with self.lock:
+            self.calls.append(("command", frame))
+
+    def on_event(self, event: NodeEvent) -> None:
+        with self.lock:
+            self.calls.append(("event", event.kind))
+
+    def close(self) -> None:
+        with self.lock:
+            self.calls.append(("close",))
+
+    def of(self, *kinds: str) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return [c for c in self.calls if c[0] in kinds]
+
+
+def _unplug_and_back(pair: PtyPair, peer: FirmwarePeer, got: Recorder) -> None:
+    drive(pair, peer, got, lambda *v: None)  # the request stands: only the bytes come
+    pair.unplug()
+    assert got.wait(lambda c: "link-lost" in c.kinds())
+    mark = len(peer.arrivals)
+    pair.plug()
+    assert got.wait(lambda c: "link-restored" in c.kinds())
+    assert peer.wait_for(lambda a: len(moving([x.frame for x in a[mark:]])) >= 2)
+    peer.send(ODOM_STREAM[:19 * 3])
+    assert got.wait(lambda c: len(c.records) == 43)
+
+
+def sink_calls_blocking(pair: PtyPair, peer: FirmwarePeer) -> CallLog:
+    log, got = CallLog(), Recorder()
+    cfg = config(pair.path, watchdog={"cmd_timeout": 30.0},
+                 reconnect={"min_delay": 0.02, "max_delay": 0.1})
+    node = BaseNode(cfg, sinks=[log], on_odometry=got.odometry, on_event=got.event)
+    with node:
+        node.request(0.1, 0.2, 0.3)
+        _unplug_and_back(pair, peer, got)
+    assert peer.wait_for(lambda a: a[-1].raw == ZERO_FRAME)  # the safe stop arrived
+    return log
+
+
+def sink_calls_asyncio(pair: PtyPair, peer: FirmwarePeer) -> CallLog:
+    log, got = CallLog(), Recorder()
+    cfg = config(pair.path, watchdog={"cmd_timeout": 30.0},
+                 reconnect={"min_delay": 0.02, "max_delay": 0.1})
+    node = AsyncBaseNode(cfg, sinks=[log], on_odometry=got.odometry, on_event=got.event)
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_until_complete, args=(node.run(),))
+    runner.start()
+    try:
+        loop.call_soon_threadsafe(node.request, 0.1, 0.2, 0.3)
+        _unplug_and_back(pair, peer, got)
+    finally:
+        loop.call_soon_threadsafe(node.stop)
+        runner.join(5)
+        loop.close()
+    assert peer.wait_for(lambda a: a[-1].raw == ZERO_FRAME)  # the safe stop arrived
+    return log
+
+
+def distinct(frames: list[CmdFrame]) -> list[CmdFrame]:
+    return [f for i, f in enumerate(frames) if i == 0 or f != frames[i - 1]]
+
+
+def test_both_runtimes_make_the_same_sink_calls_for_the_same_bytes() -> None:
+    logs = []
+    for run in (sink_calls_blocking, sink_calls_asyncio):
+        with PtyPair() as pair:
+            peer = FirmwarePeer(pair)
+            peer.start()
+            try:
+                logs.append((run(pair, peer), bytes(peer.raw)))
+            finally:
+                peer.stop()
+    (blocking, wire_b), (aio, wire_a) = logs
+    want = cmd_frame.decode(cmd_frame.encode(CmdFrame(0.1, 0.2, 0.3)))  # as the wire has it
+    for log, wire in ((blocking, wire_b), (aio, wire_a)):
+        rx = b"".join(c[1] for c in log.of("rx"))
+        assert rx == NOISY + ODOM_STREAM[:19 * 3]  # every byte read, once, in order
+        writes = [c[1] for c in log.of("tx")]
+        commands = [c[1] for c in log.of("command")]
+        assert commands == [cmd_frame.decode(w) for w in writes]  # each write's, not decoded
+        # reset zero, the request, zero first after the link came back, the request, safe stop
+        assert distinct(commands) == [cmd_frame.ZERO, want, cmd_frame.ZERO, want, cmd_frame.ZERO]
+        # what the device got (less a frame the unplugging may swallow) says the same
+        assert distinct([cmd_frame.decode(wire[i:i + cmd_frame.SIZE])
+                         for i in range(0, len(wire), cmd_frame.SIZE)]) == distinct(commands)
+        assert log.calls[-1] == ("close",) and log.of("close") == [("close",)]
+    # the same records and events, in the same order, from either runtime
+    assert blocking.of("odometry", "event") == aio.of("odometry", "event")
+    assert [c[0] for c in blocking.of("odometry", "event")].count("odometry") == 43
+    assert [c[1] for c in blocking.of("event")] == ["link-lost", "link-restored"]

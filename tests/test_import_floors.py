@@ -42,8 +42,10 @@ def imported_after(code: str) -> set[str]:
         "import fwbridge.bridge.node.base_core",
         "import fwbridge.bridge.node.odometry",
         "import fwbridge.bridge.node.config",
+        "import fwbridge.bridge.node.sinks, fwbridge.bridge.node.backoff",
     ],
-    ids=["fwbridge", "protocols-package", "protocols-all", "base_core", "odometry", "config"],
+    ids=["fwbridge", "protocols-package", "protocols-all", "base_core", "odometry", "config",
+         "sinks-backoff"],
 )
 def test_pure_imports_pull_no_io(code: str) -> None:
     assert imported_after(code) & set(IO_MODULES) == set()

@@ -260,7 +260,10 @@ def test_cmd_vel_moves_one_robot_and_the_watchdog_stops_it(network: dict[str, An
     def watch(odom: Any) -> None:
         moving["vx"] = odom.vx
 
-    robot3.node.odometry_callbacks.append(watch)
+    from fwbridge.bridge.node.sinks import CallbackSink
+
+    sink = CallbackSink(on_odometry=watch)
+    robot3.node.sinks.add(sink)
     try:
         trips = robot3.node.stats()["watchdog_trips"]
         subprocess.run([*PEER, network["endpoint"], "pub", "0/robot3/cmd_vel", "0.3", "0", "2"],
@@ -269,7 +272,7 @@ def test_cmd_vel_moves_one_robot_and_the_watchdog_stops_it(network: dict[str, An
         assert _wait(lambda: robot3.node.stats()["watchdog_trips"] > trips)
         assert _wait(lambda: abs(moving["vx"]) < 0.01)  # the base came to rest
     finally:
-        robot3.node.odometry_callbacks.remove(watch)
+        robot3.node.sinks.remove(sink)
     assert [b.cmd_sub.received for b in others] == before  # namespaces kept apart
 
 
@@ -672,6 +675,59 @@ def test_frame_prefix_of_a_robot_file_names_odometry_tf_and_diagnostics() -> Non
     status = got["diag"][0].status[0]
     assert (status.name, status.hardware_id) == ("r9/base_bridge: base link",
                                                  "r9:sim://mecanum")
+
+
+@pytest.mark.slow
+def test_ros2_sink_on_the_asyncio_runtime_publishes_and_takes_cmd_vel() -> None:
+    """The same ROS 2 sink on AsyncBaseNode (sim://mecanum): odom and /tf reach a Zenoh
+    subscriber, cmd_vel from another node moves the base."""
+    import asyncio
+
+    from fwbridge.bridge.node.aio import AsyncBaseNode
+    from fwbridge.bridge.node.config import RobotConfig
+    from fwbridge.bridge.ros2.base import Ros2Base
+
+    settings = parse_ros2({"namespace": "/a1"})
+    got: dict[str, list[Any]] = {"odom": [], "tf": []}
+    node = AsyncBaseNode(RobotConfig(sim_url="sim://mecanum", use_sim=True, source="<test>",
+                                     cmd_timeout=30.0), on_event=None)
+    with Participant(connect=(), mode="peer") as p:
+        watcher = p.node("watcher")
+        watcher.subscription("/a1/odom", "nav_msgs/msg/Odometry", got["odom"].append)
+        watcher.subscription("/tf", "tf2_msgs/msg/TFMessage", got["tf"].append)
+        cmd = watcher.publisher("/a1/cmd_vel", "geometry_msgs/msg/Twist")
+        types = topics.typestore().types
+        vec = types["geometry_msgs/msg/Vector3"]
+        bridge = Ros2Base(node, settings, participant=p, say=lambda _t: None)
+
+        async def drive() -> bool:
+            task = asyncio.create_task(node.run())
+            for _ in range(1000):
+                if node.connected:
+                    break
+                await asyncio.sleep(0.01)  # polling: the node links up on the loop
+            bridge.start()
+            moved = False
+            for _ in range(500):
+                cmd.publish(types["geometry_msgs/msg/Twist"](
+                    linear=vec(x=0.3, y=0.0, z=0.0), angular=vec(x=0.0, y=0.0, z=0.0)))
+                await asyncio.sleep(0.02)  # pacing: cmd_vel at 50 Hz, as a teleop sends it
+                if any(o.twist.twist.linear.x > 0.1 for o in got["odom"]):
+                    moved = True
+                    break
+            node.stop()
+            await asyncio.wait_for(task, 10.0)
+            return moved
+
+        try:
+            moved = asyncio.run(drive())
+        finally:
+            bridge.stop()
+    assert moved, got["odom"][-3:]
+    assert got["tf"] and got["tf"][0].transforms[0].child_frame_id == "base_link"
+    assert bridge.published >= len(got["odom"]) > 0
+    assert bridge.stats()["cmd_vel_received"] > 0
+    assert node.stats()["sink_errors"] == 0
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 """The asyncio runtime of the mobile-base node, through pyserial-asyncio.
 
 Same :class:`~bridge.node.base_node.BaseNodeCore`, same
-:class:`~bridge.node.hardware.LinkHardware` lifecycle and the same reconnection
-policy as the blocking :class:`~bridge.node.base_node.BaseNode`; only the I/O
+:class:`~bridge.node.hardware.LinkHardware` lifecycle, the same sinks and the same
+:class:`~bridge.node.backoff.LinkPolicy` (one :class:`~bridge.node.record_path.RecordPath`)
+as the blocking :class:`~bridge.node.base_node.BaseNode`; only the I/O
 differs: the event loop polls the link's file descriptor (so: devices and
 ptys, not descriptor-less URL handlers) and one task keeps the command
 schedule.
@@ -11,30 +12,25 @@ schedule.
 from __future__ import annotations
 
 import asyncio
-import logging
+import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import serial_asyncio
 
 from fwbridge.bridge.link.transports import LinkError, LinkLost, check_pollable
-from fwbridge.bridge.node.base_core import (
-    SUBSCRIBER_BUDGET,
-    BaseNodeCore,
-    NodeEvent,
-    log_event,
-    paced,
-)
-from fwbridge.bridge.node.base_node import MAX_WAIT, node_hardware
+from fwbridge.bridge.node.base_core import BaseNodeCore, NodeEvent, log_event
+from fwbridge.bridge.node.base_node import MAX_WAIT
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.hardware import LifecycleState, LinkHardware
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.record.serial_pcapng import RX, ByteSink
+from fwbridge.bridge.node.record_path import RecordPath
+from fwbridge.bridge.node.sinks import Sink
+from fwbridge.bridge.record.serial_pcapng import ByteSink
 
 __all__ = ["AsyncBaseNode"]
-
-log = logging.getLogger("fwbridge.bridge")
 
 
 class _LinkProtocol(asyncio.Protocol):
@@ -50,78 +46,93 @@ class _LinkProtocol(asyncio.Protocol):
             self.closed.set_result(exc)
 
 
-class AsyncBaseNode:
+class AsyncBaseNode(RecordPath):
     """The mobile-base node on an asyncio event loop.
 
-    ``await node.run(duration)`` runs the whole lifecycle; ``request()`` and
-    ``stop()`` are called from the same loop.
+    ``await node.run(duration)`` runs the whole lifecycle and closes every sink
+    at its end (last first, after the safe stop); ``stop()`` is called from
+    the same loop. ``request()`` and ``send_now()`` may come from any thread
+    (a ROS 2 sink's ``cmd_vel``). Sinks and keywords as :class:`BaseNode`'s.
     """
 
     def __init__(
         self,
         config: RobotConfig,
         *,
+        sinks: Iterable[Sink] = (),
         on_odometry: Callable[[Odometry], Any] | None = None,
         on_event: Callable[[NodeEvent], Any] | None = log_event,
         clock: Callable[[], float] = time.monotonic,
         capture: ByteSink | None = None,
         hardware: LinkHardware | None = None,
+        say: Callable[[str], Any] | None = None,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
-        self.config = config
-        self.clock = clock
-        self.capture = capture
-        self.hardware = node_hardware(config, capture, hardware)
-        self.on_odometry = on_odometry
-        self.on_event = on_event
-        self.core = BaseNodeCore.from_config(config, clock())
+        super().__init__(config, sinks=sinks, on_odometry=on_odometry, on_event=on_event,
+                         clock=clock, capture=capture, hardware=hardware, say=say,
+                         clock_ns=clock_ns)
         self.open_attempts = 0
-        self.odometry_dropped = 0  # records a slow subscriber skipped (all were integrated)
         self._stopping = False
         self._stopped = asyncio.Event()  # wakes a reconnect back-off early
+        self._lock = threading.Lock()  # the core: request() may come from another thread
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._linked = False
+
+    @property
+    def connected(self) -> bool:
+        return self._linked
 
     def request(self, vx: float, vy: float, wz: float) -> None:
-        self.core.request(vx, vy, wz, self.clock())
+        with self._lock:
+            self.core.request(vx, vy, wz, self.clock())
+
+    def send_now(self) -> None:
+        """Send the current command at once, outside the schedule (from any thread)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._send_now)
+
+    def _send_now(self) -> None:
+        if self._linked:
+            with self._lock:
+                frame = self.core.frame(self.clock())
+            with contextlib.suppress(LinkLost):  # the drive loop sees the loss itself
+                self.hardware.send(frame)
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {**self.core.stats(), "open_attempts": self.open_attempts,
+                    **self.path_stats()}
 
     def stop(self) -> None:
         """Ask :meth:`run` to finish (safe stop, close) within one scheduling step."""
         self._stopping = True
         self._stopped.set()
 
-    def _on_data(self, data: bytes) -> None:
-        if self.capture is not None:
-            self.capture.write(RX, data)
-        records = self.core.receive(data, self.clock())
-        if self.on_odometry is None:
-            return
-        # As BaseNode: a slow subscriber blocks the loop, so it gets the newest
-        # record once over budget, and the command schedule keeps its rate.
-        for record, skipped in paced(records, SUBSCRIBER_BUDGET, time.monotonic):
-            self.odometry_dropped += skipped
-            try:
-                self.on_odometry(record)
-            except Exception:  # a subscriber's bug must not stop odometry
-                log.exception("odometry callback failed")
+    def _drain(self) -> list[NodeEvent]:
+        with self._lock:  # a request from another thread may be adding "resumed"
+            return self.core.drain_events()
 
-    def _dispatch(self) -> None:
-        for event in self.core.drain_events():
-            if self.on_event is not None:
-                try:
-                    self.on_event(event)
-                except Exception:
-                    log.exception("event callback failed")
+    def _on_data(self, data: bytes) -> None:
+        # As BaseNode: a slow sink blocks the loop, so it gets the newest
+        # record once over budget, and the command schedule keeps its rate.
+        self.read(data)
 
     async def run(self, duration: float | None = None) -> None:
         """Configure, activate, drive commands and odometry, reconnect; then safe stop."""
         hw = self.hardware
-        hw.configure()
         try:
+            hw.configure()
             check_pollable(hw.link)
             self.core = BaseNodeCore.from_config(self.config, self.clock(), hw.calibration)
             hw.activate()
         except BaseException:
-            hw.shutdown()
+            try:
+                hw.shutdown()
+            finally:
+                self._close_sinks()
             raise
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         end = None if duration is None else loop.time() + duration
         proto: _LinkProtocol | None = None
         transport: Any = None
@@ -131,9 +142,11 @@ class AsyncBaseNode:
                     loop, lambda: _LinkProtocol(self), hw.link
                 )
                 hw.redirect(transport.write)
+                self._linked = True
                 reason = await self._drive(proto, end)
                 if reason is None:
                     break
+                self._linked = False
                 hw.redirect(None)
                 if not transport.is_closing():  # usually pyserial-asyncio closed it already
                     transport.abort()
@@ -157,46 +170,52 @@ class AsyncBaseNode:
             now = self.clock()
             wait = core.next_deadline - now
             if wait <= 0:
+                with self._lock:
+                    frame = core.tick(now)
                 try:
-                    self.hardware.send(core.tick(now))
+                    self.hardware.send(frame)
                 except LinkLost as exc:
                     return str(exc)
                 wait = core.next_deadline - now
-            core.check(now)
+            with self._lock:
+                core.check(now)
             self._dispatch()
             await asyncio.sleep(min(max(wait, 0.0), MAX_WAIT))
         return None
 
     async def _reconnect(self, end: float | None) -> bool:
-        cfg = self.config
+        """Reopen as the policy says; False when stopping or out of time."""
+        policy, clock = self.policy, self.clock
         loop = asyncio.get_running_loop()
-        delay = cfg.reconnect_min_delay
-        attempts = 0
-        while not self._stopping and (end is None or loop.time() < end):
+        delay: float | None = policy.lost(clock())
+        while delay is not None and not self._stopping and (end is None or loop.time() < end):
             try:
                 await asyncio.wait_for(self._stopped.wait(), delay)
                 return False
             except asyncio.TimeoutError:
                 pass
-            attempts += 1
             self.open_attempts += 1
             try:
                 self.hardware.reopen()
                 check_pollable(self.hardware.link)
             except LinkError as exc:
-                if cfg.reconnect_attempts and attempts >= cfg.reconnect_attempts:
-                    self.core.report(
-                        self.clock(), "gave-up", f"gave up after {attempts} attempts: {exc}"
-                    )
+                delay = policy.failed(clock())
+                if delay is None:
+                    with self._lock:
+                        self.core.report(clock(), "gave-up",
+                                         f"gave up after {policy.attempts} attempts: {exc}")
                     self._dispatch()
-                    raise LinkLost(f"{cfg.link_url}: gave up reconnecting: {exc}") from None
-                delay = min(delay * 2, cfg.reconnect_max_delay)
+                    raise LinkLost(f"{self.config.link_url}: gave up reconnecting: {exc}"
+                                   ) from None
                 continue
-            zero = self.core.link_restored(self.clock(), attempts)
+            attempts = policy.succeeded(clock())
+            with self._lock:
+                zero = self.core.link_restored(clock(), attempts)
             self._dispatch()
             try:
                 self.hardware.send(zero)  # blocking write: the transport is not attached yet
             except LinkLost:
+                delay = policy.lost(clock())
                 continue
             return True
         return False
@@ -214,6 +233,9 @@ class AsyncBaseNode:
                 except asyncio.TimeoutError:
                     transport.abort()
         finally:
+            self._linked = False
             hw.redirect(None)
-            hw.shutdown()
-            self._dispatch()
+            try:
+                hw.shutdown()
+            finally:
+                self._close_sinks()  # after the safe stop, so the captures hold it

@@ -17,10 +17,9 @@ The runtimes around it: :class:`bridge.node.base_node.BaseNode` (blocking) and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
+from fwbridge.bridge.node.backoff import SUBSCRIBER_BUDGET, paced
 from fwbridge.bridge.node.config import Calibration, RobotConfig
 from fwbridge.bridge.node.health import GarbageWatch
 from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
@@ -29,7 +28,7 @@ from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
-__all__ = ["ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event"]
+__all__ = ["SUBSCRIBER_BUDGET", "ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event", "paced"]
 
 
 ZERO_FRAME = cmd_frame.encode(cmd_frame.ZERO)
@@ -79,8 +78,10 @@ class BaseNodeCore:
         self._request = cmd_frame.ZERO
         self._request_at: float | None = None
         self._tripped = False
-        self._frame = ZERO_FRAME  # encoded bytes of the current target, cached
-        self._frame_of = cmd_frame.ZERO
+        # the current target, its encoded bytes and the command they carry (float32),
+        # cached; one tuple, so the tap (another thread) reads a matching set
+        self._encoded: tuple[CmdFrame, bytes, CmdFrame] = (cmd_frame.ZERO, ZERO_FRAME,
+                                                           cmd_frame.ZERO)
         self._events: list[NodeEvent] = []
 
     @classmethod
@@ -134,10 +135,21 @@ class BaseNodeCore:
     def frame(self, now: float) -> bytes:
         """The command frame for ``now`` (counts as sent; does not move the schedule)."""
         target = self.target(now)
-        if target != self._frame_of:
-            self._frame, self._frame_of = cmd_frame.encode(target), target
+        encoded = self._encoded
+        if target != encoded[0]:  # once per new target: the wire's float32 values
+            frame = cmd_frame.encode(target)
+            encoded = self._encoded = (target, frame, cmd_frame.decode(frame))
         self.commands_sent += 1
-        return self._frame
+        return encoded[1]
+
+    def command_of(self, data: bytes) -> CmdFrame | None:
+        """The command ``data`` (bytes this node wrote) carries, as the firmware reads it,
+        without decoding it again: the current target's frame or the zero frame; None for
+        anything else."""
+        _, frame, wire = self._encoded
+        if data == frame:
+            return wire
+        return cmd_frame.ZERO if data == ZERO_FRAME else None
 
     def tick(self, now: float) -> bytes:
         """The scheduled command frame; the next one is due one period later.
@@ -215,35 +227,6 @@ class BaseNodeCore:
             "reconnects": self.reconnects,
             **self.receiver.stats.as_dict(),
         }
-
-
-#: Seconds the odometry subscribers may take over one read's records before the
-#: records between are skipped for the newest (counted in ``odometry_dropped``).
-SUBSCRIBER_BUDGET = 0.02
-
-R = TypeVar("R")
-
-
-def paced(records: Sequence[R], budget: float, clock: Callable[[], float]
-          ) -> Iterator[tuple[R, int]]:
-    """The records one read hands to the subscribers, in order while they keep
-    within ``budget`` seconds over them, then straight to the newest.
-
-    Yields ``(record, skipped)``: how many records were passed over just before
-    this one. A slow subscriber so builds no backlog, and always sees the
-    latest pose (every record carries the whole pose).
-    """
-    last = len(records) - 1
-    end = clock() + budget
-    i = skipped = 0
-    while i <= last:
-        yield records[i], skipped
-        if i == last:
-            return
-        if clock() > end:
-            skipped, i = last - i - 1, last
-        else:
-            i += 1
 
 
 def log_event(event: NodeEvent) -> None:

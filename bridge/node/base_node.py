@@ -1,10 +1,12 @@
 """The mobile-base node (seed 002) as a blocking runtime: velocity commands out, odometry in.
 
-All protocol and time logic is in :class:`~bridge.node.base_core.BaseNodeCore`;
-this module is the thin I/O around it: the hardware lifecycle, one I/O
-thread that waits on the port until the next command is due (odometry is
-handled the moment it arrives), and reconnection with bounded backoff when
-the port disappears. The asyncio runtime is :mod:`bridge.node.aio`.
+All protocol and time logic is in :class:`~bridge.node.base_core.BaseNodeCore`,
+the sinks, the reconnect and delivery policy in
+:class:`~bridge.node.record_path.RecordPath` (shared with the asyncio runtime,
+:mod:`bridge.node.aio`); this module is the thin I/O around them: the hardware
+lifecycle, one I/O thread that waits on the port until the next command is
+due (odometry is handled the moment it arrives), and reconnection as the
+policy says when the port disappears.
 """
 
 from __future__ import annotations
@@ -14,24 +16,19 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import serial
 
 from fwbridge.bridge.link.transports import IO_ERRORS, LinkError, LinkLost, poller_for, read_some
-from fwbridge.bridge.node.base_core import (
-    SUBSCRIBER_BUDGET,
-    ZERO_FRAME,
-    BaseNodeCore,
-    NodeEvent,
-    log_event,
-    paced,
-)
+from fwbridge.bridge.node.base_core import ZERO_FRAME, BaseNodeCore, NodeEvent, log_event
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.hardware import LinkHardware
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.record.serial_pcapng import RX, ByteSink
+from fwbridge.bridge.node.record_path import RecordPath
+from fwbridge.bridge.node.sinks import Sink
+from fwbridge.bridge.record.serial_pcapng import ByteSink
 
 __all__ = ["ZERO_FRAME", "BaseNode", "BaseNodeCore", "NodeEvent", "log_event"]
 
@@ -106,57 +103,41 @@ class _Session:
             self._pump.join(PUMP_JOIN)
 
 
-def node_hardware(
-    config: RobotConfig, capture: ByteSink | None, hardware: LinkHardware | None
-) -> LinkHardware:
-    """The base node's link lifecycle: zero velocity on activate and on the safe stop,
-    every byte to ``capture`` when one is given."""
-    hw = hardware or LinkHardware(config, reset_frame=ZERO_FRAME, safe_stop_frame=ZERO_FRAME)
-    if capture is not None:
-        hw.tap = capture.write
-    return hw
-
-
-class BaseNode:
+class BaseNode(RecordPath):
     """The blocking runtime of the mobile-base node on a :class:`RobotConfig`.
 
     ``start()`` configures and activates the hardware and starts one I/O
     thread: it waits on the port until the next command is due, so odometry
     is handled the moment it arrives and commands leave on schedule;
     ``request()`` sets the velocity (from any thread); ``stop()`` sends the
-    safe stop and closes. Callbacks run on the I/O thread and should return
-    quickly. An odometry subscriber slower than the stream delays a command
-    by at most one of its calls (a command due between two calls goes out
-    first) and builds no backlog: once the records of one read have held
-    the subscribers for ``SUBSCRIBER_BUDGET`` seconds they get the newest
-    next, and the records skipped are counted (``odometry_dropped`` in
-    :meth:`stats`). Every frame is integrated all the same: each record
-    carries the whole pose.
+    safe stop, then closes the link and every sink (last first). The sinks
+    (:mod:`bridge.node.sinks`; keywords as :class:`~bridge.node.record_path.RecordPath`)
+    run on the I/O thread and should return quickly. A sink slower than the
+    stream delays a command by at most one of its calls (a command due
+    between two calls goes out first) and builds no backlog: once the
+    records of one read have held the sinks for the policy's budget they get
+    the newest next, and the records skipped are counted
+    (``odometry_dropped`` in :meth:`stats`). Every frame is integrated all the
+    same: each record carries the whole pose.
     """
 
     def __init__(
         self,
         config: RobotConfig,
         *,
+        sinks: Iterable[Sink] = (),
         on_odometry: Callable[[Odometry], Any] | None = None,
         on_event: Callable[[NodeEvent], Any] | None = log_event,
         clock: Callable[[], float] = time.monotonic,
         capture: ByteSink | None = None,
         hardware: LinkHardware | None = None,
+        say: Callable[[str], Any] | None = None,
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
-        self.config = config
-        self.clock = clock
-        self.capture = capture
-        self.hardware = node_hardware(config, capture, hardware)
-        self.odometry_callbacks: list[Callable[[Odometry], Any]] = []
-        self.event_callbacks: list[Callable[[NodeEvent], Any]] = []
-        if on_odometry is not None:
-            self.odometry_callbacks.append(on_odometry)
-        if on_event is not None:
-            self.event_callbacks.append(on_event)
-        self.core = BaseNodeCore.from_config(config, clock())
+        super().__init__(config, sinks=sinks, on_odometry=on_odometry, on_event=on_event,
+                         clock=clock, capture=capture, hardware=hardware, say=say,
+                         clock_ns=clock_ns)
         self.open_attempts = 0  # reconnection attempts, for monitoring
-        self.odometry_dropped = 0  # records a slow subscriber skipped (all were integrated)
         self._lock = threading.Lock()  # the core: request() comes from other threads
         self._write_lock = threading.Lock()  # one writer at a time on the link
         self._stopping = threading.Event()
@@ -191,7 +172,7 @@ class BaseNode:
     def stats(self) -> dict[str, int]:
         with self._lock:
             return {**self.core.stats(), "open_attempts": self.open_attempts,
-                    "odometry_dropped": self.odometry_dropped}
+                    **self.path_stats()}
 
     def start(self) -> None:
         """Configure (open the link, load calibration), activate (zero velocity), run."""
@@ -202,14 +183,15 @@ class BaseNode:
                 self.core = BaseNodeCore.from_config(self.config, self.clock(), hw.calibration)
             hw.activate()
         except BaseException:
-            hw.shutdown()
+            hw.shutdown()  # the sinks stay open: stop() closes them, on every path
             raise
         self._session = _Session(hw.link)
         self._thread = threading.Thread(target=self._io_loop, name="base-node", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the I/O thread, send the safe stop (zero velocity), close the link."""
+        """Stop the I/O thread, send the safe stop (zero velocity), close the link, then
+        the sinks (last first; also after a failed start). Idempotent."""
         self._stopping.set()
         session = self._session
         if session is not None:
@@ -217,8 +199,10 @@ class BaseNode:
         if self._thread is not None:
             self._thread.join()
         self._end_session()
-        self.hardware.shutdown()
-        self._dispatch()
+        try:
+            self.hardware.shutdown()
+        finally:
+            self._close_sinks()  # after the safe stop, so the captures hold it
 
     def run(self, duration: float | None = None) -> None:
         """start(), wait for ``duration`` seconds (None: until interrupted), stop().
@@ -279,7 +263,7 @@ class BaseNode:
                     self._mark_lost(session, f"read failed: {exc}")
                     continue
                 if data:
-                    self._deliver(session, data)
+                    self.read(data, self._between_records)
         except LinkError as exc:
             self.error = exc
         except Exception as exc:  # reported by run(); the thread must not die silently
@@ -288,25 +272,18 @@ class BaseNode:
         finally:
             self._dispatch()
 
-    def _deliver(self, session: _Session, data: bytes) -> None:
-        now = self.clock()
-        if self.capture is not None:
-            self.capture.write(RX, data)
+    def _receive(self, data: bytes, now: float) -> list[Odometry]:
         with self._lock:
-            records = self.core.receive(data, now)
-        callbacks = self.odometry_callbacks
-        if not callbacks:
-            return
-        # real time (not self.clock): the budget is the subscribers' own cost
-        for n, (record, skipped) in enumerate(paced(records, SUBSCRIBER_BUDGET, time.monotonic)):
-            if n:
-                self._send_due(session)  # a command due meanwhile goes out first
-            self.odometry_dropped += skipped
-            for callback in callbacks:
-                try:
-                    callback(record)
-                except Exception:  # a subscriber's bug must not stop odometry
-                    log.exception("odometry callback failed")
+            return self.core.receive(data, now)
+
+    def _drain(self) -> list[NodeEvent]:
+        with self._lock:
+            return self.core.drain_events()
+
+    def _between_records(self) -> None:
+        session = self._session
+        if session is not None:
+            self._send_due(session)  # a command due meanwhile goes out first
 
     def _send_due(self, session: _Session) -> None:
         """Send the scheduled command if it is due (between slow subscriber calls)."""
@@ -343,26 +320,25 @@ class BaseNode:
         self._dispatch()
 
     def _reconnect(self) -> bool:
-        """Reopen with doubling delays up to ``max_delay``; False when stopping or out of tries."""
-        cfg = self.config
-        delay = cfg.reconnect_min_delay
-        attempts = 0
-        while not self._stopping.wait(delay):
-            attempts += 1
+        """Reopen as the policy says; False when stopping, LinkLost when out of tries."""
+        policy, clock = self.policy, self.clock
+        delay: float | None = policy.lost(clock())
+        while delay is not None and not self._stopping.wait(delay):
             self.open_attempts += 1
             try:
                 link = self.hardware.reopen()
             except LinkError as exc:
-                if cfg.reconnect_attempts and attempts >= cfg.reconnect_attempts:
+                delay = policy.failed(clock())
+                if delay is None:
                     with self._lock:
-                        self.core.report(
-                            self.clock(), "gave-up", f"gave up after {attempts} attempts: {exc}"
-                        )
-                    raise LinkLost(f"{cfg.link_url}: gave up reconnecting: {exc}") from None
-                delay = min(delay * 2, cfg.reconnect_max_delay)
+                        self.core.report(clock(), "gave-up",
+                                         f"gave up after {policy.attempts} attempts: {exc}")
+                    raise LinkLost(f"{self.config.link_url}: gave up reconnecting: {exc}"
+                                   ) from None
                 continue
+            attempts = policy.succeeded(clock())
             with self._lock:
-                zero = self.core.link_restored(self.clock(), attempts)
+                zero = self.core.link_restored(clock(), attempts)
             session = _Session(link)
             self._lost = None
             self._session = session
@@ -370,13 +346,3 @@ class BaseNode:
             self._dispatch()
             return True
         return False
-
-    def _dispatch(self) -> None:
-        with self._lock:
-            events = self.core.drain_events()
-        for event in events:
-            for callback in self.event_callbacks:
-                try:
-                    callback(event)
-                except Exception:
-                    log.exception("event callback failed")

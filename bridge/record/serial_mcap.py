@@ -1,8 +1,10 @@
 """Serial links in MCAP (and live views): raw bytes, ROS 2 messages, counters over time.
 
 One recorder, :class:`SerialRecorder`, takes what a link carried (each read
-``rx`` and write ``tx`` with its time) and writes, to every sink of a
-:class:`~fwbridge.bridge.record.mcap_io.Streams`:
+``rx`` and write ``tx`` with its time) and what it decoded to (a base node's
+records: it is one of the node's sinks, :mod:`fwbridge.bridge.node.sinks`; on a link
+without a node, :class:`FrameDecoder` decodes for it) and writes, to every sink
+of a :class:`~fwbridge.bridge.record.mcap_io.Streams`:
 
 - ``/fwbridge/serial/rx`` and ``/fwbridge/serial/tx``: the bytes of each read
   and write, unchanged, as ``std_msgs/msg/UInt8MultiArray`` (CDR), log time =
@@ -37,6 +39,7 @@ from typing import IO, Any
 
 from fwbridge.bridge.node.config import Calibration
 from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
+from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
 from fwbridge.bridge.record.mcap_io import (
     ChannelSpec,
     McapError,
@@ -49,7 +52,8 @@ from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureError, CaptureWr
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
-__all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "JointStates", "SerialCapture",
+__all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "FrameDecoder", "JointStates",
+           "SerialCapture",
            "SerialRecorder", "can_writer", "decode_raw", "encode_raw", "open_capture",
            "read_mcap_packets", "watch_node"]
 
@@ -124,47 +128,54 @@ def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
                        "cdr")
 
 
-class SerialRecorder:
-    """A link's reads and writes in; raw, ROS 2 and counter channels out (see module).
+def _wall_ns(monotonic_stamp: float) -> int:
+    """A node record's monotonic stamp as ns since the epoch (topics.wall_stamp)."""
+    stamp: float = _topics().wall_stamp(monotonic_stamp)
+    return round(stamp * 1e9)
+
+
+class SerialRecorder(SinkBase):
+    """A link's reads and writes and their records in; raw, ROS 2 and counter channels
+    out (see module). A node's sink: it writes what the node decoded, and decodes
+    nothing itself (:class:`FrameDecoder` does, for a link without a node).
 
     ``rx``/``tx`` name the frames each direction carries (``"odom"``,
-    ``"cmd"`` or None for bytes only). ``integrate`` False: odometry frames
-    are counted but the ``odom`` records come from :meth:`odometry` (the
-    bridge node's own). ``stats`` adds the node's counters to the periodic
-    records. ``namespace`` prefixes every topic but the absolute ROS ones
-    (``/tf``, ``/diagnostics``): one view of a fleet; ``frame_prefix``
-    (``robot1/``) prefixes the TF frames of ``odom`` and ``/tf``, so a fleet's
-    robots keep their own. ``raw`` False: no raw channels (a view fed by
-    :meth:`odometry` alone). Thread-safe: reads and writes come from
-    different threads in the bridge.
+    ``"cmd"`` or None for bytes only): which ROS channels there are.
+    ``stats`` adds the node's counters to the periodic records, ``receivers``
+    its receiver's by direction
+    (:meth:`~bridge.node.record_path.RecordPath.receiver_stats`). ``namespace``
+    prefixes every topic but the absolute ROS ones (``/tf``, ``/diagnostics``):
+    one view of a fleet; ``frame_prefix`` (``robot1/``) prefixes the TF frames
+    of ``odom`` and ``/tf``, so a fleet's robots keep their own. ``raw`` False:
+    no raw channels (a view of the records alone). ``wall_ns``: a node record's
+    stamp (its monotonic clock) as ns since the epoch. Thread-safe: reads and
+    writes come from different threads in the bridge.
     """
 
     def __init__(self, streams: Streams, *, port: str = "serial", rx: str | None = "odom",
-                 tx: str | None = "cmd", calibration: Calibration | None = None,
-                 integrate: bool = True, stats: Callable[[], dict[str, int]] | None = None,
+                 tx: str | None = "cmd", stats: Callable[[], dict[str, int]] | None = None,
                  counter_period: float = COUNTER_PERIOD, namespace: str = "",
-                 raw: bool = True, frame_prefix: str = "") -> None:
+                 raw: bool = True, frame_prefix: str = "",
+                 wall_ns: Callable[[float], int] | None = None,
+                 receivers: Callable[[], dict[str, dict[str, int]]] | None = None) -> None:
         self.streams = streams
+        self._wall_ns = wall_ns or _wall_ns
         self._frames = {"frame_id": f"{frame_prefix}odom",
                         "child_frame_id": f"{frame_prefix}base_link"}
         self.port = port
         self.stats = stats
+        #: The receivers' counters by direction: the node's, or a :class:`FrameDecoder`'s.
+        self.receiver_stats = receivers
+        self.decoder: FrameDecoder | None = None  # set by a FrameDecoder
         ns = namespace.rstrip("/")
 
         def spaced(spec: ChannelSpec) -> ChannelSpec:
             return dataclasses.replace(spec, topic=ns + spec.topic) if ns else spec
 
         self._raw = {d: streams.channel(spaced(spec)) for d, spec in RAW.items()} if raw else {}
-        self._receivers: dict[str, tuple[str, Sum8Receiver[Any]]] = {}
-        for direction, kind in ((RX, rx), (TX, tx)):
-            if kind is not None:
-                codec = odom_frame.CODEC if kind == "odom" else cmd_frame.CODEC
-                self._receivers[direction] = (kind, Sum8Receiver(codec))
-        self.integrator = OdometryIntegrator(calibration)
-        self.integrate = integrate
         self._ros: dict[str, int] = {}
-        keys = ["odom", "tf"] if rx == "odom" or not integrate else []
-        keys += ["cmd_vel"] if tx == "cmd" or rx == "cmd" else []
+        keys = ["odom", "tf"] if rx == "odom" else []
+        keys += ["cmd_vel"] if "cmd" in (rx, tx) else []
         for key in [*keys, "diagnostics"]:
             self._ros[key] = streams.channel(ros_spec(key, ns or "/"))
         self._counters = streams.channel(spaced(COUNTERS))
@@ -174,27 +185,27 @@ class SerialRecorder:
         self.packets = 0
         self.bytes = 0
 
-    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
-        """Record ``data`` read (``"rx"``) or written (``"tx"``) at ``ts_ns`` (default: now)."""
+    def on_bytes(self, direction: str, data: bytes, ts_ns: int) -> None:
+        """One read (``"rx"``) or write (``"tx"``) at ``ts_ns``: the raw channel, the counters."""
         if not data:
             return
-        ts = time.time_ns() if ts_ns is None else ts_ns
         data = bytes(data)
+        decoder = self.decoder
         with self._lock:
             if self._raw:
-                self.streams.log(self._raw[direction], encode_raw(data), ts)
+                self.streams.log(self._raw[direction], encode_raw(data), ts_ns)
             self.packets += 1
             self.bytes += len(data)
-            got = self._receivers.get(direction)
-            if got is not None:
-                kind, receiver = got
-                for item in receiver.feed(data):
-                    if kind == "odom":
-                        if self.integrate:
-                            self._odometry(item.frame, ts)
-                    else:
-                        self._command(item.frame, ts)
-            self._tick(ts)
+            if decoder is None:
+                self._tick(ts_ns)
+                return
+        decoder.feed(direction, data, ts_ns)  # a link without a node: before the counters
+        with self._lock:
+            self._tick(ts_ns)
+
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None:
+        """:meth:`on_bytes` with ``ts_ns`` defaulting to now (a byte capture's interface)."""
+        self.on_bytes(direction, data, time.time_ns() if ts_ns is None else ts_ns)
 
     def _tick(self, ts: int) -> None:
         """The counters, once a period (called with the lock held)."""
@@ -204,35 +215,39 @@ class SerialRecorder:
             self._next = ts + self._period
             self._emit_counters(ts)
 
-    def _odometry(self, frame: odom_frame.OdomFrame, ts: int) -> None:
-        odom = self.integrator.update(frame, ts / 1e9)
-        if odom is not None:
-            self.odometry(odom, ts)
+    def on_odometry(self, odom: Odometry) -> None:
+        """A node's record (stamped with its monotonic clock) as ``odom`` and ``/tf``."""
+        self.odometry(odom, self._wall_ns(odom.stamp))
 
     def odometry(self, odom: Odometry, ts: int) -> None:
         """One odometry record as ``odom`` and ``/tf`` (stamp: ``ts``, ns since the epoch)."""
+        if "odom" not in self._ros:
+            return
         topics = _topics()
         stamp = ts / 1e9
-        if not self.integrate:  # fed by the node: its records also pace the counters
-            with self._lock:
-                self._tick(ts)
-        self.streams.log(self._ros["odom"], topics.serialize(
-            topics.odometry_message(odom, stamp=stamp, **self._frames), "nav_msgs/msg/Odometry"),
-            ts)
-        self.streams.log(self._ros["tf"], topics.serialize(
-            topics.transform_message(odom, stamp=stamp, **self._frames),
-            "tf2_msgs/msg/TFMessage"), ts)
+        odom_msg = topics.serialize(topics.odometry_message(odom, stamp=stamp, **self._frames),
+                                    "nav_msgs/msg/Odometry")
+        tf_msg = topics.serialize(topics.transform_message(odom, stamp=stamp, **self._frames),
+                                  "tf2_msgs/msg/TFMessage")
+        with self._lock:
+            self.streams.log(self._ros["odom"], odom_msg, ts)
+            self.streams.log(self._ros["tf"], tf_msg, ts)
 
-    def _command(self, frame: cmd_frame.CmdFrame, ts: int) -> None:
+    def on_command(self, frame: cmd_frame.CmdFrame, ts_ns: int) -> None:
+        """A velocity command written at ``ts_ns`` as ``cmd_vel``."""
+        if "cmd_vel" not in self._ros:
+            return
         topics = _topics()
         twist = topics.message_from_dict("geometry_msgs/msg/Twist", {
             "linear": {"x": frame.vx, "y": frame.vy}, "angular": {"z": frame.wz}})
-        self.streams.log(self._ros["cmd_vel"], topics.serialize(twist, "geometry_msgs/msg/Twist"),
-                         ts)
+        msg = topics.serialize(twist, "geometry_msgs/msg/Twist")
+        with self._lock:
+            self.streams.log(self._ros["cmd_vel"], msg, ts_ns)
 
     def counters(self) -> dict[str, dict[str, int]]:
-        """The totals so far: each direction's receiver, and the node's when given."""
-        out = {d: r.stats.as_dict() for d, (_, r) in self._receivers.items()}
+        """The totals so far: each direction's receiver (a decoder's), the node's when given
+        (a node's counters hold its receiver's)."""
+        out = dict(self.receiver_stats()) if self.receiver_stats is not None else {}
         if self.stats is not None:
             out["node"] = dict(self.stats())
         return out
@@ -254,21 +269,71 @@ class SerialRecorder:
         with self._lock:
             self._emit_counters(time.time_ns() if ts_ns is None else ts_ns)
 
+    def close(self) -> None:
+        """As a node's sink: the last counters (the streams are their owner's to close)."""
+        self.finish()
 
-class SerialCapture:
-    """A :class:`SerialRecorder` on its sinks, with CaptureWriter's interface.
 
-    ``close()`` writes the last counters and finalises every sink; it is
-    idempotent (finally blocks and signal handlers may both call it).
+class FrameDecoder:
+    """The decoding of a link no node decodes (``serial record``, ``convert``, a
+    simulator's capture): each direction's receiver, the odometry integrator, and
+    the records to a :class:`SerialRecorder`. A node's capture has none: the node
+    hands the recorder its own records.
     """
 
-    def __init__(self, sinks: list[Sink], **recorder: Any) -> None:
+    def __init__(self, recorder: SerialRecorder, *, rx: str | None = "odom",
+                 tx: str | None = "cmd", calibration: Calibration | None = None) -> None:
+        self.recorder = recorder
+        self._receivers: dict[str, tuple[str, Sum8Receiver[Any]]] = {}
+        for direction, kind in ((RX, rx), (TX, tx)):
+            if kind is not None:
+                codec = odom_frame.CODEC if kind == "odom" else cmd_frame.CODEC
+                self._receivers[direction] = (kind, Sum8Receiver(codec))
+        self.integrator = OdometryIntegrator(calibration)
+        self._lock = threading.Lock()
+        recorder.receiver_stats = self.stats
+        recorder.decoder = self
+
+    def feed(self, direction: str, data: bytes, ts: int) -> None:
+        """The frames ``data`` completes, as records to the recorder (stamp ``ts``)."""
+        got = self._receivers.get(direction)
+        if got is None:
+            return
+        kind, receiver = got
+        with self._lock:
+            for item in receiver.feed(data):
+                if kind == "odom":
+                    odom = self.integrator.update(item.frame, ts / 1e9)
+                    if odom is not None:
+                        self.recorder.odometry(odom, ts)
+                else:
+                    self.recorder.on_command(item.frame, ts)
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {d: r.stats.as_dict() for d, (_, r) in self._receivers.items()}
+
+
+class SerialCapture(SinkBase):
+    """A :class:`SerialRecorder` on its sinks, with CaptureWriter's interface.
+
+    ``decode`` True: a :class:`FrameDecoder` decodes the bytes (a link without
+    a node); False: a node's sink, the records come from the node
+    (``on_odometry``, ``on_command``). ``close()`` writes the last counters and
+    finalises every sink; it is idempotent (finally blocks and signal handlers
+    may both call it).
+    """
+
+    def __init__(self, sinks: list[Sink], *, decode: bool = True,
+                 calibration: Calibration | None = None, **recorder: Any) -> None:
         self.streams = Streams(sinks)
         try:
             self.recorder = SerialRecorder(self.streams, **recorder)
         except BaseException:
             self.streams.close()
             raise
+        self.decoder = (FrameDecoder(self.recorder, rx=recorder.get("rx", "odom"),
+                                     tx=recorder.get("tx", "cmd"), calibration=calibration)
+                        if decode else None)
         self._closed = False
 
     @property
@@ -279,9 +344,21 @@ class SerialCapture:
     def bytes(self) -> int:
         return self.recorder.bytes
 
+    def on_bytes(self, direction: str, data: builtins.bytes, ts_ns: int) -> None:
+        if self._closed or not data:
+            return
+        self.recorder.on_bytes(direction, data, ts_ns)
+
     def write(self, direction: str, data: builtins.bytes, ts_ns: int | None = None) -> None:
-        if not self._closed:
-            self.recorder.write(direction, data, ts_ns)
+        self.on_bytes(direction, data, time.time_ns() if ts_ns is None else ts_ns)
+
+    def on_odometry(self, odom: Odometry) -> None:
+        if self.decoder is None and not self._closed:
+            self.recorder.on_odometry(odom)
+
+    def on_command(self, frame: cmd_frame.CmdFrame, ts_ns: int) -> None:
+        if self.decoder is None and not self._closed:
+            self.recorder.on_command(frame, ts_ns)
 
     def close(self) -> None:
         if self._closed:
@@ -304,7 +381,9 @@ def open_capture(path: str | os.PathLike[str] | None, *, port: str, description:
                  frames: str | None = None, **recorder: Any
                  ) -> CaptureWriter | SerialCapture | _Tee:
     """The capture a verb records to: pcapng, or MCAP by the ``.mcap`` suffix, and/or a
-    live view (``live``, a Foxglove sink). ``path`` None: the live view alone.
+    live view (``live``, a Foxglove sink). ``path`` None: the live view alone. Each is
+    a node's sink (:mod:`bridge.node.sinks`); ``decode=False`` for a node's capture (the
+    node hands it the records), else the MCAP side decodes the bytes itself.
     ``stream``: write there instead of opening ``path`` (a file moved into place once
     the link works; ``path`` still picks the format). ``frames``: a pcapng capture also
     holds each frame of that family the receiver accepts, whole, on a second interface.
@@ -339,22 +418,18 @@ def open_capture(path: str | os.PathLike[str] | None, *, port: str, description:
         raise CaptureError(f"MCAP recording needs the mcap extra: {exc}") from None
 
 
-def watch_node(streams: Streams, node: Any, namespace: str = "",
+def watch_node(streams: Streams, node: NodeHandle, namespace: str = "",
                frame_prefix: str = "") -> SerialRecorder:
     """Show a running base node on ``streams`` (a live view): its odometry records as
     ``odom`` and ``/tf`` and its counters, topics in ``namespace`` and TF frames after
-    ``frame_prefix`` (a fleet's robot)."""
-    from fwbridge.bridge.node.topics import wall_stamp
-
-    rec = SerialRecorder(streams, port=namespace or "base", rx=None, tx=None, integrate=False,
-                         raw=False, namespace=namespace, stats=node.stats,
-                         frame_prefix=frame_prefix)
-    node.odometry_callbacks.append(
-        lambda odom: rec.odometry(odom, round(wall_stamp(odom.stamp) * 1e9)))
+    ``frame_prefix`` (a fleet's robot). The recorder joins the node's sinks."""
+    rec = SerialRecorder(streams, port=namespace or "base", rx="odom", tx=None, raw=False,
+                         namespace=namespace, stats=node.stats, frame_prefix=frame_prefix)
+    node.sinks.add(rec)
     return rec
 
 
-class _Tee:
+class _Tee(SinkBase):
     """A pcapng file and a live view of the same link."""
 
     def __init__(self, pcap: CaptureWriter, live: SerialCapture) -> None:
@@ -372,6 +447,16 @@ class _Tee:
         ts = time.time_ns() if ts_ns is None else ts_ns
         self.pcap.write(direction, data, ts)
         self.live.write(direction, data, ts)
+
+    def on_bytes(self, direction: str, data: builtins.bytes, ts_ns: int) -> None:
+        self.pcap.on_bytes(direction, data, ts_ns)
+        self.live.on_bytes(direction, data, ts_ns)
+
+    def on_odometry(self, odom: Odometry) -> None:
+        self.live.on_odometry(odom)
+
+    def on_command(self, frame: cmd_frame.CmdFrame, ts_ns: int) -> None:
+        self.live.on_command(frame, ts_ns)
 
     def write_frame(self, direction: str, frame: builtins.bytes, ts_ns: int | None = None) -> None:
         self.pcap.write_frame(direction, frame, ts_ns)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
+from fwbridge.bridge.node.sinks import SinkBase
 from fwbridge.protocols.errors import CaptureError
 from fwbridge.protocols.pcapng import (
     INBOUND,
@@ -82,8 +83,10 @@ def looks_like_pcapng(head: bytes) -> bool:
     return head[:4] == PCAPNG_MAGIC
 
 
-class CaptureWriter:
+class CaptureWriter(SinkBase):
     """Appends packets to a new pcapng file; safe to call from several threads.
+
+    A node's sink (:mod:`bridge.node.sinks`): it records the link's bytes.
 
     Each packet is flushed as it is written, so a capture killed mid-run is
     still readable up to its last packet, and tshark can follow a live file.
@@ -140,6 +143,9 @@ class CaptureWriter:
                     self.packets += 1
                     self.bytes += len(chunk)
             self._stream.flush()
+
+    def on_bytes(self, direction: str, data: bytes, ts_ns: int) -> None:
+        self.write(direction, data, ts_ns)
 
     def write_frame(self, direction: str, frame: bytes, ts_ns: int | None = None) -> None:
         """Record one whole accepted frame on the frames interface (``frames=`` given)."""

@@ -1,7 +1,9 @@
 """The mobile-base node in ROS 2, as seed 002's node: ``odom``, ``/tf``, ``cmd_vel``,
 and ``/diagnostics``.
 
-:class:`Ros2Base` attaches to a running :class:`~fwbridge.bridge.node.base_node.BaseNode`:
+:class:`Ros2Base` is a sink (:mod:`fwbridge.bridge.node.sinks`) of a running base node,
+either runtime (:class:`~fwbridge.bridge.node.base_node.BaseNode`,
+:class:`~fwbridge.bridge.node.aio.AsyncBaseNode`); ``start()`` joins the node's sinks:
 
 - each odometry record -> ``nav_msgs/Odometry`` on ``odom`` and the
   ``odom -> base_link`` transform on ``/tf`` (messages from
@@ -49,8 +51,8 @@ from typing import Any
 
 from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.base_core import NodeEvent
-from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
 from fwbridge.bridge.node.topics import Qos
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
@@ -70,10 +72,11 @@ log = logging.getLogger("fwbridge.ros2")
 DIAGNOSTICS_PERIOD = 1.0
 
 
-class Ros2Base:
-    """The ROS 2 face of a base node; ``start()`` after the node, ``stop()`` before it."""
+class Ros2Base(SinkBase):
+    """The ROS 2 face of a base node, one of its sinks; ``start()`` after the node,
+    ``stop()`` before it (or the node's end closes it with its other sinks)."""
 
-    def __init__(self, node: BaseNode, settings: Ros2Settings, *,
+    def __init__(self, node: NodeHandle, settings: Ros2Settings, *,
                  participant: Participant | None = None,
                  extra_statuses: Callable[[], list[Any]] | None = None,
                  say: Callable[[str], Any] = log.warning) -> None:
@@ -89,6 +92,7 @@ class Ros2Base:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._reachable: bool | None = None
+        self._stopped = False
 
     def start(self) -> None:
         s = self.settings
@@ -109,20 +113,20 @@ class Ros2Base:
                                                 TF_STATIC_QOS)
         self.status_srv = self.ros.service("~/get_status", TRIGGER, self._get_status)
         self.stop_srv = self.ros.service("~/stop", TRIGGER, self._stop_now)
-        self.node.odometry_callbacks.append(self._on_odometry)
-        self.node.event_callbacks.append(self._on_event)
         self._static_sent = False
+        self.node.sinks.add(self)
         self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
                                         daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Detach from the node, undeclare the ROS 2 entities, close an owned session."""
+        """Leave the node's sinks, undeclare the ROS 2 entities, close an owned session;
+        once (the node's end may close it again)."""
+        if self._stopped:
+            return
+        self._stopped = True
         self._stop.set()
-        if self._on_odometry in self.node.odometry_callbacks:
-            self.node.odometry_callbacks.remove(self._on_odometry)
-        if self._on_event in self.node.event_callbacks:
-            self.node.event_callbacks.remove(self._on_event)
+        self.node.sinks.remove(self)
         if self._thread is not None:
             self._thread.join(2.0)
         if self.participant is not None:
@@ -138,8 +142,11 @@ class Ros2Base:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def close(self) -> None:
+        self.stop()
+
     # -- node -> ROS ------------------------------------------------------------------
-    def _on_odometry(self, odom: Odometry) -> None:
+    def on_odometry(self, odom: Odometry) -> None:
         stamp = topics.wall_stamp(odom.stamp)
         s, d = self.settings, self.distro
         try:
@@ -155,7 +162,7 @@ class Ros2Base:
             if self.publish_errors == 1:
                 log.exception("%s: publishing odometry failed", s.node_name)
 
-    def _on_event(self, event: NodeEvent) -> None:
+    def on_event(self, event: NodeEvent) -> None:
         if event.kind == "watchdog":
             self._holding = True
         elif event.kind == "resumed":
