@@ -84,23 +84,17 @@ def _frame_id_bytes(frame_id: str) -> bytes:
     return out + b"\0" * (-(8 + len(out)) % 4)  # the uint32 id aligns to 4
 
 
-def _packer(frame_id: str, _cache: dict[str, Any] = {}) -> Any:  # noqa: B006 - the cache
-    """One ``struct`` call per frame: the header and the frame_id are constants."""
-    pack = _cache.get(frame_id)
-    if pack is None:
+def _packer(frame_id: str, _cache: dict[str, Any] = {}) -> tuple[Any, bytes]:  # noqa: B006
+    """One ``struct`` call per frame: ``pack(sec, nsec, tail, id, rtr, ext, err, dlc, data)``,
+    the CDR header bound, ``tail`` the constant frame_id bytes (cached per name)."""
+    got = _cache.get(frame_id)
+    if got is None:
         if len(_cache) > 64:  # bounded: a few channel names in practice
             _cache.clear()
         tail = _frame_id_bytes(frame_id)
         fmt = struct.Struct(f"<4siI{len(tail)}sI???B8s")
-        head = _HEAD
-
-        def pack(sec: int, nsec: int, can_id: int, rtr: bool, ext: bool, err: bool, dlc: int,
-                 data: bytes) -> bytes:
-            return fmt.pack(head, sec, nsec, tail, can_id, rtr, ext, err, dlc, data)
-
-        pack.fast = (functools.partial(fmt.pack, head), tail)  # type: ignore[attr-defined]
-        _cache[frame_id] = pack
-    return pack
+        got = _cache[frame_id] = (functools.partial(fmt.pack, _HEAD), tail)
+    return got
 
 
 def encode_frame(msg: can.Message, frame_id: str = "") -> bytes:
@@ -110,8 +104,9 @@ def encode_frame(msg: can.Message, frame_id: str = "") -> bytes:
         ns = min(max(ns, 0), _MAX_NS)
     sec, nsec = divmod(ns, 1_000_000_000)
     rtr = msg.is_remote_frame
-    out: bytes = _packer(frame_id)(sec, nsec, msg.arbitration_id, rtr, msg.is_extended_id,
-                                   msg.is_error_frame, msg.dlc, b"" if rtr else bytes(msg.data))
+    pack, tail = _packer(frame_id)
+    out: bytes = pack(sec, nsec, tail, msg.arbitration_id, rtr, msg.is_extended_id,
+                      msg.is_error_frame, msg.dlc, b"" if rtr else bytes(msg.data))
     return out
 
 
@@ -187,8 +182,13 @@ class CanRecorder:
         if len(self._packs) > 64:
             self._packs.clear()
         pack = self._packs[channel] = _packer(
-            self.channel_name if channel is None else str(channel)).fast
+            self.channel_name if channel is None else str(channel))
         return pack
+
+    @property
+    def pending(self) -> int:
+        """Frames received and not yet recorded (fewer than ``batch``)."""
+        return len(self._pending)
 
     def on_message(self, msg: can.Message) -> None:
         pending = self._pending
