@@ -118,8 +118,8 @@ class McapSink:
     are registered on first use. ``compression`` is ``"zstd"``, ``"lz4"`` or
     ``"none"``. ``index``: message and chunk indexes (seekable by time), or
     not (``False``, compact: a third of the bytes of a CAN recording; see
-    :mod:`~fwbridge.can_bus.mcap_writer`). A chunk holds at most
-    ``chunk_size`` bytes and ``flush_interval`` seconds of messages. Written
+    :mod:`~fwbridge.can_bus.mcap_writer`). A chunk is closed at ``chunk_size``
+    bytes or once its messages span ``flush_interval`` seconds. Written
     by :class:`~fwbridge.can_bus.mcap_writer.McapWriter`. Messages carry
     sequence 0 ("not relevant" in the spec): a file loses none between two.
     """

@@ -12,8 +12,8 @@ Two layouts (``index``):
 - ``True``: each chunk followed by one message index per channel (16 bytes
   a message, uncompressed) and a chunk index per chunk in the summary: the
   file is seekable by time (Foxglove's indexed reader, any size).
-- ``False`` (compact): neither. A message index alone costs twice what a
-  compressed CAN frame does; without chunk indexes readers stream the file
+- ``False`` (compact): neither. A message index alone costs more than a
+  compressed CAN frame (16 bytes against about 9.5); without chunk indexes readers stream the file
   (the ``mcap`` package's readers, ``mcap`` CLI; Foxglove opens such
   "unindexed" files up to 1 GiB). Chunk indexes without message indexes are
   not written: the spec allows them, but Foxglove's indexed reader rejects

@@ -122,18 +122,27 @@ def written(raw: bytes) -> list[int]:
 @settings(max_examples=40, deadline=None)
 @given(sizes=st.lists(st.integers(0, 300), max_size=120),
        gaps=st.lists(st.integers(0, 400_000_000), min_size=1), index=st.booleans(),
-       chunk_size=st.sampled_from([1, 500, 4096]), flush_ns=st.sampled_from([0, 10**9]))
+       chunk_size=st.sampled_from([1, 500, 4096]), flush_ns=st.sampled_from([0, 10**9]),
+       batch=st.integers(0, 5))
 def test_a_chunk_closes_at_its_size_and_time_limits_and_at_finish(
-        sizes: list[int], gaps: list[int], index: bool, chunk_size: int, flush_ns: int) -> None:
+        sizes: list[int], gaps: list[int], index: bool, chunk_size: int, flush_ns: int,
+        batch: int) -> None:
+    """``batch`` 0: one add_message a message; else add_messages, ``batch`` at a time."""
     out = io.BytesIO()
     w = McapWriter(out, chunk_size=chunk_size, index=index, flush_ns=flush_ns)
     w.add_schema(1, "pkg/msg/A", "ros2msg", b"uint8[] a")
     w.add_channel(1, 1, "/a", "cdr")
     t, sent = 1_000, []
+    items = []
     for k, n in enumerate(sizes):
         t += gaps[k % len(gaps)]
-        w.add_message(1, t, bytes(n))
-        sent.append(t)
+        items.append((1, t, bytes(n)))
+    for k in range(0, len(items), batch or 1):
+        if batch:
+            w.add_messages(items[k:k + batch])
+        else:
+            w.add_message(*items[k])
+        sent += [it[1] for it in items[k:k + (batch or 1)]]
         assert w.buffered < chunk_size + 31 + 300  # never more than a limit and one message
         on_disk = written(out.getvalue())
         assert on_disk == sent[:len(on_disk)]  # what is out is whole and in order
