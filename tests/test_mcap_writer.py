@@ -20,11 +20,13 @@ MESSAGES = st.lists(st.tuples(st.integers(1, 3), st.integers(0, 2**63 - 1), st.b
 
 @settings(max_examples=60, deadline=None)
 @given(messages=MESSAGES, compression=st.sampled_from(["zstd", "lz4", ""]),
-       chunk_size=st.sampled_from([64, 1024, 1 << 20]))
+       chunk_size=st.sampled_from([64, 1024, 1 << 20]), index=st.booleans())
 def test_files_read_back_whole_by_the_mcap_readers(messages: list[tuple[int, int, bytes]],
-                                                   compression: str, chunk_size: int) -> None:
+                                                   compression: str, chunk_size: int,
+                                                   index: bool) -> None:
     out = io.BytesIO()
-    w = McapWriter(out, compression=compression, chunk_size=chunk_size, profile="ros2")
+    w = McapWriter(out, compression=compression, chunk_size=chunk_size, profile="ros2",
+                   index=index)
     w.add_metadata("fwbridge", {"port": "/dev/ttyUSB0"})
     w.add_schema(1, "pkg/msg/A", "ros2msg", b"int32 a")
     for channel in (1, 2, 3):
@@ -46,7 +48,10 @@ def test_files_read_back_whole_by_the_mcap_readers(messages: list[tuple[int, int
         c: n for c, n in counts.items() if n}
     assert summary.channels[2].metadata == {"k": "v"}
     assert [m.name for m in reader.iter_metadata()] == ["fwbridge"]
-    # through the chunk and message indexes, in log-time order, one topic at a time
+    # indexed: message and chunk indexes; compact: neither (the readers stream it)
+    assert len(summary.chunk_indexes) == (summary.statistics.chunk_count if index else 0)
+    assert all(c.message_index_offsets for c in summary.chunk_indexes)
+    # through the indexes (or streamed), in log-time order, one topic at a time
     got = [(ch.id, m.log_time, m.data, m.sequence)
            for _, ch, m in reader.iter_messages(log_time_order=True)]
     want = sorted(((c, t, d, s) for s, (c, t, d) in enumerate(messages)), key=lambda x: x[1])

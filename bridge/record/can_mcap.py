@@ -14,6 +14,9 @@ Channels (documented in docs/MCAP.md):
 - with ``extend`` (the CLI's recordings): ``/joint_states`` and the like, from
   the layer that knows ROS 2 (:mod:`fwbridge.bridge.record.serial_mcap`).
 
+Files are compact by default (no message or chunk indexes: under half the
+bytes; ``index=True`` for a file Foxglove seeks at any size; docs/MCAP.md).
+
 :class:`McapCanWriter` is a python-can ``MessageWriter`` for ``.mcap``, so
 ``open_writer``, ``can.Logger`` (hence ``python -m can.logger -f bus.mcap``) and
 the simulator's capture tap write MCAP; :class:`McapCanReader` and
@@ -23,9 +26,12 @@ the simulator's capture tap write MCAP; :class:`McapCanReader` and
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -82,22 +88,17 @@ def _frame_id_bytes(frame_id: str) -> bytes:
     return out + b"\0" * (-(8 + len(out)) % 4)  # the uint32 id aligns to 4
 
 
-def _packer(frame_id: str, _cache: dict[str, Any] = {}) -> Any:  # noqa: B006 - the cache
-    """One ``struct`` call per frame: the header and the frame_id are constants."""
-    pack = _cache.get(frame_id)
-    if pack is None:
+def _packer(frame_id: str, _cache: dict[str, Any] = {}) -> tuple[Any, bytes]:  # noqa: B006
+    """One ``struct`` call per frame: ``pack(sec, nsec, tail, id, rtr, ext, err, dlc, data)``,
+    the CDR header bound, ``tail`` the constant frame_id bytes (cached per name)."""
+    got = _cache.get(frame_id)
+    if got is None:
         if len(_cache) > 64:  # bounded: a few channel names in practice
             _cache.clear()
         tail = _frame_id_bytes(frame_id)
         fmt = struct.Struct(f"<4siI{len(tail)}sI???B8s")
-        head = _HEAD
-
-        def pack(sec: int, nsec: int, can_id: int, rtr: bool, ext: bool, err: bool, dlc: int,
-                 data: bytes) -> bytes:
-            return fmt.pack(head, sec, nsec, tail, can_id, rtr, ext, err, dlc, data)
-
-        _cache[frame_id] = pack
-    return pack
+        got = _cache[frame_id] = (functools.partial(fmt.pack, _HEAD), tail)
+    return got
 
 
 def encode_frame(msg: can.Message, frame_id: str = "") -> bytes:
@@ -107,8 +108,9 @@ def encode_frame(msg: can.Message, frame_id: str = "") -> bytes:
         ns = min(max(ns, 0), _MAX_NS)
     sec, nsec = divmod(ns, 1_000_000_000)
     rtr = msg.is_remote_frame
-    out: bytes = _packer(frame_id)(sec, nsec, msg.arbitration_id, rtr, msg.is_extended_id,
-                                   msg.is_error_frame, msg.dlc, b"" if rtr else bytes(msg.data))
+    pack, tail = _packer(frame_id)
+    out: bytes = pack(sec, nsec, tail, msg.arbitration_id, rtr, msg.is_extended_id,
+                      msg.is_error_frame, msg.dlc, b"" if rtr else bytes(msg.data))
     return out
 
 
@@ -131,78 +133,159 @@ def decode_frame(data: bytes, is_rx: bool = True) -> can.Message:
                        is_rx=is_rx)
 
 
+#: Distinct frames counted in a load window before they are folded into bits per ID.
+_DISTINCT = 4096
+#: Frames a batching recorder holds at most, and the message time after which it records them.
+BATCH_MAX, BATCH_SPAN = 1024, 0.1
+#: A file recorder's batch: a few ms of a saturated bus.
+BATCH = 64
+
+
 class CanRecorder:
     """Turns CAN frames (and state changes) into the channels of a :class:`Streams`.
 
     ``extend``: factories of more per-frame channels from a higher floor (the
     ROS 2 ``joint_states`` of :mod:`fwbridge.bridge.record.serial_mcap`), each
     called with the streams and then given every data frame (``on_message``).
+
+    ``batch``: frames are recorded ``batch`` at a time (and at least every
+    ``BATCH_SPAN`` seconds of message time, at a state change and at
+    :meth:`finish`): a frame's call is one list append, the work runs in one
+    loop. 1 (the default) records each frame as it comes (a live view).
+
+    The load's exact bits are worked out per distinct frame, not per frame:
+    a window counts each (ID, kind, DLC, data) once with how often it came
+    (at most ``_DISTINCT`` of them, then folded), so repeated frames (status
+    and feedback frames mostly repeat) cost one dict update each.
     """
 
     def __init__(self, streams: Streams, *, channel: str = "can0", bitrate: int | None = None,
-                 window: float = 1.0, extend: Sequence[Callable[[Streams], Any]] = ()) -> None:
+                 window: float = 1.0, extend: Sequence[Callable[[Streams], Any]] = (),
+                 batch: int = 1) -> None:
+        if not 1 <= batch <= BATCH_MAX:
+            raise CaptureError(f"batch {batch}: must be 1..{BATCH_MAX} frames")
         self.streams = streams
         self.channel_name = channel
         self.bitrate = bitrate
         self.window = window
-        self._log = {rx: streams.writer(streams.channel(spec)) for rx, spec in FRAMES.items()}
+        self.batch = batch
+        keys, self._log_many = streams.batch_logger([streams.channel(FRAMES[True]),
+                                                     streams.channel(FRAMES[False])])
+        self._keys = {True: keys[0], False: keys[1]}  # is_rx -> the frames' channel
         self._load = streams.channel(LOAD)
         self._state = streams.channel(STATE)
         self.extensions = [make(streams) for make in extend]
         self._packs: dict[Any, Any] = {}
-        self._end: float | None = None
+        self._pending: list[can.Message] = []
+        self._lock = threading.Lock()
+        self._due = -math.inf  # record the pending frames when a frame's time reaches it
+        self._end = -math.inf  # the open window's end; -inf: none yet (the first frame)
+        self._seen: dict[tuple[int, bool, bool, int, bytes], int] = {}  # frame -> count
         self._frames: dict[tuple[int, bool], int] = {}
         self._bits: dict[tuple[int, bool], int] = {}
         self.frames = 0
 
+    def _pack_for(self, channel: Any) -> Any:
+        if len(self._packs) > 64:
+            self._packs.clear()
+        pack = self._packs[channel] = _packer(
+            self.channel_name if channel is None else str(channel))
+        return pack
+
+    @property
+    def pending(self) -> int:
+        """Frames received and not yet recorded (fewer than ``batch``)."""
+        return len(self._pending)
+
     def on_message(self, msg: can.Message) -> None:
-        # encode_frame inlined (a hot path: 8,000 frames/s at 1 Mbit/s); tested equal to it
-        channel = msg.channel
-        pack = self._packs.get(channel)
-        if pack is None:
-            if len(self._packs) > 64:
-                self._packs.clear()
-            pack = self._packs[channel] = _packer(
-                self.channel_name if channel is None else str(channel))
-        ts = msg.timestamp
-        ns = round(ts * 1e9)
-        stamp = ns if 0 <= ns <= _MAX_NS else min(max(ns, 0), _MAX_NS)
-        can_id, ext, rtr, dlc = msg.arbitration_id, msg.is_extended_id, msg.is_remote_frame, msg.dlc
-        data = b"" if rtr else bytes(msg.data)
-        error = msg.is_error_frame
-        self._log[msg.is_rx](pack(stamp // 1_000_000_000, stamp % 1_000_000_000, can_id, rtr, ext,
-                                  error, dlc, data), ns)
-        self.frames += 1
-        if error:
+        pending = self._pending
+        pending.append(msg)
+        if len(pending) >= self.batch or msg.timestamp >= self._due:
+            self.drain()
+
+    def drain(self) -> None:
+        """Record the pending frames (in order)."""
+        with self._lock:  # against a stop or a state change from another thread
+            self._record_pending()
+
+    def _record_pending(self) -> None:
+        batch, self._pending = self._pending, []
+        if not batch:
             return
-        end = self._end
-        if end is None:
-            end = self._end = ts + self.window
-        if ts >= end:
-            end = self._emit()
-            if ts >= end + 10 * self.window:  # a jump in time: no run of empty windows
-                end = self._end = ts + self.window
-            while ts >= end:
-                end = self._emit()
-        for extension in self.extensions:
-            extension.on_message(msg)
-        key = (can_id, ext)
-        bits = frame_length(Frame(can_id, ext, rtr, dlc, data))
+        # encode_frame inlined (a hot path: 8,000 frames/s at 1 Mbit/s); tested equal to it
+        packs, keys, seen, extensions = self._packs, self._keys, self._seen, self.extensions
+        out: list[tuple[Any, int, bytes]] = []
+        put = out.append
+        for msg in batch:
+            pack = packs.get(msg.channel)
+            if pack is None:
+                pack = self._pack_for(msg.channel)
+            ts = msg.timestamp
+            ns = round(ts * 1e9)
+            stamp = ns if 0 <= ns <= _MAX_NS else min(max(ns, 0), _MAX_NS)
+            rtr = msg.is_remote_frame
+            data = b"" if rtr else bytes(msg.data)
+            can_id, ext, dlc, error = (msg.arbitration_id, msg.is_extended_id, msg.dlc,
+                                       msg.is_error_frame)
+            put((keys[msg.is_rx], ns, pack[0](stamp // 1_000_000_000, stamp % 1_000_000_000,
+                                             pack[1], can_id, rtr, ext, error, dlc, data)))
+            if error:
+                continue
+            if ts >= self._end or extensions:  # they log too: the frames before them first
+                self._log_many(out)
+                out = []
+                put = out.append
+                if ts >= self._end:
+                    self._roll(ts)
+                for extension in extensions:
+                    extension.on_message(msg)
+            key = (can_id, ext, rtr, dlc, data)
+            n = seen.get(key)
+            if n is not None:
+                seen[key] = n + 1
+            else:
+                seen[key] = 1
+                if len(seen) >= _DISTINCT:
+                    self._fold()
+        if out:
+            self._log_many(out)
+        self.frames += len(batch)
+        self._due = batch[-1].timestamp + BATCH_SPAN
+
+    def _roll(self, ts: float) -> None:
+        """Log the windows that ended by ``ts`` (the first frame: open the first window)."""
+        window = self.window
+        if self._end != -math.inf:
+            self._emit()
+            if ts < self._end + 10 * window:
+                while ts >= self._end:
+                    self._emit()
+                return
+        self._end = ts + window  # the first window, or a jump in time: no run of empty windows
+
+    def _fold(self) -> None:
+        """The distinct frames counted so far as frames and bits per ID."""
         frames, total = self._frames, self._bits
-        if key in frames:
-            frames[key] += 1
-            total[key] += bits
-        else:
-            frames[key] = 1
-            total[key] = bits
+        for (can_id, ext, rtr, dlc, data), n in self._seen.items():
+            key = (can_id, ext)
+            bits = n * frame_length(Frame(can_id, ext, rtr, dlc, data))
+            if key in frames:
+                frames[key] += n
+                total[key] += bits
+            else:
+                frames[key] = n
+                total[key] = bits
+        self._seen.clear()
 
     def on_state(self, node: str, old: str, new: str, tec: int, rec: int, ts: float) -> None:
         body = {"node": node, "old": old, "new": new, "tec": tec, "rec": rec}
-        self.streams.log(self._state, json.dumps(body).encode(), round(ts * 1e9))
+        with self._lock:
+            self._record_pending()  # the frames before it first
+            self.streams.log(self._state, json.dumps(body).encode(), round(ts * 1e9))
 
-    def _emit(self) -> float:
-        """Log the window ending at ``_end``; return the next window's end."""
-        assert self._end is not None
+    def _emit(self) -> None:
+        """Log the window ending at ``_end``; the next window ends one window later."""
+        self._fold()
         window, rate = self.window, self.bitrate
         total = sum(self._bits.values())
         ids = {}
@@ -218,34 +301,40 @@ class CanRecorder:
         self._frames.clear()
         self._bits.clear()
         self._end += window
-        return self._end
 
     def finish(self) -> None:
-        """The last (partial) load window."""
-        if self._frames and self._end is not None:
-            self._emit()
+        """The pending frames, the last (partial) load window."""
+        with self._lock:
+            self._record_pending()
+            if (self._frames or self._seen) and self._end != -math.inf:
+                self._emit()
 
 
 class McapCanWriter(MessageWriter):
     """python-can writer for ``.mcap``: frames, load per ID and state changes (see module).
 
     ``live``: also serve them to a live view (a Foxglove sink); ``file`` None
-    (or "") with a ``live`` sink: the live view alone.
+    (or "") with a ``live`` sink: the live view alone. ``index``: message and
+    chunk indexes (seekable by time in Foxglove, any size) instead of the
+    compact layout (a third of the bytes; Foxglove opens it unindexed, up to
+    1 GiB: about 3 hours of a saturated 1 Mbit/s bus). See docs/MCAP.md.
     """
 
     def __init__(self, file: str | os.PathLike[str], bitrate: int | None = None,
                  channel: str = "can0", compression: str = "zstd",
                  extend: Sequence[Callable[[Streams], Any]] = (), live: Any = None,
-                 **kwargs: Any) -> None:
+                 index: bool = False, **kwargs: Any) -> None:
         self.file = file
         sinks: list[Any] = []
         if file:
-            sinks.append(McapSink(file, compression=compression,
+            sinks.append(McapSink(file, compression=compression, index=index,
                                   metadata={"source": "fwbridge CAN capture"}))
         if live is not None:
             sinks.append(live)
         self.streams = Streams(sinks)
-        self.recorder = CanRecorder(self.streams, channel=channel, bitrate=bitrate, extend=extend)
+        # frames in batches, unless a live view shows them as they come
+        self.recorder = CanRecorder(self.streams, channel=channel, bitrate=bitrate, extend=extend,
+                                    batch=1 if live is not None else BATCH)
 
     def on_message_received(self, msg: can.Message) -> None:
         self.recorder.on_message(msg)

@@ -8,10 +8,11 @@ So a file and a live view carry the same topics, schemas and bytes.
 
 An MCAP file is finalised (summary, indexes) by :meth:`McapSink.close`,
 which every recording verb calls from a ``finally`` (idempotent, so a signal
-handler may call it too). Between closes a chunk is written out at least
-every ``flush_interval`` seconds of message time, so a file cut by a crash
-(SIGKILL, power loss) reads up to its last whole chunk: :func:`read_mcap`
-falls back from the index to reading the records in order.
+handler may call it too). A chunk is written out once its messages span
+``flush_interval`` seconds of message time (or reach ``chunk_size``), so a
+file cut by a crash (SIGKILL, power loss) reads up to its last whole chunk:
+:func:`read_mcap` falls back from the index to reading the records in order
+(as it reads a compact file, which has no index).
 
 The ``mcap`` package (the ``mcap`` extra) is imported only when a file is
 opened, ``foxglove-sdk`` (the ``foxglove`` extra) only when a live view starts.
@@ -112,11 +113,16 @@ def is_mcap(path: str | os.PathLike[str]) -> bool:
 
 
 class McapSink:
-    """A new MCAP file: chunked, indexed (message, chunk, statistics) and compressed.
+    """A new MCAP file: chunked, compressed, with its summary (statistics, schemas, channels).
 
     Thread-safe; :meth:`close` is idempotent and finalises the file. Channels
     are registered on first use. ``compression`` is ``"zstd"``, ``"lz4"`` or
-    ``"none"``. Written by :class:`~fwbridge.bridge.record.mcap_writer.McapWriter`.
+    ``"none"``. ``index``: message and chunk indexes (seekable by time), or
+    not (``False``, compact: a third of the bytes of a CAN recording; see
+    :mod:`~fwbridge.bridge.record.mcap_writer`). A chunk is closed at ``chunk_size``
+    bytes or once its messages span ``flush_interval`` seconds. Written
+    by :class:`~fwbridge.bridge.record.mcap_writer.McapWriter`. Messages carry
+    sequence 0 ("not relevant" in the spec): a file loses none between two.
     """
 
     def __init__(
@@ -129,12 +135,15 @@ class McapSink:
         profile: str = "ros2",
         metadata: dict[str, str] | None = None,
         stream: IO[bytes] | None = None,
+        index: bool = True,
     ) -> None:
         from fwbridge.bridge.record.mcap_writer import McapWriter
 
         kinds = {"zstd": "zstd", "lz4": "lz4", "none": ""}
         if compression not in kinds:
             raise McapError(f"compression {compression!r}: use zstd, lz4 or none")
+        if not 0 < flush_interval < 1e9:
+            raise McapError(f"flush interval {flush_interval!r} s: must be positive")
         self.path = Path(path)
         try:
             # ``stream``: an open file to write instead (a file moved into place later).
@@ -144,7 +153,8 @@ class McapSink:
             raise McapError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
         try:
             self._writer: Any = McapWriter(self._stream, compression=kinds[compression],
-                                           chunk_size=chunk_size, profile=profile)
+                                           chunk_size=chunk_size, profile=profile, index=index,
+                                           flush_ns=int(flush_interval * 1e9))
         except ImportError:
             self._stream.close()
             raise McapError(INSTALL_HINT) from None
@@ -152,10 +162,7 @@ class McapSink:
             self._writer.add_metadata("fwbridge", metadata)
         self._schemas: dict[tuple[str, str], int] = {}
         self._channels = 0
-        self._flush_ns = int(flush_interval * 1e9)
-        self._next_flush: int | None = None
         self._lock = threading.Lock()
-        self.messages = 0
 
     def add_channel(self, spec: ChannelSpec) -> int:
         with self._lock:
@@ -177,14 +184,20 @@ class McapSink:
             writer = self._writer
             if writer is None:
                 return  # closed while another thread still recorded: drop, don't crash
-            writer.add_message(handle, log_time_ns, data, self.messages)
-            self.messages += 1
-            nxt = self._next_flush
-            if nxt is None:
-                self._next_flush = log_time_ns + self._flush_ns
-            elif log_time_ns >= nxt:
-                writer.flush()  # a whole chunk on disk: what a crash keeps
-                self._next_flush = log_time_ns + self._flush_ns
+            writer.add_message(handle, log_time_ns, data)
+
+    def log_many(self, items: list[tuple[Any, int, bytes]]) -> None:
+        """Messages (handle, log time, data) in order, under one lock (a recorder's batch)."""
+        with self._lock:
+            writer = self._writer
+            if writer is not None:  # else closed while another thread still recorded
+                writer.add_messages(items)
+
+    @property
+    def buffered(self) -> int:
+        """Bytes not yet on disk (the open chunk, before compression)."""
+        with self._lock:
+            return 0 if self._writer is None else int(self._writer.buffered)
 
     def close(self) -> None:
         """Write the last chunk, the indexes and the summary; close the file. Idempotent."""
@@ -301,6 +314,20 @@ class Streams:
             return functools.partial(sink.log, handle)
         return functools.partial(self.log, channel)
 
+    def batch_logger(self, channels: list[int]
+                     ) -> tuple[list[Any], Callable[[list[tuple[Any, int, bytes]]], None]]:
+        """For a batch of messages on ``channels``: their keys and the function that logs
+        ``[(key, log time, data), ...]`` in order (one sink call for a lone MCAP file)."""
+        if len(self.sinks) == 1 and hasattr(self.sinks[0], "log_many"):
+            many: Callable[[list[tuple[Any, int, bytes]]], None] = self.sinks[0].log_many
+            return [self._handles[c][0] for c in channels], many
+
+        def each(items: list[tuple[Any, int, bytes]]) -> None:
+            for channel, log_time_ns, data in items:
+                self.log(channel, data, log_time_ns)
+
+        return list(channels), each
+
     def close(self) -> None:
         """Close every sink once (files finalised); safe from finally blocks and handlers."""
         with self._lock:
@@ -324,9 +351,10 @@ class McapTruncated(McapError, CaptureTruncated):
 def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
               *, on_error: Callable[[str], Any] | None = None,
               channels: set[str] | None = None) -> Iterator[McapRecord]:
-    """The messages of an MCAP file in log-time order (file order for a cut file).
+    """The messages of an MCAP file in log-time order (file order for a cut or compact file).
 
-    A file without its summary (a recorder killed mid-run) is read record by
+    A compact file (no chunk indexes: CAN recordings) is read record by
+    record, as recorded. A file without its summary (a recorder killed mid-run) is read record by
     record up to its last whole chunk, then :class:`McapTruncated` names the
     file and where it was cut; a damaged one (bad CRC, a chunk that does not
     decompress, a broken record) gives its messages up to the damage, then
@@ -379,7 +407,7 @@ def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
                 why = f"corrupt MCAP after {count} messages: {_why(exc)}"
                 damaged(why, McapError(f"{p}: {why}"))
             return
-        stream.seek(0)
+        stream.seek(0)  # compact (a summary without chunk indexes) or cut (no summary)
         yield from _recover(p, stream, StreamReader(stream, skip_magic=False, validate_crcs=True,
                                                  record_size_limit=RECORD_LIMIT), wanted,
                             damaged, channels)
