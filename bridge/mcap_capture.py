@@ -40,6 +40,7 @@ from fwbridge.bridge.config import Calibration
 from fwbridge.bridge.odometry import Odometry, OdometryIntegrator
 from fwbridge.can_bus.mcap_io import ChannelSpec, McapError, McapSink, Sink, Streams, read_mcap
 from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.engine import receiver_for
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "JointStates", "SerialCapture",
@@ -152,7 +153,7 @@ class SerialRecorder:
         for direction, kind in ((RX, rx), (TX, tx)):
             if kind is not None:
                 codec = odom_frame.CODEC if kind == "odom" else cmd_frame.CODEC
-                self._receivers[direction] = (kind, Sum8Receiver(codec))
+                self._receivers[direction] = (kind, receiver_for(codec))
         self.integrator = OdometryIntegrator(calibration)
         self.integrate = integrate
         self._ros: dict[str, int] = {}
