@@ -84,6 +84,12 @@ if TYPE_CHECKING:
     from fwbridge.protocols.crc import (
         preset_names as preset_names,
     )
+    from fwbridge.protocols.engine import (
+        codec_for as codec_for,
+    )
+    from fwbridge.protocols.engine import (
+        receiver_for as receiver_for,
+    )
     from fwbridge.protocols.errors import (
         ArmError as ArmError,
     )
@@ -228,6 +234,7 @@ __all__ = [
     "Sum8Received",
     "Sum8Receiver",
     "TrailerError",
+    "codec_for",
     "crc16",
     "crc_function",
     "decode_columns",
@@ -241,6 +248,7 @@ __all__ = [
     "parse_hex",
     "parse_pacing",
     "preset_names",
+    "receiver_for",
     "section_header",
     "to_hex",
 ]
@@ -258,6 +266,8 @@ _EXPORTS = {
     "ServoEntry": "fwbridge.protocols.action_group",
     "Step": "fwbridge.protocols.action_group",
     "Sum8Codec": "fwbridge.protocols.sum8",
+    "codec_for": "fwbridge.protocols.engine",
+    "receiver_for": "fwbridge.protocols.engine",
     "ActionReceived": "fwbridge.protocols.action_receiver",
     "ActionReceiver": "fwbridge.protocols.action_receiver",
     "Rejected": "fwbridge.protocols.action_receiver",

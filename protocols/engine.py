@@ -214,13 +214,24 @@ class FloatFields:
 
     @property
     def nonfinite(self) -> tuple[str, ...]:
-        """Names of the fields that are NaN or infinite (empty when all finite)."""
+        """Names of the fields that are NaN or infinite (empty when all finite).
+
+        :func:`record_type` replaces this with one compiled for the record's fields.
+        """
         names = self.__match_args__
-        values = [getattr(self, n) for n in names]
-        isfinite = math.isfinite
-        if all(map(isfinite, values)):  # the hot case
-            return ()
-        return tuple(n for n, v in zip(names, values) if not isfinite(v))
+        return tuple(n for n in names if not math.isfinite(getattr(self, n)))
+
+
+def _nonfinite_property(names: tuple[str, ...]) -> property:
+    """``nonfinite`` for these fields: one ``isfinite`` per field, no tuple when all are
+    finite (the hot case: code asks per frame)."""
+    fields = ", ".join(f"self.{n}" for n in names)
+    test = " and ".join(f"_f(self.{n})" for n in names)
+    src = (f"def nonfinite(self):\n    if {test}:\n        return ()\n"
+           f"    return tuple(n for n, v in zip(_names, ({fields},)) if not _f(v))")
+    env: dict[str, Any] = {"_f": math.isfinite, "_names": names}
+    exec(src, env)  # as dataclasses generate __init__; names are identifiers (the loader checks)
+    return property(env["nonfinite"], doc=FloatFields.nonfinite.__doc__)
 
 
 _PY_TYPES: dict[str, type] = {"bytes": bytes, "f32": float, "f64": float}
@@ -250,8 +261,10 @@ def record_type(desc: FrameDescription, name: str, *, base: type | tuple[type, .
     if defaults:
         raise ConfigError(f"{desc.name}: defaults for no such field: {', '.join(defaults)}")
     bases = base if isinstance(base, tuple) else (base,)
-    cls = make_dataclass(name, specs, bases=bases, frozen=True, slots=True,
-                         namespace={"__doc__": doc or desc.doc or f"A {desc.name} frame."})
+    namespace: dict[str, Any] = {"__doc__": doc or desc.doc or f"A {desc.name} frame."}
+    if any(issubclass(b, FloatFields) for b in bases):
+        namespace["nonfinite"] = _nonfinite_property(tuple(s[0] for s in specs))
+    cls = make_dataclass(name, specs, bases=bases, frozen=True, slots=True, namespace=namespace)
     cls.__module__ = module or __name__
     cls.__qualname__ = name
     return cls
