@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.engine import receiver_for
 from fwbridge.protocols.description import FrameDescription, load
+from fwbridge.protocols.engine import receiver_for
 from fwbridge.protocols.frame_codec import FrameCodec
 from tests.c_harness import build, check, reencode, run_receiver
 from tests.conftest import FIXTURES
