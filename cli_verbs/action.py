@@ -113,10 +113,11 @@ _COLUMNS = ("machine", "type", "sub", "length", "defects", "data")
 
 
 def _make_receiver(opts: dict[str, Any]) -> ActionReceiver:
-    from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
+    from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH
+    from fwbridge.protocols.engine import action_receiver
 
     try:
-        return ActionReceiver(
+        return action_receiver(
             crc=opts.get("crc") or DEFAULT_CRC,
             relaxed=bool(opts.get("relaxed", False)),
             max_length=opts.get("max_length", DEFAULT_MAX_LENGTH),

@@ -130,9 +130,10 @@ def _sum8_row(item: Any) -> dict[str, Any]:
 
 
 def _sum8_receiver(codec: Sum8Codec[Any]) -> Sum8Receiver[Any]:
-    from fwbridge.protocols.sum8_receiver import Sum8Receiver
+    from fwbridge.protocols.engine import receiver_for
 
-    return Sum8Receiver(codec)
+    rx: Sum8Receiver[Any] = receiver_for(codec)
+    return rx
 
 
 class _Decoders(dict[str, Decoder]):

@@ -174,9 +174,9 @@ class FrameTap:
         self.base = 0
         self.codec: Any = None
         if desc.length is not None:
-            from fwbridge.protocols.frame_codec import FrameCodec
+            from fwbridge.protocols.engine import codec_for
 
-            self.codec = FrameCodec(desc)
+            self.codec = codec_for(desc)
 
     def feed(self, chunk: bytes) -> None:
         self.window += chunk

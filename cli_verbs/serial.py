@@ -54,7 +54,7 @@ from fwbridge.cli_verbs.link import (
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import FLOAT32, RATE, SPEED, TIMEOUT_MAX, Finite
 from fwbridge.protocols import cmd_frame, odom_frame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine import receiver_for
 
 __all__ = ["ports_cmd", "record_cmd", "replay_cmd", "send_group", "sniff_cmd"]
 
@@ -491,7 +491,7 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
 
 def _carries_commands(packets: list[Any]) -> bool:
     """True when the first 64 KiB of the packets hold velocity-command frames."""
-    rx = Sum8Receiver(cmd_frame.CODEC)
+    rx = receiver_for(cmd_frame.CODEC)
     seen = 0
     for packet in packets:
         if rx.feed(packet.data):

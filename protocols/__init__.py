@@ -84,6 +84,12 @@ if TYPE_CHECKING:
     from fwbridge.protocols.crc import (
         preset_names as preset_names,
     )
+    from fwbridge.protocols.engine import (
+        codec_for as codec_for,
+    )
+    from fwbridge.protocols.engine import (
+        receiver_for as receiver_for,
+    )
     from fwbridge.protocols.errors import (
         ArmError as ArmError,
     )

@@ -15,7 +15,8 @@ Choices (PROTOCOLS.md marks them):
   CRC-16/CCITT-FALSE by default, any crcmod predefined CRC-16 by name
   (:mod:`protocols.crc`).
 
-The construct schema (:func:`schema`) is the source of truth; :func:`encode`
+The description, ``protocols/frames/action.toml``, is the source of truth:
+the construct schema (:func:`schema`) is built from it, and :func:`encode`
 and :func:`decode` are a ``struct`` fast path the tests compare with it byte
 for byte (:func:`encode_with_schema`, :func:`decode_with_schema`). Unknown
 instruction types and sub-commands decode to plain ints, never an error.
@@ -41,6 +42,7 @@ from fwbridge.protocols.errors import (
     LengthError,
     TrailerError,
 )
+from fwbridge.protocols.frame_codec import schema_of
 from fwbridge.protocols.sum8 import fast_constructor
 
 __all__ = [
@@ -195,7 +197,12 @@ def schema(crc: str = DEFAULT_CRC, relaxed: bool = False) -> Struct:
     as a plain uint16), for the patent's worked example and similar captures.
     """
     crc_function(crc)  # the frame's CRC field has two bytes: CRC-16 presets only
-    # Built from protocols/frames/action.toml, the same description as user frames.
+    # Built from protocols/frames/action.toml, the same description as user frames; with
+    # the description's own CRC, the very schema its generic codec uses.
+    assert DESCRIPTION.checksum is not None
+    if crc == DESCRIPTION.checksum.algorithm and not relaxed:
+        default: Struct = schema_of(DESCRIPTION)
+        return default
     return build_schema(DESCRIPTION, algorithm_name=crc, relaxed=relaxed)
 
 

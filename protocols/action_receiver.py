@@ -1,5 +1,10 @@
 """Sans-I/O receiver for action frames (PROTOCOLS.md 3).
 
+The receiver :func:`fwbridge.protocols.engine.receiver_for` picks for a
+description with the action frame's layout (``engine.action_receiver`` adds
+the link's options); the tests hold it to the generic length-directed
+receiver of the same description.
+
 Length-directed: a header is a candidate, its length field says where the
 trailer must be, and the candidate is accepted when the trailer and the CRC
 are right there. Data holding ``FD DF`` or ``FE EF`` is therefore fine (the

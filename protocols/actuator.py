@@ -27,8 +27,8 @@ from construct import ConstructError
 
 from fwbridge.protocols.action_frame import SubCommand, as_sub_command
 from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.description_schema import build_schema
 from fwbridge.protocols.errors import FieldValueError, LengthError
+from fwbridge.protocols.frame_codec import schema_of
 
 __all__ = ["DESCRIPTION", "SCHEMA", "SIZE", "ActuatorStruct", "Fault", "decode",
            "decode_with_schema", "encode", "encode_with_schema", "fine_position",
@@ -82,7 +82,7 @@ DESCRIPTION = builtin("actuator")  # protocols/frames/actuator.toml
 _FIELDS = DESCRIPTION.field_names
 _STRUCT = struct.Struct("<bBBBBBBB")
 
-SCHEMA = build_schema(DESCRIPTION)
+SCHEMA = schema_of(DESCRIPTION)  # the description's, as its generic codec has it
 
 
 def _values(value: ActuatorStruct) -> tuple[int, ...]:

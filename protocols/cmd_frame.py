@@ -1,16 +1,16 @@
 """Velocity-command frame, host -> firmware, 15 bytes (PROTOCOLS.md 2, seed 002).
 
-``AA 55 | vx f32 | vy f32 | wz f32 | sum8``, floats little-endian. NaN and
-infinity are handled as in :mod:`protocols.odom_frame`.
+``AA 55 | vx f32 | vy f32 | wz f32 | sum8``, floats little-endian. The
+record type, codec and schema come from ``protocols/frames/cmd.toml``;
+NaN and infinity are handled as in :mod:`protocols.odom_frame`.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.frame_codec import sum8_codec
+from fwbridge.protocols.engine import FloatFields, record_type, sum8_codec
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "ZERO", "CmdFrame",
@@ -20,30 +20,25 @@ __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "ZERO", "CmdFrame
 DESCRIPTION = builtin("cmd")  # protocols/frames/cmd.toml
 FIELDS = DESCRIPTION.field_names  # wire order: vx, vy, wz
 
+if TYPE_CHECKING:
+    # For the type checker only: the class below is made from the description at run time
+    # (tests/test_sum8_codec.py holds these annotations to the description's fields).
+    from dataclasses import dataclass
 
-@dataclass(frozen=True, slots=True)
-class CmdFrame:
-    """Requested body velocities: vx, vy in m/s, wz in rad/s."""
+    @dataclass(frozen=True, slots=True)
+    class CmdFrame(FloatFields):
+        """Requested body velocities: vx, vy in m/s, wz in rad/s."""
 
-    vx: float = 0.0
-    vy: float = 0.0
-    wz: float = 0.0
-
-    @property
-    def nonfinite(self) -> tuple[str, ...]:
-        """Names of the fields that are NaN or infinite (empty when all finite)."""
-        isfinite = math.isfinite  # the all-finite case is the hot one: receivers ask per frame
-        if isfinite(self.vx) and isfinite(self.vy) and isfinite(self.wz):
-            return ()
-        values = (self.vx, self.vy, self.wz)
-        return tuple(k for k, v in zip(FIELDS, values) if not isfinite(v))
-
-
-def _values(frame: CmdFrame) -> tuple[float, ...]:
-    return (frame.vx, frame.vy, frame.wz)
+        vx: float = 0.0
+        vy: float = 0.0
+        wz: float = 0.0
+else:
+    CmdFrame = record_type(DESCRIPTION, "CmdFrame", base=FloatFields, module=__name__,
+                           defaults=dict.fromkeys(FIELDS, 0.0),
+                           doc="Requested body velocities: vx, vy in m/s, wz in rad/s.")
 
 
-CODEC: Sum8Codec[CmdFrame] = sum8_codec(DESCRIPTION, CmdFrame, _values)
+CODEC: Sum8Codec[CmdFrame] = sum8_codec(DESCRIPTION, CmdFrame)
 SIZE = CODEC.size  # 15
 ZERO = CmdFrame()
 
@@ -59,7 +54,8 @@ def decode(data: bytes | bytearray | memoryview) -> CmdFrame:
 
 
 def __getattr__(name: str) -> object:
-    """``SCHEMA``, the construct schema, built on first use (construct loads slowly)."""
+    """``SCHEMA``, the description's construct schema, built on first use (construct loads
+    slowly)."""
     if name == "SCHEMA":
         return CODEC.schema
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

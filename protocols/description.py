@@ -1,10 +1,9 @@
 """Frame descriptions: one TOML file says what a frame looks like on the wire.
 
 From a :class:`FrameDescription` fwbridge builds the construct schema
-(:mod:`fwbridge.protocols.description_schema`), a codec with a ``struct``
-fast path (:mod:`fwbridge.protocols.frame_codec`), receivers
-(:mod:`fwbridge.protocols.frame_receiver`), and, in ``codegen/``, C code, a
-Wireshark dissector and a DBC. ``docs/FRAMES.md`` documents the format.
+(:mod:`fwbridge.protocols.description_schema`), its codec and receiver
+through one factory (:mod:`fwbridge.protocols.engine`), and, in
+``codegen/``, C code, a Wireshark dissector and a DBC. ``docs/FRAMES.md`` documents the format.
 
 A description with an error is refused with one :class:`DescriptionError`
 naming the file, the line and the key. tomllib gives no line numbers, so

@@ -1,4 +1,7 @@
-"""The construct schema of a frame description: the declarative source of truth.
+"""The construct schema of a frame description (the description is the source of truth).
+
+Every codec's schema is built here, the built-ins' included, one per
+description (:func:`fwbridge.protocols.frame_codec.schema_of`).
 
 Shape: a description with neither header, trailer nor checksum (a CAN
 payload) is a flat ``Struct`` of its fields. Any other is

@@ -19,22 +19,20 @@ import enum
 import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, Generic, Literal, NamedTuple, TypeVar, cast
 
 from fwbridge.protocols.checksums import algorithm
 from fwbridge.protocols.description import FieldSpec, FrameDescription
 from fwbridge.protocols.errors import (
     ChecksumError,
-    ConfigError,
     FieldValueError,
     HeaderError,
     LengthError,
     TrailerError,
 )
-from fwbridge.protocols.sum8 import HEADER as SUM8_HEADER
-from fwbridge.protocols.sum8 import Sum8Codec
 
-__all__ = ["FrameCodec", "Received", "Segment", "frame_class", "label_enum", "sum8_codec"]
+__all__ = ["FrameCodec", "Received", "Segment", "frame_class", "label_enum", "schema_of"]
 
 
 class Received(NamedTuple):
@@ -43,29 +41,17 @@ class Received(NamedTuple):
     offset: int
     frame: Any
 
+
 T = TypeVar("T")
 
 
-def sum8_codec(desc: FrameDescription, cls: type[T],
-               values: Callable[[T], tuple[float, ...]]) -> Sum8Codec[T]:
-    """The hand-specialised sum-8 codec for a description it fits, with its schema.
+@lru_cache(maxsize=64)
+def schema_of(desc: FrameDescription) -> Any:
+    """The construct schema of a description, one per description (built on first use).
 
-    Its fast path assumes ``AA 55``, float32 little-endian fields and sum-8
-    over them; a description that says otherwise is refused here, so the
-    description and the fast path cannot drift apart.
+    The description is the source of truth; this is the one place a codec's
+    schema comes from. construct loads here, on first use.
     """
-    ck = desc.checksum
-    if (desc.header != SUM8_HEADER or desc.trailer or desc.length or ck is None
-            or ck.algorithm != "sum8" or ck.span != "payload"
-            or any(f.type != "f32" or f.byte_order != "little" or f.scaled for f in desc.fields)):
-        raise ConfigError(f"{desc.source}: not an AA 55 / float32 LE / sum-8 frame")
-    codec = Sum8Codec(desc.name, desc.field_names, cls, values)
-    codec.schema_factory = lambda: _schema(desc)
-    return codec
-
-
-def _schema(desc: FrameDescription) -> Any:
-    """The construct schema of a description (construct loads here, on first use)."""
     from fwbridge.protocols.description_schema import build_schema
 
     return build_schema(desc)
@@ -283,7 +269,7 @@ class FrameCodec(Generic[T]):
     def schema(self) -> Any:
         """The construct schema of the description, built on first use."""
         if self._schema is None:
-            self._schema = _schema(self.desc)
+            self._schema = schema_of(self.desc)
         return self._schema
 
     def decode_with_schema(self, data: bytes | bytearray | memoryview) -> Any:

@@ -4,6 +4,10 @@
 little-endian (the STM32's union byte order) and yaw in **degrees**, as the
 seed's host multiplies it by D2R.
 
+Everything here comes from the description, ``protocols/frames/odom.toml``:
+the record type's fields, the codec and its construct schema
+(:mod:`fwbridge.protocols.engine`).
+
 NaN and infinity: :func:`decode` accepts them (they are what the wire said)
 and reports them through :attr:`OdomFrame.nonfinite`; receivers count such
 frames. :func:`encode` refuses them unless ``allow_nonfinite=True``.
@@ -12,10 +16,10 @@ frames. :func:`encode` refuses them unless ``allow_nonfinite=True``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.frame_codec import sum8_codec
+from fwbridge.protocols.engine import FloatFields, record_type, sum8_codec
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "OdomFrame", "decode",
@@ -26,13 +30,10 @@ DESCRIPTION = builtin("odom")  # protocols/frames/odom.toml
 FIELDS = DESCRIPTION.field_names  # wire order: vx, vy, wz, yaw_deg
 
 
-@dataclass(frozen=True, slots=True)
-class OdomFrame:
-    """Body velocities (m/s, rad/s) and the firmware's yaw in degrees."""
+class OdomProperties(FloatFields):
+    """What an odometry record has besides its fields."""
 
-    vx: float
-    vy: float
-    wz: float
+    __slots__ = ()
     yaw_deg: float
 
     @property
@@ -40,23 +41,27 @@ class OdomFrame:
         """Yaw in radians (the seed's ``th *= D2R``)."""
         return math.radians(self.yaw_deg)
 
-    @property
-    def nonfinite(self) -> tuple[str, ...]:
-        """Names of the fields that are NaN or infinite (empty when all finite)."""
-        isfinite = math.isfinite  # the all-finite case is the hot one: receivers ask per frame
-        if isfinite(self.vx) and isfinite(self.vy) and isfinite(self.wz) and isfinite(
-            self.yaw_deg
-        ):
-            return ()
-        values = (self.vx, self.vy, self.wz, self.yaw_deg)
-        return tuple(k for k, v in zip(FIELDS, values) if not isfinite(v))
+
+if TYPE_CHECKING:
+    # For the type checker only: the class below is made from the description at run time
+    # (tests/test_sum8_codec.py holds these annotations to the description's fields).
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, slots=True)
+    class OdomFrame(OdomProperties):
+        """Body velocities (m/s, rad/s) and the firmware's yaw in degrees."""
+
+        vx: float
+        vy: float
+        wz: float
+        yaw_deg: float
+else:
+    OdomFrame = record_type(
+        DESCRIPTION, "OdomFrame", base=OdomProperties, module=__name__,
+        doc="Body velocities (m/s, rad/s) and the firmware's yaw in degrees.")
 
 
-def _values(frame: OdomFrame) -> tuple[float, ...]:
-    return (frame.vx, frame.vy, frame.wz, frame.yaw_deg)
-
-
-CODEC: Sum8Codec[OdomFrame] = sum8_codec(DESCRIPTION, OdomFrame, _values)
+CODEC: Sum8Codec[OdomFrame] = sum8_codec(DESCRIPTION, OdomFrame)
 SIZE = CODEC.size  # 19
 
 
@@ -71,7 +76,8 @@ def decode(data: bytes | bytearray | memoryview) -> OdomFrame:
 
 
 def __getattr__(name: str) -> object:
-    """``SCHEMA``, the construct schema, built on first use (construct loads slowly)."""
+    """``SCHEMA``, the description's construct schema, built on first use (construct loads
+    slowly)."""
     if name == "SCHEMA":
         return CODEC.schema
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

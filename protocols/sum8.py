@@ -1,9 +1,11 @@
-"""Fixed-length frames of seed 002: ``AA 55``, float32 LE fields, sum-8.
+"""The sum-8 specialisation of the codec: ``AA 55``, float32 LE fields, sum-8.
 
-One :class:`Sum8Codec` per frame family (odometry, command). The construct
-schema is the declarative source of truth; ``encode``/``decode`` use a
-``struct`` fast path that the tests compare byte for byte with the schema
-(``encode_with_schema``/``decode_with_schema``).
+:class:`Sum8Codec` is the codec :func:`fwbridge.protocols.engine.codec_for`
+picks for a description of that shape (the odometry and command frames): a
+:class:`~fwbridge.protocols.frame_codec.FrameCodec` whose ``encode``,
+``decode`` and ``check`` are one ``struct`` call and a byte sum. Everything
+else, the construct schema included, is the generic codec's, built from
+the same description; the tests hold the two paths to the same bytes.
 """
 
 from __future__ import annotations
@@ -11,15 +13,20 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from operator import attrgetter
+from typing import Any, TypeVar, overload
 
-from fwbridge.protocols.errors import ChecksumError, FieldValueError, HeaderError, LengthError
+from fwbridge.protocols.description import FrameDescription
+from fwbridge.protocols.errors import (
+    ChecksumError,
+    ConfigError,
+    FieldValueError,
+    HeaderError,
+    LengthError,
+)
+from fwbridge.protocols.frame_codec import FrameCodec
 
-# construct loads with the schema, on first use: `fwbridge encode` starts without it.
-if TYPE_CHECKING:
-    from construct import Struct
-
-__all__ = ["HEADER", "Sum8Codec", "build_schema", "fast_constructor", "sum8"]
+__all__ = ["HEADER", "Sum8Codec", "fast_constructor", "fits_sum8", "sum8"]
 
 HEADER = b"\xaa\x55"
 
@@ -32,16 +39,14 @@ def sum8(data: bytes | bytearray | memoryview) -> int:
     return sum(data) & 0xFF
 
 
-def build_schema(fields: Sequence[str]) -> Struct:
-    """The construct schema: header, float32 LE fields, sum-8 over the fields."""
-    from construct import Checksum, Const, Float32l, Int8ul, RawCopy, Struct, this
-
-    body = Struct(*(name / Float32l for name in fields))
-    return Struct(
-        "header" / Const(HEADER),
-        "body" / RawCopy(body),
-        "checksum" / Checksum(Int8ul, sum8, this.body.data),
-    )
+def fits_sum8(desc: FrameDescription) -> bool:
+    """True when ``desc`` is an ``AA 55`` / float32 LE / sum-8-over-the-fields frame."""
+    ck = desc.checksum
+    return (desc.header == HEADER and not desc.trailer and desc.length is None
+            and ck is not None and ck.algorithm == "sum8" and ck.span == "payload"
+            and bool(desc.fields)
+            and all(f.type == "f32" and f.byte_order == "little" and not f.scaled
+                    for f in desc.fields))
 
 
 @overload
@@ -79,42 +84,36 @@ def fast_constructor(
     return make
 
 
-class Sum8Codec(Generic[T]):
-    """Encoder/decoder of one fixed-length sum-8 frame family.
+def _getter(names: Sequence[str]) -> Callable[[Any], tuple[float, ...]]:
+    """``frame -> its field values``, one C call (``attrgetter``) for two fields or more."""
+    if len(names) > 1:
+        get: Callable[[Any], tuple[float, ...]] = attrgetter(*names)
+        return get
+    one = attrgetter(names[0])
+    return lambda frame: (one(frame),)
 
-    ``cls`` is the frozen, slotted dataclass of the decoded value, its fields
-    in wire order; ``values`` takes them back out of an instance.
+
+class Sum8Codec(FrameCodec[T]):
+    """The codec of one ``AA 55`` / float32 LE / sum-8 description, ``struct`` fast.
+
+    ``cls`` is the class of decoded frames (by default the generic codec's),
+    its fields in wire order; ``values`` takes them back out of an instance
+    (by default an ``attrgetter`` of the fields). Get one through
+    :func:`fwbridge.protocols.engine.codec_for`.
     """
 
-    def __init__(
-        self,
-        name: str,
-        fields: Sequence[str],
-        cls: type[T],
-        values: Callable[[T], tuple[float, ...]],
-    ) -> None:
-        self.name = name
-        self.cls = cls
-        self.fields = tuple(fields)
-        self._schema: Any = None
-        #: builds the construct schema the first time it is asked for
-        self.schema_factory: Callable[[], Any] = lambda: build_schema(self.fields)
+    size: int  # fixed: the description has no length field
+
+    def __init__(self, desc: FrameDescription, cls: type[Any] | None = None,
+                 values: Callable[[T], tuple[float, ...]] | None = None) -> None:
+        if not fits_sum8(desc):
+            # the fast path assumes this shape: refusing any other keeps the two from drifting
+            raise ConfigError(f"{desc.source}: not an AA 55 / float32 LE / sum-8 frame")
+        super().__init__(desc, cls)
         self.struct = struct.Struct("<" + "f" * len(self.fields))
         self.body_size = self.struct.size
-        self.size = len(HEADER) + self.body_size + 1
-        self.make = fast_constructor(cls, self.fields)
-        self.values = values
-
-    @property
-    def schema(self) -> Any:
-        """The construct schema (the declarative source of truth), built on first use."""
-        if self._schema is None:
-            self._schema = self.schema_factory()
-        return self._schema
-
-    @schema.setter
-    def schema(self, value: Any) -> None:
-        self._schema = value
+        assert self.size == len(HEADER) + self.body_size + 1
+        self.values: Callable[[T], tuple[float, ...]] = values or _getter(self.fields)
 
     # -- encoding ---------------------------------------------------------
     def _checked(self, frame: T, allow_nonfinite: bool) -> tuple[float, ...]:
@@ -140,19 +139,10 @@ class Sum8Codec(Generic[T]):
             raise FieldValueError(self.name, field, "out of float32 range") from None
         return HEADER + body + bytes((sum(body) & 0xFF,))
 
-    def encode_with_schema(self, frame: T, *, allow_nonfinite: bool = False) -> bytes:
-        """Same bytes as :meth:`encode`, built by the construct schema."""
-        from construct import ConstructError
-
-        vals = self._checked(frame, allow_nonfinite)
-        try:
-            return bytes(self.schema.build({"body": {"value": dict(zip(self.fields, vals))}}))
-        except ConstructError as exc:
-            raise FieldValueError(self.name, "body", str(exc)) from None
-
     # -- decoding ---------------------------------------------------------
     def check(self, data: bytes | bytearray | memoryview) -> None:
         """Raise the error that names what is wrong with ``data``, if anything."""
+        assert self.size is not None
         if len(data) != self.size:
             raise LengthError(
                 self.name, "length", f"expected {self.size} bytes, got {len(data)}", data
@@ -169,24 +159,5 @@ class Sum8Codec(Generic[T]):
     def decode(self, data: bytes | bytearray | memoryview) -> T:
         """Decode exactly one frame; raises a ``FrameError`` subclass on bad input."""
         self.check(data)
-        return self.make(*self.struct.unpack_from(data, 2))
-
-    def decode_with_schema(self, data: bytes | bytearray | memoryview) -> T:
-        """Decode with the construct schema; same result and errors as :meth:`decode`."""
-        from construct import ChecksumError as ConstructChecksumError
-        from construct import ConstError, StreamError
-
-        raw = bytes(data)
-        if len(raw) != self.size:
-            self.check(raw)  # raises LengthError
-        try:
-            parsed: Any = self.schema.parse(raw)
-        except ConstError:
-            raise HeaderError(self.name, "header", f"expected {HEADER.hex(' ')}", raw) from None
-        except ConstructChecksumError:
-            self.check(raw)  # raises ChecksumError with both values
-            raise
-        except StreamError as exc:  # pragma: no cover - length is checked above
-            raise LengthError(self.name, "length", str(exc), raw) from None
-        value = parsed.body.value
-        return self.make(*(value[f] for f in self.fields))
+        frame: T = self.make(*self.struct.unpack_from(data, 2))
+        return frame

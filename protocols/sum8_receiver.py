@@ -12,8 +12,9 @@ one frame plus one chunk.
 
 Two scanners give the same result: a ``bytes.find`` loop for small inputs
 and a numpy pass for large ones (header search, sum-8 via a prefix sum and
-float decoding vectorised over the chunk). The tests hold them to the
-construct schema byte for byte.
+float decoding vectorised over the chunk). This is the receiver
+:func:`fwbridge.protocols.engine.receiver_for` picks for a sum-8 description;
+the tests hold it to the generic receiver and the construct schema byte for byte.
 """
 
 from __future__ import annotations

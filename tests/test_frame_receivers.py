@@ -15,7 +15,7 @@ from fwbridge.protocols.action_receiver import ActionReceiver
 from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.checksums import algorithm, algorithm_names
 from fwbridge.protocols.described import receiver_for
-from fwbridge.protocols.description import FrameDescription, load
+from fwbridge.protocols.description import FrameDescription, load, loads
 from fwbridge.protocols.errors import FrameError
 from fwbridge.protocols.frame_codec import FrameCodec
 from fwbridge.protocols.frame_receiver import FixedReceiver, crc_rows
@@ -208,3 +208,121 @@ def test_crc_of_every_row_at_once_equals_crcmod(name: str, n: int, rows: int,
     msgs = [bytes(rnd.randrange(256) for _ in range(n)) for _ in range(rows)]
     block = np.frombuffer(b"".join(msgs), np.uint8).reshape(rows, n)
     assert crc_rows(algo, block).tolist() == [algo.func(m) for m in msgs]
+
+
+# -- the factory: which path, and the fast paths against the generic ones ------------------
+def test_the_factory_picks_the_fast_paths_for_the_builtins_and_the_generic_ones_otherwise(
+        tmp_path: Any) -> None:
+    from fwbridge.protocols import cmd_frame
+    from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin_text
+    from fwbridge.protocols.engine import codec_for, fast_path
+    from fwbridge.protocols.engine import receiver_for as build_receiver
+    from fwbridge.protocols.sum8 import Sum8Codec
+
+    picks = {name: fast_path(builtin(name)) for name in BUILTIN_NAMES}
+    assert picks == {"odom": "sum8", "cmd": "sum8", "action": "action", "actuator": None}
+    assert codec_for(builtin("odom")) is odom_frame.CODEC
+    assert codec_for(builtin("cmd")) is cmd_frame.CODEC
+    for name in ("odom", "cmd"):
+        assert type(build_receiver(builtin(name))) is Sum8Receiver
+        assert type(build_receiver(builtin(name), generic=True)) is FixedReceiver
+        assert type(codec_for(builtin(name), generic=True)) is FrameCodec
+    assert type(build_receiver(builtin("action"))) is ActionReceiver
+    assert type(build_receiver(builtin("action"), generic=True)) is LengthReceiver
+    assert type(codec_for(builtin("action"))) is FrameCodec
+    assert type(codec_for(builtin("actuator"))) is FrameCodec
+    # user descriptions: the generic path
+    for name, rx_type in (("imu", FixedReceiver), ("log", LengthReceiver)):
+        desc = load(FIXTURES / "frames" / f"{name}.toml")
+        assert fast_path(desc) is None
+        assert type(codec_for(desc)) is FrameCodec
+        assert type(build_receiver(desc)) is rx_type
+    assert type(codec_for(load(FIXTURES / "frames" / "wheel.toml"))) is FrameCodec
+    # the shape decides, not the name: a user's copy of odom.toml under another name is fast
+    copy = tmp_path / "pose.toml"
+    copy.write_text(builtin_text("odom").replace('name = "odom"', 'name = "pose"'))
+    pose = load(copy)
+    assert fast_path(pose) == "sum8" and type(codec_for(pose)) is Sum8Codec
+    assert type(build_receiver(pose)) is Sum8Receiver
+    action_copy = tmp_path / "act.toml"
+    action_copy.write_text(builtin_text("action").replace('"crc-ccitt-false"', '"xmodem"'))
+    assert fast_path(load(action_copy)) == "action"
+    assert fast_path(loads(builtin_text("action").replace('"little"\nname = "crc"',
+                                                          '"big"\nname = "crc"'), "x")) is None
+
+
+def _plain(frame: Any, names: tuple[str, ...]) -> str:
+    """A frame's values, enum members as their ints: ``repr`` so that NaN equals NaN."""
+    vals = [getattr(frame, n) for n in names]
+    return repr([int(v) if isinstance(v, int) else v for v in vals])
+
+
+#: Counters the action receiver names its own way.
+_ACTION_NAMES = {"crc_errors": "checksum_errors"}
+
+
+def _same_counters(fast: dict[str, int], generic: dict[str, int]) -> None:
+    fast, generic = dict(fast), dict(generic)
+    if "relaxed_accepts" in fast:  # the action receiver: the description has one header
+        assert fast.pop("relaxed_accepts") == fast.pop("header_errors") == 0
+        fast = {_ACTION_NAMES.get(k, k): v for k, v in fast.items()}
+    else:  # sum-8 frames have no trailer
+        assert generic.pop("trailer_errors") == 0
+    assert fast == generic
+
+
+@settings(max_examples=80)
+@given(st.data(), st.sampled_from(("odom", "cmd", "action")))
+def test_fast_receivers_equal_the_generic_ones_for_every_builtin(data: st.DataObject,
+                                                                  name: str) -> None:
+    """Same random chunked stream with garbage: the same frames and counters both ways."""
+    from fwbridge.protocols.engine import codec_for
+    from fwbridge.protocols.engine import receiver_for as build_receiver
+
+    desc = builtin(name)
+    codec = codec_for(desc, generic=True)
+    stream, _, _ = data.draw(streams(codec))
+    stream += data.draw(st.binary(max_size=30))  # garbage after the last frame too
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=12))
+    fast, generic = build_receiver(desc), build_receiver(desc, generic=True)
+    assert type(fast) is not type(generic)
+    if isinstance(fast, Sum8Receiver):
+        fast.vector_threshold = data.draw(st.sampled_from([512, 1]))  # both scanners
+    names = codec.fields
+    got = [(o, _plain(f, names)) for o, f in feed(fast, stream, cuts)]
+    want = [(o, _plain(f, names)) for o, f in feed(generic, stream, cuts)]
+    assert got == want
+    _same_counters(fast.stats.as_dict(), generic.stats.as_dict())
+
+
+@settings(max_examples=80)
+@given(st.data())
+def test_hand_written_action_and_actuator_codecs_equal_the_generic_ones(
+        data: st.DataObject) -> None:
+    from fwbridge.protocols import actuator
+    from fwbridge.protocols.engine import codec_for
+
+    act = codec_for(builtin("action"))
+    byte = st.integers(0, 255)
+    frame = action_frame.ActionFrame(data.draw(byte), data.draw(byte), data.draw(byte),
+                                     data.draw(st.binary(max_size=60)))
+    raw = action_frame.encode(frame)
+    assert act.encode(frame) == raw
+    assert _plain(act.decode(raw), act.fields) == _plain(action_frame.decode(raw), act.fields)
+    damaged = bytearray(raw)
+    for pos, value in data.draw(st.lists(st.tuples(st.integers(0, 80), st.integers(0, 255)),
+                                         max_size=2)):
+        damaged[pos % len(damaged)] = value
+
+    def outcome(decode: Any) -> Any:
+        try:
+            return _plain(decode(bytes(damaged)), act.fields)
+        except FrameError as exc:
+            return type(exc)
+
+    assert outcome(act.decode) == outcome(action_frame.decode)
+    struct8 = data.draw(st.binary(min_size=8, max_size=8))
+    gen = codec_for(builtin("actuator"))
+    hand = actuator.decode(struct8)
+    assert _plain(gen.decode(struct8), gen.fields) == _plain(hand, gen.fields)
+    assert gen.encode(hand) == actuator.encode(hand) == struct8

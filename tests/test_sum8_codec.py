@@ -151,3 +151,122 @@ def test_nonfinite_reported_not_raised(vx: float, vy: float, wz: float, yaw: flo
     want = tuple(n for n, v in zip(odom_frame.CODEC.fields, (vx, vy, wz, yaw))
                  if not math.isfinite(v))
     assert frame.nonfinite == want
+
+
+# -- the fast path against the generic codec of the same description ----------------------
+SUM8_MODULES = (odom_frame, cmd_frame)
+
+
+@pytest.mark.parametrize("mod", SUM8_MODULES, ids=lambda m: m.DESCRIPTION.name)
+def test_the_factory_gives_the_modules_codec_the_sum8_specialisation(mod) -> None:  # type: ignore[no-untyped-def]
+    from fwbridge.protocols.engine import codec_for
+    from fwbridge.protocols.sum8 import Sum8Codec
+
+    assert codec_for(mod.DESCRIPTION) is mod.CODEC
+    assert type(mod.CODEC) is Sum8Codec
+    generic = codec_for(mod.DESCRIPTION, mod.CODEC.cls, generic=True)
+    assert type(generic) is not Sum8Codec
+    # one schema per frame: the description's, shared by both paths
+    assert mod.SCHEMA is mod.CODEC.schema is generic.schema
+
+
+@given(st.data())
+@pytest.mark.parametrize("mod", SUM8_MODULES, ids=lambda m: m.DESCRIPTION.name)
+def test_fast_and_generic_codecs_agree_byte_for_byte(mod, data: st.DataObject) -> None:  # type: ignore[no-untyped-def]
+    from fwbridge.protocols.engine import codec_for
+
+    fast = mod.CODEC
+    generic = codec_for(mod.DESCRIPTION, fast.cls, generic=True)
+    n = len(fast.fields)
+    values = data.draw(st.lists(any32, min_size=n, max_size=n))
+    frame = mod.CODEC.cls(*values)
+    for allow in (True, False):
+        def outcome(codec, allow=allow):  # type: ignore[no-untyped-def]
+            try:
+                return codec.encode(frame, allow_nonfinite=allow)
+            except FieldValueError as exc:
+                return type(exc), exc.field, str(exc)
+
+        assert outcome(fast) == outcome(generic)
+    raw = fast.encode(frame, allow_nonfinite=True)
+    # any bytes, often with the header and a right checksum: same frame or same error
+    noise = data.draw(st.binary(min_size=fast.size - 3, max_size=fast.size - 3))
+    fixed = data.draw(st.booleans())
+    candidate = data.draw(st.sampled_from([
+        raw, raw[:-1], raw + b"\x00", b"\xaa\x56" + raw[2:],
+        b"\xaa\x55" + noise + bytes([sum8(noise)]) if fixed else b"\xaa\x55" + noise + b"\x00"]))
+
+    def decoded(codec):  # type: ignore[no-untyped-def]
+        try:
+            got = codec.decode(candidate)
+        except FrameError as exc:
+            return type(exc)
+        return struct.pack(f"<{n}f", *(getattr(got, k) for k in fast.fields))
+
+    assert decoded(fast) == decoded(generic)
+
+
+# -- the record types come from the descriptions ----------------------------------------
+def _typing_fields(mod) -> list[str]:  # type: ignore[no-untyped-def]
+    """The fields of the module's typing-only declaration of its record class."""
+    import ast
+    import inspect
+
+    name = "CmdFrame" if mod is cmd_frame else "OdomFrame"
+    tree = ast.parse(inspect.getsource(mod))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return [s.target.id for s in node.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+    raise AssertionError(f"no typing declaration of {name}")
+
+
+@pytest.mark.parametrize("mod", SUM8_MODULES, ids=lambda m: m.DESCRIPTION.name)
+def test_record_fields_are_the_descriptions(mod) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    cls = mod.CODEC.cls
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    assert names == mod.DESCRIPTION.field_names == mod.FIELDS
+    assert cls.__slots__ == names and cls.__module__ == mod.__name__
+    assert _typing_fields(mod) == list(names)  # the type checker's view cannot drift either
+
+
+def test_record_types_behave_as_the_hand_written_ones_did() -> None:
+    import pickle
+
+    frame = odom_frame.OdomFrame(vx=0.5, vy=0.0, wz=0.25, yaw_deg=90.0)
+    assert frame == odom_frame.OdomFrame(0.5, 0.0, 0.25, 90.0)
+    assert hash(frame) == hash(odom_frame.OdomFrame(0.5, 0.0, 0.25, 90.0))
+    assert repr(frame) == "OdomFrame(vx=0.5, vy=0.0, wz=0.25, yaw_deg=90.0)"
+    assert pickle.loads(pickle.dumps(frame)) == frame
+    assert not hasattr(frame, "__dict__")
+    assert cmd_frame.CmdFrame() == cmd_frame.ZERO == cmd_frame.CmdFrame(0.0, 0.0, 0.0)
+    assert cmd_frame.CmdFrame(wz=1.0) == cmd_frame.CmdFrame(0.0, 0.0, 1.0)
+    assert pickle.loads(pickle.dumps(cmd_frame.ZERO)) == cmd_frame.ZERO
+    assert odom_frame.OdomFrame(math.nan, 0, math.inf, 0).nonfinite == ("vx", "wz")
+    assert cmd_frame.ZERO.nonfinite == ()
+
+
+def test_the_odometry_record_follows_its_toml(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A changed odom.toml (a copy, read in a fresh interpreter) changes the record."""
+    import subprocess
+    import sys
+
+    from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin_text
+
+    for name in BUILTIN_NAMES:
+        (tmp_path / f"{name}.toml").write_text(builtin_text(name))
+    text = builtin_text("odom").replace(
+        '[checksum]', '[[field]]\nname = "temp_c"\ntype = "f32"\n\n[checksum]')
+    (tmp_path / "odom.toml").write_text(text)
+    probe = (
+        "import dataclasses, fwbridge.protocols.builtin_frames as b, pathlib\n"
+        f"b.FRAMES_DIR = pathlib.Path({str(tmp_path)!r})\n"
+        "from fwbridge.protocols import odom_frame as o\n"
+        "f = o.OdomFrame(1.0, 2.0, 3.0, 4.0, temp_c=21.5)\n"
+        "assert o.decode(o.encode(f)) == f\n"
+        "print([x.name for x in dataclasses.fields(o.OdomFrame)], o.SIZE)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.split() == ["['vx',", "'vy',", "'wz',", "'yaw_deg',", "'temp_c']", "23"]

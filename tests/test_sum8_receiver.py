@@ -220,19 +220,21 @@ def test_records_and_columns_match_the_description_receiver(
     paths) give, for any chunking, the frames and counters of the receiver built from
     the odometry description (the generic path)."""
     from fwbridge.protocols.builtin_frames import builtin
-    from fwbridge.protocols.frame_codec import FrameCodec
+    from fwbridge.protocols.engine import receiver_for
     from fwbridge.protocols.frame_receiver import FixedReceiver
 
-    generic = FixedReceiver(FrameCodec(builtin("odom")))
+    generic = receiver_for(builtin("odom"), generic=True)  # the factory's two paths
+    assert isinstance(generic, FixedReceiver)
     want = []
     for c in split(data, cuts):
         want += [(r.offset, struct.pack("<4f", *r.frame)) for r in generic.feed(c)]
     generic.finish()
     counters = {k: v for k, v in generic.stats.as_dict().items() if k != "trailer_errors"}
 
-    rx = Sum8Receiver(odom_frame.CODEC)
+    rx = receiver_for(builtin("odom"))
+    assert isinstance(rx, Sum8Receiver) and rx.codec is odom_frame.CODEC
     rx.vector_threshold = threshold
-    cols = Sum8Receiver(odom_frame.CODEC)
+    cols = receiver_for(odom_frame.CODEC)
     got, batched = [], []
     for c in split(data, cuts):
         for r in rx.feed(c):

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from fwbridge.bridge.link.transports import poller_for, read_some
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
-from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH, ActionReceiver
+from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH
 from fwbridge.protocols.arq import (
     Acknowledged,
     ArqEvent,
@@ -35,6 +35,7 @@ from fwbridge.protocols.arq import (
     parse_answer,
 )
 from fwbridge.protocols.crc import DEFAULT_CRC
+from fwbridge.protocols.engine import action_receiver
 from fwbridge.protocols.errors import FrameError, LinkError
 from fwbridge.protocols.fish_payloads import RESULT_SUBS, Result, decode_result, is_result_to
 
@@ -106,7 +107,7 @@ class ActionLink:
                  clock: Callable[[], float] | None = None) -> None:
         self.port = port
         self.sender = StopAndWaitSender(timeout=timeout, retries=retries, crc=crc)
-        self.rx = ActionReceiver(crc=crc, max_length=max_length)
+        self.rx = action_receiver(crc=crc, max_length=max_length)
         self.clock = clock or link_clock(port)
         # A native port is polled with a per-call timeout; anything else is read
         # with its own timeout, set per call (a sim:// port steps the world meanwhile).

@@ -25,8 +25,8 @@ from fwbridge.bridge.node.health import GarbageWatch
 from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.engine import receiver_for
 from fwbridge.protocols.errors import ConfigError, FrameError
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["SUBSCRIBER_BUDGET", "ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_event", "paced"]
 
@@ -68,7 +68,7 @@ class BaseNodeCore:
         self.cmd_timeout = cmd_timeout
         self.watchdog = watchdog
         self.port, self.baud = port, baud
-        self.receiver = Sum8Receiver(odom_frame.CODEC)
+        self.receiver = receiver_for(odom_frame.CODEC)
         self.integrator = OdometryIntegrator(calibration)
         self.garbage = GarbageWatch(garbage_timeout, now)
         self.next_deadline = now

@@ -50,6 +50,7 @@ from fwbridge.bridge.record.mcap_io import (
 )
 from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureError, CaptureWriter, Packet
 from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.engine import receiver_for
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "FrameDecoder", "JointStates",
@@ -288,7 +289,7 @@ class FrameDecoder:
         for direction, kind in ((RX, rx), (TX, tx)):
             if kind is not None:
                 codec = odom_frame.CODEC if kind == "odom" else cmd_frame.CODEC
-                self._receivers[direction] = (kind, Sum8Receiver(codec))
+                self._receivers[direction] = (kind, receiver_for(codec))
         self.integrator = OdometryIntegrator(calibration)
         self._lock = threading.Lock()
         recorder.receiver_stats = self.stats

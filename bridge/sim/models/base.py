@@ -20,8 +20,8 @@ from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, Webot
 from fwbridge.bridge.sim.world import Board, open_serial
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.engine import receiver_for
 from fwbridge.protocols.odom_frame import OdomFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 __all__ = ["FirmwareBase", "LinkCounters"]
 
@@ -60,7 +60,7 @@ class FirmwareBase:
         self.x = self.y = self.yaw = 0.0
         self.serial: WebotsSerialDrv | None = None
         self.supervisor: WebotsSerialDrv | None = None
-        self._rx = Sum8Receiver(cmd_frame.CODEC)
+        self._rx = receiver_for(cmd_frame.CODEC)
         self._sup_buf = bytearray()
         self._next_odom = 0
         self._next_status = 0

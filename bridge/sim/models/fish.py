@@ -84,11 +84,11 @@ from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController
 from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand, encode
-from fwbridge.protocols.action_receiver import ActionReceiver
 from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC
+from fwbridge.protocols.engine import action_receiver
 from fwbridge.protocols.errors import FrameError
 from fwbridge.protocols.fish_commands import UserConfig
 from fwbridge.protocols.fish_payloads import (
@@ -178,7 +178,7 @@ class RobotFish(FishQueries):
     def __init__(self, params: FishParams | None = None) -> None:
         self.params = p = params or FishParams()
         self.stats = FishCounters()
-        self.rx = ActionReceiver(crc=p.crc, keep_rejects=True)
+        self.rx = action_receiver(crc=p.crc, keep_rejects=True)
         self.responder = Responder(crc=p.crc, known_subs=set(HANDLED))
         self.body = FishBody(p.body)
         self.senses = Senses()  # side light sensors, laser receivers

@@ -1,0 +1,270 @@
+"""One factory for every frame description: its codec, its receiver, its record type.
+
+A description (``protocols/frames/*.toml`` or a user's file) is the source
+of truth of a frame family. :func:`codec_for` and :func:`receiver_for` turn
+one into working parts, the built-ins included; where the description has
+the shape of a hand-tuned path they pick it, otherwise the generic,
+description-driven one:
+
+================================  ==========================  ============================
+shape                             codec                       receiver
+================================  ==========================  ============================
+``AA 55``, float32 LE, sum-8      ``Sum8Codec``               ``Sum8Receiver``
+the action frame's (``FE EF``,    ``FrameCodec``              ``ActionReceiver`` (its CRC
+length, CRC-16, ``FD DF``)                                    the description's)
+anything else                     ``FrameCodec``              ``FixedReceiver`` or
+                                                              ``LengthReceiver``
+================================  ==========================  ============================
+
+The specialisations are built from the same description (their construct
+schema is the generic codec's); the tests hold them to the generic path
+byte for byte. ``generic=True`` asks for the generic path whatever the shape.
+:func:`record_type` makes the frozen, slotted record class of a description's
+fields (``OdomFrame``, ``CmdFrame``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import field, make_dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
+from fwbridge.protocols.description import FrameDescription
+from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.sum8 import Sum8Codec, fits_sum8
+
+if TYPE_CHECKING:
+    from fwbridge.protocols.action_receiver import ActionReceiver
+    from fwbridge.protocols.frame_receiver import FixedReceiver
+    from fwbridge.protocols.length_receiver import LengthReceiver
+    from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+    Receiver = Sum8Receiver[Any] | ActionReceiver | FixedReceiver | LengthReceiver
+
+__all__ = ["FloatFields", "action_receiver", "codec_for", "fast_path", "receiver_for",
+           "record_type", "sum8_codec"]
+
+T = TypeVar("T")
+
+#: Built-in frames whose module holds the one codec of the family (``CODEC``).
+_CODEC_MODULES = {"odom": "fwbridge.protocols.odom_frame", "cmd": "fwbridge.protocols.cmd_frame"}
+
+
+# -- which path --------------------------------------------------------------------------
+def _field_shape(desc: FrameDescription) -> list[tuple[Any, ...]]:
+    return [(f.name, f.type, f.byte_order if f.type != "u8" else "", f.scale, f.offset,
+             f.enum, f.flags, f.size) for f in desc.fields]
+
+
+def fits_action(desc: FrameDescription) -> bool:
+    """True when ``desc`` is the action frame's layout, whatever its CRC-16 and length max.
+
+    The action receiver decodes with the action frame's own enums and
+    offsets, so everything it reads is compared: header, trailer, fields
+    (names, types, byte order, tables), the length field and the checksum's
+    span and byte order.
+    """
+    ref = builtin("action")
+    ck, lg = desc.checksum, desc.length
+    return (desc is ref or (
+        desc.header == ref.header and desc.trailer == ref.trailer
+        and lg is not None and ref.length is not None
+        and (lg.field, lg.counts, lg.data) == (ref.length.field, ref.length.counts, ref.length.data)
+        and ck is not None and ck.algo.kind == "crc" and ck.algo.width == 16
+        and ck.span == "payload" and ck.byte_order == "little"
+        and _field_shape(desc) == _field_shape(ref)))
+
+
+def fast_path(desc: FrameDescription) -> Literal["sum8", "action"] | None:
+    """The specialisation :func:`codec_for`/:func:`receiver_for` pick for ``desc``, if any."""
+    if fits_sum8(desc):
+        return "sum8"
+    if fits_action(desc):
+        return "action"
+    return None
+
+
+def _builtin_name(desc: FrameDescription) -> str | None:
+    """The built-in name of ``desc`` when it is the shipped description itself."""
+    return desc.name if desc.name in BUILTIN_NAMES and desc is builtin(desc.name) else None
+
+
+# -- codecs ------------------------------------------------------------------------------
+def sum8_codec(desc: FrameDescription, cls: type[T]) -> Sum8Codec[T]:
+    """The sum-8 specialisation for ``desc``; :class:`ConfigError` when it does not fit."""
+    return Sum8Codec(desc, cls)
+
+
+@overload
+def codec_for(desc: FrameDescription, cls: type[T], *, generic: bool = False) -> FrameCodec[T]:
+    ...
+
+
+@overload
+def codec_for(desc: FrameDescription, cls: None = None, *,
+              generic: bool = False) -> FrameCodec[Any]: ...
+
+
+def codec_for(desc: FrameDescription, cls: type[Any] | None = None, *,
+              generic: bool = False) -> FrameCodec[Any]:
+    """The codec of ``desc``: the sum-8 specialisation when it fits, else the generic one.
+
+    ``cls``: the class of decoded frames (default: the generic codec's named
+    tuple). A built-in frame with a module of its own (odometry, command)
+    asked for without ``cls`` gets that module's ``CODEC``, so each has one
+    codec and one schema.
+    """
+    if generic:
+        return FrameCodec(desc, cls)
+    if cls is None:
+        name = _builtin_name(desc)
+        if name in _CODEC_MODULES:
+            codec: FrameCodec[Any] = importlib.import_module(_CODEC_MODULES[name]).CODEC
+            return codec
+    if fits_sum8(desc):
+        return Sum8Codec(desc, cls)
+    return FrameCodec(desc, cls)
+
+
+# -- receivers ---------------------------------------------------------------------------
+def action_receiver(desc: FrameDescription | None = None, *, crc: str | None = None,
+                    max_length: int | None = None, relaxed: bool = False,
+                    alt_headers: Iterable[bytes] | None = None,
+                    keep_rejects: bool = False) -> ActionReceiver:
+    """The action specialisation of the receiver, with its link options.
+
+    ``desc`` (default: the built-in action description) must have the
+    action frame's shape; ``crc`` overrides its CRC-16 (a link chooses
+    one), ``max_length`` lowers its length maximum. ``alt_headers``: the
+    headers counted as ``header_errors`` (accepted in ``relaxed`` mode);
+    by default the action frame's ``FE FF`` for the built-in description,
+    none for another.
+    """
+    from fwbridge.protocols.action_frame import RELAXED_HEADERS
+    from fwbridge.protocols.action_receiver import ActionReceiver
+
+    d = builtin("action") if desc is None else desc
+    if not fits_action(d):
+        raise ConfigError(f"{d.source}: not an action-frame description")
+    assert d.checksum is not None and d.length is not None
+    limit = d.length.max if max_length is None else max_length  # a link may allow more
+    if alt_headers is None:
+        alt_headers = RELAXED_HEADERS[1:] if d is builtin("action") else ()
+    return ActionReceiver(crc=crc or d.checksum.algo.name, max_length=limit, relaxed=relaxed,
+                          alt_headers=alt_headers, keep_rejects=keep_rejects)
+
+
+@overload
+def receiver_for(spec: Sum8Codec[T], *, max_length: int | None = None,
+                 generic: Literal[False] = False) -> Sum8Receiver[T]: ...
+
+
+@overload
+def receiver_for(spec: FrameDescription | FrameCodec[Any], *, max_length: int | None = None,
+                 generic: bool = False) -> Receiver: ...
+
+
+def receiver_for(spec: FrameDescription | FrameCodec[Any], *, max_length: int | None = None,
+                 generic: bool = False) -> Receiver:
+    """The receiver of a description (or of a codec :func:`codec_for` made).
+
+    Sum-8 shape: :class:`Sum8Receiver`; the action frame's shape:
+    :class:`ActionReceiver` (no alternative headers: exactly the
+    description); otherwise :class:`FixedReceiver` (fixed size) or
+    :class:`LengthReceiver` (length-directed). ``max_length`` lowers a
+    length-directed description's maximum.
+    """
+    if isinstance(spec, FrameCodec):
+        desc, codec = spec.desc, spec
+    else:
+        desc, codec = spec, None
+    if not generic:
+        if fits_sum8(desc):
+            from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+            if not isinstance(codec, Sum8Codec):
+                codec = codec_for(desc, codec.cls if codec is not None else None)
+            assert isinstance(codec, Sum8Codec)
+            return Sum8Receiver(codec)
+        if fits_action(desc):
+            assert desc.length is not None
+            limit = desc.length.max if max_length is None else min(max_length, desc.length.max)
+            return action_receiver(desc, max_length=limit, alt_headers=())
+    if codec is None or isinstance(codec, Sum8Codec):
+        codec = FrameCodec(desc, codec.cls if codec is not None else None)
+    if desc.length is not None:
+        from fwbridge.protocols.length_receiver import LengthReceiver
+
+        return LengthReceiver(codec, max_length)
+    from fwbridge.protocols.frame_receiver import FixedReceiver  # numpy: only when receiving
+
+    return FixedReceiver(codec)
+
+
+# -- record types ------------------------------------------------------------------------
+class FloatFields:
+    """Mixin of a record with float fields: which of them are NaN or infinite."""
+
+    __slots__ = ()
+    __match_args__: tuple[str, ...]
+
+    @property
+    def nonfinite(self) -> tuple[str, ...]:
+        """Names of the fields that are NaN or infinite (empty when all finite).
+
+        :func:`record_type` replaces this with one compiled for the record's fields.
+        """
+        names = self.__match_args__
+        return tuple(n for n in names if not math.isfinite(getattr(self, n)))
+
+
+def _nonfinite_property(names: tuple[str, ...]) -> property:
+    """``nonfinite`` for these fields: one ``isfinite`` per field, no tuple when all are
+    finite (the hot case: code asks per frame)."""
+    fields = ", ".join(f"self.{n}" for n in names)
+    test = " and ".join(f"_f(self.{n})" for n in names)
+    src = (f"def nonfinite(self):\n    if {test}:\n        return ()\n"
+           f"    return tuple(n for n, v in zip(_names, ({fields},)) if not _f(v))")
+    env: dict[str, Any] = {"_f": math.isfinite, "_names": names}
+    exec(src, env)  # as dataclasses generate __init__; names are identifiers (the loader checks)
+    return property(env["nonfinite"], doc=FloatFields.nonfinite.__doc__)
+
+
+_PY_TYPES: dict[str, type] = {"bytes": bytes, "f32": float, "f64": float}
+
+
+def record_type(desc: FrameDescription, name: str, *, base: type | tuple[type, ...] = (),
+                defaults: Mapping[str, Any] | None = None, module: str | None = None,
+                doc: str | None = None) -> type:
+    """A frozen, slotted dataclass with one field per stored field of ``desc``, in wire order.
+
+    ``base``: mixins for extra properties (give them ``__slots__ = ()``);
+    ``defaults``: field -> default value; ``module``: where the class is
+    importable from (pickling finds it there). The length field is not a
+    field: it is derived from the data it counts.
+    """
+    lname = desc.length.field if desc.length else None
+    defaults = dict(defaults or {})
+    specs: list[Any] = []
+    for f in desc.fields:
+        if f.name == lname:
+            continue
+        kind = float if f.scaled else _PY_TYPES.get(f.type, int)
+        if f.name in defaults:
+            specs.append((f.name, kind, field(default=defaults.pop(f.name))))
+        else:
+            specs.append((f.name, kind))
+    if defaults:
+        raise ConfigError(f"{desc.name}: defaults for no such field: {', '.join(defaults)}")
+    bases = base if isinstance(base, tuple) else (base,)
+    namespace: dict[str, Any] = {"__doc__": doc or desc.doc or f"A {desc.name} frame."}
+    if any(issubclass(b, FloatFields) for b in bases):
+        namespace["nonfinite"] = _nonfinite_property(tuple(s[0] for s in specs))
+    cls = make_dataclass(name, specs, bases=bases, frozen=True, slots=True, namespace=namespace)
+    cls.__module__ = module or __name__
+    cls.__qualname__ = name
+    return cls
