@@ -27,8 +27,7 @@ from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.hardware import LifecycleState, LinkHardware
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.record_path import RecordPath
-from fwbridge.bridge.node.sinks import Sink
-from fwbridge.bridge.record.serial_pcapng import ByteSink
+from fwbridge.bridge.node.sinks import ByteSink, Sink
 
 __all__ = ["AsyncBaseNode"]
 

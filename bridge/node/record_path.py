@@ -20,8 +20,7 @@ from fwbridge.bridge.node.base_core import ZERO_FRAME, BaseNodeCore, NodeEvent, 
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.hardware import LinkHardware
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.node.sinks import CallbackSink, Sink, Sinks, borrowed
-from fwbridge.bridge.record.serial_pcapng import RX, TX, ByteSink
+from fwbridge.bridge.node.sinks import RX, TX, ByteSink, CallbackSink, Sink, Sinks, borrowed
 
 __all__ = ["RecordPath"]
 

@@ -36,11 +36,22 @@ if TYPE_CHECKING:
     from fwbridge.bridge.node.base_core import NodeEvent
     from fwbridge.bridge.node.config import RobotConfig
     from fwbridge.bridge.node.odometry import Odometry
-    from fwbridge.bridge.record.serial_pcapng import ByteSink
     from fwbridge.protocols.cmd_frame import CmdFrame
 
-__all__ = ["METHODS", "CallbackSink", "JsonLinesSink", "LineWriter", "NodeHandle",
-           "Sink", "SinkBase", "Sinks", "borrowed"]
+__all__ = ["METHODS", "RX", "TX", "ByteSink", "CallbackSink", "JsonLinesSink", "LineWriter",
+           "NodeHandle", "Sink", "SinkBase", "Sinks", "borrowed"]
+
+#: A link's two directions: what the host read, what it wrote.
+RX, TX = "rx", "tx"
+
+
+class ByteSink(Protocol):
+    """Where a link's bytes are recorded: a pcapng or MCAP capture, a live view."""
+
+    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
 
 #: The calls a sink takes, in the order of the protocol.
 METHODS = ("on_bytes", "on_odometry", "on_command", "on_event", "close")

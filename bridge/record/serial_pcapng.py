@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
-from fwbridge.bridge.node.sinks import SinkBase
+from fwbridge.bridge.node.sinks import RX, TX, ByteSink, SinkBase
 from fwbridge.protocols.errors import CaptureError
 from fwbridge.protocols.pcapng import (
     INBOUND,
@@ -51,7 +51,6 @@ LINKTYPE_USER0 = 147
 #: the raw reads: Wireshark dissects those whole even when the reads split them.
 LINKTYPE_USER1 = 148
 FRAMES_INTERFACE = "fwbridge-frames"
-RX, TX = "rx", "tx"
 _FLAG = {RX: INBOUND, TX: OUTBOUND}
 _NAME = {INBOUND: RX, OUTBOUND: TX}
 #: First bytes of every pcapng file: the Section Header Block type.
@@ -68,14 +67,6 @@ class Packet:
     data: bytes
     interface: str = ""
     link_type: int = LINKTYPE_USER0  # LINKTYPE_USER1: an accepted frame, not a read
-
-
-class ByteSink(Protocol):
-    """Where a link's bytes are recorded: a pcapng or MCAP capture, a live view."""
-
-    def write(self, direction: str, data: bytes, ts_ns: int | None = None) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def looks_like_pcapng(head: bytes) -> bool:
