@@ -16,7 +16,8 @@ from fwbridge.bridge.node.base_core import NodeEvent
 from fwbridge.bridge.node.base_node import ZERO_FRAME, BaseNode
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.sinks import SinkBase
-from fwbridge.bridge.record.serial_pcapng import CaptureWriter, read_capture
+from fwbridge.bridge.record.serial_captures import read_capture
+from fwbridge.bridge.record.serial_pcapng import CaptureWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame

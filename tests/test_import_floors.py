@@ -453,3 +453,63 @@ def test_imports_point_down_the_floors_of_the_design() -> None:
     assert {"fwbridge", "fwbridge.cli", "fwbridge.protocols"} <= set(rooms)
     assert all(name in modules for name in rooms), "a room of DESIGN.md that is no module"
     assert floor_breaches(module_graph(modules), floors) == []
+
+
+def libraries_by_room(modules: Mapping[str, Path], floors: list[list[Room]]) -> dict[str, set[str]]:
+    """Top-level import name of every non-fwbridge import (at any level) -> the rooms
+    (names without ``fwbridge.``) whose modules make it."""
+    names: list[str] = []
+
+    def walk(fl: list[list[Room]]) -> None:
+        for floor in fl:
+            for room in floor:
+                names.append(room.name)
+                walk(room.floors)
+
+    walk(floors)
+    by_length = sorted(names, key=len, reverse=True)
+    out: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        room = next((r for r in by_length if module == r or module.startswith(r + ".")), None)
+        if room is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                tops = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                tops = {node.module.split(".")[0]}
+            else:
+                continue
+            for top in tops - {"fwbridge"}:
+                out.setdefault(top, set()).add(room.removeprefix("fwbridge."))
+    return out
+
+
+def design_libraries() -> dict[str, set[str]]:
+    blocks = re.findall(r"^```libraries\n(.*?)^```", DESIGN.read_text(), re.S | re.M)
+    assert len(blocks) == 1, "docs/DESIGN.md lists the libraries in one ```libraries block"
+    table: dict[str, set[str]] = {}
+    for line in str(blocks[0]).splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            lib, _, rooms = line.partition(":")
+            table[lib.strip()] = set(rooms.split())
+    return table
+
+
+def test_the_libraries_block_is_what_the_rooms_import() -> None:
+    from tests.layout import package_modules
+
+    table = design_libraries()
+    found = libraries_by_room(package_modules(), parse_floors(design_floors()))
+    assert {lib: found.get(lib, set()) for lib in table} == table
+
+
+def test_the_library_reader_sees_deferred_imports(tmp_path: Path) -> None:
+    # The control: two rooms, one importing numpy inside a function.
+    (tmp_path / "a.py").write_text("import json\n")
+    (tmp_path / "b.py").write_text("def f():\n    from numpy import zeros\n")
+    floors = parse_floors("fwbridge.b\nfwbridge.a\n")
+    found = libraries_by_room({"fwbridge.a": tmp_path / "a.py", "fwbridge.b": tmp_path / "b.py"},
+                              floors)
+    assert found == {"json": {"a"}, "numpy": {"b"}}

@@ -18,7 +18,8 @@ from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.sinks import CallbackSink, JsonLinesSink, SinkBase, Sinks
-from fwbridge.bridge.record.serial_pcapng import CaptureWriter, read_capture
+from fwbridge.bridge.record.serial_captures import read_capture
+from fwbridge.bridge.record.serial_pcapng import CaptureWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
