@@ -45,13 +45,31 @@ class Received(NamedTuple):
 T = TypeVar("T")
 
 
-@lru_cache(maxsize=64)
 def schema_of(desc: FrameDescription) -> Any:
     """The construct schema of a description, one per description (built on first use).
 
     The description is the source of truth; this is the one place a codec's
-    schema comes from. construct loads here, on first use.
+    schema comes from. construct loads here, on first use. The built-in frames'
+    schemas stay for the life of the process; users' descriptions share a bounded
+    cache, so a process that loads many of them does not grow without end.
     """
+    if desc.source.startswith("<built-in "):
+        schema = _BUILTIN_SCHEMAS.get(desc)
+        if schema is None:
+            schema = _BUILTIN_SCHEMAS[desc] = _build_schema(desc)
+        return schema
+    return _user_schema(desc)
+
+
+_BUILTIN_SCHEMAS: dict[FrameDescription, Any] = {}
+
+
+@lru_cache(maxsize=64)
+def _user_schema(desc: FrameDescription) -> Any:
+    return _build_schema(desc)
+
+
+def _build_schema(desc: FrameDescription) -> Any:
     from fwbridge.protocols.description_schema import build_schema
 
     return build_schema(desc)
