@@ -270,3 +270,17 @@ def test_the_odometry_record_follows_its_toml(tmp_path) -> None:  # type: ignore
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.split() == ["['vx',", "'vy',", "'wz',", "'yaw_deg',", "'temp_c']", "23"]
+
+
+def test_a_built_in_frame_keeps_its_one_schema_when_many_descriptions_pass() -> None:
+    # Users' descriptions share a bounded cache; a process that loads more of them than it
+    # holds must not give a built-in frame a second schema.
+    from fwbridge.protocols.builtin_frames import builtin_text
+    from fwbridge.protocols.description import loads
+    from fwbridge.protocols.frame_codec import schema_of
+
+    first = schema_of(odom_frame.DESCRIPTION)
+    text = builtin_text("odom")
+    for k in range(100):
+        schema_of(loads(text.replace('name = "odom"', f'name = "odom{k}"'), f"user{k}.toml"))
+    assert schema_of(odom_frame.DESCRIPTION) is first is odom_frame.CODEC.schema
