@@ -629,8 +629,9 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
     endpoint = f"tcp/127.0.0.1:{_free_port()}"
     router = _router(endpoint)
     robot = tmp_path / "robot.toml"
+    (tmp_path / "robot7.urdf").write_text(URDF, encoding="utf-8")
     robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
-                     f'namespace = "/robot7"\nconnect = ["{endpoint}"]\n')
+                     f'namespace = "/robot7"\nconnect = ["{endpoint}"]\nurdf = "robot7.urdf"\n')
     try:
         from tests.helpers import cli_env, fwbridge_argv, wait_for_line
 
@@ -646,6 +647,7 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
     text = err.decode()
     assert proc.returncode == 0, text
     assert "ROS 2 node /robot7/base_bridge" in ready and "sending zero velocity" in text
+    assert ready.rstrip().endswith(", /robot7/robot_description"), ready
     counters = dict(kv.split("=") for kv in text.split("ros2: ")[1].split())
     assert int(counters["cmd_vel_received"]) > 5 and int(counters["odometry_published"]) > 50
 
