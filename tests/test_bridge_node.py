@@ -85,6 +85,18 @@ def test_a_new_cmd_timeout_stops_the_base_after_it_on_the_nodes_clock(
     assert sum(a.raw == go for a in peer.arrivals) == 15
 
 
+def test_both_runtimes_keep_a_new_cmd_timeout_in_their_config(pair: PtyPair) -> None:
+    """The new timeout is the node's config too: a core rebuilt at start keeps it, and
+    what reads the config (ROS 2's status, its stale cmd_vel) says it."""
+    for runtime in (BaseNode, AsyncBaseNode):
+        node = runtime(config(pair.path), on_event=None)
+        node.set_cmd_timeout(0.3)
+        assert node.config.cmd_timeout == node.core.cmd_timeout == 0.3, runtime
+        with pytest.raises(ValueError, match="cmd_timeout"):
+            node.set_cmd_timeout(0.0)
+        assert node.config.cmd_timeout == 0.3
+
+
 def test_odometry_over_a_pty_integrates_to_the_closed_form(
     pair: PtyPair, peer: FirmwarePeer
 ) -> None:
