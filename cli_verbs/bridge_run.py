@@ -213,7 +213,8 @@ def _start_ros2(node: BaseNode, settings: Any) -> Any:
         node.stop()
         fail(f"ros2: {exc}")
     ns = settings.namespace.rstrip("/")
+    described = f", {ros.description_pub.topic}" if ros.description_pub is not None else ""
     click.echo(f"bridge: ROS 2 node {ns}/{settings.node_name} (domain {settings.domain}, "
                f"{settings.distro}): {ros.odom_pub.topic}, {ros.tf_pub.topic}, "
-               f"{ros.cmd_sub.topic}, {ros.diag_pub.topic}", err=True)
+               f"{ros.cmd_sub.topic}, {ros.diag_pub.topic}{described}", err=True)
     return ros

@@ -323,6 +323,10 @@ def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: b
 
     \b
     fwbridge ros2 call /robot1/base_bridge/get_status std_srvs/srv/Trigger
+    fwbridge ros2 call /robot1/base_bridge/set_watchdog \\
+        rcl_interfaces/srv/SetParameters \\
+        '{parameters: [{name: watchdog_timeout,
+                        value: {type: 3, double_value: 0.2}}]}'
     """
     from fwbridge.bridge.node import topics
     from fwbridge.bridge.ros2.services import register

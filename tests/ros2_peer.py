@@ -16,7 +16,12 @@
         calls std_srvs/srv/Trigger SERVICE (like 0/robot1/base_bridge/get_status) as
         rmw_zenoh's clients do: a query on SERVICE/std_srvs::srv::dds_::Trigger_/<hash>
         with a CDR request and an attachment; prints the reply's decoded response and
-        attachment as one JSON line.
+        attachment as one JSON line;
+    python tests/ros2_peer.py ENDPOINT set_param SERVICE NAME VALUE
+        calls rcl_interfaces/srv/SetParameters SERVICE (like
+        0/robot1/base_bridge/set_watchdog) with the one parameter NAME, a double
+        VALUE (an integer when VALUE has no '.'), as rmw_zenoh's clients do; prints
+        the results and the reply's attachment as one JSON line.
 
 It connects (client of a test router or peer) to ENDPOINT only, no scouting.
 Prints "ready" on stderr once subscribed.
@@ -30,6 +35,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import zenoh
 from rosbags.typesys import Stores, get_typestore
 
@@ -140,6 +146,47 @@ def call(s: zenoh.Session, service: str) -> None:
     print(json.dumps({"error": "no reply"}), flush=True)
 
 
+#: rcl_interfaces/srv/SetParameters' type hash, as rosidl generates it (the referenced
+#: rcl_interfaces/msg/Parameter's hash there is Jazzy's).
+SET_PARAMETERS_HASH = "RIHS01_56eed9a67e169f9cb6c1f987bc88f868c14a8fc9f743a263bc734c154015d7e0"
+SET_PARAMETERS = "rcl_interfaces/srv/SetParameters"
+
+
+def set_param(s: zenoh.Session, service: str, name: str, text: str) -> None:
+    from rosbags.typesys import get_types_from_msg
+
+    for suffix, body in (("_Request", "rcl_interfaces/msg/Parameter[] parameters"),
+                         ("_Response", "rcl_interfaces/msg/SetParametersResult[] results")):
+        if SET_PARAMETERS + suffix not in STORE.types:
+            parsed = get_types_from_msg(body, SET_PARAMETERS + suffix)  # keyed pkg/msg/…
+            STORE.register({SET_PARAMETERS + suffix: next(iter(parsed.values()))})
+    t = STORE.types
+    integer = "." not in text and "e" not in text.lower() and "n" not in text.lower()
+    value = t["rcl_interfaces/msg/ParameterValue"](
+        type=2 if integer else 3, bool_value=False, integer_value=int(text) if integer else 0,
+        double_value=0.0 if integer else float(text), string_value="",
+        byte_array_value=np.array([], dtype=np.uint8), bool_array_value=np.array([], dtype=bool),
+        integer_array_value=np.array([], dtype=np.int64),
+        double_array_value=np.array([], dtype=np.float64), string_array_value=[])
+    request = t[SET_PARAMETERS + "_Request"](
+        parameters=[t["rcl_interfaces/msg/Parameter"](name=name, value=value)])
+    data = bytes(STORE.serialize_cdr(request, SET_PARAMETERS + "_Request"))
+    key = f"{service}/rcl_interfaces::srv::dds_::SetParameters_/{SET_PARAMETERS_HASH}"
+    gid = bytes(range(32, 48))
+    att = struct.pack("<qqB16s", 7, time.time_ns(), 16, gid)
+    for reply in s.get(key, payload=data, attachment=att, timeout=5.0):
+        if reply.ok is None:
+            continue
+        response = STORE.deserialize_cdr(reply.ok.payload.to_bytes(), SET_PARAMETERS + "_Response")
+        ratt = reply.ok.attachment.to_bytes()
+        seq, _stamp, _n = struct.unpack_from("<qqB", ratt)
+        print(json.dumps({"key": str(reply.ok.key_expr), "results": plain(response.results),
+                          "seq": seq, "gid": ratt[17:].hex(), "sent_gid": gid.hex()}),
+              flush=True)
+        return
+    print(json.dumps({"error": "no reply"}), flush=True)
+
+
 def main() -> None:
     endpoint, verb, *rest = sys.argv[1:]
     s = session(endpoint)
@@ -154,6 +201,9 @@ def main() -> None:
         elif verb == "call":
             time.sleep(0.5)  # not a readiness wait: no sign when a queryable route is in
             call(s, rest[0])
+        elif verb == "set_param":
+            time.sleep(0.5)  # not a readiness wait: no sign when a queryable route is in
+            set_param(s, rest[0], rest[1], rest[2])
         elif verb == "tokens":
             # The session connects in the background: ask again until an answer comes.
             end = time.monotonic() + 10.0

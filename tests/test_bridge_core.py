@@ -218,3 +218,28 @@ def test_paced_skips_to_the_newest_once_over_budget() -> None:
     assert got == [(0, 0), (1, 0), (2, 0), (9, 6)]
     assert list(paced([], 1.0, clock)) == []
     assert list(paced(["a", "b"], 10.0, clock)) == [("a", 0), ("b", 0)]
+
+
+def test_a_new_cmd_timeout_takes_effect_at_once_on_the_request_there() -> None:
+    """set_cmd_timeout on a running core: the request already there trips once it is the
+    new timeout old (already older: at the next frame), on the node's clock; said once."""
+    core = BaseNodeCore(rate_hz=100, cmd_timeout=0.5, now=0.0)
+    core.request(0.3, 0, 0, now=1.0)
+    moving = cmd_frame.encode(cmd_frame.CmdFrame(0.3, 0, 0))
+    core.set_cmd_timeout(0.25, now=1.05)
+    (event,) = core.drain_events()
+    assert (event.kind, event.stamp) == ("watchdog-set", 1.05)
+    assert event.message == "watchdog: cmd_timeout 0.5 s -> 0.25 s"
+    assert core.frame(1.2499) == moving
+    assert core.frame(1.25) == ZERO_FRAME  # 0.25 s after the request, not 0.5
+    assert "cmd_timeout 0.25 s" in core.drain_events()[0].message
+    core.request(0.3, 0, 0, now=2.0)
+    core.set_cmd_timeout(5.0, now=2.1)
+    assert core.frame(6.9999) == moving and core.frame(7.0) == ZERO_FRAME
+    core.request(0.3, 0, 0, now=8.0)
+    core.set_cmd_timeout(0.05, now=8.3)  # the request is older than the new timeout already
+    assert core.frame(8.3) == ZERO_FRAME
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="cmd_timeout"):
+            core.set_cmd_timeout(bad, now=9.0)
+    assert core.cmd_timeout == 0.05

@@ -60,6 +60,43 @@ def test_commands_arrive_byte_exact_at_the_requested_rate(
     assert bytes(peer.raw) == b"".join(a.raw for a in arrivals)  # no stray byte on the wire
 
 
+def test_a_new_cmd_timeout_stops_the_base_after_it_on_the_nodes_clock(
+    pair: PtyPair, peer: FirmwarePeer
+) -> None:
+    """set_cmd_timeout on a running node (what ROS 2's ~/set_watchdog calls): the request
+    there goes out for 0.25 s of the node's clock, not the 30 s it started with, then zero."""
+    rate = 64.0  # 0.25 s is 16 periods, exact in binary
+    clock = ManualClock()
+    go = cmd_frame.encode(CmdFrame(0.3, 0.0, 0.0))
+    node = BaseNode(config(pair.path, control={"rate_hz": rate}, watchdog={"cmd_timeout": 30.0}),
+                    on_event=None, clock=clock)
+    with node:
+        assert peer.wait_for(lambda a: len(a) >= 2)  # activation zero, first tick
+        node.request(0.3, 0.0, 0.0)
+        node.set_cmd_timeout(0.25)
+        assert node.config.cmd_timeout == node.core.cmd_timeout == 0.25
+        for k in range(1, 16):
+            clock.advance(1 / rate)
+            assert peer.wait_for(lambda a, k=k: sum(x.raw == go for x in a) >= k)
+        clock.advance(1 / rate)  # 0.25 s after the request
+        assert peer.wait_for(lambda a: len(a) == 2 + 16)
+        assert peer.arrivals[-1].raw == ZERO_FRAME
+        assert node.stats()["watchdog_trips"] == 1
+    assert sum(a.raw == go for a in peer.arrivals) == 15
+
+
+def test_both_runtimes_keep_a_new_cmd_timeout_in_their_config(pair: PtyPair) -> None:
+    """The new timeout is the node's config too: a core rebuilt at start keeps it, and
+    what reads the config (ROS 2's status, its stale cmd_vel) says it."""
+    for runtime in (BaseNode, AsyncBaseNode):
+        node = runtime(config(pair.path), on_event=None)
+        node.set_cmd_timeout(0.3)
+        assert node.config.cmd_timeout == node.core.cmd_timeout == 0.3, runtime
+        with pytest.raises(ValueError, match="cmd_timeout"):
+            node.set_cmd_timeout(0.0)
+        assert node.config.cmd_timeout == 0.3
+
+
 def test_odometry_over_a_pty_integrates_to_the_closed_form(
     pair: PtyPair, peer: FirmwarePeer
 ) -> None:

@@ -8,6 +8,7 @@ Zenoh + rosbags) runs in another process.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -26,7 +27,7 @@ from fwbridge.bridge.node import topics  # noqa: E402
 from fwbridge.bridge.node.config import ConfigError  # noqa: E402
 from fwbridge.bridge.node.topics import Qos  # noqa: E402
 from fwbridge.bridge.ros2 import keys  # noqa: E402
-from fwbridge.bridge.ros2.config import Ros2Settings, parse_ros2  # noqa: E402
+from fwbridge.bridge.ros2.config import MAX_URDF, Ros2Settings, load_ros2, parse_ros2  # noqa: E402
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
 from fwbridge.bridge.ros2.participant import Participant, zenoh_config  # noqa: E402
 from fwbridge.bridge.ros2.router import (  # noqa: E402
@@ -48,6 +49,8 @@ from tests.helpers import (  # noqa: E402
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "ros2_rmw_zenoh_golden.json")
                     .read_text())
 PEER = [sys.executable, str(ROOT / "tests" / "ros2_peer.py")]
+#: The fleet's robot_description: UTF-8 beyond ASCII, as a URDF's comments may be.
+URDF = '<?xml version="1.0"?>\n<robot name="base"><!-- Müller --><link name="base_link"/></robot>\n'
 
 
 # -- formats (no network) --------------------------------------------------------------------
@@ -142,6 +145,16 @@ def test_service_keys_match_rmw_zenoh() -> None:
         service_type_hash("std_srvs/srv/Nope")
 
 
+def test_set_parameters_hash_is_rosidls() -> None:
+    """rcl_interfaces/srv/SetParameters' RIHS01 as rosidl generates it (its request holds
+    rcl_interfaces/msg/Parameter, described as the store has it: the same hash)."""
+    from fwbridge.bridge.ros2.services import SET_PARAMETERS, service_type_hash
+
+    assert service_type_hash(SET_PARAMETERS) == ("RIHS01_56eed9a67e169f9cb6c1f987bc88f868c1"
+                                                 "4a8fc9f743a263bc734c154015d7e0")
+    assert service_type_hash(SET_PARAMETERS, "humble") == "TypeHashNotSupported"
+
+
 def test_gid_is_xxh3_of_the_token() -> None:
     gid = keys.entity_gid(GOLDEN["node_root"])
     assert len(gid) == 16 and gid != keys.entity_gid(GOLDEN["odom_publisher_domain7"])
@@ -163,6 +176,45 @@ def test_ros2_table(monkeypatch: pytest.MonkeyPatch) -> None:
                        ({"frame_prefix": 1}, "ros2.frame_prefix")]:
         with pytest.raises(ConfigError, match=field):
             parse_ros2(bad)
+
+
+def test_urdf_of_the_ros2_table_is_read_beside_the_robot_file(tmp_path: Path) -> None:
+    (tmp_path / "robot.urdf").write_text(URDF, encoding="utf-8")
+    robot = tmp_path / "robot.toml"
+    robot.write_text('[ros2]\nurdf = "robot.urdf"\n')
+    s = load_ros2(robot)
+    assert (s.urdf, s.robot_description) == (str(tmp_path / "robot.urdf"), URDF)
+    assert URDF not in repr(s)  # a 1 MiB text is not what a settings' repr should print
+    assert Ros2Settings().robot_description is None
+    with pytest.raises(ConfigError, match=r"^<config>: ros2.urdf: must be the path of a URDF "
+                       r"file, got 3$"):
+        parse_ros2({"urdf": 3})
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    (None, r"cannot read \S+/robot.urdf: No such file or directory"),
+    (b"\xff\xfe<robot/>", r"\S+/robot.urdf is not UTF-8 text \(byte 0 is 0xff\)"),
+    (b"<robot>\x00</robot>", r"is not text \(a NUL character at 7\)"),
+    (b"x" * (MAX_URDF + 1), rf"is {MAX_URDF + 1} bytes, more than {MAX_URDF}"),
+    ("a directory", r"is not a regular file"),
+    (b" \n", r"is empty"),
+], ids=["missing", "not-utf8", "nul", "too-big", "directory", "empty"])
+def test_a_bad_urdf_is_one_error_naming_the_setting_and_nothing_starts(
+        tmp_path: Path, content: bytes | str | None, why: str) -> None:
+    """The URDF file is untrusted input: read at start, bounded, UTF-8 text; otherwise
+    one `error:` line naming ros2.urdf, exit status 2, and no link opened."""
+    urdf = tmp_path / "robot.urdf"
+    if isinstance(content, bytes):
+        urdf.write_bytes(content)
+    elif content is not None:
+        urdf.mkdir()
+    robot = tmp_path / "robot.toml"
+    robot.write_text('use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\nurdf = "robot.urdf"\n')
+    res = run_cli("bridge", str(robot), "--ros2", "--duration", "5")
+    lines = res.stderr.decode().splitlines()
+    assert res.returncode == 2 and res.stdout == b"", res.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: {robot}: ros2.urdf: "), lines
+    assert re.search(why, lines[0]), lines[0]
 
 
 def test_frame_prefix_of_the_ros2_table() -> None:
@@ -201,7 +253,8 @@ def _router(endpoint: str) -> Any:
 def network() -> Iterator[dict[str, Any]]:
     endpoint = f"tcp/127.0.0.1:{_free_port()}"
     state: dict[str, Any] = {"endpoint": endpoint, "router": _router(endpoint)}
-    fleet = Fleet(4, Ros2Settings(connect=(endpoint,), domain_id=0), rate_hz=50.0)
+    fleet = Fleet(4, Ros2Settings(connect=(endpoint,), domain_id=0, urdf="base.urdf",
+                                  robot_description=URDF), rate_hz=50.0)
     fleet.start()
     assert fleet.participant is not None and fleet.participant.wait_open(10)
     state["fleet"] = fleet
@@ -323,6 +376,96 @@ def _echo_latched(endpoint: str, key: str, msgtype: str, count: int) -> list[dic
     out = subprocess.run([*PEER, endpoint, "latched", key, msgtype, "--count", str(count)],
                          capture_output=True, text=True, timeout=60, check=True)
     return [json.loads(line) for line in out.stdout.splitlines()[:count]]
+
+
+@pytest.mark.slow
+def test_robot_description_is_latched_for_a_late_subscriber(network: dict[str, Any]) -> None:
+    """With a URDF in the settings each base publishes its text once on its
+    robot_description (transient_local, depth 1, as robot_state_publisher); a plain Zenoh
+    advanced subscriber joining after that gets it from the publisher's cache."""
+    robot2 = _bridge(network["fleet"], "/robot2")
+    assert _wait(lambda: robot2._description_sent)
+    pub = robot2.description_pub
+    assert pub is not None and pub.topic == "/robot2/robot_description"
+    assert pub.token_key.split("/")[-1] == ":1:,1:,:,:,,"  # reliable, transient_local, 1
+    (got,) = _echo_latched(network["endpoint"], "0/robot2/robot_description/**",
+                           "std_msgs/msg/String", 1)
+    assert got["key"] == ("0/robot2/robot_description/std_msgs::msg::dds_::String_/"
+                          + topics.type_hash("std_msgs/msg/String"))
+    assert got["msg"]["data"] == URDF
+
+
+def _set_param(endpoint: str, service: str, name: str, value: str) -> dict[str, Any]:
+    out = subprocess.run([*PEER, endpoint, "set_param", service, name, value],
+                         capture_output=True, text=True, timeout=60, check=True)
+    reply: dict[str, Any] = json.loads(out.stdout.splitlines()[0])
+    return reply
+
+
+@pytest.mark.slow
+def test_set_watchdog_changes_the_timeout_the_robot_then_stops_after(
+        network: dict[str, Any]) -> None:
+    """~/set_watchdog (rcl_interfaces/srv/SetParameters, watchdog_timeout in s): a plain
+    Zenoh client in another process sets 5 s and is refused outside 0.05..5 s (nothing
+    changes); `fwbridge ros2 call` sets 0.1 s; cmd_vel from another process, then none:
+    the watchdog trips 0.1 s after the last, counted on the node's clock."""
+    from fwbridge.bridge.node.sinks import CallbackSink
+
+    endpoint, robot1 = network["endpoint"], _bridge(network["fleet"], "/robot1")
+    service = "0/robot1/base_bridge/set_watchdog"
+    events: list[Any] = []
+    sink = CallbackSink(on_event=events.append)
+    robot1.node.sinks.add(sink)
+    try:
+        reply = _set_param(endpoint, service, "watchdog_timeout", "5.0")
+        assert reply["results"] == [{"successful": True,
+                                     "reason": "watchdog_timeout 5 s (was 0.5 s)"}], reply
+        assert (reply["seq"], reply["gid"]) == (7, reply["sent_gid"])
+        assert robot1.node.core.cmd_timeout == robot1.node.config.cmd_timeout == 5.0
+        for name, value, why in (
+                ("watchdog_timeout", "10.0", "must be 0.05 to 5 s, got 10: unchanged"),
+                ("watchdog_timeout", "0.01", "must be 0.05 to 5 s, got 0.01: unchanged"),
+                ("watchdog_timeout", "nan", "must be 0.05 to 5 s, got nan: unchanged"),
+                ("watchdog_timeout", "1", "must be a double (ParameterValue type 3), got an "
+                 "integer (write 1.0 for 1 s)"),
+                ("speed", "1.0", "unknown parameter 'speed'")):
+            (result,) = _set_param(endpoint, service, name, value)["results"]
+            assert result["successful"] is False and why in result["reason"], result
+        assert robot1.node.core.cmd_timeout == 5.0
+        res = run_cli("ros2", "call", "/robot1/base_bridge/set_watchdog",
+                      "rcl_interfaces/srv/SetParameters",
+                      "{parameters: [{name: watchdog_timeout, value: {type: 3, double_value: "
+                      "0.1}}]}", "--json", "--connect", endpoint, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout) == {"results": [
+            {"successful": True, "reason": "watchdog_timeout 0.1 s (was 5 s)"}]}
+        assert robot1.cmd_sub.freshness is not None
+        assert robot1.cmd_sub.freshness.max_age_ns == 100_000_000  # stale cmd_vel: 0.1 s too
+        received = robot1.cmd_sub.received
+        subprocess.run([*PEER, endpoint, "pub", "0/robot1/cmd_vel", "0.2", "0", "1.5",
+                        "--rate", "50"], check=True, timeout=30, capture_output=True)
+        assert robot1.cmd_sub.received > received + 5
+
+        def holding() -> bool:  # the last word after the last cmd_vel: the watchdog's
+            kinds = [e.kind for e in events if e.kind in ("watchdog", "resumed")]
+            return bool(kinds) and kinds[-1] == "watchdog"
+
+        assert _wait(holding)
+        trip = [e for e in events if e.kind == "watchdog"][-1]
+        found = re.search(r"no velocity request for ([\d.]+) s \(cmd_timeout 0.1 s\)",
+                          trip.message)
+        assert found is not None, trip.message
+        assert 0.1 <= float(found.group(1)) < 5.0  # the node's clock: the new timeout, not 5 s
+        sets = [e.message for e in events if e.kind == "watchdog-set"]
+        assert sets == ["watchdog: cmd_timeout 0.5 s -> 5 s",
+                        "watchdog: cmd_timeout 5 s -> 0.1 s"]
+        res = run_cli("ros2", "topics", "--connect", endpoint, timeout=60)
+        assert ("/robot1/base_bridge/set_watchdog [rcl_interfaces/srv/SetParameters]  "
+                "servers: 1 (/robot1/base_bridge)") in res.stdout.decode()
+    finally:
+        robot1.node.sinks.remove(sink)
+        robot1.node.set_cmd_timeout(0.5)  # the module's fleet, as the other tests expect it
+        robot1.cmd_sub.set_max_age(0.5)
 
 
 @pytest.mark.slow
@@ -486,8 +629,9 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
     endpoint = f"tcp/127.0.0.1:{_free_port()}"
     router = _router(endpoint)
     robot = tmp_path / "robot.toml"
+    (tmp_path / "robot7.urdf").write_text(URDF, encoding="utf-8")
     robot.write_text(f'use_sim = true\n[sim]\nurl = "sim://mecanum"\n[ros2]\n'
-                     f'namespace = "/robot7"\nconnect = ["{endpoint}"]\n')
+                     f'namespace = "/robot7"\nconnect = ["{endpoint}"]\nurdf = "robot7.urdf"\n')
     try:
         from tests.helpers import cli_env, fwbridge_argv, wait_for_line
 
@@ -503,6 +647,7 @@ def test_bridge_cli_with_ros2_takes_cmd_vel(tmp_path: Path) -> None:
     text = err.decode()
     assert proc.returncode == 0, text
     assert "ROS 2 node /robot7/base_bridge" in ready and "sending zero velocity" in text
+    assert ready.rstrip().endswith(", /robot7/robot_description"), ready
     counters = dict(kv.split("=") for kv in text.split("ros2: ")[1].split())
     assert int(counters["cmd_vel_received"]) > 5 and int(counters["odometry_published"]) > 50
 

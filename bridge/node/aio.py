@@ -16,6 +16,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 import serial_asyncio
@@ -84,6 +85,14 @@ class AsyncBaseNode(RecordPath):
     def request(self, vx: float, vy: float, wz: float) -> None:
         with self._lock:
             self.core.request(vx, vy, wz, self.clock())
+
+    def set_cmd_timeout(self, seconds: float) -> None:
+        """The watchdog's timeout, changed at once (from any thread); the node's
+        ``config`` says the new one too. Its event goes out with the node's others,
+        from the node's own thread."""
+        with self._lock:
+            self.core.set_cmd_timeout(seconds, self.clock())
+            self.config = replace(self.config, cmd_timeout=self.core.cmd_timeout)
 
     def send_now(self) -> None:
         """Send the current command at once, outside the schedule (from any thread)."""

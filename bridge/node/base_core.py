@@ -5,7 +5,8 @@ with an exact clock:
 
 - command frames from the latest velocity request, at the control rate;
 - the watchdog: no request for ``cmd_timeout`` -> zero velocity, and an event
-  saying so (and another when requests resume);
+  saying so (and another when requests resume); :meth:`~BaseNodeCore.set_cmd_timeout`
+  changes the timeout of a running node, at once;
 - odometry frames decoded by :class:`~protocols.sum8_receiver.Sum8Receiver`
   and integrated by :class:`~bridge.node.odometry.OdometryIntegrator`;
 - after the link comes back, a zero command first;
@@ -17,6 +18,7 @@ The runtimes around it: :class:`bridge.node.base_node.BaseNode` (blocking) and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fwbridge.bridge.node.backoff import SUBSCRIBER_BUDGET, paced
@@ -38,8 +40,8 @@ ZERO_FRAME = cmd_frame.encode(cmd_frame.ZERO)
 class NodeEvent:
     """Something the node reports: ``kind`` for programs, ``message`` for people.
 
-    Kinds: ``watchdog``, ``resumed``, ``link-lost``, ``link-restored``,
-    ``gave-up``, ``garbage``.
+    Kinds: ``watchdog``, ``resumed``, ``watchdog-set``, ``link-lost``,
+    ``link-restored``, ``gave-up``, ``garbage``.
     """
 
     stamp: float
@@ -113,6 +115,14 @@ class BaseNodeCore:
         if self._tripped:
             self._tripped = False
             self._event(now, "resumed", "velocity requests resumed")
+
+    def set_cmd_timeout(self, seconds: float, now: float) -> None:
+        """The watchdog's timeout from now on: the request that is there trips once it is
+        ``seconds`` old (already older: at the next tick)."""
+        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+            raise ConfigError(f"cmd_timeout must be a positive number of seconds, got {seconds!r}")
+        old, self.cmd_timeout = self.cmd_timeout, float(seconds)
+        self._event(now, "watchdog-set", f"watchdog: cmd_timeout {old:g} s -> {seconds:g} s")
 
     def target(self, now: float) -> CmdFrame:
         """What to command now: the request, or zero once the watchdog has tripped."""
@@ -233,5 +243,6 @@ def log_event(event: NodeEvent) -> None:
     """The default event handler: the ``fwbridge.bridge`` logger."""
     import logging  # here, not at the top: logging starts threading, the core has none
 
-    level = logging.INFO if event.kind in ("resumed", "link-restored") else logging.WARNING
+    quiet = ("resumed", "watchdog-set", "link-restored")
+    level = logging.INFO if event.kind in quiet else logging.WARNING
     logging.getLogger("fwbridge.bridge").log(level, "%s", event.message)

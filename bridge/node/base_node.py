@@ -17,6 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 import serial
@@ -158,6 +159,14 @@ class BaseNode(RecordPath):
         """Set the velocity request (thread-safe); it must be renewed within cmd_timeout."""
         with self._lock:
             self.core.request(vx, vy, wz, self.clock())
+
+    def set_cmd_timeout(self, seconds: float) -> None:
+        """The watchdog's timeout, changed at once (from any thread); the node's
+        ``config`` says the new one too. Its event goes out with the node's others,
+        from the node's own thread."""
+        with self._lock:
+            self.core.set_cmd_timeout(seconds, self.clock())
+            self.config = replace(self.config, cmd_timeout=self.core.cmd_timeout)
 
     def send_now(self) -> None:
         """Send the current command at once, outside the schedule (thread-safe)."""

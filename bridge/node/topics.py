@@ -154,6 +154,10 @@ TOPICS: dict[str, TopicSpec] = {
     "joint_states": TopicSpec("joint_states", "joint_states", "sensor_msgs/msg/JointState", "out"),
     "diagnostics": TopicSpec("diagnostics", "/diagnostics",
                              "diagnostic_msgs/msg/DiagnosticArray", "out"),
+    # robot_state_publisher's: latched, the last one only; only with a URDF
+    "robot_description": TopicSpec("robot_description", "robot_description",
+                                   "std_msgs/msg/String", "out",
+                                   Qos(durability="transient_local", depth=1)),
 }
 
 

@@ -20,10 +20,16 @@ either runtime (:class:`~fwbridge.bridge.node.base_node.BaseNode`,
   broadcaster) with :data:`STATIC_FRAMES` (``robot1/base_link ->
   robot1/imu_link``), published once: a subscriber that joins later gets it
   from the publisher's cache (rmw_zenoh's advanced publisher and subscriber);
-- services (``std_srvs/srv/Trigger``, rmw_zenoh's conventions):
-  ``~/get_status`` (``/robot1/base_bridge/get_status``: the counters, the
-  link and the operator's state as JSON in ``message``; ``success`` while the
-  link is up) and ``~/stop`` (zero velocity now, until the next ``cmd_vel``);
+- ``robot_description`` (``std_msgs/String``, latched as ``/tf_static``) with
+  the text of the settings' URDF file, when they name one;
+- services (rmw_zenoh's conventions): ``~/get_status`` (``std_srvs/srv/Trigger``,
+  ``/robot1/base_bridge/get_status``: the counters, the link and the
+  operator's state as JSON in ``message``; ``success`` while the link is
+  up), ``~/stop`` (``Trigger``: zero velocity now, until the next
+  ``cmd_vel``) and ``~/set_watchdog`` (``rcl_interfaces/srv/SetParameters``
+  with the double parameter ``watchdog_timeout``, seconds: the watchdog's
+  ``cmd_timeout``, within :data:`WATCHDOG_RANGE`, at once; anything else is
+  refused, ``successful`` false and the reason);
 - ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` once a second: the
   receiver counters, watchdog trips, reconnects and the link state, plus any
   extra statuses (the CAN modules' health) from ``extra_statuses``; the
@@ -44,6 +50,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -56,10 +63,19 @@ from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
 from fwbridge.bridge.node.topics import Qos
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
+from fwbridge.bridge.ros2.services import SET_PARAMETERS, parameter_value
 
-__all__ = ["DIAGNOSTICS_PERIOD", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER", "Ros2Base"]
+__all__ = ["DIAGNOSTICS_PERIOD", "MAX_PARAMETERS", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER",
+           "WATCHDOG_PARAMETER", "WATCHDOG_RANGE", "Ros2Base"]
 
 TRIGGER = "std_srvs/srv/Trigger"
+#: The parameter ``~/set_watchdog`` sets: the watchdog's cmd_timeout, a double in seconds.
+WATCHDOG_PARAMETER = "watchdog_timeout"
+#: What ``~/set_watchdog`` accepts (s): shorter trips between the commands of an operator
+#: at 10 Hz on a busy network; longer lets a base run on blind for too long.
+WATCHDOG_RANGE = (0.05, 5.0)
+#: Parameters one ``~/set_watchdog`` request may hold; more are all refused.
+MAX_PARAMETERS = 16
 #: tf2's static broadcaster: latched (transient_local), the last message only.
 TF_STATIC_QOS = Qos("reliable", "transient_local", "keep_last", 1)
 #: The base's fixed frames on /tf_static: parent, child, translation (m). The IMU whose
@@ -113,7 +129,15 @@ class Ros2Base(SinkBase):
                                                 TF_STATIC_QOS)
         self.status_srv = self.ros.service("~/get_status", TRIGGER, self._get_status)
         self.stop_srv = self.ros.service("~/stop", TRIGGER, self._stop_now)
+        self.watchdog_srv = self.ros.service("~/set_watchdog", SET_PARAMETERS,
+                                             self._set_watchdog)
+        self.description_pub = None
+        if s.robot_description is not None:
+            rd = spec["robot_description"]
+            self.description_pub = self.ros.publisher(s.topic("robot_description"), rd.msgtype,
+                                                      rd.qos)
         self._static_sent = False
+        self._description_sent = False
         self.node.sinks.add(self)
         self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
                                         daemon=True)
@@ -197,6 +221,39 @@ class Ros2Base(SinkBase):
         self.node.send_now()
         return self._trigger_response(True, "zero velocity requested")
 
+    def _set_watchdog(self, request: Any) -> Any:
+        """``~/set_watchdog``: one result per parameter, in order (SetParameters')."""
+        params = list(request.parameters)
+        if len(params) > MAX_PARAMETERS:
+            why = f"at most {MAX_PARAMETERS} parameters in one request, got {len(params)}"
+            results = [self._parameter_result(False, why) for _ in params]
+        else:
+            results = [self._set_parameter(p) for p in params]
+        cls = topics.typestore(self.distro).types[SET_PARAMETERS + "_Response"]
+        return cls(results=results)
+
+    def _set_parameter(self, param: Any) -> Any:
+        name, value = parameter_value(param)
+        if name != WATCHDOG_PARAMETER:
+            return self._parameter_result(False, f"unknown parameter {name[:64]!r} (this "
+                                          f"service sets {WATCHDOG_PARAMETER}, in seconds)")
+        if not isinstance(value, float):
+            given = "an integer (write 1.0 for 1 s)" if isinstance(value, int) else "not a double"
+            return self._parameter_result(False, f"{WATCHDOG_PARAMETER} must be a double "
+                                          f"(ParameterValue type 3), got {given}")
+        lo, hi = WATCHDOG_RANGE
+        if not (math.isfinite(value) and lo <= value <= hi):
+            return self._parameter_result(False, f"{WATCHDOG_PARAMETER} must be {lo:g} to "
+                                          f"{hi:g} s, got {value:g}: unchanged")
+        old = self.node.config.cmd_timeout
+        self.node.set_cmd_timeout(value)
+        self.cmd_sub.set_max_age(value)  # a cmd_vel older than the watchdog's timeout is stale
+        return self._parameter_result(True, f"{WATCHDOG_PARAMETER} {value:g} s (was {old:g} s)")
+
+    def _parameter_result(self, successful: bool, reason: str) -> Any:
+        cls = topics.typestore(self.distro).types["rcl_interfaces/msg/SetParametersResult"]
+        return cls(successful=successful, reason=reason)
+
     # -- diagnostics and the router ------------------------------------------------------
     def stats(self) -> dict[str, int]:
         sub = self.cmd_sub.stats()
@@ -253,11 +310,23 @@ class Ros2Base(SinkBase):
             for parent, child, (x, y, z) in STATIC_FRAMES]
         return t["tf2_msgs/msg/TFMessage"](transforms=transforms)
 
+    def description_message(self) -> Any:
+        """std_msgs/String of the URDF's text (the settings name one)."""
+        text = self.settings.robot_description or ""
+        return topics.typestore(self.distro).types["std_msgs/msg/String"](data=text)
+
+    def _publish_latched(self) -> None:
+        """Once each, as soon as the session is open: the publishers' caches serve every
+        subscriber that comes later."""
+        if not self._static_sent and self.tf_static_pub.is_declared:
+            self._static_sent = self.tf_static_pub.publish(self.static_transforms())
+        pub = self.description_pub
+        if pub is not None and not self._description_sent and pub.is_declared:
+            self._description_sent = pub.publish(self.description_message())
+
     def _housekeeping(self) -> None:
         while not self._stop.wait(DIAGNOSTICS_PERIOD):
-            if not self._static_sent and self.tf_static_pub.is_declared:
-                # once: the publisher's cache serves every subscriber that comes later
-                self._static_sent = self.tf_static_pub.publish(self.static_transforms())
+            self._publish_latched()
             self._check_reachable()
             try:
                 self.diag_pub.publish(self.diagnostics())

@@ -12,10 +12,15 @@
                                      # or rmw_zenoh's rmw_zenohd)
     listen = []                      # none: nothing listens unless you say so
     frame_prefix = "robot1/"         # TF frames robot1/odom -> robot1/base_link (default: none)
+    urdf = "robot.urdf"              # optional, relative to this file: robot_description
 
     [ros2.topics]                    # rename any topic
     odom = "odom"
     cmd_vel = "cmd_vel"
+
+``urdf`` names a file read when the robot file is: at most :data:`MAX_URDF`
+bytes of UTF-8 text, else one error naming the setting (nothing starts); its
+text is published latched on ``robot_description``.
 
 No Zenoh import here: a robot file is checked without the ``ros2`` extra.
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,11 +44,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["DEFAULT_CONNECT", "Ros2Settings", "load_ros2", "parse_endpoints", "parse_ros2"]
+__all__ = ["DEFAULT_CONNECT", "MAX_URDF", "Ros2Settings", "load_ros2", "parse_endpoints",
+           "parse_ros2"]
 
 #: Where ROS 2 nodes look for the router (DEFAULT_RMW_ZENOH_SESSION_CONFIG.json5): the
 #: port of rmw_zenohd, where ``fwbridge ros2 router`` listens too.
 DEFAULT_CONNECT = ("tcp/localhost:7447",)
+#: The largest URDF a robot file may name (bytes): robot descriptions with meshes by
+#: reference are tens of kB; more is not a URDF this bridge should hold and publish.
+MAX_URDF = 1 << 20
 _ENDPOINT = re.compile(r"^(tcp|udp|tls|quic|ws|unixsock-stream)/[^\s]+$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOPIC = re.compile(r"^/?[A-Za-z_~][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -63,6 +73,8 @@ class Ros2Settings:
     listen: tuple[str, ...] = ()
     frame_prefix: str = ""  # "" or ending in "/": prefixes the odom and base_link frames
     topics: Mapping[str, str] = field(default_factory=dict)
+    urdf: str = ""  # the URDF file's path, "" for none
+    robot_description: str | None = field(default=None, repr=False, compare=False)  # its text
 
     @property
     def domain(self) -> int:
@@ -133,8 +145,11 @@ class _Bad(ConfigError):
         super().__init__(f"ros2.{key}: {reason}")
 
 
-def parse_ros2(table: Mapping[str, Any] | None, *, source: str = "<config>") -> Ros2Settings:
-    """:class:`Ros2Settings` from the parsed ``[ros2]`` table; errors name the key."""
+def parse_ros2(table: Mapping[str, Any] | None, *, source: str = "<config>",
+               base: Path | None = None) -> Ros2Settings:
+    """:class:`Ros2Settings` from the parsed ``[ros2]`` table; errors name the key. A
+    relative ``urdf`` is taken from ``base`` (the robot file's directory), else from the
+    working directory."""
     values: dict[str, Any] = {}
     try:
         for key, value in (table or {}).items():
@@ -166,9 +181,11 @@ def parse_ros2(table: Mapping[str, Any] | None, *, source: str = "<config>") -> 
                 values[key] = _frame_prefix(value)
             elif key == "topics":
                 values[key] = _topics(value)
+            elif key == "urdf":
+                values["urdf"], values["robot_description"] = _urdf(value, base)
             else:
                 known = ("connect, distro, domain_id, enabled, frame_prefix, listen, namespace, "
-                         "node_name, topics")
+                         "node_name, topics, urdf")
                 raise _Bad(key, f"unknown key (known here: {known})")
     except _Bad as exc:
         raise ConfigError(f"{source}: {exc}") from None
@@ -188,6 +205,38 @@ def _topics(value: Any) -> dict[str, str]:
     return out
 
 
+def _urdf(value: Any, base: Path | None) -> tuple[str, str]:
+    """The path and text of the URDF file ``value`` names: untrusted, so a regular file
+    of at most :data:`MAX_URDF` bytes of UTF-8 text, or an error saying which it is not."""
+    if not isinstance(value, str) or not value.strip():
+        raise _Bad("urdf", f"must be the path of a URDF file, got {value!r}")
+    path = Path(os.path.expanduser(os.path.expandvars(value.strip())))
+    if not path.is_absolute() and base is not None:
+        path = base / path
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+            raise _Bad("urdf", f"{path} is not a regular file")
+        if info.st_size > MAX_URDF:
+            raise _Bad("urdf", f"{path} is {info.st_size} bytes, more than {MAX_URDF}")
+        with path.open("rb") as f:
+            data = f.read(MAX_URDF + 1)
+    except OSError as exc:
+        raise _Bad("urdf", f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_URDF:  # it grew since stat()
+        raise _Bad("urdf", f"{path} is more than {MAX_URDF} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Bad("urdf", f"{path} is not UTF-8 text (byte {exc.start} is "
+                   f"0x{data[exc.start]:02x})") from None
+    if "\x00" in text:
+        raise _Bad("urdf", f"{path} is not text (a NUL character at {text.index(chr(0))})")
+    if not text.strip():
+        raise _Bad("urdf", f"{path} is empty")
+    return str(path), text
+
+
 def load_ros2(path: str | os.PathLike[str]) -> Ros2Settings:
     """The ``[ros2]`` table of a robot file (the file is otherwise read by load_config)."""
     p = Path(path)
@@ -198,4 +247,4 @@ def load_ros2(path: str | os.PathLike[str]) -> Ros2Settings:
     table = data.get("ros2")
     if table is not None and not isinstance(table, dict):
         raise ConfigError(f"{p}: ros2 must be a table ([ros2])")
-    return parse_ros2(table, source=str(p))
+    return parse_ros2(table, source=str(p), base=p.resolve().parent)

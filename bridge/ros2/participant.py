@@ -409,6 +409,11 @@ class RosSubscription:
             self.refused += 1
             log.exception("%s: subscription callback failed", self.topic)
 
+    def set_max_age(self, seconds: float) -> None:
+        """A new ``max_age`` (only for a subscription made with one)."""
+        if self.freshness is not None:
+            self.freshness.max_age_ns = int(seconds * 1e9)
+
     def _note(self, error: str) -> None:
         if error != self.last_error:  # one line per kind of error, not per sample
             log.warning("%s: sample dropped: %s", self.topic, error)

@@ -18,7 +18,14 @@
   ``client_gid`` is ``uint8[16]``; rosbags' stores keep ``char``, which gives
   another hash, so the types are described here on their own store. The hash of
   ``std_srvs/srv/Trigger`` it gives is the one seen on the wire of a ROS 2
-  installation (a fixture of the tests).
+  installation (a fixture of the tests), and that of
+  ``rcl_interfaces/srv/SetParameters`` (whose request and response hold messages of
+  the store: those are described as the store has them) is the one rosidl
+  generates.
+
+:func:`double_parameter_request` and :func:`parameter_value` build and read
+``SetParameters``' parameters: the standard way ROS 2 tools change a node's
+setting.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from typing import Any
 from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.topics import MessageError, Qos
 
-__all__ = ["SERVICES", "SERVICE_QOS", "register", "service_type_hash"]
+__all__ = ["PARAMETER_DOUBLE", "PARAMETER_INTEGER", "SERVICES", "SERVICE_QOS", "SET_PARAMETERS",
+           "double_parameter_request", "parameter_value", "register", "service_type_hash"]
 
 #: rmw_qos_profile_services_default.
 SERVICE_QOS = Qos("reliable", "volatile", "keep_last", 10)
@@ -39,7 +47,12 @@ SERVICE_QOS = Qos("reliable", "volatile", "keep_last", 10)
 SERVICES = {
     "std_srvs/srv/Trigger": ("", "bool success\nstring message"),
     "std_srvs/srv/SetBool": ("bool data", "bool success\nstring message"),
+    "rcl_interfaces/srv/SetParameters": ("rcl_interfaces/msg/Parameter[] parameters",
+                                         "rcl_interfaces/msg/SetParametersResult[] results"),
 }
+SET_PARAMETERS = "rcl_interfaces/srv/SetParameters"
+#: rcl_interfaces/msg/ParameterType's values of ParameterValue.type.
+PARAMETER_INTEGER, PARAMETER_DOUBLE = 2, 3
 
 
 def _defs(srvtype: str) -> dict[str, Any]:
@@ -96,5 +109,48 @@ def service_type_hash(srvtype: str, distro: str = "jazzy") -> str:
     defs[srvtype] = ([], [("request_message", (Nodetype.NAME, req)),
                           ("response_message", (Nodetype.NAME, resp)),
                           ("event_message", (Nodetype.NAME, srvtype + "_Event"))])
+    _referenced(defs, base)
     store.register(defs)
     return str(store.hash_rihs01(srvtype))
+
+
+def _referenced(defs: dict[str, Any], base: Any) -> None:
+    """Add to ``defs`` every message type its fields name that it lacks, as ``base``
+    (the distro's store) describes them, and theirs in turn."""
+    from rosbags.interfaces import Nodetype
+
+    def names(desc: Any) -> list[str]:
+        kind, rest = desc
+        if kind == Nodetype.NAME:
+            return [rest]
+        if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE):
+            return names(rest[0])
+        return []
+
+    todo = [n for _consts, fields in defs.values() for _name, desc in fields for n in names(desc)]
+    while todo:
+        name = todo.pop()
+        if name in defs:
+            continue
+        if name not in base.fielddefs:
+            raise MessageError(f"unknown message type {name!r} in a service type")
+        defs[name] = base.fielddefs[name]
+        todo += [n for _name, desc in defs[name][1] for n in names(desc)]
+
+
+def double_parameter_request(name: str, value: float, distro: str = "jazzy") -> Any:
+    """A ``SetParameters`` request that sets the double parameter ``name``."""
+    request_type, _ = register(SET_PARAMETERS, distro)
+    return topics.message_from_dict(request_type, {"parameters": [
+        {"name": name, "value": {"type": PARAMETER_DOUBLE, "double_value": value}}]}, distro)
+
+
+def parameter_value(param: Any) -> tuple[str, object]:
+    """(name, value) of an ``rcl_interfaces/msg/Parameter``, the value by its type:
+    a float for a double, an int for an integer, None for anything else."""
+    value = param.value
+    if value.type == PARAMETER_DOUBLE:
+        return str(param.name), float(value.double_value)
+    if value.type == PARAMETER_INTEGER:
+        return str(param.name), int(value.integer_value)
+    return str(param.name), None
