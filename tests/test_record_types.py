@@ -69,7 +69,7 @@ def test_typing_declaration_matches_the_record(mod: ModuleType) -> None:
         if default is None:
             assert f.default is dataclasses.MISSING, fname
         else:
-            assert eval(default, vars(mod)) == f.default, fname
+            assert eval(default, vars(mod)) == f.default, fname  # our own source text
         if fname in labels:
             assert labels[fname].__name__ in annotation, fname
         else:
