@@ -131,7 +131,8 @@ def _length_property(desc: FrameDescription) -> property:
     def length(self: Any) -> int:
         return len(getattr(self, data)) + bias
 
-    return property(length, doc=f"The {desc.length.field} field: {desc.length.counts} bytes.")
+    return property(length, doc=f"The {desc.length.field} field: the number of "
+                    f"{desc.length.counts} bytes.")
 
 
 def record_type(desc: FrameDescription, name: str, *, base: type | tuple[type, ...] = (),
