@@ -25,10 +25,10 @@ instruction types and sub-commands decode to plain ints, never an error.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
-from typing import Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 from construct import ConstructError, Struct
 
@@ -43,10 +43,12 @@ from fwbridge.protocols.errors import (
     TrailerError,
 )
 from fwbridge.protocols.frame_codec import schema_of
+from fwbridge.protocols.records import record_type
 from fwbridge.protocols.sum8 import fast_constructor
 
 __all__ = [
     "DESCRIPTION",
+    "FIELDS",
     "HEADER",
     "MAX_LENGTH",
     "OVERHEAD",
@@ -154,38 +156,47 @@ def as_sub_command(value: int) -> SubCommand | int:
     return SUB_OF[value] if 0 <= value <= 0xFF else value
 
 
-@dataclass(frozen=True, slots=True)
-class ActionFrame:
-    """One action frame: machine code, instruction type, sub-command, data.
+#: The record's fields, in wire order (the length field is derived from ``data``).
+FIELDS: tuple[str, ...] = tuple(n for n in DESCRIPTION.field_names
+                                if DESCRIPTION.length is None or n != DESCRIPTION.length.field)
+
+if TYPE_CHECKING:
+    # For the type checker only: the class below is made from the description at run time
+    # (tests/test_record_types.py holds this declaration to the description's fields).
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, slots=True)
+    class ActionFrame:
+        """One action frame: machine code, instruction type, sub-command, data.
+
+        The length field is not stored: it is ``len(data)``. Known types and
+        sub-commands become enum members; any other int stays an int.
+        """
+
+        machine: int
+        type: InstructionType | int
+        sub: SubCommand | int
+        data: bytes = b""
+
+        @property
+        def length(self) -> int:
+            """The length field: number of data bytes."""
+            return len(self.data)
+else:
+    ActionFrame = record_type(
+        DESCRIPTION, "ActionFrame", defaults={"data": b""},
+        enums={"type": InstructionType, "sub": SubCommand}, module=__name__,
+        doc="""One action frame: machine code, instruction type, sub-command, data.
 
     The length field is not stored: it is ``len(data)``. Known types and
     sub-commands become enum members; any other int stays an int.
-    """
-
-    machine: int
-    type: InstructionType | int
-    sub: SubCommand | int
-    data: bytes = b""
-
-    def __post_init__(self) -> None:
-        # Normalise what users pass (ints, bytearray) so equal frames compare
-        # and hash equal; decoding builds frames without this step.
-        if isinstance(self.type, int) and not isinstance(self.type, bool):
-            object.__setattr__(self, "type", as_instruction_type(self.type))
-        if isinstance(self.sub, int) and not isinstance(self.sub, bool):
-            object.__setattr__(self, "sub", as_sub_command(self.sub))
-        if isinstance(self.data, (bytearray, memoryview)):
-            object.__setattr__(self, "data", bytes(self.data))
-
-    @property
-    def length(self) -> int:
-        """The length field: number of data bytes."""
-        return len(self.data)
+    """)
 
 
 #: ActionFrame from already checked fields, without the dataclass __init__ (receivers' hot path).
-make_unchecked = fast_constructor(ActionFrame, ("machine", "type", "sub", "data"))
+make_unchecked = fast_constructor(ActionFrame, FIELDS)
 _HEAD = struct.Struct("<2sBBHB")  # header, machine, type, length, sub-command
+_VALUES = attrgetter(*FIELDS)  # machine, type, sub, data: the layout fits_action() holds
 
 
 # -- schema -----------------------------------------------------------------
@@ -211,19 +222,19 @@ SCHEMA = schema()
 
 # -- encoding ---------------------------------------------------------------
 def _checked(frame: ActionFrame) -> tuple[int, int, int, bytes]:
-    for field in ("machine", "type", "sub"):
-        value = getattr(frame, field)
+    values = _VALUES(frame)
+    for field, value in zip(FIELDS[:3], values):
         if not isinstance(value, int) or isinstance(value, bool):
             raise FieldValueError(NAME, field, f"not an int: {value!r}")
         if not 0 <= value <= 0xFF:
             raise FieldValueError(NAME, field, f"{value} does not fit in one byte (0..255)")
-    data = frame.data
+    machine, itype, sub, data = values
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise FieldValueError(NAME, "data", f"not bytes: {type(data).__name__}")
+        raise FieldValueError(NAME, FIELDS[3], f"not bytes: {type(data).__name__}")
     if len(data) > MAX_LENGTH:
-        raise FieldValueError(NAME, "data", f"{len(data)} bytes; the length field holds at most "
-                              f"{MAX_LENGTH}")
-    return int(frame.machine), int(frame.type), int(frame.sub), bytes(data)
+        raise FieldValueError(NAME, FIELDS[3], f"{len(data)} bytes; the length field holds "
+                              f"at most {MAX_LENGTH}")
+    return int(machine), int(itype), int(sub), bytes(data)
 
 
 def encode(frame: ActionFrame, *, crc: str = DEFAULT_CRC) -> bytes:
@@ -237,7 +248,7 @@ def encode(frame: ActionFrame, *, crc: str = DEFAULT_CRC) -> bytes:
 def encode_with_schema(frame: ActionFrame, *, crc: str = DEFAULT_CRC) -> bytes:
     """Same bytes as :func:`encode`, built by the construct schema."""
     machine, itype, sub, data = _checked(frame)
-    body = {"machine": machine, "type": itype, "sub": sub, "data": data}
+    body = dict(zip(FIELDS, (machine, itype, sub, data)))
     try:
         return bytes(schema(crc).build({"body": {"value": body}}))
     except ConstructError as exc:  # pragma: no cover - values are checked above
@@ -309,5 +320,5 @@ def decode_with_schema(
     bad_header = relaxed and parsed.header not in RELAXED_HEADERS
     if bad_header or parsed.body.length + OVERHEAD != len(raw):
         check(raw, crc=crc, relaxed=relaxed)  # raises HeaderError or LengthError
-    body = parsed.body.value
-    return ActionFrame(body.machine, int(body.type), int(body.sub), bytes(body.data))
+    machine, itype, sub, data = (parsed.body.value[n] for n in FIELDS)
+    return ActionFrame(machine, int(itype), int(sub), bytes(data))

@@ -19,23 +19,25 @@ fault". This follows the per-module descriptions, as PROTOCOLS.md does.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import replace
 from enum import IntFlag
-from typing import Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 from construct import ConstructError
 
-from fwbridge.protocols.action_frame import SubCommand, as_sub_command
+from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.errors import FieldValueError, LengthError
 from fwbridge.protocols.frame_codec import schema_of
+from fwbridge.protocols.records import LabelType, record_type
+from fwbridge.protocols.sum8 import fast_constructor
 
-__all__ = ["DESCRIPTION", "SCHEMA", "SIZE", "ActuatorStruct", "Fault", "decode",
+__all__ = ["DESCRIPTION", "FIELDS", "SCHEMA", "SIZE", "ActuatorStruct", "Fault", "decode",
            "decode_with_schema", "encode", "encode_with_schema", "fine_position",
            "with_fine_position"]
 
 NAME = "actuator"
-SIZE = 8
 
 
 class Fault(IntFlag):
@@ -52,25 +54,11 @@ class Fault(IntFlag):
     RESERVED = 0x80
 
 
-@dataclass(frozen=True, slots=True)
-class ActuatorStruct:
-    """One actuator message: targets or feedback of one module."""
+class ActuatorProperties:
+    """What an actuator record has besides its fields."""
 
-    angle: int = 0
-    speed: int = 0
-    current: int = 0
-    module_id: int = 0
-    command: SubCommand | int = 0
-    fault: Fault = Fault.NONE
-    reserved_a: int = 0
-    reserved_b: int = 0
-
-    def __post_init__(self) -> None:
-        # Users pass plain ints; store the enum forms so equal structs compare equal.
-        if isinstance(self.command, int) and not isinstance(self.command, bool):
-            object.__setattr__(self, "command", as_sub_command(self.command))
-        if type(self.fault) is int and 0 <= self.fault <= 0xFF:
-            object.__setattr__(self, "fault", Fault(self.fault))
+    __slots__ = ()
+    current: int
 
     @property
     def current_ma(self) -> int:
@@ -79,18 +67,55 @@ class ActuatorStruct:
 
 
 DESCRIPTION = builtin("actuator")  # protocols/frames/actuator.toml
-_FIELDS = DESCRIPTION.field_names
-_STRUCT = struct.Struct("<bBBBBBBB")
+FIELDS = DESCRIPTION.field_names  # wire order
+_LABELS: dict[str, LabelType] = {"command": SubCommand, "fault": Fault}
+
+if TYPE_CHECKING:
+    # For the type checker only: the class below is made from the description at run time
+    # (tests/test_record_types.py holds this declaration to the description's fields).
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, slots=True)
+    class ActuatorStruct(ActuatorProperties):
+        """One actuator message: targets or feedback of one module."""
+
+        angle: int = 0
+        speed: int = 0
+        current: int = 0
+        module_id: int = 0
+        command: SubCommand | int = 0
+        fault: Fault = Fault.NONE
+        reserved_a: int = 0
+        reserved_b: int = 0
+else:
+    ActuatorStruct = record_type(
+        DESCRIPTION, "ActuatorStruct", base=ActuatorProperties, enums=_LABELS,
+        defaults={**dict.fromkeys(FIELDS, 0), "fault": Fault.NONE}, module=__name__,
+        doc="One actuator message: targets or feedback of one module.")
+
+# The struct layout, ranges and decoded forms, all from the description's fields.
+_SPECS = tuple(DESCRIPTION.field(n) for n in FIELDS)
+_STRUCT = struct.Struct(("<" if DESCRIPTION.byte_order == "little" else ">")
+                        + "".join(f.info.code for f in _SPECS))
+SIZE = _STRUCT.size  # 8
+_RANGES = tuple((f.info.lo, f.info.hi) for f in _SPECS)
+# per labelled field, raw value -> decoded one: the flag; the enum member, or the int
+_DECODED = tuple(
+    None if f.name not in _LABELS else {
+        v: _LABELS[f.name](v) if f.flags else _LABELS[f.name]._value2member_map_.get(v, v)
+        for v in range(f.info.lo, f.info.hi + 1)}
+    for f in _SPECS)
+_MAKE = fast_constructor(ActuatorStruct, FIELDS)  # decoded values are already normalised
+_VALUES = attrgetter(*FIELDS)
 
 SCHEMA = schema_of(DESCRIPTION)  # the description's, as its generic codec has it
 
 
 def _values(value: ActuatorStruct) -> tuple[int, ...]:
-    vals = tuple(getattr(value, f) for f in _FIELDS)
-    for field, v in zip(_FIELDS, vals):
+    vals = _VALUES(value)
+    for field, v, (lo, hi) in zip(FIELDS, vals, _RANGES):
         if not isinstance(v, int) or isinstance(v, bool):
             raise FieldValueError(NAME, field, f"not an int: {v!r}")
-        lo, hi = (-128, 127) if field == "angle" else (0, 255)
         if not lo <= v <= hi:
             raise FieldValueError(NAME, field, f"{v} is out of range {lo}..{hi}")
     return tuple(int(v) for v in vals)
@@ -103,7 +128,10 @@ def encode(value: ActuatorStruct) -> bytes:
 
 def encode_with_schema(value: ActuatorStruct) -> bytes:
     """Same bytes as :func:`encode`, built by the construct schema."""
-    vals = dict(zip(_FIELDS, _values(value)))
+    vals: dict[str, Any] = dict(zip(FIELDS, _values(value)))
+    for f in _SPECS:
+        if f.flags:
+            vals[f.name] = {label: bool(vals[f.name] & bit) for bit, label in f.flags}
     try:
         return bytes(SCHEMA.build(vals))
     except ConstructError as exc:  # pragma: no cover - values are checked above
@@ -119,8 +147,7 @@ def decode(data: bytes | bytearray | memoryview) -> ActuatorStruct:
     """Decode exactly 8 bytes; an unknown command stays an int, never an error."""
     raw = bytes(data)
     _check(raw)
-    a, s, c, m, cmd, fault, ra, rb = _STRUCT.unpack(raw)
-    return ActuatorStruct(a, s, c, m, as_sub_command(cmd), Fault(fault), ra, rb)
+    return _MAKE(*[v if t is None else t[v] for v, t in zip(_STRUCT.unpack(raw), _DECODED)])
 
 
 def decode_with_schema(data: bytes | bytearray | memoryview) -> ActuatorStruct:
@@ -128,12 +155,11 @@ def decode_with_schema(data: bytes | bytearray | memoryview) -> ActuatorStruct:
     raw = bytes(data)
     _check(raw)
     p: Any = SCHEMA.parse(raw)
-    fault = Fault.NONE
-    for flag in Fault:
-        if flag and p.fault[flag.name]:
-            fault |= flag
-    return ActuatorStruct(p.angle, p.speed, p.current, p.module_id, as_sub_command(int(p.command)),
-                          fault, p.reserved_a, p.reserved_b)
+    vals: list[Any] = []  # raw ints: the constructor stores the decoded forms
+    for f in _SPECS:
+        v = p[f.name]
+        vals.append(sum(bit for bit, label in f.flags if v[label]) if f.flags else int(v))
+    return ActuatorStruct(*vals)
 
 
 # -- fine position in the reserved bytes (PROTOCOLS.md 6) ----------------------
@@ -155,5 +181,4 @@ def with_fine_position(value: ActuatorStruct, counts: int) -> ActuatorStruct:
         raise FieldValueError(NAME, "reserved_a/reserved_b",
                               f"fine position {counts} is out of the int16 range")
     raw = counts & 0xFFFF
-    return ActuatorStruct(value.angle, value.speed, value.current, value.module_id,
-                          value.command, value.fault, raw & 0xFF, raw >> 8)
+    return replace(value, reserved_a=raw & 0xFF, reserved_b=raw >> 8)

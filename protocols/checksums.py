@@ -1,7 +1,8 @@
 """Checksums a frame description can name: ``sum8``, ``xor8`` and every crcmod CRC.
 
-:mod:`fwbridge.protocols.crc` offers the CRC-16 presets of the action frame;
-descriptions may use any width crcmod knows (8, 16, 24, 32, 64 bits). Names
+This is the one checksum table: :mod:`fwbridge.protocols.crc` offers its
+CRC-16s as the action frame's presets (the same functions); descriptions
+may use any width crcmod knows (8, 16, 24, 32, 64 bits). Names
 are matched the way crcmod matches them (case, dashes and a leading ``crc``
 do not matter), and the common spelling with the width, ``crc-16-modbus``,
 finds crcmod's ``modbus`` too.
@@ -69,18 +70,28 @@ def _table() -> list[dict[str, Any]]:
     return table
 
 
-def algorithm_names() -> tuple[str, ...]:
-    """Every name a description may give, canonical spellings only."""
-    return ("sum8", "xor8", *(d["name"] for d in _table()))
+def algorithm_names(*, width: int | None = None, kind: str | None = None) -> tuple[str, ...]:
+    """Every name a description may give, canonical spellings only, in the table's order.
+
+    ``width`` (bits) and ``kind`` (``"sum8"``, ``"xor8"``, ``"crc"``) keep only
+    those algorithms (``width=16, kind="crc"``: the action frame's presets).
+    """
+    rows = [("sum8", "sum8", 8), ("xor8", "xor8", 8),
+            *((d["name"], "crc", d["poly"].bit_length() - 1) for d in _table())]
+    return tuple(n for n, k, w in rows
+                 if (width is None or w == width) and (kind is None or k == kind))
 
 
 @cache
 def algorithm(name: str) -> Algorithm:
-    """The checksum called ``name``; :class:`ConfigError` when there is none."""
+    """The checksum called ``name``; :class:`ConfigError` when there is none.
+
+    Every spelling of one algorithm gives the same object (one function per
+    checksum, whoever asks).
+    """
     key = _simplify(name)
     if key in ("sum8", "xor8"):
-        func = sum8 if key == "sum8" else xor8
-        return Algorithm(key, key, 8, 0, False, 0, 0, func(b"123456789"), func)
+        return _algorithm(key)
     found = None
     for d in _table():
         names = (_simplify(d["name"]), d["identifier"].lower())
@@ -96,6 +107,15 @@ def algorithm(name: str) -> Algorithm:
     if found is None:
         raise ConfigError(f"unknown checksum algorithm {name!r}; choose sum8, xor8 or one "
                           f"of crcmod's: {', '.join(algorithm_names()[2:])}")
+    return _algorithm(found["name"])
+
+
+@cache
+def _algorithm(canonical: str) -> Algorithm:
+    if canonical in ("sum8", "xor8"):
+        func = sum8 if canonical == "sum8" else xor8
+        return Algorithm(canonical, canonical, 8, 0, False, 0, 0, func(b"123456789"), func)
+    found = next(d for d in _table() if d["name"] == canonical)
     width = found["poly"].bit_length() - 1
     import crcmod
 

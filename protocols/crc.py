@@ -1,11 +1,13 @@
-"""CRC-16 presets for the action frame, from crcmod's predefined table.
+"""CRC-16 presets for the action frame: the 16-bit CRCs of the one checksum table.
 
 A link chooses its CRC by name (``crc-ccitt-false`` by default, PROTOCOLS.md
-3). Names are looked up the way crcmod does it (case, dashes and a leading
-``crc`` do not matter; crcmod's identifiers such as ``CrcCcittFalse`` work
-too), but only 16-bit definitions are offered: the frame's CRC field has two
-bytes. The functions come from ``crcmod.mkCrcFun``, which runs crcmod's C
-extension when it is built (see :data:`USING_C_EXTENSION`).
+3). The table, its name matching (case, dashes and a leading ``crc`` do not
+matter; crcmod's identifiers such as ``CrcCcittFalse`` work too) and the
+functions are :mod:`fwbridge.protocols.checksums`', the ones descriptions
+name; this module offers only the 16-bit CRCs (the frame's CRC field has two
+bytes), with the same function objects. They come from ``crcmod.mkCrcFun``,
+which runs crcmod's C extension when it is built (see
+:data:`USING_C_EXTENSION`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
-import crcmod
-import crcmod.predefined
-
+from fwbridge.protocols.checksums import Algorithm, algorithm, algorithm_names
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = [
@@ -43,38 +42,26 @@ except ImportError:  # pragma: no cover - layout of another crcmod release
 
 @dataclass(frozen=True, slots=True)
 class CrcPreset:
-    """One crcmod predefined CRC-16: its parameters and its function."""
+    """One predefined CRC-16: its parameters and its function."""
 
     name: str
-    poly: int
+    poly: int  # with the x^16 term, as crcmod writes it (0x11021)
     reverse: bool
     init: int
     xor_out: int
     check: int  # CRC of b"123456789", as crcmod's table gives it
     func: CrcFunc
 
-
-def _simplify(name: str) -> str:
-    # Same normalisation as crcmod.predefined, so every spelling crcmod takes works.
-    key = name.lower().replace("-", "").replace(" ", "")
-    return key[3:] if key.startswith("crc") else key
-
-
-def _definitions() -> list[dict[str, Any]]:
-    # crcmod has no public listing of its table; this attribute holds it in 1.7.
-    table: list[dict[str, Any]] = getattr(crcmod.predefined, "_crc_definitions", [])
-    return [d for d in table if 1 << 16 <= d["poly"] < 1 << 17]
-
-
-_BY_KEY: dict[str, dict[str, Any]] = {}
-for _d in _definitions():
-    _BY_KEY[_simplify(_d["name"])] = _d
-    _BY_KEY[_d["identifier"]] = _d
+    @classmethod
+    def of(cls, algo: Algorithm) -> CrcPreset:
+        """The preset of a 16-bit CRC of the checksum table (the same function)."""
+        return cls(algo.name, algo.poly | 1 << 16, algo.reverse, algo.init, algo.xor_out,
+                   algo.check, algo.func)
 
 
 def preset_names() -> tuple[str, ...]:
     """The names of every selectable CRC-16, in crcmod's order."""
-    return tuple(d["name"] for d in _definitions())
+    return algorithm_names(width=16, kind="crc")
 
 
 def preset(name: str = DEFAULT_CRC) -> CrcPreset:
@@ -86,15 +73,15 @@ def preset(name: str = DEFAULT_CRC) -> CrcPreset:
 
 @cache
 def _preset(name: str) -> CrcPreset:
-    d = _BY_KEY.get(_simplify(name)) or _BY_KEY.get(name)
-    if d is None:
+    try:
+        algo: Algorithm | None = algorithm(name)
+    except ConfigError:
+        algo = None
+    if algo is None or algo.kind != "crc" or algo.width != 16:
         raise ConfigError(
             f"unknown CRC-16 preset {name!r}; choose one of: {', '.join(preset_names())}"
         )
-    func: CrcFunc = crcmod.mkCrcFun(d["poly"], initCrc=d["init"], rev=d["reverse"],
-                                    xorOut=d["xor_out"])
-    return CrcPreset(d["name"], d["poly"], bool(d["reverse"]), d["init"], d["xor_out"],
-                     d["check"], func)
+    return CrcPreset.of(algo)
 
 
 def crc_function(name: str = DEFAULT_CRC) -> CrcFunc:

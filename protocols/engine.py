@@ -19,22 +19,24 @@ anything else                     ``FrameCodec``              ``FixedReceiver`` 
 The specialisations are built from the same description (their construct
 schema is the generic codec's); the tests hold them to the generic path
 byte for byte. ``generic=True`` asks for the generic path whatever the shape.
-:func:`record_type` makes the frozen, slotted record class of a description's
-fields (``OdomFrame``, ``CmdFrame``).
+:func:`record_type` (from :mod:`~fwbridge.protocols.records`, below the
+receivers that use the records) makes the frozen, slotted record class of a description's
+fields (``OdomFrame``, ``CmdFrame``, ``ActionFrame``, ``ActuatorStruct``), its
+enum and flags fields typed by the module's ``IntEnum``/``IntFlag`` held to
+the description's tables.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
-from collections.abc import Iterable, Mapping
-from dataclasses import field, make_dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
 from fwbridge.protocols.description import FrameDescription
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.records import FloatFields, LabelType, check_labels, record_type
 from fwbridge.protocols.sum8 import Sum8Codec, fits_sum8
 
 if TYPE_CHECKING:
@@ -45,8 +47,8 @@ if TYPE_CHECKING:
 
     Receiver = Sum8Receiver[Any] | ActionReceiver | FixedReceiver | LengthReceiver
 
-__all__ = ["FloatFields", "action_receiver", "codec_for", "fast_path", "receiver_for",
-           "record_type", "sum8_codec"]
+__all__ = ["FloatFields", "LabelType", "action_receiver", "check_labels", "codec_for",
+           "fast_path", "receiver_for", "record_type", "sum8_codec"]
 
 T = TypeVar("T")
 
@@ -203,68 +205,3 @@ def receiver_for(spec: FrameDescription | FrameCodec[Any], *, max_length: int | 
     from fwbridge.protocols.frame_receiver import FixedReceiver  # numpy: only when receiving
 
     return FixedReceiver(codec)
-
-
-# -- record types ------------------------------------------------------------------------
-class FloatFields:
-    """Mixin of a record with float fields: which of them are NaN or infinite."""
-
-    __slots__ = ()
-    __match_args__: tuple[str, ...]
-
-    @property
-    def nonfinite(self) -> tuple[str, ...]:
-        """Names of the fields that are NaN or infinite (empty when all finite).
-
-        :func:`record_type` replaces this with one compiled for the record's fields.
-        """
-        names = self.__match_args__
-        return tuple(n for n in names if not math.isfinite(getattr(self, n)))
-
-
-def _nonfinite_property(names: tuple[str, ...]) -> property:
-    """``nonfinite`` for these fields: one ``isfinite`` per field, no tuple when all are
-    finite (the hot case: code asks per frame)."""
-    fields = ", ".join(f"self.{n}" for n in names)
-    test = " and ".join(f"_f(self.{n})" for n in names)
-    src = (f"def nonfinite(self):\n    if {test}:\n        return ()\n"
-           f"    return tuple(n for n, v in zip(_names, ({fields},)) if not _f(v))")
-    env: dict[str, Any] = {"_f": math.isfinite, "_names": names}
-    exec(src, env)  # as dataclasses generate __init__; names are identifiers (the loader checks)
-    return property(env["nonfinite"], doc=FloatFields.nonfinite.__doc__)
-
-
-_PY_TYPES: dict[str, type] = {"bytes": bytes, "f32": float, "f64": float}
-
-
-def record_type(desc: FrameDescription, name: str, *, base: type | tuple[type, ...] = (),
-                defaults: Mapping[str, Any] | None = None, module: str | None = None,
-                doc: str | None = None) -> type:
-    """A frozen, slotted dataclass with one field per stored field of ``desc``, in wire order.
-
-    ``base``: mixins for extra properties (give them ``__slots__ = ()``);
-    ``defaults``: field -> default value; ``module``: where the class is
-    importable from (pickling finds it there). The length field is not a
-    field: it is derived from the data it counts.
-    """
-    lname = desc.length.field if desc.length else None
-    defaults = dict(defaults or {})
-    specs: list[Any] = []
-    for f in desc.fields:
-        if f.name == lname:
-            continue
-        kind = float if f.scaled else _PY_TYPES.get(f.type, int)
-        if f.name in defaults:
-            specs.append((f.name, kind, field(default=defaults.pop(f.name))))
-        else:
-            specs.append((f.name, kind))
-    if defaults:
-        raise ConfigError(f"{desc.name}: defaults for no such field: {', '.join(defaults)}")
-    bases = base if isinstance(base, tuple) else (base,)
-    namespace: dict[str, Any] = {"__doc__": doc or desc.doc or f"A {desc.name} frame."}
-    if any(issubclass(b, FloatFields) for b in bases):
-        namespace["nonfinite"] = _nonfinite_property(tuple(s[0] for s in specs))
-    cls = make_dataclass(name, specs, bases=bases, frozen=True, slots=True, namespace=namespace)
-    cls.__module__ = module or __name__
-    cls.__qualname__ = name
-    return cls

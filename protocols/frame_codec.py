@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Generic, Literal, NamedTuple, TypeVar, cast
 
+from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
 from fwbridge.protocols.checksums import algorithm
 from fwbridge.protocols.description import FieldSpec, FrameDescription
 from fwbridge.protocols.errors import (
@@ -49,30 +50,28 @@ def schema_of(desc: FrameDescription) -> Any:
     """The construct schema of a description, one per description (built on first use).
 
     The description is the source of truth; this is the one place a codec's
-    schema comes from. construct loads here, on first use. The built-in frames'
-    schemas stay for the life of the process; users' descriptions share a bounded
-    cache, so a process that loads many of them does not grow without end.
+    schema comes from. construct loads here, on first use. The built-ins'
+    schemas are kept for the process (their fast paths and generic codecs
+    share them); other descriptions' in a bounded cache.
     """
-    if desc.source.startswith("<built-in "):
-        schema = _BUILTIN_SCHEMAS.get(desc)
+    if desc.name in BUILTIN_NAMES and desc is builtin(desc.name):
+        schema = _BUILTIN_SCHEMAS.get(desc.name)
         if schema is None:
-            schema = _BUILTIN_SCHEMAS[desc] = _build_schema(desc)
+            schema = _BUILTIN_SCHEMAS[desc.name] = _build(desc)
         return schema
-    return _user_schema(desc)
+    return _cached_schema(desc)
 
 
-_BUILTIN_SCHEMAS: dict[FrameDescription, Any] = {}
+_BUILTIN_SCHEMAS: dict[str, Any] = {}  # at most len(BUILTIN_NAMES)
 
 
-@lru_cache(maxsize=64)
-def _user_schema(desc: FrameDescription) -> Any:
-    return _build_schema(desc)
-
-
-def _build_schema(desc: FrameDescription) -> Any:
+def _build(desc: FrameDescription) -> Any:
     from fwbridge.protocols.description_schema import build_schema
 
     return build_schema(desc)
+
+
+_cached_schema = lru_cache(maxsize=64)(_build)
 
 
 def label_enum(desc: FrameDescription, f: FieldSpec) -> type[enum.IntEnum] | type[enum.IntFlag]:
