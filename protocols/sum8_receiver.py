@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from math import isfinite
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -60,7 +60,6 @@ class Sum8Received(bytes):
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ("offset",)
     _frame_of: ClassVar[Callable[..., Any]]
-    _values: ClassVar[Callable[[Any], tuple[Any, ...]]]  # the record -> (offset, fields...)
 
     @property
     def offset(self) -> int:
@@ -69,49 +68,54 @@ class Sum8Received(bytes):
         return offset
 
     @property
+    def _values(self) -> tuple[Any, ...]:
+        """``(offset, fields...)``; each family's class unpacks them in C."""
+        raise NotImplementedError
+
+    @property
     def frame(self) -> Any:
         """The decoded frame object, made from the fields."""
-        return self._frame_of(*self._values(self)[1:])
+        return self._frame_of(*self._values[1:])
 
     def _asdict(self) -> dict[str, Any]:
         """Field name -> value, the offset first (as a named tuple's)."""
-        return dict(zip(self._fields, self._values(self)))
+        return dict(zip(self._fields, self._values))
 
-    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
-        return iter(self._values(self))
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
 
     def __len__(self) -> int:
         return len(self._fields)
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
-        return self._values(self)[key]
+    def __getitem__(self, key: Any) -> Any:
+        return self._values[key]
 
-    def __contains__(self, value: object) -> bool:  # type: ignore[override]
-        return value in self._values(self)
+    def __contains__(self, value: object) -> bool:
+        return value in self._values
 
     def __hash__(self) -> int:
-        return hash(self._values(self))
+        return hash(self._values)
 
     def __eq__(self, other: object) -> bool:
-        return self._values(self) == _as_tuple(other)
+        return bool(self._values == _as_tuple(other))
 
     def __ne__(self, other: object) -> bool:
-        return self._values(self) != _as_tuple(other)
+        return bool(self._values != _as_tuple(other))
 
     def __lt__(self, other: object) -> bool:
-        return self._values(self) < _as_tuple(other)
+        return bool(self._values < _as_tuple(other))
 
     def __le__(self, other: object) -> bool:
-        return self._values(self) <= _as_tuple(other)
+        return bool(self._values <= _as_tuple(other))
 
     def __gt__(self, other: object) -> bool:
-        return self._values(self) > _as_tuple(other)
+        return bool(self._values > _as_tuple(other))
 
     def __ge__(self, other: object) -> bool:
-        return self._values(self) >= _as_tuple(other)
+        return bool(self._values >= _as_tuple(other))
 
     def __repr__(self) -> str:
-        body = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self._values(self)))
+        body = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self._values))
         return f"{type(self).__name__}({body})"
 
 
@@ -120,7 +124,7 @@ _OFFSET = struct.Struct("<q").unpack_from
 
 def _as_tuple(other: object) -> Any:
     """What a record compares with: another record's values, or the object itself."""
-    return other._values(other) if isinstance(other, Sum8Received) else other
+    return other._values if isinstance(other, Sum8Received) else other
 
 
 def _field(k: int, name: str) -> property:
@@ -146,7 +150,7 @@ def received_class(codec: Sum8Codec[Any]) -> type[Sum8Received]:
     namespace: dict[str, Any] = {
         "__slots__": (), "__module__": __name__, "__doc__": Sum8Received.__doc__,
         "_fields": ("offset", *codec.fields), "_frame_of": staticmethod(codec.make),
-        "_values": staticmethod(struct.Struct(f"<q{len(codec.fields)}f").unpack)}
+        "_values": property(struct.Struct(f"<q{len(codec.fields)}f").unpack)}
     for k, field_name in enumerate(codec.fields):
         namespace[field_name] = _field(k, field_name)
     cls = type(name, (Sum8Received,), namespace)
@@ -201,6 +205,12 @@ def _scan_python(buf: bytes, size: int, covered: int) -> _Scan:
         pos = i + 1  # every header position is a candidate, inside frames too
 
 
+@cache
+def _columns_of(size: int) -> np.ndarray[Any, Any]:
+    """Column indices of a candidate's body and checksum byte (after the header)."""
+    return np.arange(2, size)
+
+
 def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     """Vectorised scan with the same result as :func:`_scan_python`."""
     n = len(buf)
@@ -212,12 +222,13 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     complete = hits[:ncomplete]
     # One gather of every complete candidate's body and checksum byte: cheaper
     # than a prefix sum over the whole buffer, and the floats come with it.
-    body = a[complete[:, None] + np.arange(2, size)]
+    body = a[complete[:, None] + _columns_of(size)]
     ok = (body[:, :-1].sum(axis=1, dtype=np.uint32) & 0xFF) == body[:, -1]
-    acc = complete[ok]
-    invalid = complete[~ok]
+    clean = bool(ok.all())  # the common case: no copy of the accepted rows
+    acc = complete if clean else complete[ok]
     errors = 0
-    if len(invalid):
+    if not clean:
+        invalid = complete[~ok]
         # A rejected candidate inside an accepted frame is that frame's payload.
         j = np.searchsorted(acc, invalid) - 1
         ends = np.where(j >= 0, acc[np.maximum(j, 0)] + size if len(acc) else 0, 0)
@@ -228,7 +239,7 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
         keep = n - 1
     else:
         keep = n
-    values = np.ascontiguousarray(body[ok, : 4 * nfields]).view("<f4")
+    values = (body if clean else body[ok])[:, : 4 * nfields].view("<f4")
     finite = np.isfinite(values)
     nonfinite = 0 if finite.all() else int(len(acc) - np.count_nonzero(finite.all(axis=1)))
     return _Scan(acc, values, errors, keep, nonfinite)
@@ -256,6 +267,7 @@ class Sum8Receiver(Generic[T]):
         self._pack = struct.Struct(f"<q{body}s").pack  # offset, fields as on the wire
         self._rows = f"V{8 + body}"  # numpy: one record's bytes
         self._unpack_all = struct.Struct(f"<q{len(codec.fields)}f").iter_unpack
+        self._dtype = np.dtype([("offset", "<i8"), *((f, "<f4") for f in codec.fields)])
         self.stats = ReceiverStats()
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
@@ -354,8 +366,14 @@ class Sum8Receiver(Generic[T]):
         Same frames, offsets and counters as :meth:`feed` for any chunking;
         the columns' ``stats`` is this receiver's (live) counters.
         """
+        if len(self._buf) + len(data) < self.vector_threshold:
+            # A serial port's reads: numpy's set-up would cost more than the frames, so the
+            # small loop's records (their bytes: offset and fields) are read as the columns.
+            rows = np.frombuffer(bytearray().join(self._feed_small(bytes(data))) if data
+                                 else bytearray(), dtype=self._dtype)
+            return Columns(rows["offset"], {f: rows[f] for f in self.codec.fields}, self.stats)
         base = self._base
-        _, scan = self.resolve(bytes(data), True) if data else (b"", None)
+        _, scan = self.resolve(bytes(data), True)
         return _columns(self.codec, scan, base, self.stats)
 
     def resolve(self, data: bytes, vector: bool) -> tuple[bytes, _Scan]:
