@@ -377,6 +377,15 @@ class Sum8Receiver(Generic[T]):
         _, scan = self.resolve(bytes(data), True)
         return _columns(self.codec, scan, base, self.stats)
 
+    def records(self, columns: Columns) -> list[Sum8Received]:
+        """The records :meth:`feed` gives for the frames of ``columns`` (a
+        :meth:`feed_columns` batch): for a batch that needs the per-frame path."""
+        rows = np.empty(len(columns), dtype=self._dtype)
+        rows["offset"] = columns.offset
+        for name in self.codec.fields:
+            rows[name] = columns.fields[name]
+        return list(map(self._new_record, rows.view(self._rows).tolist()))
+
     def resolve(self, data: bytes, vector: bool) -> tuple[bytes, _Scan]:
         """Scan held-back bytes + ``data``; update counters and the held-back tail."""
         stats = self.stats

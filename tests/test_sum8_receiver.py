@@ -293,11 +293,14 @@ def test_records_and_columns_match_the_description_receiver(
     cols.vector_threshold = threshold  # both scanners of feed_columns too
     got, batched = [], []
     for c in split(data, cuts):
-        for r in rx.feed(c):
+        records = rx.feed(c)
+        for r in records:
             assert r.frame == odom_frame.OdomFrame(*r[1:]) or r.frame.nonfinite
             assert (r.vx, r.vy, r.wz, r.yaw_deg) == tuple(r[1:]) or r.frame.nonfinite
             got.append((r.offset, struct.pack("<4f", *r[1:])))
         b = cols.feed_columns(c)
+        # the batch's records are feed's, byte for byte (NaN payloads included)
+        assert list(map(bytes, cols.records(b))) == list(map(bytes, records))
         values = np.stack([b.fields[k] for k in odom_frame.FIELDS], axis=1).astype("<f4")
         batched += [(o, v.tobytes()) for o, v in zip(b.offset.tolist(), values)]
     rx.finish()
