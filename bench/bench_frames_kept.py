@@ -9,10 +9,17 @@ ratio of medians from the same run is the figure that means something.
 - naive per-byte state machine, pure-Python streaming decoder (``find`` +
   ``unpack_from`` + batch verify), numpy streaming decoder:
   ``bench/baselines/streaming_decoders.py``;
-- ``Sum8Receiver.feed`` (a flat record per frame), with the collector on and,
-  for its share of the time, off;
+- ``Sum8Receiver.feed`` (one record per frame, its bytes), with the collector on
+  and, for its share of the time, off;
 - ``Sum8Receiver.feed_columns`` (numpy columns per chunk);
-- ``FixedReceiver`` from the odometry description.
+- ``FixedReceiver`` from the odometry description (a ``Received`` holding a frame
+  tuple per frame), and the frozen hand receiver (``bench/baselines/sum8_receiver_hand.py``).
+
+The goals (the project's issue, "frames kept"): ``feed`` >= 3x the naive loop and
+>= 0.8x the pure-Python decoder, its GC share < 10 %; ``feed_columns`` >= 0.8x the
+numpy decoder; each printed with MET or MISSED and its ratio. The GC share is
+measured two ways: the time inside collections (``gc.callbacks``) over the run
+time, the verdict's; and ``1 - gc off / gc on``, differences of noisy medians.
 
 Usage: python -m bench.bench_frames_kept [--frames N] [--reps R] [--quick]
 """
@@ -28,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.baselines.streaming_decoders import NaivePerByte, NumpyStreaming, PyStreaming
+from bench.baselines.sum8_receiver_hand import Sum8Receiver as HandReceiver
 from bench.bench_sum8_receiver import make_stream
 from bench.common import machine, table
 from fwbridge.protocols import odom_frame
@@ -56,17 +64,39 @@ def _keep_batches(make: Callable[[], Any], method: str, parts: list[bytes]) -> C
     return run
 
 
-def _timed(fn: Callable[[], int], gc_on: bool) -> tuple[float, int]:
+class _GcClock:
+    """Time spent inside collections, from ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._t0 = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._t0
+
+
+def _timed(fn: Callable[[], int], gc_on: bool) -> tuple[float, int, float]:
+    """Run time, frames, and the time of it inside collections."""
     gc.collect()
+    clock = _GcClock()
     if not gc_on:
         gc.disable()
+    gc.callbacks.append(clock)
     try:
         t0 = time.perf_counter()
         n = fn()
-        return time.perf_counter() - t0, n
+        return time.perf_counter() - t0, n, clock.total
     finally:
+        gc.callbacks.remove(clock)
         gc.enable()
         gc.collect()
+
+
+def _verdict(ok: bool) -> str:
+    return "MET" if ok else "MISSED"
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -95,19 +125,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ("Sum8Receiver.feed_columns",
                  _keep_batches(lambda: Sum8Receiver(odom_frame.CODEC), "feed_columns", parts),
                  True),
+                ("hand receiver, frozen (baseline)",
+                 _keep(lambda: HandReceiver(odom_frame.CODEC), parts), True),
                 ("FixedReceiver (odom description)",
                  _keep(lambda: FixedReceiver(desc_codec), parts), True),
                 ("FixedReceiver, gc off", _keep(lambda: FixedReceiver(desc_codec), parts),
                  False),
             ]
             times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+            in_gc: dict[str, list[float]] = {name: [] for name, _, _ in runs}
             frames: dict[str, int] = {}
             for _ in range(reps):
                 for name, fn, gc_on in runs:
-                    dt, got = _timed(fn, gc_on)
+                    dt, got, gct = _timed(fn, gc_on)
                     times[name].append(dt)
+                    in_gc[name].append(gct / dt)
                     frames[name] = got
             med = {k: statistics.median(v) for k, v in times.items()}
+            gc_time = {k: statistics.median(v) for k, v in in_gc.items()}
             naive = med["naive per-byte loop (baseline)"]
             py = med["pure-Python streaming (baseline)"]
             npy = med["numpy streaming (baseline)"]
@@ -118,13 +153,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              f"{npy / med[name]:.2f}"])
             gc_feed = 1 - med["Sum8Receiver.feed, gc off"] / med["Sum8Receiver.feed"]
             gc_fixed = 1 - med["FixedReceiver, gc off"] / med["FixedReceiver (odom description)"]
+            feed, cols = med["Sum8Receiver.feed"], med["Sum8Receiver.feed_columns"]
+            fixed, hand = med["FixedReceiver (odom description)"], \
+                med["hand receiver, frozen (baseline)"]
+            share = gc_time["Sum8Receiver.feed"]
+            goals = [
+                ("feed >= 3x naive per-byte loop", naive / feed, naive / feed >= 3.0),
+                ("feed >= 0.8x pure-Python streaming", py / feed, py / feed >= 0.8),
+                ("feed GC share < 10 %", share, share < 0.10),
+                ("feed_columns >= 0.8x numpy streaming", npy / cols, npy / cols >= 0.8),
+                ("FixedReceiver GC share < 10 %", gc_time["FixedReceiver (odom description)"],
+                 gc_time["FixedReceiver (odom description)"] < 0.10),
+                ("FixedReceiver >= 0.95x hand receiver", hand / fixed, hand / fixed >= 0.95),
+            ]
             key = f"{label}, {chunk} B chunks"
-            results[key] = {"median_s": med, "gc_feed": gc_feed, "gc_fixed": gc_fixed}
+            results[key] = {"median_s": med, "gc_feed": gc_feed, "gc_fixed": gc_fixed,
+                            "gc_time": gc_time,
+                            "goals": {g: (round(v, 3), ok) for g, v, ok in goals}}
             print(f"## {key} ({len(data) / 1e6:.2f} MB)")
             print(table(["decoder (frames kept)", "frames/s", "x naive", "x pure-Python",
-                         "x numpy"], rows))
-            print(f"\nGC share of the time (1 - gc off / gc on): Sum8Receiver.feed "
-                  f"{gc_feed:.0%}, FixedReceiver {gc_fixed:.0%}\n")
+                         "x numpy", "in GC"], [[*r, f"{gc_time[r[0]]:.0%}"] for r in rows]))
+            print(f"\nGC share, 1 - gc off / gc on: Sum8Receiver.feed {gc_feed:.0%}, "
+                  f"FixedReceiver {gc_fixed:.0%}")
+            print("Goals:")
+            for g, v, ok in goals:
+                shown = f"{v:.0%}" if "share" in g else f"{v:.2f}x"
+                print(f"- {g}: {shown}: {_verdict(ok)}")
+            print()
     print("Speed-ups are ratios of medians of the same run (frames/s = frames / median).")
     print("The baselines' frame counts differ a little at 5 % garbage: they do not backtrack.")
     return results

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
@@ -206,8 +205,7 @@ class _BlockWriter:
                 sys.stdout.write("".join(map(self.json_fmt.__mod__, zip(offsets, *columns))))
                 sys.stdout.flush()
                 return
-        new = partial(tuple.__new__, self.rx.record)
-        self.per_frame(list(map(new, zip(offsets, *values.astype(np.float64).tolist()))))
+        self.per_frame(self.rx.records(cols))
 
 
 def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[bytes]:

@@ -39,15 +39,18 @@ def account(accepted: list[int] | np.ndarray[Any, Any], cover: int, gap: bool, k
     if isinstance(accepted, np.ndarray):
         acc = accepted
         n = len(acc)
-        step = np.diff(acc) if n > 1 else acc[:0]
+        step = acc[1:] - acc[:-1]  # np.diff, without its Python-level checks
         first = int(acc[0]) if n else 0
+        last = int(acc[-1]) if n else 0
         if n and first >= cur0 and (n == 1 or int(step.min()) >= size):
             # No frame overlaps another (the common case, noisy or not): each
             # gap between frames is one resync, and every byte not in a frame
-            # up to the last frame's end was discarded.
-            resyncs = int(np.count_nonzero(step > size)) + (1 if gap or first > cur0 else 0)
+            # up to the last frame's end was discarded. Back to back (clean
+            # data), the frames span exactly n sizes: no gap to count.
+            gaps = 0 if last - first == size * (n - 1) else int(np.count_nonzero(step > size))
+            resyncs = gaps + (1 if gap or first > cur0 else 0)
             gap = False
-            cur = int(acc[-1]) + size
+            cur = last + size
             discarded = cur - cur0 - size * n
         elif n:
             # cover[k]: end of the frames before frame k (the loop's ``cur``).

@@ -19,10 +19,10 @@ the tests hold it to the generic receiver and the construct schema byte for byte
 
 from __future__ import annotations
 
-from collections import namedtuple
-from collections.abc import Callable
+import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from math import isfinite
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -41,17 +41,23 @@ _AA = HEADER[0]
 _55 = HEADER[1]
 
 
-class Sum8Received(tuple[Any, ...]):
+class Sum8Received(bytes):
     """A received frame: the stream offset of its first header byte, then its fields.
 
-    A flat tuple of numbers, ``(offset, vx, vy, ...)``, with each field by name
-    (``item.vx``) as in a named tuple; :func:`received_class` makes one
-    subclass per frame family. Flat so that a frame kept is one object holding
-    only numbers: a record nesting a frame object cost two allocations, and
-    twice the garbage collector's traversals, per frame kept.
+    Reads as the flat record ``(offset, vx, vy, ...)`` it was as a tuple:
+    ``item.offset``, each field by name (``item.vx``), and the tuple's
+    iteration, indexing, ``len``, comparisons and hash; :func:`received_class`
+    makes one subclass per frame family. ``item.frame`` builds the family's
+    frame object (``OdomFrame``...) from the fields on each access.
 
-    ``item.frame`` builds the family's frame object (``OdomFrame``...) from the
-    fields on each access: for code that wants it; hot loops read the fields.
+    Stored as bytes, the offset (int64 LE) then the fields as on the wire
+    (float32 LE), which ``bytes(item)`` gives: a frame kept is then one object
+    the garbage collector has nothing to look into (CPython tracks every
+    instance of a Python class; its traversal visits only the class), where a
+    tuple of numbers was six objects and made every collection walk the
+    numbers of every frame an application keeps (a quarter of the receiving
+    time). It is no longer a ``tuple`` instance: ``tuple(item)`` makes one
+    (for ``numpy.array`` of records, say; ``feed_columns`` is the faster way).
     """
 
     __slots__ = ()
@@ -61,12 +67,78 @@ class Sum8Received(tuple[Any, ...]):
     @property
     def offset(self) -> int:
         """Stream offset of the frame's first header byte."""
-        return int(self[0])
+        offset: int = _OFFSET(self)[0]
+        return offset
+
+    @property
+    def _values(self) -> tuple[Any, ...]:
+        """``(offset, fields...)``; each family's class unpacks them in C."""
+        raise NotImplementedError
 
     @property
     def frame(self) -> Any:
         """The decoded frame object, made from the fields."""
-        return type(self)._frame_of(*self[1:])
+        return self._frame_of(*self._values[1:])
+
+    def _asdict(self) -> dict[str, Any]:
+        """Field name -> value, the offset first (as a named tuple's)."""
+        return dict(zip(self._fields, self._values))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._values[key]
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values
+
+    def __hash__(self) -> int:
+        return hash(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self._values == _as_tuple(other))
+
+    def __ne__(self, other: object) -> bool:
+        return bool(self._values != _as_tuple(other))
+
+    def __lt__(self, other: object) -> bool:
+        return bool(self._values < _as_tuple(other))
+
+    def __le__(self, other: object) -> bool:
+        return bool(self._values <= _as_tuple(other))
+
+    def __gt__(self, other: object) -> bool:
+        return bool(self._values > _as_tuple(other))
+
+    def __ge__(self, other: object) -> bool:
+        return bool(self._values >= _as_tuple(other))
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self._values))
+        return f"{type(self).__name__}({body})"
+
+
+_OFFSET = struct.Struct("<q").unpack_from
+
+
+def _as_tuple(other: object) -> Any:
+    """What a record compares with: another record's values, or the object itself."""
+    return other._values if isinstance(other, Sum8Received) else other
+
+
+def _field(k: int, name: str) -> property:
+    """The property of field ``k``: one ``unpack_from`` (the record is its bytes)."""
+    get = struct.Struct(f"<{8 + 4 * k}xf").unpack_from
+
+    def value(self: Sum8Received) -> float:
+        v: float = get(self)[0]
+        return v
+
+    return property(value, doc=f"The frame's {name}.")
 
 
 _CLASSES: dict[int, tuple[Sum8Codec[Any], type[Sum8Received]]] = {}
@@ -78,10 +150,13 @@ def received_class(codec: Sum8Codec[Any]) -> type[Sum8Received]:
     if got is not None and got[0] is codec:
         return got[1]
     name = "".join(p.title() for p in codec.name.split("_")) + "Received"
-    base = namedtuple(name, ("offset", *codec.fields))  # type: ignore[misc]
-    cls = type(name, (base, Sum8Received), {
+    namespace: dict[str, Any] = {
         "__slots__": (), "__module__": __name__, "__doc__": Sum8Received.__doc__,
-        "_frame_of": staticmethod(codec.make)})
+        "_fields": ("offset", *codec.fields), "_frame_of": staticmethod(codec.make),
+        "_values": property(struct.Struct(f"<q{len(codec.fields)}f").unpack)}
+    for k, field_name in enumerate(codec.fields):
+        namespace[field_name] = _field(k, field_name)
+    cls = type(name, (Sum8Received,), namespace)
     _CLASSES[id(codec)] = (codec, cls)
     return cls
 
@@ -133,6 +208,12 @@ def _scan_python(buf: bytes, size: int, covered: int) -> _Scan:
         pos = i + 1  # every header position is a candidate, inside frames too
 
 
+@cache
+def _columns_of(size: int) -> np.ndarray[Any, Any]:
+    """Column indices of a candidate's body and checksum byte (after the header)."""
+    return np.arange(2, size)
+
+
 def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     """Vectorised scan with the same result as :func:`_scan_python`."""
     n = len(buf)
@@ -144,12 +225,13 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     complete = hits[:ncomplete]
     # One gather of every complete candidate's body and checksum byte: cheaper
     # than a prefix sum over the whole buffer, and the floats come with it.
-    body = a[complete[:, None] + np.arange(2, size)]
+    body = a[complete[:, None] + _columns_of(size)]
     ok = (body[:, :-1].sum(axis=1, dtype=np.uint32) & 0xFF) == body[:, -1]
-    acc = complete[ok]
-    invalid = complete[~ok]
+    clean = bool(ok.all())  # the common case: no copy of the accepted rows
+    acc = complete if clean else complete[ok]
     errors = 0
-    if len(invalid):
+    if not clean:
+        invalid = complete[~ok]
         # A rejected candidate inside an accepted frame is that frame's payload.
         j = np.searchsorted(acc, invalid) - 1
         ends = np.where(j >= 0, acc[np.maximum(j, 0)] + size if len(acc) else 0, 0)
@@ -160,7 +242,8 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
         keep = n - 1
     else:
         keep = n
-    values = np.ascontiguousarray(body[ok, : 4 * nfields]).view("<f4")
+    # Contiguous and aligned float32 rows: a slice's copy is cheaper than a boolean index.
+    values = (body[:, : 4 * nfields].copy() if clean else body[ok, : 4 * nfields]).view("<f4")
     finite = np.isfinite(values)
     nonfinite = 0 if finite.all() else int(len(acc) - np.count_nonzero(finite.all(axis=1)))
     return _Scan(acc, values, errors, keep, nonfinite)
@@ -183,7 +266,12 @@ class Sum8Receiver(Generic[T]):
     def __init__(self, codec: Sum8Codec[T]) -> None:
         self.codec = codec
         self.record = received_class(codec)
-        self._new_record = partial(tuple.__new__, self.record)
+        self._new_record = partial(bytes.__new__, self.record)  # skips the type call
+        body = codec.struct.size
+        self._pack = struct.Struct(f"<q{body}s").pack  # offset, fields as on the wire
+        self._rows = f"V{8 + body}"  # numpy: one record's bytes
+        self._unpack_all = struct.Struct(f"<q{len(codec.fields)}f").iter_unpack
+        self._dtype = np.dtype([("offset", "<i8"), *((f, "<f4") for f in codec.fields)])
         self.stats = ReceiverStats()
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
@@ -205,9 +293,13 @@ class Sum8Receiver(Generic[T]):
         _, scan = self.resolve(bytes(data), True)
         if scan.values is None:  # fewer than 2 bytes: no frame
             return []
-        # map and zip keep the per-frame loop in C: no Python call per frame.
-        offsets = (np.asarray(scan.accepted) + base).tolist()
-        return list(map(self._new_record, zip(offsets, *scan.values.T.tolist())))
+        # The records' bytes built in numpy, one bytes object each by tolist(), and
+        # map keeps the per-frame loop in C: no Python call per frame.
+        acc = np.asarray(scan.accepted, dtype=np.int64)
+        rows = np.empty((len(acc), 8 + self.codec.struct.size), dtype=np.uint8)
+        rows[:, :8] = (acc + base).view(np.uint8).reshape(-1, 8)
+        rows[:, 8:] = scan.values.view(np.uint8)
+        return list(map(self._new_record, rows.view(self._rows).ravel().tolist()))
 
     def _feed_small(self, data: bytes) -> list[Sum8Received]:
         """:meth:`resolve` with :func:`_scan_python` and the accounting in one loop.
@@ -226,8 +318,8 @@ class Sum8Receiver(Generic[T]):
         gap = self._gap
         errors = discarded = resyncs = overlapping = 0
         out: list[Sum8Received] = []
-        new, cls = tuple.__new__, self.record  # the class's own __new__ is a Python call
-        unpack, find, append = self.codec.struct.unpack_from, buf.find, out.append
+        new, cls = bytes.__new__, self.record  # the type call parses arguments
+        pack, find, append = self._pack, buf.find, out.append
         pos = 0
         while True:
             i = find(HEADER, pos)
@@ -238,7 +330,7 @@ class Sum8Receiver(Generic[T]):
                 keep = i
                 break
             if sum(buf[i + 2 : i + last]) & 0xFF == buf[i + last]:
-                append(new(cls, (base + i, *unpack(buf, i + 2))))
+                append(new(cls, pack(base + i, buf[i + 2 : i + last])))
                 if i < cur:
                     overlapping += 1
                 elif i > cur or gap:
@@ -262,9 +354,14 @@ class Sum8Receiver(Generic[T]):
         self._buf = buf[keep:]
         self._base = base + keep
         if out:
-            # A sum of float32 values cannot overflow a double: it is NaN or
-            # infinite exactly when one of them is.
-            st.nonfinite += len(out) - sum(map(isfinite, map(sum, out)))
+            blob = b"".join(out)
+            # A float32 is NaN or infinite only if its high byte is 7F or FF: the
+            # screen reads those bytes (and two of each offset: a rare false alarm).
+            high = blob[3::4]
+            if b"\x7f" in high or b"\xff" in high:
+                # A sum of float32 values (and the offset) cannot overflow a double:
+                # it is NaN or infinite exactly when one of them is.
+                st.nonfinite += len(out) - sum(map(isfinite, map(sum, self._unpack_all(blob))))
         return out
 
     def feed_columns(self, data: bytes | bytearray | memoryview) -> Columns:
@@ -273,9 +370,24 @@ class Sum8Receiver(Generic[T]):
         Same frames, offsets and counters as :meth:`feed` for any chunking;
         the columns' ``stats`` is this receiver's (live) counters.
         """
+        if len(self._buf) + len(data) < self.vector_threshold:
+            # A serial port's reads: numpy's set-up would cost more than the frames, so the
+            # small loop's records (their bytes: offset and fields) are read as the columns.
+            rows = np.frombuffer(bytearray().join(self._feed_small(bytes(data))) if data
+                                 else bytearray(), dtype=self._dtype)
+            return Columns(rows["offset"], {f: rows[f] for f in self.codec.fields}, self.stats)
         base = self._base
-        _, scan = self.resolve(bytes(data), True) if data else (b"", None)
+        _, scan = self.resolve(bytes(data), True)
         return _columns(self.codec, scan, base, self.stats)
+
+    def records(self, columns: Columns) -> list[Sum8Received]:
+        """The records :meth:`feed` gives for the frames of ``columns`` (a
+        :meth:`feed_columns` batch): for a batch that needs the per-frame path."""
+        rows = np.empty(len(columns), dtype=self._dtype)
+        rows["offset"] = columns.offset
+        for name in self.codec.fields:
+            rows[name] = columns.fields[name]
+        return list(map(self._new_record, rows.view(self._rows).tolist()))
 
     def resolve(self, data: bytes, vector: bool) -> tuple[bytes, _Scan]:
         """Scan held-back bytes + ``data``; update counters and the held-back tail."""
@@ -347,8 +459,7 @@ def _columns(codec: Sum8Codec[Any], scan: _Scan | None, base: int,
         values = scan.values
         if values is None:  # pragma: no cover - feed_columns always scans vectorised
             values = np.zeros((0, len(codec.fields)), dtype=np.float32)
-    fields = {name: values[:, k] for k, name in enumerate(codec.fields)}
-    return Columns(offsets, fields, stats)
+    return Columns(offsets, dict(zip(codec.fields, values.T)), stats)
 
 
 def decode_columns(codec: Sum8Codec[Any], data: bytes | bytearray | memoryview) -> Columns:

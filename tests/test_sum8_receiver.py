@@ -206,6 +206,61 @@ def test_nonfinite_frames_counted() -> None:
         assert len(got) == 3 and rx.stats.nonfinite == 2
 
 
+def test_huge_finite_values_are_not_counted_nonfinite() -> None:
+    """The small scanner screens the floats' high bytes for 7F/FF: a finite value with
+    such a byte (3e38), and an offset with one, are finite frames."""
+    huge = odom_frame.encode(odom_frame.OdomFrame(3e38, -3e38, 1.0, 0.0))
+    pad = b"\x00" * (0x7F000000 % 19)  # a stream offset whose byte 3 is 7F after the skip
+    for threshold in (512, 0):
+        rx = Sum8Receiver(odom_frame.CODEC)
+        rx.vector_threshold = threshold
+        rx._base = rx._covered = 0x7F000000 - len(pad)  # as if that much had gone by
+        got = rx.feed(pad + huge + huge)
+        assert [r.offset for r in got] == [0x7F000000, 0x7F000000 + 19]
+        assert rx.stats.nonfinite == 0 and got[0].vx == np.float32(3e38)
+
+
+def test_record_reads_as_the_flat_tuple() -> None:
+    """A record is its bytes (offset int64, then the fields as on the wire) and reads as
+    the named, flat tuple ``(offset, fields...)``: names, iteration, indexing, length,
+    comparisons and hash are the tuple's; ``frame`` is the frame object."""
+    frame = odom_frame.OdomFrame(0.5, -1.0, 0.25, 90.0)
+    wire = odom_frame.encode(frame)
+    for threshold in (512, 0):
+        rx = Sum8Receiver(odom_frame.CODEC)
+        rx.vector_threshold = threshold
+        (r,) = rx.feed(b"\x01\x02" + wire)
+        flat = (2, 0.5, -1.0, 0.25, 90.0)
+        assert (r.offset, r.vx, r.vy, r.wz, r.yaw_deg) == flat == tuple(r)
+        assert r[0] == 2 and r[1:] == flat[1:] and r[-1] == 90.0 and len(r) == 5
+        offset, *fields = r
+        assert offset == 2 and fields == list(flat[1:]) and 0.25 in r
+        assert r == flat and hash(r) == hash(flat) and r != (3, *flat[1:])
+        assert r < (3, 0.0, 0.0, 0.0, 0.0) and r > (1, 9.0, 9.0, 9.0, 9.0)
+        assert r.frame == frame and r.frame.yaw_rad == frame.yaw_rad
+        assert r._asdict() == dict(zip(("offset", *odom_frame.FIELDS), flat))
+        assert repr(r) == "OdomReceived(offset=2, vx=0.5, vy=-1.0, wz=0.25, yaw_deg=90.0)"
+        assert bytes(r) == struct.pack("<q", 2) + wire[2:-1]
+        assert type(r) is rx.record and type(r).__name__ == "OdomReceived"
+    cmd = cmd_frame.CmdFrame(0.5, 0.25, -2.0)
+    (c,) = Sum8Receiver(cmd_frame.CODEC).feed(cmd_frame.encode(cmd))
+    assert c.frame == cmd and len(c) == 4 and c._fields == ("offset", "vx", "vy", "wz")
+
+
+def test_a_kept_record_gives_the_collector_nothing_to_walk() -> None:
+    """Each frame kept is one object whose only reference is its class (a tuple of
+    numbers referred to an object per number, and a collection walked them all)."""
+    import gc
+
+    data = odom_frame.encode(odom_frame.OdomFrame(1.0, 2.0, 3.0, 4.0)) * 40
+    for threshold in (512, 0):
+        rx = Sum8Receiver(odom_frame.CODEC)
+        rx.vector_threshold = threshold
+        got = rx.feed(data)
+        assert len(got) == 40
+        assert all(gc.get_referents(r) == [rx.record] for r in got)
+
+
 # Frames with NaN and infinities among finite ones: the counters must agree too.
 any32 = st.floats(width=32)
 wild_frames = st.builds(odom_frame.OdomFrame, any32, any32, any32, any32).map(
@@ -235,13 +290,17 @@ def test_records_and_columns_match_the_description_receiver(
     assert isinstance(rx, Sum8Receiver) and rx.codec is odom_frame.CODEC
     rx.vector_threshold = threshold
     cols = receiver_for(odom_frame.CODEC)
+    cols.vector_threshold = threshold  # both scanners of feed_columns too
     got, batched = [], []
     for c in split(data, cuts):
-        for r in rx.feed(c):
+        records = rx.feed(c)
+        for r in records:
             assert r.frame == odom_frame.OdomFrame(*r[1:]) or r.frame.nonfinite
             assert (r.vx, r.vy, r.wz, r.yaw_deg) == tuple(r[1:]) or r.frame.nonfinite
             got.append((r.offset, struct.pack("<4f", *r[1:])))
         b = cols.feed_columns(c)
+        # the batch's records are feed's, byte for byte (NaN payloads included)
+        assert list(map(bytes, cols.records(b))) == list(map(bytes, records))
         values = np.stack([b.fields[k] for k in odom_frame.FIELDS], axis=1).astype("<f4")
         batched += [(o, v.tobytes()) for o, v in zip(b.offset.tolist(), values)]
     rx.finish()
