@@ -24,13 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from math import isfinite
-from typing import Any, ClassVar, Generic, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.stream_accounting import account
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
+
+if TYPE_CHECKING:  # numpy loads with the first large chunk: a serial port's reads never need it
+    import numpy as np
 
 __all__ = ["Columns", "ReceiverStats", "Sum8Received", "Sum8Receiver", "decode_columns",
            "received_class"]
@@ -135,6 +136,8 @@ def _scan_python(buf: bytes, size: int, covered: int) -> _Scan:
 
 def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     """Vectorised scan with the same result as :func:`_scan_python`."""
+    import numpy as np
+
     n = len(buf)
     a = np.frombuffer(buf, dtype=np.uint8)
     # AA first, over the whole buffer; then 55 only after those (a few per frame).
@@ -205,6 +208,8 @@ class Sum8Receiver(Generic[T]):
         _, scan = self.resolve(bytes(data), True)
         if scan.values is None:  # fewer than 2 bytes: no frame
             return []
+        import numpy as np
+
         # map and zip keep the per-frame loop in C: no Python call per frame.
         offsets = (np.asarray(scan.accepted) + base).tolist()
         return list(map(self._new_record, zip(offsets, *scan.values.T.tolist())))
@@ -338,6 +343,8 @@ class Columns:
 def _columns(codec: Sum8Codec[Any], scan: _Scan | None, base: int,
              stats: ReceiverStats) -> Columns:
     """The frames of one scan as columns, offsets from ``base``."""
+    import numpy as np
+
     values: np.ndarray[Any, Any] | None
     if scan is None or not len(scan.accepted):
         values = np.zeros((0, len(codec.fields)), dtype=np.float32)
