@@ -14,8 +14,6 @@ from fwbridge.bridge.node.base_node import BaseNode, NodeEvent
 from fwbridge.bridge.node.config import ConfigError, load_config
 from fwbridge.bridge.node.hardware import LifecycleError
 from fwbridge.bridge.node.sinks import CallbackSink, JsonLinesSink, Sink
-from fwbridge.bridge.record.safe_output import OutputError, PendingFile
-from fwbridge.bridge.record.serial_pcapng import CaptureError
 from fwbridge.cli_verbs.common import FORCE, JsonBlocks, fail, print_counters, writable
 from fwbridge.cli_verbs.link import DURATION, Deadline, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
@@ -117,8 +115,10 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
     node: BaseNode | None = None
     if record or foxglove:
         # The capture goes beside --record until the link works: a failed start leaves it
-        # as it was.
+        # as it was. (The record room loads with --record only: a plain bridge starts faster.)
+        from fwbridge.bridge.record.safe_output import OutputError, PendingFile
         from fwbridge.bridge.record.serial_mcap import open_capture
+        from fwbridge.protocols.errors import CaptureError
 
         live = live_sink(foxglove, foxglove_host, foxglove_port)
         try:

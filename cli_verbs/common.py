@@ -168,10 +168,15 @@ class JsonBlocks:
             line = self._encode(obj)
         except ValueError:  # NaN or infinity somewhere: the strings json_line writes
             line = self._encode(_jsonable(obj))
+        self.add_line(line, now)
+
+    def add_line(self, line: str, now: float) -> None:
+        """Queue one line already formatted (no newline); write the block when it is due."""
         with self._lock:
-            if not self._lines:
+            lines = self._lines
+            if not lines:
                 self._first = now
-            self._lines.append(line)
+            lines.append(line)
             due = now - self._first >= self.period
         if due:
             self.flush()

@@ -6,18 +6,19 @@ import contextlib
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import serial
-from rich.live import Live
-from rich.text import Text
 
 from fwbridge.bridge.link.transports import LinkError, open_link
 from fwbridge.cli_verbs.common import console, err_console, fail
 from fwbridge.cli_verbs.params import DURATION as DURATION_S
 from fwbridge.cli_verbs.params import Baud
 from fwbridge.cli_verbs.stopping import Stop, held, stoppable
+
+if TYPE_CHECKING:  # rich loads with the live line only: `bridge` never shows one
+    from rich.live import Live
 
 BAUD = click.option(
     "-b", "--baud", type=Baud(), default=115200, show_default=True,
@@ -74,6 +75,9 @@ class StatusLine:
 
     def __enter__(self) -> StatusLine:
         if self.enabled:
+            from rich.live import Live
+            from rich.text import Text
+
             on_stdout = self.console is console
             live = Live(
                 Text(""), console=self.console, transient=True, auto_refresh=False,
@@ -107,6 +111,8 @@ class StatusLine:
         now = time.monotonic()
         if force or now - self._last >= self.interval:
             self._last = now
+            from rich.text import Text
+
             with held():  # never half an escape sequence on the screen
                 # One line, cut to the window: a wrapped line would scroll on a narrow one.
                 self._live.update(Text(text, no_wrap=True, overflow="ellipsis"), refresh=True)

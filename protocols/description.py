@@ -16,20 +16,16 @@ import keyword
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from fwbridge.protocols.checksums import algorithm
-from fwbridge.protocols.description_can import (
-    CanMessage,
-    CanSignal,
-    check_can_signals,
-    parse_can,
-)
 from fwbridge.protocols.description_names import first_clash
 from fwbridge.protocols.description_types import (
     TYPES,
+    CanMessage,
+    CanSignal,
     ChecksumSpec,
     FieldSpec,
     FrameDescription,
@@ -37,11 +33,6 @@ from fwbridge.protocols.description_types import (
     TypeInfo,
 )
 from fwbridge.protocols.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "BYTE_ORDERS",
@@ -56,6 +47,7 @@ __all__ = [
     "FrameDescription",
     "LengthSpec",
     "TypeInfo",
+    "from_doc",
     "load",
     "loads",
 ]
@@ -109,16 +101,15 @@ class DescriptionError(ConfigError):
 class _Locator:
     """Line numbers of tables and keys, by a light scan (tomllib gives none)."""
 
-    _TABLE = re.compile(r"\s*(\[\[?)\s*([A-Za-z0-9_.\-\"]+)\s*\]\]?")
-    _KEY = re.compile(r"\s*\"?([A-Za-z0-9_\-]+)\"?\s*=")
-
     def __init__(self, text: str) -> None:
+        table_re = re.compile(r"\s*(\[\[?)\s*([A-Za-z0-9_.\-\"]+)\s*\]\]?")
+        key_re = re.compile(r"\s*\"?([A-Za-z0-9_\-]+)\"?\s*=")
         self.tables: dict[tuple[str, int], int] = {}
         self.keys: dict[tuple[str, int, str], int] = {}
         counts: dict[str, int] = {}
         table, index = "", 0
         for lineno, line in enumerate(text.splitlines(), 1):
-            m = self._TABLE.match(line)
+            m = table_re.match(line)
             if m and not line.lstrip().startswith("#"):
                 table = m.group(2)
                 if m.group(1) == "[[":
@@ -128,7 +119,7 @@ class _Locator:
                     index = 0
                 self.tables.setdefault((table, index), lineno)
                 continue
-            k = self._KEY.match(line)
+            k = key_re.match(line)
             if k:
                 self.keys.setdefault((table, index, k.group(1)), lineno)
 
@@ -141,9 +132,18 @@ class _Locator:
 class _Checker:
     """Validation with the context an error message needs."""
 
-    def __init__(self, source: str, text: str) -> None:
+    def __init__(self, source: str, text: str | Callable[[], str]) -> None:
         self.source = source
-        self.where = _Locator(text)
+        self._text = text
+        self._where: _Locator | None = None
+
+    @property
+    def where(self) -> _Locator:
+        """The line numbers, scanned on the first error (a valid description needs none)."""
+        if self._where is None:
+            text = self._text
+            self._where = _Locator(text if isinstance(text, str) else text())
+        return self._where
 
     def fail(self, table: str, index: int | None, key: str | None, reason: str,
              label: str | None = None) -> DescriptionError:
@@ -341,7 +341,10 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     if len(text) > MAX_TEXT:
         raise DescriptionError(source, 0, "file", f"{len(text)} characters; a description has "
                                f"at most {MAX_TEXT}")
-    chk = _Checker(source, text)
+    if sys.version_info >= (3, 11):  # here: a shipped description is parsed already
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -351,6 +354,14 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise DescriptionError(source, 1, "toml", "arrays or tables nested too deeply") \
             from None
+    return from_doc(doc, source, text)
+
+
+def from_doc(doc: dict[str, Any], source: str,
+             text: str | Callable[[], str]) -> FrameDescription:
+    """Validate a description already parsed from TOML (``doc``, as ``tomllib`` gives it);
+    ``text``: its TOML text (or how to get it), for the line numbers of an error."""
+    chk = _Checker(source, text)
     chk.table(doc, "", {"frame", "field", "length", "checksum", "can"}, None, "description")
     frame = doc.get("frame")
     if not isinstance(frame, dict):
@@ -361,7 +372,12 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
     if order not in BYTE_ORDERS:
         raise chk.fail("frame", None, "byte_order", f"{order!r}: choose little or big")
     header, trailer = _hex(chk, frame, "header"), _hex(chk, frame, "trailer")
-    can, can_signals = (parse_can(chk, doc["can"]) if "can" in doc else ((), ()))
+    can: tuple[CanMessage, ...] = ()
+    can_signals: tuple[CanSignal, ...] = ()
+    if "can" in doc:  # CAN's checks load with the first CAN description
+        from fwbridge.protocols.description_can import parse_can
+
+        can, can_signals = parse_can(chk, doc["can"])
     if not can and not header:
         raise chk.fail("frame", None, "header", "required: the bytes every frame starts with "
                        "(only a CAN payload, with a [can] table, has none)")
@@ -400,6 +416,8 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
         if (desc.size or 0) > 8:
             raise chk.fail("can", None, None, f"a CAN payload has at most 8 bytes; the fields "
                            f"take {desc.size}")
+        from fwbridge.protocols.description_can import check_can_signals
+
         check_can_signals(chk, desc)
     if length is not None and length.max < desc.data_bias:
         raise chk.fail("length", None, "max", f"{length.max} is less than the {desc.data_bias} "

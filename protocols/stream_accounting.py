@@ -11,9 +11,11 @@ counts. Pure: no receiver state, no I/O.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import sys
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:  # an array comes only from a numpy scan: numpy is loaded by then
+    import numpy as np
 
 __all__ = ["Accounting", "account"]
 
@@ -36,7 +38,8 @@ def account(accepted: list[int] | np.ndarray[Any, Any], cover: int, gap: bool, k
     ``keep``. A numpy array is accounted without a per-frame loop."""
     cur0 = cur = max(cover, 0)
     discarded = resyncs = overlapping = 0
-    if isinstance(accepted, np.ndarray):
+    np: Any = sys.modules.get("numpy")
+    if np is not None and isinstance(accepted, np.ndarray):
         acc = accepted
         n = len(acc)
         step = acc[1:] - acc[:-1]  # np.diff, without its Python-level checks

@@ -24,9 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache, partial
 from math import isfinite
-from typing import Any, ClassVar, Generic, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.stream_accounting import account
@@ -34,6 +32,21 @@ from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
 __all__ = ["Columns", "ReceiverStats", "Sum8Received", "Sum8Receiver", "decode_columns",
            "received_class"]
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    class _Numpy:
+        """numpy, imported on first use: a link that only ever reads small chunks (a
+        bridge at 200 Hz) never pays its ~0.1 s of import."""
+
+        def __getattr__(self, name: str) -> Any:
+            import numpy
+
+            globals()["np"] = numpy  # from now on the module itself
+            return getattr(numpy, name)
+
+    np = _Numpy()
 
 T = TypeVar("T")
 
@@ -271,7 +284,7 @@ class Sum8Receiver(Generic[T]):
         self._pack = struct.Struct(f"<q{body}s").pack  # offset, fields as on the wire
         self._rows = f"V{8 + body}"  # numpy: one record's bytes
         self._unpack_all = struct.Struct(f"<q{len(codec.fields)}f").iter_unpack
-        self._dtype = np.dtype([("offset", "<i8"), *((f, "<f4") for f in codec.fields)])
+        self._dtype_spec = [("offset", "<i8"), *((f, "<f4") for f in codec.fields)]
         self.stats = ReceiverStats()
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
@@ -374,7 +387,7 @@ class Sum8Receiver(Generic[T]):
             # A serial port's reads: numpy's set-up would cost more than the frames, so the
             # small loop's records (their bytes: offset and fields) are read as the columns.
             rows = np.frombuffer(bytearray().join(self._feed_small(bytes(data))) if data
-                                 else bytearray(), dtype=self._dtype)
+                                 else bytearray(), dtype=np.dtype(self._dtype_spec))
             return Columns(rows["offset"], {f: rows[f] for f in self.codec.fields}, self.stats)
         base = self._base
         _, scan = self.resolve(bytes(data), True)
@@ -383,7 +396,7 @@ class Sum8Receiver(Generic[T]):
     def records(self, columns: Columns) -> list[Sum8Received]:
         """The records :meth:`feed` gives for the frames of ``columns`` (a
         :meth:`feed_columns` batch): for a batch that needs the per-frame path."""
-        rows = np.empty(len(columns), dtype=self._dtype)
+        rows = np.empty(len(columns), dtype=np.dtype(self._dtype_spec))
         rows["offset"] = columns.offset
         for name in self.codec.fields:
             rows[name] = columns.fields[name]

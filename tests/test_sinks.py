@@ -96,12 +96,50 @@ def test_json_lines_sink_writes_every_nth_and_stops_at_a_broken_pipe() -> None:
                 raise BrokenPipeError
             self.lines.append(obj)
 
+        def add_line(self, line: str, now: float) -> None:
+            self.add(json.loads(line), now)
+
     out, gone = Out(), []
     sink = JsonLinesSink(out, every=2, on_gone=lambda: gone.append(True))
     for k in range(10):
         sink.on_odometry(odometry(k))
     assert [line["seq"] for line in out.lines] == [0, 2]
     assert gone == [True] and sink.gone
+
+
+def test_json_lines_from_the_template_are_the_encoders_text_and_nonfinite_goes_through_it(
+) -> None:
+    from fwbridge.cli_verbs.common import JsonBlocks
+
+    class Out(JsonBlocks):
+        def __init__(self) -> None:
+            super().__init__(1e9)
+            self.lines: list[str] = []
+            self.objs = 0
+
+        def add(self, obj: dict[str, Any], now: float) -> None:
+            self.objs += 1
+            super().add(obj, now)
+
+        def add_line(self, line: str, now: float) -> None:
+            self.lines.append(line)
+
+    out = Out()
+    sink = JsonLinesSink(out)
+    records = [Odometry(7, 12.5, 0.005, -1.25e-7, 3.0, -0.0, (0.0, 0.0, -0.1, 0.99), 1e300,
+                        -2.5, 1 / 3),
+               Odometry(8, 1.0, 0.0, float("nan"), 0.0, 0.0, (0.0, 0.0, 0.0, 1.0), 0.0, 0.0,
+                        float("inf"))]
+    for record in records:
+        sink.on_odometry(record)
+    assert out.objs == 1  # the NaN/inf record through the encoder
+    fast, slow = out.lines
+    obj = json.loads(fast)
+    # byte for byte what the encoder writes for the same record and wall time
+    assert fast == json.dumps({"wall": obj["wall"], **records[0].as_dict()},
+                              separators=(",", ":"))
+    assert json.loads(slow)["pose"]["position"]["x"] == "nan"
+    assert json.loads(slow)["twist"]["angular"]["z"] == "inf"
 
 
 def test_the_node_closes_its_sinks_after_the_safe_stop_on_every_exit(tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ port).
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import importlib
 import importlib.util
@@ -34,10 +33,9 @@ import select
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import serial
-import serial_asyncio
 from serial.tools import list_ports
 
 from fwbridge.bridge.link.link_urls import (
@@ -48,6 +46,9 @@ from fwbridge.bridge.link.link_urls import (
     url_scheme,
 )
 from fwbridge.protocols.errors import LinkError, StateError
+
+if TYPE_CHECKING:  # asyncio loads in the asyncio path only: the blocking node starts faster
+    import asyncio
 
 __all__ = [
     "URL_HANDLERS",
@@ -346,6 +347,10 @@ async def open_async_streams(
     pyserial-asyncio polls the link's file descriptor, so URL handlers
     without one (``loop://``) are refused with a clear error.
     """
+    import asyncio
+
+    import serial_asyncio
+
     link = open_link(url, baud, **kwargs)
     try:
         check_pollable(link)

@@ -12,7 +12,6 @@ policy says when the port disappears.
 from __future__ import annotations
 
 import contextlib
-import logging
 import queue
 import threading
 import time
@@ -31,8 +30,6 @@ from fwbridge.bridge.node.record_path import RecordPath
 from fwbridge.bridge.node.sinks import ByteSink, Sink
 
 __all__ = ["ZERO_FRAME", "BaseNode", "BaseNodeCore", "NodeEvent", "log_event"]
-
-log = logging.getLogger("fwbridge.bridge")
 
 #: Longest single sleep of a runtime, so a stop or a lost link is noticed promptly
 #: even when the next command is far away (slow rates, a frozen test clock).
@@ -275,7 +272,9 @@ class BaseNode(RecordPath):
         except LinkError as exc:
             self.error = exc
         except Exception as exc:  # reported by run(); the thread must not die silently
-            log.exception("base node I/O loop failed")
+            import logging  # here, not at the top: only a failure needs it (start-up time)
+
+            logging.getLogger("fwbridge.bridge").exception("base node I/O loop failed")
             self.error = exc
         finally:
             self._dispatch()

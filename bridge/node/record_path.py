@@ -67,8 +67,10 @@ class RecordPath:
     def wrote(self, direction: str, data: bytes) -> None:
         """A write on the link (the hardware's tap): its bytes, and the command it
         carries (known, not decoded)."""
-        ts = self.clock_ns()
         sinks = self.sinks
+        if not sinks.takes_writes:  # no capture: no stamp to take
+            return
+        ts = self.clock_ns()
         sinks.on_bytes(direction, data, ts)
         if direction == TX:
             command = self.core.command_of(data)
@@ -83,7 +85,8 @@ class RecordPath:
         (``between``: before each record but the first)."""
         now = self.clock()
         sinks = self.sinks
-        sinks.on_bytes(RX, data, self.clock_ns())
+        if sinks.takes_bytes:
+            sinks.on_bytes(RX, data, self.clock_ns())
         records = self._receive(data, now)
         if records:
             # real time (not self.clock): the budget is the sinks' own cost

@@ -27,6 +27,7 @@ and callbacks (:class:`CallbackSink`, the nodes' ``on_odometry=`` and
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -173,6 +174,15 @@ class Sinks:
     def takes_odometry(self) -> bool:
         return bool(self._odometry)
 
+    @property
+    def takes_bytes(self) -> bool:
+        return bool(self._bytes)
+
+    @property
+    def takes_writes(self) -> bool:
+        """Some sink takes the bytes or the commands of a write."""
+        return bool(self._bytes or self._command)
+
     # -- the calls ------------------------------------------------------------------
     def _failed(self, call: Callable[..., Any], exc: BaseException) -> None:
         owner = getattr(call, "__self__", call)
@@ -203,6 +213,9 @@ class Sinks:
         """One read's records, paced by ``policy``; ``between`` runs before each but the
         first (a command due meanwhile goes out). Returns the records skipped."""
         if not self._odometry or not records:
+            return 0
+        if len(records) == 1:  # the usual read: one frame, nothing to pace
+            self.on_odometry(records[0])
             return 0
         dropped = 0
         for n, (record, skipped) in enumerate(policy.deliver(records, clock)):
@@ -276,21 +289,60 @@ class LineWriter(Protocol):
 
     def add(self, obj: dict[str, Any], now: float) -> None: ...
 
+    def add_line(self, line: str, now: float) -> None: ...
+
+
+def _odometry_template() -> str:
+    """``%``-template of :meth:`Odometry.as_dict` with ``wall`` first, as the JSON encoder
+    writes it (compact separators): floats ``%r`` (``float.__repr__``, the encoder's)."""
+    import json  # here, once: the template is built on the first sink
+
+    from fwbridge.bridge.node.odometry import Odometry
+
+    f = "%r"
+    shape = {"wall": f, "seq": "%d", "stamp": f, "dt": f,
+             "frame_id": Odometry.frame_id, "child_frame_id": Odometry.child_frame_id,
+             "pose": {"position": {"x": f, "y": f, "z": 0.0},
+                      "orientation": {"x": f, "y": f, "z": f, "w": f}, "yaw": f},
+             "twist": {"linear": {"x": f, "y": f, "z": 0.0},
+                       "angular": {"x": 0.0, "y": 0.0, "z": f}}}
+    text = json.dumps(shape, separators=(",", ":"))
+    return text.replace('"%r"', "%r").replace('"%d"', "%d")
+
 
 class JsonLinesSink(SinkBase):
     """Every ``every``-th odometry record as a JSON line (``wall``: the epoch time it
-    was written); ``on_gone`` runs once when the reader went away (a broken pipe)."""
+    was written); ``on_gone`` runs once when the reader went away (a broken pipe).
+
+    A line is one ``%`` on a template made once (the encoder's exact text: the
+    tests hold the two together); a record with a NaN or infinity anywhere (or a
+    number other than a plain float) goes through the writer's encoder instead
+    (``add``), which writes NaN and infinity as strings.
+    """
 
     def __init__(self, out: LineWriter, every: int = 1,
                  on_gone: Callable[[], Any] | None = None) -> None:
         self.out, self.every, self.on_gone = out, every, on_gone
         self.gone = False
+        self._template = _odometry_template()
+        self._isfinite = math.isfinite
 
     def on_odometry(self, odom: Odometry) -> None:
         if self.gone or odom.seq % self.every:
             return
+        wall = time.time()
+        qx, qy, qz, qw = odom.orientation
+        x, y, yaw, vx, vy, wz = odom.x, odom.y, odom.yaw, odom.vx, odom.vy, odom.wz
+        # one test for all: a NaN or infinity anywhere makes the sum one, and a number
+        # that is not a plain float (numpy's, whose repr is not JSON) makes it another type
+        total = wall + odom.stamp + odom.dt + x + y + qx + qy + qz + qw + yaw + vx + vy + wz
         try:
-            self.out.add({"wall": time.time(), **odom.as_dict()}, time.monotonic())
+            if type(total) is float and self._isfinite(total):
+                self.out.add_line(self._template % (
+                    wall, odom.seq, odom.stamp, odom.dt, x, y, qx, qy, qz, qw, yaw, vx, vy, wz),
+                    time.monotonic())
+            else:
+                self.out.add({"wall": wall, **odom.as_dict()}, time.monotonic())
         except BrokenPipeError:
             self.gone = True
             if self.on_gone is not None:
