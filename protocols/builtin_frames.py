@@ -10,15 +10,10 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from fwbridge.protocols.description import (
-    DescriptionError,
-    FrameDescription,
-    from_doc,
-    load,
-)
+from fwbridge.protocols.description import DescriptionError, FrameDescription, load, loads
 from fwbridge.protocols.errors import UnknownName
 
-__all__ = ["BUILTIN_NAMES", "builtin", "builtin_text", "docs_source", "resolve"]
+__all__ = ["BUILTIN_NAMES", "builtin", "builtin_text", "resolve"]
 
 BUILTIN_NAMES = ("odom", "cmd", "action", "actuator")
 FRAMES_DIR = Path(__file__).resolve().parent / "frames"
@@ -38,35 +33,10 @@ def builtin_text(name: str) -> str:
 def builtin(name: str) -> FrameDescription:
     """The built-in description ``name`` (one of :data:`BUILTIN_NAMES`).
 
-    Validated by the same code as a user's, from its TOML parsed at build time
-    (:mod:`~fwbridge.protocols.builtin_docs`): the command and odometry frames
-    load on every start, and ``tomllib`` would cost more than the rest.
+    Loaded from its TOML file by the same code as a user's description: the file
+    is the one source (no parse of it is shipped beside it).
     """
-    if name not in BUILTIN_NAMES:
-        raise UnknownName(f"no built-in description {name!r}")
-    from fwbridge.protocols.builtin_docs import DOCS
-
-    return from_doc(DOCS[name], f"<built-in {name}>", lambda: builtin_text(name))
-
-
-def docs_source() -> str:
-    """The text of :mod:`~fwbridge.protocols.builtin_docs`: every built-in TOML, parsed."""
-    import pprint
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    lines = ['"""The built-in descriptions (``frames/*.toml``) as ``tomllib`` parses them.',
-             "",
-             "Generated: ``python -m fwbridge.protocols.builtin_frames`` writes it again",
-             "(tests/test_description.py fails while it differs from the TOML files).",
-             '"""', "", "from typing import Any", ""]
-    docs = {name: tomllib.loads(builtin_text(name)) for name in BUILTIN_NAMES}
-    lines.append("DOCS: dict[str, dict[str, Any]] = " + pprint.pformat(docs, width=96,
-                                                                      sort_dicts=False))
-    return "\n".join(lines) + "\n"
+    return loads(builtin_text(name), f"<built-in {name}>")
 
 
 def resolve(spec: str) -> FrameDescription:
@@ -78,7 +48,3 @@ def resolve(spec: str) -> FrameDescription:
                                " nor a description file")
     return load(spec)
 
-
-if __name__ == "__main__":
-    (Path(__file__).resolve().parent / "builtin_docs.py").write_text(docs_source(),
-                                                                   encoding="utf-8")

@@ -27,7 +27,7 @@ from construct import (
 from fwbridge.protocols import action_frame, actuator, cmd_frame, odom_frame
 from fwbridge.protocols.action_frame import InstructionType, SubCommand
 from fwbridge.protocols.actuator import Fault
-from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin, builtin_text
+from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
 from fwbridge.protocols.crc import crc_function
 from fwbridge.protocols.description import DescriptionError, load, loads
 from fwbridge.protocols.errors import ChecksumError, FieldValueError, LengthError
@@ -252,17 +252,3 @@ def test_a_good_variable_description_loads() -> None:
 def test_missing_file_is_one_error(tmp_path: Path) -> None:
     with pytest.raises(DescriptionError, match="no such file"):
         load(tmp_path / "nope.toml")
-
-
-def test_the_shipped_parse_of_the_builtin_descriptions_is_the_toml_files() -> None:
-    # builtin() validates these dicts instead of parsing TOML at start-up; an edited
-    # frames/*.toml needs `python -m fwbridge.protocols.builtin_frames` to write them again.
-    from fwbridge.protocols import builtin_frames
-    from fwbridge.protocols.builtin_docs import DOCS
-    from fwbridge.protocols.description import loads
-
-    assert (Path(builtin_frames.__file__).with_name("builtin_docs.py").read_text(
-        encoding="utf-8") == builtin_frames.docs_source())
-    for name in BUILTIN_NAMES:
-        assert loads(builtin_text(name), f"<built-in {name}>") == builtin(name)
-        assert DOCS[name]["frame"]["name"] == name

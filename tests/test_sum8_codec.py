@@ -248,15 +248,21 @@ def test_record_types_behave_as_the_hand_written_ones_did() -> None:
     assert cmd_frame.ZERO.nonfinite == ()
 
 
-def test_the_odometry_record_follows_its_toml() -> None:
-    """A changed odom description (the shipped parse of odom.toml, changed in a fresh
-    interpreter: test_description holds it to the file) changes the record."""
+def test_the_odometry_record_follows_its_toml(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A changed odom.toml (a copy, read in a fresh interpreter) changes the record."""
     import subprocess
     import sys
 
+    from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin_text
+
+    for name in BUILTIN_NAMES:
+        (tmp_path / f"{name}.toml").write_text(builtin_text(name))
+    text = builtin_text("odom").replace(
+        '[checksum]', '[[field]]\nname = "temp_c"\ntype = "f32"\n\n[checksum]')
+    (tmp_path / "odom.toml").write_text(text)
     probe = (
-        "import dataclasses, fwbridge.protocols.builtin_docs as d\n"
-        "d.DOCS['odom']['field'].append({'name': 'temp_c', 'type': 'f32'})\n"
+        "import dataclasses, fwbridge.protocols.builtin_frames as b, pathlib\n"
+        f"b.FRAMES_DIR = pathlib.Path({str(tmp_path)!r})\n"
         "from fwbridge.protocols import odom_frame as o\n"
         "f = o.OdomFrame(1.0, 2.0, 3.0, 4.0, temp_c=21.5)\n"
         "assert o.decode(o.encode(f)) == f\n"
@@ -264,6 +270,7 @@ def test_the_odometry_record_follows_its_toml() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.split() == ["['vx',", "'vy',", "'wz',", "'yaw_deg',", "'temp_c']", "23"]
+
 
 
 def test_a_built_in_frame_keeps_its_one_schema_when_many_descriptions_pass() -> None:
