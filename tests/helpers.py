@@ -556,3 +556,17 @@ class Lines:
         """Everything, once the pipe closes."""
         self._thread.join(timeout)
         return self.drain()
+
+
+def can_frame_store() -> Any:
+    """A rosbags type store (jazzy) that knows ``can_msgs/msg/Frame``, as the MCAP CAN
+    recorder writes it."""
+    from rosbags.typesys import get_types_from_msg
+
+    from fwbridge.bridge.node import topics
+    from fwbridge.bridge.record.can_mcap import FRAME_SCHEMA, FRAME_TYPE
+
+    ts: Any = topics.typestore("jazzy")
+    if FRAME_TYPE not in ts.types:
+        ts.register(get_types_from_msg(FRAME_SCHEMA.split("\n" + "=" * 80)[0], FRAME_TYPE))
+    return ts

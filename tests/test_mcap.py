@@ -39,6 +39,7 @@ from fwbridge.bridge.record.serial_captures import read_capture  # noqa: E402
 from fwbridge.bridge.record.serial_mcap import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
+from tests.helpers import can_frame_store as store  # noqa: E402
 from tests.helpers import (  # noqa: E402
     reaped,
     run_verb,
@@ -50,15 +51,6 @@ from tests.helpers import (  # noqa: E402
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
-
-
-def store() -> object:
-    from rosbags.typesys import get_types_from_msg
-
-    ts = topics.typestore("jazzy")
-    if FRAME_TYPE not in ts.types:
-        ts.register(get_types_from_msg(FRAME_SCHEMA.split("\n" + "=" * 80)[0], FRAME_TYPE))
-    return ts
 
 
 def summary_of(path: Path) -> object:

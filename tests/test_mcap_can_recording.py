@@ -26,11 +26,9 @@ from mcap.reader import NonSeekingReader, make_reader
 from mcap.records import Chunk, Message, MessageIndex
 from mcap.stream_reader import StreamReader, breakup_chunk
 
-from fwbridge.bridge.node import topics
 from fwbridge.bridge.record.can_mcap import (
     BATCH,
     BATCH_SPAN,
-    FRAME_SCHEMA,
     FRAME_TYPE,
     RX_TOPIC,
     TX_TOPIC,
@@ -39,17 +37,9 @@ from fwbridge.bridge.record.can_mcap import (
 )
 from fwbridge.bridge.record.mcap_io import McapTruncated, read_mcap
 from fwbridge.bridge.record.mcap_writer import McapWriter
+from tests.helpers import can_frame_store as store
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
-
-
-def store() -> object:
-    from rosbags.typesys import get_types_from_msg
-
-    ts = topics.typestore("jazzy")
-    if FRAME_TYPE not in ts.types:
-        ts.register(get_types_from_msg(FRAME_SCHEMA.split("\n" + "=" * 80)[0], FRAME_TYPE))
-    return ts
 
 
 @st.composite

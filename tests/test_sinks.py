@@ -265,3 +265,29 @@ def test_a_link_without_a_node_is_decoded_as_before(tmp_path: Path) -> None:
     cap.recorder.finish(last)
     cap.streams.close()
     assert MAKER.digest(path) == GOLDEN["decoding"]  # every message, counters too
+
+
+def test_a_recorder_keeps_every_record_while_live_sinks_are_paced() -> None:
+    # A read that brings 40 frames to sinks that take longer than the budget: a
+    # recorder still gets all 40, in order; a live sink gets the first and the newest.
+    from fwbridge.bridge.node.backoff import LinkPolicy
+
+    class Kept(SinkBase):
+        records_every_frame = True
+
+        def __init__(self) -> None:
+            self.got: list[float] = []
+
+        def on_odometry(self, odom: Any) -> None:
+            self.got.append(odom)
+
+    class Live(Kept):
+        records_every_frame = False
+
+    recorder, live = Kept(), Live()
+    sinks = Sinks([live, recorder])
+    ticks = iter(range(1000))
+    dropped = sinks.records(list(range(40)), LinkPolicy(budget=0.5),  # type: ignore[arg-type]
+                            lambda: float(next(ticks)))
+    assert recorder.got == list(range(40))
+    assert live.got == [0, 39] and dropped == 38

@@ -14,21 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
-from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 import serial_asyncio
 
 from fwbridge.bridge.link.transports import LinkError, LinkLost, check_pollable
-from fwbridge.bridge.node.base_core import BaseNodeCore, NodeEvent, log_event
+from fwbridge.bridge.node.base_core import BaseNodeCore, NodeEvent
 from fwbridge.bridge.node.base_node import MAX_WAIT
-from fwbridge.bridge.node.config import RobotConfig
-from fwbridge.bridge.node.hardware import LifecycleState, LinkHardware
-from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.node.hardware import LifecycleState
 from fwbridge.bridge.node.record_path import RecordPath
-from fwbridge.bridge.node.sinks import ByteSink, Sink
 
 __all__ = ["AsyncBaseNode"]
 
@@ -55,23 +50,7 @@ class AsyncBaseNode(RecordPath):
     (a ROS 2 sink's ``cmd_vel``). Sinks and keywords as :class:`BaseNode`'s.
     """
 
-    def __init__(
-        self,
-        config: RobotConfig,
-        *,
-        sinks: Iterable[Sink] = (),
-        on_odometry: Callable[[Odometry], Any] | None = None,
-        on_event: Callable[[NodeEvent], Any] | None = log_event,
-        clock: Callable[[], float] = time.monotonic,
-        capture: ByteSink | None = None,
-        hardware: LinkHardware | None = None,
-        say: Callable[[str], Any] | None = None,
-        clock_ns: Callable[[], int] = time.time_ns,
-    ) -> None:
-        super().__init__(config, sinks=sinks, on_odometry=on_odometry, on_event=on_event,
-                         clock=clock, capture=capture, hardware=hardware, say=say,
-                         clock_ns=clock_ns)
-        self.open_attempts = 0
+    def init_runtime(self) -> None:
         self._stopping = False
         self._stopped = asyncio.Event()  # wakes a reconnect back-off early
         self._lock = threading.Lock()  # the core: request() may come from another thread

@@ -15,19 +15,14 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
 
 import serial
 
 from fwbridge.bridge.link.transports import IO_ERRORS, LinkError, LinkLost, poller_for, read_some
 from fwbridge.bridge.node.base_core import ZERO_FRAME, BaseNodeCore, NodeEvent, log_event
-from fwbridge.bridge.node.config import RobotConfig
-from fwbridge.bridge.node.hardware import LinkHardware
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.record_path import RecordPath
-from fwbridge.bridge.node.sinks import ByteSink, Sink
 
 __all__ = ["ZERO_FRAME", "BaseNode", "BaseNodeCore", "NodeEvent", "log_event"]
 
@@ -118,23 +113,7 @@ class BaseNode(RecordPath):
     same: each record carries the whole pose.
     """
 
-    def __init__(
-        self,
-        config: RobotConfig,
-        *,
-        sinks: Iterable[Sink] = (),
-        on_odometry: Callable[[Odometry], Any] | None = None,
-        on_event: Callable[[NodeEvent], Any] | None = log_event,
-        clock: Callable[[], float] = time.monotonic,
-        capture: ByteSink | None = None,
-        hardware: LinkHardware | None = None,
-        say: Callable[[str], Any] | None = None,
-        clock_ns: Callable[[], int] = time.time_ns,
-    ) -> None:
-        super().__init__(config, sinks=sinks, on_odometry=on_odometry, on_event=on_event,
-                         clock=clock, capture=capture, hardware=hardware, say=say,
-                         clock_ns=clock_ns)
-        self.open_attempts = 0  # reconnection attempts, for monitoring
+    def init_runtime(self) -> None:
         self._lock = threading.Lock()  # the core: request() comes from other threads
         self._write_lock = threading.Lock()  # one writer at a time on the link
         self._stopping = threading.Event()

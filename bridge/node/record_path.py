@@ -63,6 +63,12 @@ class RecordPath:
         self.hardware = hardware or LinkHardware(config, reset_frame=ZERO_FRAME,
                                                  safe_stop_frame=ZERO_FRAME)
         self.hardware.tap = self.wrote  # every write, the reset and safe-stop zeros too
+        self.open_attempts = 0  # reconnection attempts, for monitoring
+        self.init_runtime()
+
+    def init_runtime(self) -> None:
+        """The runtime's own state (its locks, events, loop), set up last by ``__init__``:
+        the runtimes take the constructor as it is here."""
 
     def wrote(self, direction: str, data: bytes) -> None:
         """A write on the link (the hardware's tap): its bytes, and the command it

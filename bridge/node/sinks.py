@@ -73,7 +73,14 @@ class Sink(Protocol):
 
 
 class SinkBase:
-    """A sink that ignores everything: subclass it and override what you record."""
+    """A sink that ignores everything: subclass it and override what you record.
+
+    ``records_every_frame``: a recorder sets it, and gets every odometry record of a
+    read; live consumers (ROS 2, JSON lines, callbacks) get them paced, the newest
+    first when a read brings more than they keep up with.
+    """
+
+    records_every_frame = False
 
     def on_bytes(self, direction: str, data: bytes, ts_ns: int) -> None:
         return None
@@ -141,6 +148,8 @@ class Sinks:
         self._all: tuple[Sink, ...] = ()
         self._bytes: tuple[Callable[[str, bytes, int], None], ...] = ()
         self._odometry: tuple[Callable[[Odometry], None], ...] = ()
+        self._recorders: tuple[Callable[[Odometry], None], ...] = ()  # every record
+        self._live: tuple[Callable[[Odometry], None], ...] = ()  # paced
         self._command: tuple[Callable[[CmdFrame, int], None], ...] = ()
         self._event: tuple[Callable[[NodeEvent], None], ...] = ()
         for sink in sinks:
@@ -150,6 +159,9 @@ class Sinks:
         self._all = sinks
         self._bytes = tuple(s.on_bytes for s in sinks if _overrides(s, "on_bytes"))
         self._odometry = tuple(s.on_odometry for s in sinks if _overrides(s, "on_odometry"))
+        self._recorders = tuple(s.on_odometry for s in sinks if _overrides(s, "on_odometry")
+                                and getattr(s, "records_every_frame", False))
+        self._live = tuple(c for c in self._odometry if c not in self._recorders)
         self._command = tuple(s.on_command for s in sinks if _overrides(s, "on_command"))
         self._event = tuple(s.on_event for s in sinks if _overrides(s, "on_event"))
 
@@ -217,13 +229,24 @@ class Sinks:
         if len(records) == 1:  # the usual read: one frame, nothing to pace
             self.on_odometry(records[0])
             return 0
+        for record in records:  # a recorder keeps every frame
+            self._call(self._recorders, record)
+        if not self._live:
+            return 0
         dropped = 0
         for n, (record, skipped) in enumerate(policy.deliver(records, clock)):
             if n and between is not None:
                 between()
             dropped += skipped
-            self.on_odometry(record)
+            self._call(self._live, record)
         return dropped
+
+    def _call(self, calls: tuple[Callable[[Odometry], None], ...], odom: Odometry) -> None:
+        for call in calls:
+            try:
+                call(odom)
+            except Exception as exc:
+                self._failed(call, exc)
 
     def on_command(self, frame: CmdFrame, ts_ns: int) -> None:
         for call in self._command:

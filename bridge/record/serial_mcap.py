@@ -153,6 +153,8 @@ class SerialRecorder(SinkBase):
     writes come from different threads in the bridge.
     """
 
+    records_every_frame = True  # a recording keeps every frame the node decoded
+
     def __init__(self, streams: Streams, *, port: str = "serial", rx: str | None = "odom",
                  tx: str | None = "cmd", stats: Callable[[], dict[str, int]] | None = None,
                  counter_period: float = COUNTER_PERIOD, namespace: str = "",
@@ -323,6 +325,8 @@ class SerialCapture(SinkBase):
     finalises every sink; it is idempotent (finally blocks and signal handlers
     may both call it).
     """
+
+    records_every_frame = True  # a recording keeps every frame the node decoded
 
     def __init__(self, sinks: list[Sink], *, decode: bool = True,
                  calibration: Calibration | None = None, **recorder: Any) -> None:
