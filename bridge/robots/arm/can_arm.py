@@ -29,7 +29,15 @@ from fwbridge.can_bus.ids import (
     from_message,
     to_message,
 )
-from fwbridge.can_bus.sim.nodes import ActuatorModule, TxQueue
+from fwbridge.can_bus.sim.joints import (
+    PER_FRACTION,
+    PER_M,
+    PER_RAD,
+    JointModule,
+    JointSpec,
+    coarse_angle,
+)
+from fwbridge.can_bus.sim.nodes import TxQueue
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.actuator import ActuatorStruct, fine_position, with_fine_position
 from fwbridge.protocols.errors import FrameError
@@ -47,77 +55,16 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class JointSpec:
-    """One module of the arm: its ID, how SI units map to fine counts, its dynamics."""
-
-    name: str
-    module_id: int
-    counts_per_unit: float  # fine-position counts per rad, per m, or per fraction closed
-    vmax: float  # SI units per second
-    tau: float = 0.03  # s, first-order lag of the servo loop
-    lo: float = -math.inf
-    hi: float = math.inf
-
-    def to_counts(self, value: float) -> int:
-        return round(value * self.counts_per_unit)
-
-    def from_counts(self, counts: int) -> float:
-        return counts / self.counts_per_unit
-
-
-_PER_RAD = 100.0 * 180.0 / math.pi  # 0.01 degree
-_PER_M = 10_000.0  # 0.1 mm
-_PER_FRACTION = 10_000.0  # 0.01 %
-
-
 def arm_specs(geom: ScaraGeometry) -> tuple[JointSpec, ...]:
     """Modules 1..4 for the joints (seed 001's speed limits), module 5 the gripper."""
     v1, v2, v3, v4 = geom.vmax
     return (
-        JointSpec("theta1", 1, _PER_RAD, v1, lo=-geom.limit1, hi=geom.limit1),
-        JointSpec("theta2", 2, _PER_RAD, v2, lo=-geom.limit2, hi=geom.limit2),
-        JointSpec("d3", 3, _PER_M, v3, lo=geom.z_min, hi=geom.z_max),
-        JointSpec("theta4", 4, _PER_RAD, v4, lo=-geom.limit4, hi=geom.limit4),
-        JointSpec("gripper", 5, _PER_FRACTION, 4.0, lo=0.0, hi=1.0),
+        JointSpec("theta1", 1, PER_RAD, v1, lo=-geom.limit1, hi=geom.limit1),
+        JointSpec("theta2", 2, PER_RAD, v2, lo=-geom.limit2, hi=geom.limit2),
+        JointSpec("d3", 3, PER_M, v3, lo=geom.z_min, hi=geom.z_max),
+        JointSpec("theta4", 4, PER_RAD, v4, lo=-geom.limit4, hi=geom.limit4),
+        JointSpec("gripper", 5, PER_FRACTION, 4.0, lo=0.0, hi=1.0),
     )
-
-
-def _coarse(spec: JointSpec, value: float) -> int:
-    """The struct's int8 angle field: whole degrees, or mm / percent for the others."""
-    unit = math.degrees(value) if spec.counts_per_unit == _PER_RAD else value * 100.0
-    return int(max(-128, min(127, round(unit))))
-
-
-class JointModule(ActuatorModule):
-    """A simulated joint (or gripper) module: follows set-position commands, reports back.
-
-    The CAN side (acceptance filter, feedback period, transmit queue) is the
-    actuator module's; the joint moves in SI units and speaks fine positions.
-    """
-
-    def __init__(self, bus: can.BusABC, spec: JointSpec, position: float = 0.0, *,
-                 feedback_period: float = 0.008) -> None:
-        super().__init__(bus, spec.module_id, feedback_period=feedback_period)
-        self.spec = spec
-        self.position = self.target = position
-
-    def _apply(self, s: ActuatorStruct) -> None:
-        if s.command == SubCommand.SET_SERVO_POSITION:
-            value = self.spec.from_counts(fine_position(s))
-            self.target = max(self.spec.lo, min(self.spec.hi, value))
-            self.commands += 1
-
-    def _integrate(self, dt: float) -> None:
-        if dt > 0:
-            move = (self.target - self.position) * (1.0 - math.exp(-dt / self.spec.tau))
-            limit = self.spec.vmax * dt
-            self.position += max(-limit, min(limit, move))
-
-    def feedback(self) -> ActuatorStruct:
-        s = ActuatorStruct(angle=_coarse(self.spec, self.position), module_id=self.spec.module_id,
-                           command=SubCommand.SET_SERVO_POSITION)
-        return with_fine_position(s, self.spec.to_counts(self.position))
 
 
 class ArmLink:
@@ -136,7 +83,7 @@ class ArmLink:
 
     def send(self, joints: Joints, gripper: float) -> None:
         for spec, value in zip(self.specs.values(), (*joints, gripper)):
-            s = ActuatorStruct(angle=_coarse(spec, value), module_id=spec.module_id,
+            s = ActuatorStruct(angle=coarse_angle(spec, value), module_id=spec.module_id,
                                command=SubCommand.SET_SERVO_POSITION)
             s = with_fine_position(s, spec.to_counts(value))
             self.tx.put(to_message(s, Direction.COMMAND, spec.module_id))
