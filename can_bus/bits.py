@@ -26,6 +26,9 @@ from fwbridge.protocols.errors import CanFrameError
 __all__ = [
     "CRC_POLY",
     "DLC_LENGTHS",
+    "STUFF8",
+    "STUFF_PART",
+    "STUFF_START",
     "TAIL_BITS",
     "Frame",
     "arbitration_end",
@@ -38,6 +41,7 @@ __all__ = [
     "len_to_dlc",
     "stuff",
     "stuff_count",
+    "stuff_step",
     "stuffed_length",
     "wire_bits",
     "worst_case_length",
@@ -211,10 +215,12 @@ def crc15(data: bytes) -> int:
 
 # Stuffing state: last bit and run length 1..4 -> index last*4 + run-1. Before
 # SOF the idle bus is recessive, so the start state is "last = 1, run = 1".
-_START = 4
+STUFF_START = 4
 
 
-def _step(state: int, bit: int) -> tuple[int, int]:
+def stuff_step(state: int, bit: int) -> tuple[int, int]:
+    """One bit through the stuffing state (see above): the next state, and 1 when a
+    stuff bit follows this one (FD frames' data phase shares it)."""
     last, run = state >> 2, (state & 3) + 1
     if bit != last:
         return (bit << 2), 0
@@ -231,14 +237,14 @@ def _make_stuff_table(width: int) -> list[int]:
         for chunk in range(1 << width):
             s, n = state, 0
             for i in range(width - 1, -1, -1):
-                s, k = _step(s, (chunk >> i) & 1)
+                s, k = stuff_step(s, (chunk >> i) & 1)
                 n += k
             table[(state << width) | chunk] = (n << 3) | s
     return table
 
 
-_STUFF8 = _make_stuff_table(8)
-_STUFF_PART = [[0]] + [_make_stuff_table(w) for w in range(1, 8)]
+STUFF8 = _make_stuff_table(8)
+STUFF_PART = [[0]] + [_make_stuff_table(w) for w in range(1, 8)]
 
 
 def _packed(frame: Frame) -> tuple[int, int]:
@@ -260,11 +266,11 @@ def stuff_count(value: int, width: int) -> int:
     """Stuff bits inserted into the ``width``-bit sequence ``value`` (MSB first)."""
     part = width & 7
     raw = value.to_bytes((width + 7) >> 3, "big")
-    state, total, start = _START, 0, 0
+    state, total, start = STUFF_START, 0, 0
     if part:
-        e = _STUFF_PART[part][(state << part) | raw[0]]
+        e = STUFF_PART[part][(state << part) | raw[0]]
         total, state, start = e >> 3, e & 7, 1
-    table = _STUFF8
+    table = STUFF8
     for i in range(start, len(raw)):
         e = table[(state << 8) | raw[i]]
         total += e >> 3
@@ -275,18 +281,18 @@ def stuff_count(value: int, width: int) -> int:
 _LEN_CACHE: dict[Frame, int] = {}
 _HEAD_CACHE: dict[tuple[int, bool, bool, int], tuple[int, int, int]] = {}
 _CACHE_MAX = 1 << 16
-_STUFF7 = _STUFF_PART[7]
+_STUFF7 = STUFF_PART[7]
 
 
 def _head(can_id: int, ext: bool, rtr: bool, dlc: int) -> tuple[int, int, int]:
     """(CRC register, stuff state, stuff bits) after SOF..DLC, bit by bit (then cached)."""
     v, width = _packed(Frame(can_id, ext, rtr, dlc, b""))
-    crc, state, count = 0, _START, 0
+    crc, state, count = 0, STUFF_START, 0
     for i in range(width - 1, -1, -1):
         bit = (v >> i) & 1
         feedback = bit ^ ((crc >> 14) & 1)
         crc = ((crc << 1) & 0x7FFF) ^ (CRC_POLY if feedback else 0)
-        state, k = _step(state, bit)
+        state, k = stuff_step(state, bit)
         count += k
     return crc, state, count
 
@@ -311,7 +317,7 @@ def stuffed_length(frame: Frame) -> int:
             _HEAD_CACHE.clear()
         head = _HEAD_CACHE[key] = _head(can_id, ext, rtr, dlc)
     crc, state, count = head
-    table, stuff8 = _CRC_TABLE, _STUFF8
+    table, stuff8 = _CRC_TABLE, STUFF8
     if not rtr:
         for byte in data:
             crc = (table[((crc >> 7) ^ byte) & 0xFF] ^ (crc << 8)) & 0x7FFF

@@ -433,7 +433,7 @@ class BusDaemon:
                         c.busy_since = time.monotonic()
                         c.queue(bus_wire.pack(Kind.REACHED))
                 return
-            ch.dispatch(model._run(int(h) if not math.isinf(h) else 1 << 62, True, 64))
+            ch.dispatch(model.run_idle_until(int(h) if not math.isinf(h) else 1 << 62, 64))
 
     def _flush(self) -> None:
         for client in list(self.pending):

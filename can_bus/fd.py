@@ -165,16 +165,16 @@ _HeadKey = tuple[int, bool, bool, bool, int]
 _HEAD: dict[_HeadKey, tuple[int, int, int, int]] = {}
 _TIMING: dict[Frame, tuple[int, int]] = {}
 _CACHE_MAX = 1 << 16
-_STUFF8 = _bits._STUFF8
-_STUFF7 = _bits._STUFF_PART[7]
-_step = _bits._step
+_STUFF8 = _bits.STUFF8
+_STUFF7 = _bits.STUFF_PART[7]
+_step = _bits.stuff_step
 
 
 def _head(key: _HeadKey) -> tuple[int, int, int, int]:
     """(stuff state, stuff bits, stuffed bits through BRS, stuff bit after the last) of
     SOF..DLC, bit by bit (then cached)."""
     can_id, ext, brs, esi, dlc = key
-    state, count, phase, k = _bits._START, 0, 0, 0
+    state, count, phase, k = _bits.STUFF_START, 0, 0, 0
     last_nominal = brs_index(ext)
     for i, bit in enumerate(_head_bits(can_id, ext, brs, esi, dlc)):
         state, k = _step(state, bit)

@@ -214,6 +214,11 @@ class BusModel(FaultConfinement):
         """
         return self._run(_FAR, True, limit)
 
+    def run_idle_until(self, t: int, limit: int | None = None) -> list[Event]:
+        """:meth:`run_until_idle`, but not past bit time ``t`` (an afap bus with a
+        node that waits only until then)."""
+        return self._run(t, True, limit)
+
     def _run(self, t: int, idle_stop: bool, limit: int | None) -> list[Event]:
         ev: list[Event] = []
         self._events = ev

@@ -317,11 +317,11 @@ def test_an_unclosed_fish_is_shut_down_later_not_by_the_collector() -> None:
     channel = lost.can_channel
     del world, lost
     gc.collect()
-    assert channel in simchannel._channels  # queued, not shut down in the collector
+    assert channel in simchannel.channels()  # queued, not shut down in the collector
     world = World(1)
     fresh = RobotFish()
     world.add_robot(fresh)
     try:
-        assert channel not in simchannel._channels  # the next fish did it
+        assert channel not in simchannel.channels()  # the next fish did it
     finally:
         fresh.close()

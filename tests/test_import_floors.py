@@ -8,6 +8,7 @@ of everything the other tests imported); the graph checks read the sources' ASTs
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -89,7 +90,42 @@ def test_no_private_name_is_imported_across_modules() -> None:
                         ("fwbridge", "tests", "bench", "fuzz")):
                     offenders += [f"{path.relative_to(root)}: {node.module}.{a.name}"
                                   for a in node.names if a.name.startswith("_")]
+            offenders += private_uses_of_modules(path, root)
     assert offenders == []
+
+
+def private_uses_of_modules(path: Path, root: Path) -> list[str]:
+    """``alias._name`` where ``alias`` is a fwbridge module this file imported
+    (``import fwbridge.x as alias``, ``from fwbridge.pkg import module as alias``)."""
+    tree = ast.parse(path.read_text())
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname for a in node.names if a.asname and a.name.startswith("fwbridge")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fwbridge"):
+            modules |= {a.asname or a.name for a in node.names
+                        if f"{node.module}.{a.name}" in module_names()}
+    return [f"{path.relative_to(root)}:{node.lineno}: {node.value.id}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in modules and node.attr.startswith("_")
+            and not node.attr.startswith("__")]
+
+
+def test_a_private_name_reached_through_a_module_is_found(tmp_path: Path) -> None:
+    # The control: both import forms, a dunder left alone, a private name of a class.
+    (tmp_path / "m.py").write_text(
+        "import fwbridge.can_bus.bits as b\nfrom fwbridge.can_bus import fd\n"
+        "b._x, fd._y, fd.__name__, b.Frame._z\n")
+    assert private_uses_of_modules(tmp_path / "m.py", tmp_path) == ["m.py:3: b._x",
+                                                                      "m.py:3: fd._y"]
+
+
+@functools.cache
+def module_names() -> frozenset[str]:
+    from tests.layout import package_modules
+
+    return frozenset(package_modules())
 
 
 def test_no_folder_imports_under_a_second_name() -> None:
