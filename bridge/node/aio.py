@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-from dataclasses import replace
 from typing import Any
 
 import serial_asyncio
@@ -53,25 +51,12 @@ class AsyncBaseNode(RecordPath):
     def init_runtime(self) -> None:
         self._stopping = False
         self._stopped = asyncio.Event()  # wakes a reconnect back-off early
-        self._lock = threading.Lock()  # the core: request() may come from another thread
         self._loop: asyncio.AbstractEventLoop | None = None
         self._linked = False
 
     @property
     def connected(self) -> bool:
         return self._linked
-
-    def request(self, vx: float, vy: float, wz: float) -> None:
-        with self._lock:
-            self.core.request(vx, vy, wz, self.clock())
-
-    def set_cmd_timeout(self, seconds: float) -> None:
-        """The watchdog's timeout, changed at once (from any thread); the node's
-        ``config`` says the new one too. Its event goes out with the node's others,
-        from the node's own thread."""
-        with self._lock:
-            self.core.set_cmd_timeout(seconds, self.clock())
-            self.config = replace(self.config, cmd_timeout=self.core.cmd_timeout)
 
     def send_now(self) -> None:
         """Send the current command at once, outside the schedule (from any thread)."""
@@ -81,13 +66,13 @@ class AsyncBaseNode(RecordPath):
 
     def _send_now(self) -> None:
         if self._linked:
-            with self._lock:
+            with self.core_lock:
                 frame = self.core.frame(self.clock())
             with contextlib.suppress(LinkLost):  # the drive loop sees the loss itself
                 self.hardware.send(frame)
 
     def stats(self) -> dict[str, int]:
-        with self._lock:
+        with self.core_lock:
             return {**self.core.stats(), "open_attempts": self.open_attempts,
                     **self.path_stats()}
 
@@ -97,7 +82,7 @@ class AsyncBaseNode(RecordPath):
         self._stopped.set()
 
     def _drain(self) -> list[NodeEvent]:
-        with self._lock:  # a request from another thread may be adding "resumed"
+        with self.core_lock:  # a request from another thread may be adding "resumed"
             return self.core.drain_events()
 
     def _on_data(self, data: bytes) -> None:
@@ -157,14 +142,14 @@ class AsyncBaseNode(RecordPath):
             now = self.clock()
             wait = core.next_deadline - now
             if wait <= 0:
-                with self._lock:
+                with self.core_lock:
                     frame = core.tick(now)
                 try:
                     self.hardware.send(frame)
                 except LinkLost as exc:
                     return str(exc)
                 wait = core.next_deadline - now
-            with self._lock:
+            with self.core_lock:
                 core.check(now)
             self._dispatch()
             await asyncio.sleep(min(max(wait, 0.0), MAX_WAIT))
@@ -188,7 +173,7 @@ class AsyncBaseNode(RecordPath):
             except LinkError as exc:
                 delay = policy.failed(clock())
                 if delay is None:
-                    with self._lock:
+                    with self.core_lock:
                         self.core.report(clock(), "gave-up",
                                          f"gave up after {policy.attempts} attempts: {exc}")
                     self._dispatch()
@@ -196,7 +181,7 @@ class AsyncBaseNode(RecordPath):
                                    ) from None
                 continue
             attempts = policy.succeeded(clock())
-            with self._lock:
+            with self.core_lock:
                 zero = self.core.link_restored(clock(), attempts)
             self._dispatch()
             try:

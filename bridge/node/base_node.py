@@ -15,7 +15,6 @@ import contextlib
 import queue
 import threading
 import time
-from dataclasses import replace
 
 import serial
 
@@ -114,7 +113,6 @@ class BaseNode(RecordPath):
     """
 
     def init_runtime(self) -> None:
-        self._lock = threading.Lock()  # the core: request() comes from other threads
         self._write_lock = threading.Lock()  # one writer at a time on the link
         self._stopping = threading.Event()
         self._session: _Session | None = None
@@ -131,30 +129,17 @@ class BaseNode(RecordPath):
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def request(self, vx: float, vy: float, wz: float) -> None:
-        """Set the velocity request (thread-safe); it must be renewed within cmd_timeout."""
-        with self._lock:
-            self.core.request(vx, vy, wz, self.clock())
-
-    def set_cmd_timeout(self, seconds: float) -> None:
-        """The watchdog's timeout, changed at once (from any thread); the node's
-        ``config`` says the new one too. Its event goes out with the node's others,
-        from the node's own thread."""
-        with self._lock:
-            self.core.set_cmd_timeout(seconds, self.clock())
-            self.config = replace(self.config, cmd_timeout=self.core.cmd_timeout)
-
     def send_now(self) -> None:
         """Send the current command at once, outside the schedule (thread-safe)."""
         session = self._session
         if session is None:
             return
-        with self._lock:
+        with self.core_lock:
             frame = self.core.frame(self.clock())
         self._send(session, frame)
 
     def stats(self) -> dict[str, int]:
-        with self._lock:
+        with self.core_lock:
             return {**self.core.stats(), "open_attempts": self.open_attempts,
                     **self.path_stats()}
 
@@ -163,7 +148,7 @@ class BaseNode(RecordPath):
         hw = self.hardware
         hw.configure()
         try:
-            with self._lock:
+            with self.core_lock:
                 self.core = BaseNodeCore.from_config(self.config, self.clock(), hw.calibration)
             hw.activate()
         except BaseException:
@@ -216,7 +201,7 @@ class BaseNode(RecordPath):
 
     # -- the I/O thread -----------------------------------------------------------
     def _io_loop(self) -> None:
-        clock, core, lock = self.clock, self.core, self._lock
+        clock, core, lock = self.clock, self.core, self.core_lock
         next_check = clock()
         try:
             while not self._stopping.is_set():
@@ -259,11 +244,11 @@ class BaseNode(RecordPath):
             self._dispatch()
 
     def _receive(self, data: bytes, now: float) -> list[Odometry]:
-        with self._lock:
+        with self.core_lock:
             return self.core.receive(data, now)
 
     def _drain(self) -> list[NodeEvent]:
-        with self._lock:
+        with self.core_lock:
             return self.core.drain_events()
 
     def _between_records(self) -> None:
@@ -274,7 +259,7 @@ class BaseNode(RecordPath):
     def _send_due(self, session: _Session) -> None:
         """Send the scheduled command if it is due (between slow subscriber calls)."""
         now = self.clock()
-        with self._lock:
+        with self.core_lock:
             frame = self.core.tick(now) if now >= self.core.next_deadline else None
         if frame is not None:
             self._send(session, frame)
@@ -301,7 +286,7 @@ class BaseNode(RecordPath):
         reason = self._lost or "unknown"
         self._end_session()
         self.hardware.close()
-        with self._lock:
+        with self.core_lock:
             self.core.link_lost(self.clock(), reason)
         self._dispatch()
 
@@ -316,14 +301,14 @@ class BaseNode(RecordPath):
             except LinkError as exc:
                 delay = policy.failed(clock())
                 if delay is None:
-                    with self._lock:
+                    with self.core_lock:
                         self.core.report(clock(), "gave-up",
                                          f"gave up after {policy.attempts} attempts: {exc}")
                     raise LinkLost(f"{self.config.link_url}: gave up reconnecting: {exc}"
                                    ) from None
                 continue
             attempts = policy.succeeded(clock())
-            with self._lock:
+            with self.core_lock:
                 zero = self.core.link_restored(clock(), attempts)
             session = _Session(link)
             self._lost = None

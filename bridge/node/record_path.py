@@ -11,8 +11,10 @@ read's bytes, records and events. The runtimes differ only in how they wait.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from fwbridge.bridge.node.backoff import LinkPolicy
@@ -64,7 +66,22 @@ class RecordPath:
                                                  safe_stop_frame=ZERO_FRAME)
         self.hardware.tap = self.wrote  # every write, the reset and safe-stop zeros too
         self.open_attempts = 0  # reconnection attempts, for monitoring
+        self.core_lock = threading.Lock()  # the core: requests come from other threads
         self.init_runtime()
+
+    def request(self, vx: float, vy: float, wz: float) -> None:
+        """Set the velocity request (from any thread); it must be renewed within
+        cmd_timeout."""
+        with self.core_lock:
+            self.core.request(vx, vy, wz, self.clock())
+
+    def set_cmd_timeout(self, seconds: float) -> None:
+        """The watchdog's timeout, changed at once (from any thread); the node's
+        ``config`` says the new one too. Its event goes out with the node's others,
+        from the node's own thread."""
+        with self.core_lock:
+            self.core.set_cmd_timeout(seconds, self.clock())
+            self.config = replace(self.config, cmd_timeout=self.core.cmd_timeout)
 
     def init_runtime(self) -> None:
         """The runtime's own state (its locks, events, loop), set up last by ``__init__``:
