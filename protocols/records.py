@@ -11,6 +11,7 @@ values are the description's.
 
 from __future__ import annotations
 
+import keyword
 import math
 from collections.abc import Mapping
 from dataclasses import field, make_dataclass
@@ -170,6 +171,11 @@ def record_type(desc: FrameDescription, name: str, *, base: type | tuple[type, .
     bases = base if isinstance(base, tuple) else (base,)
     namespace: dict[str, Any] = {"__doc__": doc or desc.doc or f"A {desc.name} frame."}
     names = tuple(s[0] for s in specs)
+    # The names go into generated code below. The TOML loader admits only lowercase
+    # identifiers; a description built in code has not passed it, so check here.
+    for n in names:
+        if not n.isidentifier() or keyword.iskeyword(n) or n.startswith("_"):
+            raise ConfigError(f"{desc.name}: field name {n!r} is not a Python identifier")
     if any(issubclass(b, FloatFields) for b in bases):
         namespace["nonfinite"] = _nonfinite_property(names)
     post = _post_init(desc, names, enums)

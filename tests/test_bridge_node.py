@@ -411,3 +411,50 @@ def test_both_runtimes_make_the_same_sink_calls_for_the_same_bytes() -> None:
     assert blocking.of("odometry", "event") == aio.of("odometry", "event")
     assert [c[0] for c in blocking.of("odometry", "event")].count("odometry") == 43
     assert [c[1] for c in blocking.of("event")] == ["link-lost", "link-restored"]
+
+
+@pytest.mark.parametrize("runtime", ["threads", "asyncio"])
+def test_a_link_that_never_comes_back_gives_up_after_its_attempts(
+        pair: PtyPair, peer: FirmwarePeer, runtime: str) -> None:
+    # Both runtimes share the give-up path: the core reports it and the node ends with
+    # LinkLost naming the link.
+    from fwbridge.bridge.link.transports import LinkLost
+
+    got = Recorder()
+    cfg = config(pair.path, watchdog={"cmd_timeout": 30.0},
+                 reconnect={"min_delay": 0.01, "max_delay": 0.02, "attempts": 2})
+    ended: list[BaseException] = []
+    if runtime == "threads":
+        node: Any = BaseNode(cfg, on_event=got.event)
+
+        def body() -> None:
+            node.run()
+    else:
+        node = AsyncBaseNode(cfg, on_event=got.event)
+
+        def body() -> None:
+            asyncio.run(node.run())
+
+    def run() -> None:
+        try:
+            body()
+        except BaseException as exc:  # what ended the node, for the test to look at
+            ended.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        node.request(0.2, 0.0, 0.0)
+        assert peer.wait_for(lambda a: len(moving([x.frame for x in a])) >= 2)
+        pair.unplug()
+        runner.join(20)
+        assert not runner.is_alive()
+    finally:
+        if runner.is_alive():
+            node.stop()
+            runner.join(5)
+    assert len(ended) == 1 and isinstance(ended[0], LinkLost), ended
+    assert "gave up reconnecting" in str(ended[0]) and str(pair.path) in str(ended[0])
+    gave_up = next(e for e in got.events if e.kind == "gave-up")
+    assert "after 2 attempts" in gave_up.message
+    assert node.open_attempts == 2

@@ -227,3 +227,20 @@ def test_an_enum_table_the_code_lacks_is_an_error_at_import(tmp_path: Path) -> N
     assert out.returncode != 0
     assert "SubCommand differs from the description's 'command' table in: 0x43 NEW_THING" \
         in out.stderr
+
+
+@pytest.mark.parametrize("name", ["vx = 1; import os", "class", "_hidden", "a-b"])
+def test_a_description_built_in_code_cannot_put_text_into_generated_code(name: str) -> None:
+    # The TOML loader admits only lowercase identifiers; a description made in code
+    # skips it, and its field names would reach the generated __post_init__/nonfinite.
+    import dataclasses
+
+    from fwbridge.protocols.builtin_frames import builtin
+    from fwbridge.protocols.errors import ConfigError
+    from fwbridge.protocols.records import FloatFields, record_type
+
+    desc = builtin("odom")
+    bad = dataclasses.replace(
+        desc, fields=(dataclasses.replace(desc.fields[0], name=name), *desc.fields[1:]))
+    with pytest.raises(ConfigError, match="not a Python identifier"):
+        record_type(bad, "Bad", base=FloatFields)

@@ -173,12 +173,9 @@ class AsyncBaseNode(RecordPath):
             except LinkError as exc:
                 delay = policy.failed(clock())
                 if delay is None:
-                    with self.core_lock:
-                        self.core.report(clock(), "gave-up",
-                                         f"gave up after {policy.attempts} attempts: {exc}")
+                    lost = self.give_up(exc)
                     self._dispatch()
-                    raise LinkLost(f"{self.config.link_url}: gave up reconnecting: {exc}"
-                                   ) from None
+                    raise lost from None
                 continue
             attempts = policy.succeeded(clock())
             with self.core_lock:

@@ -301,11 +301,7 @@ class BaseNode(RecordPath):
             except LinkError as exc:
                 delay = policy.failed(clock())
                 if delay is None:
-                    with self.core_lock:
-                        self.core.report(clock(), "gave-up",
-                                         f"gave up after {policy.attempts} attempts: {exc}")
-                    raise LinkLost(f"{self.config.link_url}: gave up reconnecting: {exc}"
-                                   ) from None
+                    raise self.give_up(exc) from None
                 continue
             attempts = policy.succeeded(clock())
             with self.core_lock:

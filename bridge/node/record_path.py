@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from fwbridge.bridge.link.transports import LinkLost
 from fwbridge.bridge.node.backoff import LinkPolicy
 from fwbridge.bridge.node.base_core import ZERO_FRAME, BaseNodeCore, NodeEvent, log_event
 from fwbridge.bridge.node.config import RobotConfig
@@ -74,6 +75,13 @@ class RecordPath:
         cmd_timeout."""
         with self.core_lock:
             self.core.request(vx, vy, wz, self.clock())
+
+    def give_up(self, exc: Exception) -> LinkLost:
+        """The policy is out of tries: the core reports it, and this is what to raise."""
+        with self.core_lock:
+            self.core.report(self.clock(), "gave-up",
+                             f"gave up after {self.policy.attempts} attempts: {exc}")
+        return LinkLost(f"{self.config.link_url}: gave up reconnecting: {exc}")
 
     def set_cmd_timeout(self, seconds: float) -> None:
         """The watchdog's timeout, changed at once (from any thread); the node's
