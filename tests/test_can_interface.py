@@ -205,7 +205,8 @@ def test_python_can_logger_and_player_run_on_fwbridge(tmp_path: Path, rundir: Pa
     assert {m.arbitration_id for m in recorded} == {0x201, 0x202, 0x203}  # module feedback
     player = subprocess.run(
         [sys.executable, "-m", "can.player", "-i", "fwbridge",
-         "--bus-kwargs", f"capture={replayed}", "-c", "sim1", str(log)],
+         # fifo: a lagging player then bursts, and priority order would reorder its frames
+         "--bus-kwargs", f"capture={replayed}", "tx_order=fifo", "-c", "sim1", str(log)],
         env=_env(), capture_output=True, text=True, timeout=60)
     assert player.returncode == 0, player.stderr
     with can.LogReader(replayed) as reader:
