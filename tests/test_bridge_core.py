@@ -243,3 +243,20 @@ def test_a_new_cmd_timeout_takes_effect_at_once_on_the_request_there() -> None:
         with pytest.raises(ValueError, match="cmd_timeout"):
             core.set_cmd_timeout(bad, now=9.0)
     assert core.cmd_timeout == 0.05
+
+
+def test_a_request_that_changes_the_command_goes_out_at_once_at_most_twice_a_period() -> None:
+    core = BaseNodeCore(rate_hz=50, now=0.0)  # period 20 ms
+    core.tick(0.0)
+    core.request(0.2, 0, 0, now=0.001)
+    assert core.prompt(0.001)  # a new command: now, not at 20 ms
+    core.frame(0.001)
+    core.request(0.2, 0, 0, now=0.005)
+    assert not core.prompt(0.005)  # the same command again: the schedule renews it
+    core.request(0.3, 0, 0, now=0.006)
+    assert not core.prompt(0.006)  # 5 ms after the last early one: waits (10 ms apart)
+    assert core.prompt(0.012)  # still a change, and half a period later: now
+    core.frame(0.012)
+    core.request(0.0, 0, 0, now=0.030)
+    assert core.prompt(0.030)  # a stop goes out at once too
+    assert core.frame(0.030) == ZERO_FRAME

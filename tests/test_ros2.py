@@ -772,7 +772,10 @@ def test_fleet_robots_keep_their_own_frames_and_diagnostics(network: dict[str, A
             hardware.add(status["hardware_id"])
     assert names == {f"robot{k}/base_bridge: {what}" for k in range(1, 5)
                      for what in ("base link", "cmd_vel")}
-    assert hardware == {f"robot{k}:sim://mecanum" for k in range(1, 5)}
+    from fwbridge.bridge.ros2.fleet import SIM_URL
+
+    assert SIM_URL.startswith("sim://mecanum")
+    assert hardware == {f"robot{k}:{SIM_URL}" for k in range(1, 5)}
 
 
 @pytest.mark.slow

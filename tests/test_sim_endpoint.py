@@ -27,7 +27,7 @@ from fwbridge.bridge.link.transports import register_url_handlers
 from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.sim.endpoint import SimEndpoint
+from fwbridge.bridge.sim.endpoint import Pacer, SimEndpoint
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.models.zumo import Zumo
@@ -330,6 +330,8 @@ def test_sim_url_options_and_errors() -> None:
         ("sim://mecanum?bogus=1", "unknown option"),
         ("sim://mecanum?pacing=slow", "pacing"),
         ("sim://mecanum?faults=drop=2", "between 0 and 1"),
+        ("sim://mecanum?quantum_ms=51", "quantum_ms must be 0 to 50"),
+        ("sim://mecanum?quantum_ms=-1", "quantum_ms must be 0 to 50"),
     ):
         with pytest.raises(serial.SerialException, match=message):
             serial.serial_for_url(url)
@@ -356,3 +358,64 @@ def test_cli_old_pace_option_prints_one_deprecation_line() -> None:
     assert "warning: --pace is deprecated; use --pacing afap" in err
     assert "Traceback" not in err and "FutureWarning" not in err
     assert json.loads(res.stdout.splitlines()[0])["pacing"] == "afap"
+
+
+class _Wake:
+    """A stand-in for the pacer's wake-up event: records each wait, never blocks."""
+
+    def __init__(self, woken: bool) -> None:
+        self.woken, self.waits, self.cleared = woken, [], 0
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(round(timeout, 6))
+        return self.woken
+
+    def clear(self) -> None:
+        self.cleared += 1
+
+    def set(self) -> None:
+        self.woken = True
+
+
+@pytest.mark.parametrize("woken", [False, True])
+def test_a_quantum_runs_ahead_then_sleeps_once_for_it(woken: bool) -> None:
+    """With a 10 ms quantum the world steps on while it is less than 10 ms ahead of the
+    wall clock and then sleeps until its time is due, once, however many 1 ms steps
+    that covers; a host write ends the sleep (and the wake-up is cleared)."""
+    now = [100.0]
+    pacer = Pacer("realtime", quantum_ms=10, clock=lambda: now[0])
+    wake = pacer.wake = _Wake(woken)  # type: ignore[assignment]
+    pacer(0)  # anchors
+    for ms in range(1, 10):
+        pacer(ms)  # ahead by 1..9 ms: no sleep
+    assert wake.waits == []
+    pacer(10)
+    assert wake.waits == [0.01] and wake.cleared == (1 if woken else 0)
+    now[0] += 0.010
+    for ms in range(11, 20):
+        pacer(ms)
+    assert wake.waits == [0.01]
+
+
+def test_without_a_quantum_each_step_waits_for_its_time() -> None:
+    now = [100.0]
+    waits: list[float] = []
+    pacer = Pacer("realtime", clock=lambda: now[0])
+
+    def wait(timeout: float) -> None:
+        waits.append(round(timeout, 6))
+        now[0] += timeout
+
+    pacer.wait = wait
+    for ms in range(4):
+        pacer(ms)
+    assert waits == [0.001, 0.001, 0.001]
+
+
+def test_a_host_write_wakes_a_world_sleeping_out_its_quantum() -> None:
+    ep = SimEndpoint("echo", quantum_ms=50)
+    assert ep.link.on_write is not None
+    ep.pacer.wake.clear()
+    ep.link.write(b"x")
+    assert ep.pacer.wake.is_set()
+    assert SimEndpoint("echo").link.on_write is None  # no quantum: nothing to wake

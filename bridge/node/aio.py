@@ -96,7 +96,8 @@ class AsyncBaseNode(RecordPath):
         try:
             hw.configure()
             check_pollable(hw.link)
-            self.core = BaseNodeCore.from_config(self.config, self.clock(), hw.calibration)
+            self.core = BaseNodeCore.from_config(self.config, self.clock(), hw.calibration,
+                                                 keep=self.core)
             hw.activate()
         except BaseException:
             try:

@@ -3,7 +3,9 @@
 :class:`BaseNodeCore` takes time as an argument (``now``), so tests drive it
 with an exact clock:
 
-- command frames from the latest velocity request, at the control rate;
+- command frames from the latest velocity request, at the control rate; a
+  request that changes the command goes out at once as well (:meth:`~BaseNodeCore.prompt`),
+  at most twice a period, so a new command does not wait for the schedule;
 - the watchdog: no request for ``cmd_timeout`` -> zero velocity, and an event
   saying so (and another when requests resume); :meth:`~BaseNodeCore.set_cmd_timeout`
   changes the timeout of a running node, at once;
@@ -79,6 +81,7 @@ class BaseNodeCore:
         self.reconnects = 0
         self._request = cmd_frame.ZERO
         self._request_at: float | None = None
+        self._prompted_at = -math.inf
         self._tripped = False
         # the current target, its encoded bytes and the command they carry (float32),
         # cached; one tuple, so the tap (another thread) reads a matching set
@@ -88,9 +91,12 @@ class BaseNodeCore:
 
     @classmethod
     def from_config(
-        cls, config: RobotConfig, now: float, calibration: Calibration | None = None
+        cls, config: RobotConfig, now: float, calibration: Calibration | None = None,
+        keep: BaseNodeCore | None = None,
     ) -> BaseNodeCore:
-        return cls(
+        """A core for ``config``; ``keep``: the core it replaces, whose velocity request
+        (made before the node started) it keeps."""
+        core = cls(
             rate_hz=config.rate_hz,
             cmd_timeout=config.cmd_timeout,
             watchdog=config.watchdog,
@@ -100,6 +106,9 @@ class BaseNodeCore:
             baud=config.baud,
             now=now,
         )
+        if keep is not None:
+            core._request, core._request_at = keep._request, keep._request_at
+        return core
 
     # -- commands -------------------------------------------------------------
     def request(self, vx: float, vy: float, wz: float, now: float) -> None:
@@ -115,6 +124,16 @@ class BaseNodeCore:
         if self._tripped:
             self._tripped = False
             self._event(now, "resumed", "velocity requests resumed")
+
+    def prompt(self, now: float) -> bool:
+        """Whether the request just made goes out now rather than at the next tick: it
+        changes the command (a renewal of the same one waits for the schedule), and the
+        last one sent early is half a period old (a flood of requests is not a flood of
+        frames on a slow UART). True counts it as sent early."""
+        if now - self._prompted_at < self.period / 2 or self.target(now) == self._encoded[0]:
+            return False
+        self._prompted_at = now
+        return True
 
     def set_cmd_timeout(self, seconds: float, now: float) -> None:
         """The watchdog's timeout from now on: the request that is there trips once it is

@@ -149,7 +149,8 @@ class BaseNode(RecordPath):
         hw.configure()
         try:
             with self.core_lock:
-                self.core = BaseNodeCore.from_config(self.config, self.clock(), hw.calibration)
+                self.core = BaseNodeCore.from_config(self.config, self.clock(), hw.calibration,
+                                                     keep=self.core)
             hw.activate()
         except BaseException:
             hw.shutdown()  # the sinks stay open: stop() closes them, on every path

@@ -72,9 +72,13 @@ class RecordPath:
 
     def request(self, vx: float, vy: float, wz: float) -> None:
         """Set the velocity request (from any thread); it must be renewed within
-        cmd_timeout."""
+        cmd_timeout. One that changes the command is also sent at once."""
         with self.core_lock:
-            self.core.request(vx, vy, wz, self.clock())
+            now = self.clock()
+            self.core.request(vx, vy, wz, now)
+            early = self.core.prompt(now)
+        if early:  # a new command: at once, not at the next tick
+            self.send_now()
 
     def give_up(self, exc: Exception) -> LinkLost:
         """The policy is out of tries: the core reports it, and this is what to raise."""
@@ -90,6 +94,11 @@ class RecordPath:
         with self.core_lock:
             self.core.set_cmd_timeout(seconds, self.clock())
             self.config = replace(self.config, cmd_timeout=self.core.cmd_timeout)
+
+    def send_now(self) -> None:
+        """Send the current command at once, outside the schedule (from any thread):
+        each runtime sends it its own way."""
+        raise NotImplementedError
 
     def init_runtime(self) -> None:
         """The runtime's own state (its locks, events, loop), set up last by ``__init__``:

@@ -54,6 +54,7 @@ __all__ = [
     "MessageError",
     "Qos",
     "TopicSpec",
+    "covariances",
     "dds_type_name",
     "deserialize",
     "diagnostic_status",
@@ -262,7 +263,8 @@ def _covariance(variances: Sequence[float]) -> Any:
 
 
 @functools.lru_cache(maxsize=4)
-def _covariances() -> tuple[Any, Any]:
+def covariances() -> tuple[Any, Any]:
+    """The pose and twist covariances of every odometry message (read-only arrays)."""
     pose = _covariance([POSE_VARIANCE, POSE_VARIANCE, UNMEASURED, UNMEASURED, UNMEASURED,
                         POSE_VARIANCE])
     twist = _covariance([TWIST_VARIANCE, TWIST_VARIANCE, UNMEASURED, UNMEASURED, UNMEASURED,
@@ -277,7 +279,7 @@ def odometry_message(odom: Odometry, *, stamp: float, frame_id: str = "odom",
     firmware's yaw) in ``frame_id``, body velocities in ``child_frame_id``."""
     t = typestore(distro).types
     qx, qy, qz, qw = odom.orientation
-    pose_cov, twist_cov = _covariances()
+    pose_cov, twist_cov = covariances()
     vec = t["geometry_msgs/msg/Vector3"]
     return t["nav_msgs/msg/Odometry"](
         header=_header(stamp, frame_id, distro),

@@ -56,7 +56,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fwbridge.bridge.node import topics
+from fwbridge.bridge.node import odometry_cdr, topics
 from fwbridge.bridge.node.base_core import NodeEvent
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
@@ -109,6 +109,7 @@ class Ros2Base(SinkBase):
         self._thread: threading.Thread | None = None
         self._reachable: bool | None = None
         self._stopped = False
+        self._templates: odometry_cdr.OdometryTemplates | None = None
 
     def start(self) -> None:
         s = self.settings
@@ -116,6 +117,10 @@ class Ros2Base(SinkBase):
             self.participant = Participant(domain=s.domain, distro=s.distro, connect=s.connect,
                                            listen=s.listen)
         self.ros = self.participant.node(s.node_name, s.namespace)
+        # the odometry's two messages from a template of this robot's frames (the
+        # generic path when the template does not give its bytes)
+        self._templates = odometry_cdr.templates(s.frame("odom"), s.frame("base_link"),
+                                                 self.distro)
         spec = topics.TOPICS
         self.odom_pub = self.ros.publisher(s.topic("odom"), spec["odom"].msgtype,
                                            spec["odom"].qos)
@@ -177,9 +182,16 @@ class Ros2Base(SinkBase):
             if not self.odom_pub.is_declared:
                 self.odom_pub.unsent += 1  # no session yet: skip building the messages
                 return
-            frames = {"frame_id": s.frame("odom"), "child_frame_id": s.frame("base_link")}
-            self.odom_pub.publish(topics.odometry_message(odom, stamp=stamp, distro=d, **frames))
-            self.tf_pub.publish(topics.transform_message(odom, stamp=stamp, distro=d, **frames))
+            fast = self._templates
+            if fast is not None:
+                self.odom_pub.publish_cdr(fast.odometry(odom, stamp))
+                self.tf_pub.publish_cdr(fast.transform(odom, stamp))
+            else:
+                frames = {"frame_id": s.frame("odom"), "child_frame_id": s.frame("base_link")}
+                self.odom_pub.publish(topics.odometry_message(odom, stamp=stamp, distro=d,
+                                                              **frames))
+                self.tf_pub.publish(topics.transform_message(odom, stamp=stamp, distro=d,
+                                                             **frames))
             self.published += 1
         except Exception:  # the network side must never stop the serial side
             self.publish_errors += 1

@@ -13,6 +13,14 @@ Pacing (a pre-step hook of the world):
   instead of racing to catch up, and counts it;
 - ``fast``: as fast as possible; no wall clock is read, so a run is a
   deterministic function of its inputs.
+
+A realtime world sleeps before every step by default: a thousand wake-ups a
+second at 1 ms steps, which cost far more than the steps (about 40 us each
+against 3 us of stepping). With a *quantum* (``quantum_ms``) it runs ahead of
+the wall clock by up to one quantum and then sleeps, so it wakes once a quantum;
+a write from the host ends the sleep at once, so commands are not held back by
+it. Replies may then leave up to a quantum before their simulated time: a
+fleet of simulated robots takes that for a tenth of the CPU.
 """
 
 from __future__ import annotations
@@ -40,7 +48,10 @@ from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.errors import ConfigError, StateError
 from fwbridge.protocols.pacing import AFAP, PACINGS, parse_pacing
 
-__all__ = ["PACINGS", "HostPort", "Pacer", "SimEndpoint"]
+__all__ = ["MAX_QUANTUM_MS", "PACINGS", "HostPort", "Pacer", "SimEndpoint"]
+
+#: The longest quantum a realtime world may run ahead of the wall clock, ms.
+MAX_QUANTUM_MS = 50
 
 
 
@@ -81,6 +92,8 @@ class HostPort:
         self._out = bytearray()
         self._cond = threading.Condition()
         self._cancel = False
+        #: called after each write the port takes (the pacer's wake-up, in a quantum)
+        self.on_write: Callable[[], Any] | None = None
 
     # -- the host's side (any thread) ---------------------------------------
     def write(self, data: bytes) -> int:
@@ -94,7 +107,10 @@ class HostPort:
             chunk = bytes(data[:room])
             self._in.append(chunk)
             self._in_bytes += len(chunk)
-            return len(chunk)
+        on_write = self.on_write
+        if on_write is not None:
+            on_write()
+        return len(chunk)
 
     @property
     def in_room(self) -> int:
@@ -179,7 +195,8 @@ class HostPort:
 
 
 class Pacer:
-    """Pre-step hook that ties simulated time to the wall clock (or not, in ``afap``)."""
+    """Pre-step hook that ties simulated time to the wall clock (or not, in ``afap``);
+    ``quantum_ms`` > 0: realtime, waking once a quantum (see the module's docstring)."""
 
     def __init__(
         self,
@@ -187,9 +204,17 @@ class Pacer:
         speed: float = 1.0,
         stop: threading.Event | None = None,
         max_lag: float = 0.25,
+        quantum_ms: int = 0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not speed > 0:
             raise ConfigError(f"speed must be positive, got {speed!r}")
+        if not 0 <= quantum_ms <= MAX_QUANTUM_MS:
+            raise ConfigError(f"quantum_ms must be 0 to {MAX_QUANTUM_MS}, got {quantum_ms!r}")
+        self.quantum = quantum_ms / 1000.0
+        #: set by a host write (and a stop): a sleeping quantum ends at once
+        self.wake = threading.Event()
+        self.clock = clock
         self.pacing = parse_pacing(pacing)
         self.speed = speed
         self.stop = stop or threading.Event()
@@ -202,6 +227,15 @@ class Pacer:
     def _sleep(self, timeout: float) -> None:
         self.stop.wait(timeout)
 
+    def _sleep_quantum(self, remaining: float) -> None:
+        """Sleep until simulated time is due, or a host write: what the host sent is
+        taken at the next step, not a quantum later."""
+        wake = self.wake
+        if wake.wait(remaining):
+            wake.clear()
+        if self.stop.is_set():
+            raise SimStopped
+
     def reanchor(self) -> None:
         self._t0 = None
 
@@ -210,7 +244,7 @@ class Pacer:
             raise SimStopped
         if self.pacing == AFAP:
             return
-        now = time.monotonic()
+        now = self.clock()
         if self._t0 is None:
             self._t0, self._ms0 = now, target_ms
             return
@@ -220,11 +254,15 @@ class Pacer:
             self.lag_resets += 1  # too far behind: let simulated time slip, do not race
             self._t0, self._ms0 = now, target_ms
             return
+        if self.quantum:
+            if remaining >= self.quantum:
+                self._sleep_quantum(remaining)
+            return
         while remaining > 0:
             self.wait(remaining)
             if self.stop.is_set():
                 raise SimStopped
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self.clock()
 
 
 class SimEndpoint:
@@ -247,6 +285,7 @@ class SimEndpoint:
         baud: int = -1,
         watchdog_ms: int | None = None,
         pace: str | None = None,
+        quantum_ms: int = 0,
     ) -> None:
         if pace is not None:  # the old keyword
             warnings.warn("SimEndpoint(pace=...) is deprecated; use pacing=", FutureWarning,
@@ -276,7 +315,9 @@ class SimEndpoint:
                 if isinstance(em, Emitter):
                     em.baud_rate, em.byte_size = baud, 10
         self.stop_event = threading.Event()
-        self.pacer = Pacer(pacing, speed, self.stop_event)
+        self.pacer = Pacer(pacing, speed, self.stop_event, quantum_ms=quantum_ms)
+        if quantum_ms:
+            self.link.on_write = self.supervisor.on_write = self.pacer.wake.set
         self.world.pre_step[:] = [self.pacer, self.link.pre_step, self.supervisor.pre_step]
         self.world.post_step[:] = [self.link.post_step, self.supervisor.post_step]
         self._thread: threading.Thread | None = None
@@ -328,6 +369,7 @@ class SimEndpoint:
 
     def stop(self, timeout: float = 2.0) -> None:
         self.stop_event.set()
+        self.pacer.wake.set()
         self.world.stop()
         self.link.cancel()
         thread = self._thread

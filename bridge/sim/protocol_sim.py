@@ -8,7 +8,9 @@ port URL) talks to the simulated firmware.
 
 Options (query string): ``pacing=realtime|afap`` (``pace=fast``, the old
 spelling, is read with a warning), ``speed=1.0`` (realtime
-only), ``step_ms=1``, ``seed=0``, ``baud=-1`` (emulated line rate; -1 none,
+only), ``step_ms=1``, ``quantum_ms=0`` (realtime: run ahead up to MS ms of the
+wall clock and sleep once a quantum, see :mod:`~fwbridge.bridge.sim.endpoint`),
+``seed=0``, ``baud=-1`` (emulated line rate; -1 none,
 as in Webots), ``watchdog=MS`` (the mecanum firmware's command watchdog:
 motors stop after MS ms without a command; default 500, 0 off as in the
 seed), faults as ``faults=drop=0.01,corrupt=0.01`` or one by one
@@ -53,9 +55,10 @@ from fwbridge.protocols.pacing import AFAP, REALTIME, parse_pacing
 __all__ = ["Serial", "parse_url"]
 
 _FAULT_KEYS = ("drop", "corrupt", "insert", "delay", "delay_ms")
-_OPTIONS = ("pacing", "speed", "step_ms", "seed", "baud", "watchdog", "faults", *_FAULT_KEYS)
+_OPTIONS = ("pacing", "speed", "step_ms", "quantum_ms", "seed", "baud", "watchdog", "faults",
+            *_FAULT_KEYS)
 _FORM = (
-    "sim://MODEL[?pacing=realtime|afap&speed=S&step_ms=N&seed=N&baud=N&watchdog=MS"
+    "sim://MODEL[?pacing=realtime|afap&speed=S&step_ms=N&quantum_ms=MS&seed=N&baud=N&watchdog=MS"
     "&faults=drop=P,corrupt=P,...]"
 )
 
@@ -86,6 +89,8 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
                 opts["speed"] = float(value)
             elif key == "step_ms":
                 opts["step_ms"] = int(value)
+            elif key == "quantum_ms":
+                opts["quantum_ms"] = int(value)
             elif key == "baud":
                 opts["baud"] = int(value)
             elif key == "watchdog":
