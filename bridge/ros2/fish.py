@@ -37,6 +37,7 @@ for ever. The serial side never waits on the network.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -152,9 +153,9 @@ def check_parameters(params: Sequence[tuple[str, object]]) -> ParameterPlan:
         if name in changes:
             refused[k] = f"{_quoted(name)} is given twice in the request"
             continue
-        new, why = _check_one(name, value)
-        if why is not None:
-            refused[k] = why[:MAX_REASON]
+        new, refusal = _check_one(name, value)
+        if refusal is not None:
+            refused[k] = refusal[:MAX_REASON]
         else:
             changes[name] = new
     if not refused:
@@ -440,10 +441,9 @@ class Ros2Fish:
                 at = self.status_at
             if at is not None and time.monotonic() - at < DIAGNOSTICS_PERIOD:
                 continue  # a call asked for it lately
-            try:
-                self._call("status", self._read_status, wait=0.0)  # busy: a call is on it
-            except FishUnavailable:
-                pass  # noted by _call: link lost, said once
+            # busy: a call is on it; no answer: noted by _call (link lost, said once)
+            with contextlib.suppress(FishUnavailable):
+                self._call("status", self._read_status, wait=0.0)
 
     def diagnostics(self) -> Any:
         with self._state:

@@ -187,4 +187,8 @@ def typed_parameter_value(param: Any) -> tuple[str, bool | int | float | str | N
         return str(param.name), bool(value.bool_value)
     if kind == PARAMETER_STRING:
         return str(param.name), str(value.string_value)
-    return parameter_value(param)
+    if kind == PARAMETER_DOUBLE:
+        return str(param.name), float(value.double_value)
+    if kind == PARAMETER_INTEGER:
+        return str(param.name), int(value.integer_value)
+    return str(param.name), None
