@@ -14,6 +14,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -253,8 +254,11 @@ def serve_cmd(ctx: click.Context, namespace: str | None, node_name: str,
         raise click.UsageError("Missing option '-p' / '--port'.", ctx.meta["fish.ctx"])
     s = ros2_settings(config, connect, listen, domain, distro)
     try:
-        ns = namespace or (s.namespace if s.namespace != "/" else "/fish1")
-        s = s.with_namespace(ns)
+        if namespace is not None:
+            s = replace(s, namespace=parse_ros2({"namespace": namespace},
+                                                source="--namespace").namespace)
+        elif s.namespace == "/":  # neither the option nor the robot file names one
+            s = replace(s, namespace="/fish1")
         parse_ros2({"node_name": node_name}, source="--node-name")
     except RobotConfigError as exc:
         fail(str(exc))

@@ -141,6 +141,21 @@ def test_what_set_config_refuses_names_the_parameter() -> None:
         f"at most {MAX_PARAMETERS} parameters in one request, got {MAX_PARAMETERS + 1}"}
 
 
+def test_fish_serve_refuses_bad_options_in_one_line() -> None:
+    for args, says in [
+            (("fish", "serve"), "Missing option '-p' / '--port'."),
+            (("fish", "--port", "sim://fish", "serve", "--namespace", "fish 1"),
+             "error: --namespace: ros2.namespace: must be a ROS namespace"),
+            (("fish", "--port", "sim://fish", "serve", "--node-name", "fish-bridge"),
+             "error: --node-name: ros2.node_name: must be a ROS node name"),
+            (("fish", "--port", "sim://fish", "serve", "--connect", "localhost:7447"),
+             "error: command line: ros2.connect: not a Zenoh endpoint"),
+            (("fish", "--port", "/dev/no-such-fish", "serve"), "error: ")]:
+        res = run_cli(*args, timeout=60)
+        err = res.stderr.decode()
+        assert res.returncode == 2 and says in err and "Traceback" not in err, (args, err)
+
+
 # -- the node, from other processes ------------------------------------------------------------
 @pytest.mark.slow
 def test_fish_services_answer_an_independent_client(network: dict[str, Any]) -> None:

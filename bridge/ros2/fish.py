@@ -92,7 +92,12 @@ class FishLike(Protocol):
 
 
 class FishUnavailable(LinkError):
-    """The fish did not answer (every retry), or another call held the link too long."""
+    """The fish did not answer (every retry), or another call held the link too long
+    (``busy``: then nothing was sent)."""
+
+    def __init__(self, message: str, *, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 # -- the pure part: SetParameters against the configuration --------------------------------
@@ -316,7 +321,7 @@ class Ros2Fish:
         if not self._lock.acquire(timeout=wait):
             self._count("busy")
             raise FishUnavailable(f"{what}: another call to the fish took more than "
-                                  f"{wait:g} s; try again")
+                                  f"{wait:g} s; try again", busy=True)
         try:
             try:
                 out = fn()
@@ -404,7 +409,10 @@ class Ros2Fish:
 
     def _set_config(self, request: Any) -> Any:
         self._count("calls")
-        params = [typed_parameter_value(p) for p in request.parameters]
+        # decoded up to one past the bound: enough for check_parameters to refuse them all
+        given = list(request.parameters)
+        params = [typed_parameter_value(p) for p in given[:MAX_PARAMETERS + 1]]
+        params += [("", None)] * (len(given) - len(params))
         plan = check_parameters(params)
         if plan.changes is None:
             self._count("config_refused")
@@ -420,7 +428,9 @@ class Ros2Fish:
         try:
             new, back, reasons = self._call("set config", read_modify_write)
         except FishUnavailable as exc:
-            why = f"not written, or not confirmed: {exc}"[:MAX_REASON]
+            # busy: nothing was sent; else the write may have landed unconfirmed
+            why = (f"not written: {exc}" if exc.busy else
+                   f"not written, or not confirmed: {exc}")[:MAX_REASON]
             return self._results([(False, why)] * len(params))
         if back != new:
             return self._results([(False, "the fish reads back a different configuration "
