@@ -1,16 +1,20 @@
-"""``fwbridge fish --port PORT status|config get|config set FILE|flash FILE|actions|errors|erase``.
+"""``fwbridge fish --port PORT status|config get|set FILE|flash FILE|actions|errors|serve``.
 
 The fish's system commands (PROTOCOLS.md 6, "fish commands") with the
 acknowledged action link underneath: each command is retransmitted on a
 lost answer, and a read is asked again until its result comes, up to
 ``--retries``. Exit 0 on success, 2 with one ``error: …`` line otherwise.
+``serve`` runs the fish as a ROS 2 node (:mod:`fwbridge.bridge.ros2.fish`)
+until stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +23,11 @@ import click
 from fwbridge.bridge.link.action_link import ActionLink
 from fwbridge.bridge.link.transports import IO_ERRORS
 from fwbridge.bridge.robots.fish_client import FishClient, FishError
-from fwbridge.cli_verbs.common import Group, fail, json_line
-from fwbridge.cli_verbs.link import BAUD, open_port
-from fwbridge.cli_verbs.params import Finite
+from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
+from fwbridge.cli_verbs.link import BAUD, Deadline, open_port
+from fwbridge.cli_verbs.params import DURATION, Finite
+from fwbridge.cli_verbs.ros2 import CONFIG, CONNECT, DISTRO, DOMAIN, LISTEN, ros2_settings
+from fwbridge.cli_verbs.stopping import stoppable
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.fish_commands import UserConfig
 
@@ -206,3 +212,79 @@ def flash_cmd(ctx: click.Context, file: str, chunk: int, as_json: bool) -> None:
             click.echo(f"\nfish flash: stopped after chunk {sent[0]} of {sent[1]}", err=True)
         raise
     _show(report.as_dict(), as_json)
+
+
+@fish_group.command("serve")
+@click.option("--namespace", default=None, metavar="NS",
+              help="The node's ROS namespace (default: the --config file's, else /fish1).")
+@click.option("--node-name", default="fish_bridge", show_default=True, metavar="NAME",
+              help="The ROS 2 node's name.")
+@click.option("--duration", type=DURATION, default=None, metavar="S",
+              help="Stop after S seconds (default: Ctrl-C or SIGTERM).")
+@CONNECT
+@LISTEN
+@DOMAIN
+@DISTRO
+@CONFIG
+@click.pass_context
+def serve_cmd(ctx: click.Context, namespace: str | None, node_name: str,
+              duration: float | None, connect: tuple[str, ...], listen: tuple[str, ...],
+              domain: int | None, distro: str | None, config: str | None) -> None:
+    """The fish as a ROS 2 node: its status and configuration as services.
+
+    \b
+    /NS/NAME/get_status   std_srvs/srv/Trigger: 0x01 status, link, counters (JSON)
+    /NS/NAME/get_config   std_srvs/srv/Trigger: the user configuration (JSON)
+    /NS/NAME/set_config   rcl_interfaces/srv/SetParameters: free_period_ms,
+                          avoid_mm, stored_probability_pct, scenes (JSON text)
+    /NS/NAME/stand_still  std_srvs/srv/Trigger: 0x02, stop swimming
+    /diagnostics          the fish's state, link lost, once a second
+
+    A verb of the fish, not of 'ros2': the group's --port, --machine, --timeout
+    and --retries choose the fish and its link, as for every fish command; the
+    network options are those of 'fwbridge fleet'. Runs until Ctrl-C or SIGTERM
+    (or --duration), then prints its counters.
+    """
+    from fwbridge.bridge.node.config import ConfigError as RobotConfigError
+    from fwbridge.bridge.ros2.config import parse_ros2
+    from fwbridge.bridge.ros2.fish import Ros2Fish
+
+    port, machine, timeout, retries, baud = ctx.meta["fish"]
+    if port is None:
+        raise click.UsageError("Missing option '-p' / '--port'.", ctx.meta["fish.ctx"])
+    s = ros2_settings(config, connect, listen, domain, distro)
+    try:
+        if namespace is not None:
+            s = replace(s, namespace=parse_ros2({"namespace": namespace},
+                                                source="--namespace").namespace)
+        elif s.namespace == "/":  # neither the option nor the robot file names one
+            s = replace(s, namespace="/fish1")
+        parse_ros2({"node_name": node_name}, source="--node-name")
+    except RobotConfigError as exc:
+        fail(str(exc))
+    serial_port = open_port(port, baud)
+    fish = FishClient(ActionLink(serial_port, timeout=timeout, retries=retries), machine)
+    # a call waits for another at most one exchange's budget with a fish that is silent
+    ros = Ros2Fish(fish, s, node_name=node_name, link_url=port,
+                   lock_wait=timeout * (retries + 1),
+                   say=lambda text: click.echo(f"fish serve: {text}", err=True))
+    try:
+        with stoppable():
+            try:
+                ros.start()
+                listening = f", listening on {', '.join(s.listen)}" if s.listen else ""
+                click.echo(f"fish serve: ROS 2 node /{ros.fqn} for the fish on {port} (domain "
+                           f"{s.domain}, {s.distro}), connecting to {', '.join(s.connect)}"
+                           f"{listening}; services {', '.join(ros.service_names)}; "
+                           "/diagnostics", err=True)
+                deadline = Deadline(duration)
+                while not deadline.expired:
+                    time.sleep(deadline.left(0.1))
+            except KeyboardInterrupt:
+                click.echo("", err=True)
+    finally:
+        stats = {**ros.stats(), "attempts": fish.attempts}
+        ros.stop()
+        with contextlib.suppress(*IO_ERRORS):
+            serial_port.close()
+    print_counters(stats, "fish serve")

@@ -64,6 +64,14 @@ def _settings(config: str | None, connect: tuple[str, ...], listen: tuple[str, .
     return s
 
 
+def ros2_settings(config: str | None, connect: tuple[str, ...], listen: tuple[str, ...],
+                  domain: int | None, distro: str | None) -> Any:
+    """The Ros2Settings of the options CONNECT, LISTEN, DOMAIN, DISTRO and CONFIG, for
+    the verbs of other families that run a ROS 2 node (``fish serve``); ``error: …`` and
+    exit 2 when they are wrong or the ros2 extra is missing."""
+    return _settings(config, connect, listen, domain, distro)
+
+
 def _participant(s: Any, wait: float = 3.0) -> Any:
     from fwbridge.bridge.ros2.participant import Participant
 
@@ -461,4 +469,5 @@ def _fleet_view(fleet: Any, enabled: bool, host: str, port: int) -> Any:
     return streams
 
 
-__all__ = ["fleet_cmd", "ros2_group"]
+__all__ = ["CONFIG", "CONNECT", "DISTRO", "DOMAIN", "LISTEN", "fleet_cmd", "ros2_group",
+           "ros2_settings"]

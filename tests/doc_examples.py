@@ -61,6 +61,7 @@ UNTIL_STOPPED = re.compile(
     r"(?!.*--duration)"
     r"|fwbridge ros2 (echo|pub)\b(?!.*--count)"
     r"|fwbridge ros2 router\b"
+    r"|fwbridge fish .*\bserve\b(?!.*--duration)"
     r"|python -m can\.logger\b)"
 )
 # Started, for the commands whose first line of output comes before they are: the

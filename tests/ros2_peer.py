@@ -17,11 +17,12 @@
         rmw_zenoh's clients do: a query on SERVICE/std_srvs::srv::dds_::Trigger_/<hash>
         with a CDR request and an attachment; prints the reply's decoded response and
         attachment as one JSON line;
-    python tests/ros2_peer.py ENDPOINT set_param SERVICE NAME VALUE
+    python tests/ros2_peer.py ENDPOINT set_param SERVICE NAME VALUE [NAME VALUE ...]
         calls rcl_interfaces/srv/SetParameters SERVICE (like
-        0/robot1/base_bridge/set_watchdog) with the one parameter NAME, a double
-        VALUE (an integer when VALUE has no '.'), as rmw_zenoh's clients do; prints
-        the results and the reply's attachment as one JSON line.
+        0/robot1/base_bridge/set_watchdog) with the parameters NAME, each a double
+        VALUE (an integer when VALUE has no '.', a string when it starts with 'str:'),
+        as rmw_zenoh's clients do; prints the results and the reply's attachment as
+        one JSON line.
 
 It connects (client of a test router or peer) to ENDPOINT only, no scouting.
 Prints "ready" on stderr once subscribed.
@@ -152,7 +153,23 @@ SET_PARAMETERS_HASH = "RIHS01_56eed9a67e169f9cb6c1f987bc88f868c14a8fc9f743a263bc
 SET_PARAMETERS = "rcl_interfaces/srv/SetParameters"
 
 
-def set_param(s: zenoh.Session, service: str, name: str, text: str) -> None:
+def parameter_value(text: str) -> object:
+    """A ParameterValue from VALUE's text: str:TEXT a string, else an integer or a double."""
+    t = STORE.types
+    string = text.startswith("str:")
+    integer = not string and "." not in text and "e" not in text.lower() \
+        and "n" not in text.lower()
+    kind = 4 if string else 2 if integer else 3
+    return t["rcl_interfaces/msg/ParameterValue"](
+        type=kind, bool_value=False, integer_value=int(text) if integer else 0,
+        double_value=float(text) if kind == 3 else 0.0,
+        string_value=text[4:] if string else "",
+        byte_array_value=np.array([], dtype=np.uint8), bool_array_value=np.array([], dtype=bool),
+        integer_array_value=np.array([], dtype=np.int64),
+        double_array_value=np.array([], dtype=np.float64), string_array_value=[])
+
+
+def set_param(s: zenoh.Session, service: str, pairs: list[str]) -> None:
     from rosbags.typesys import get_types_from_msg
 
     for suffix, body in (("_Request", "rcl_interfaces/msg/Parameter[] parameters"),
@@ -161,15 +178,9 @@ def set_param(s: zenoh.Session, service: str, name: str, text: str) -> None:
             parsed = get_types_from_msg(body, SET_PARAMETERS + suffix)  # keyed pkg/msg/…
             STORE.register({SET_PARAMETERS + suffix: next(iter(parsed.values()))})
     t = STORE.types
-    integer = "." not in text and "e" not in text.lower() and "n" not in text.lower()
-    value = t["rcl_interfaces/msg/ParameterValue"](
-        type=2 if integer else 3, bool_value=False, integer_value=int(text) if integer else 0,
-        double_value=0.0 if integer else float(text), string_value="",
-        byte_array_value=np.array([], dtype=np.uint8), bool_array_value=np.array([], dtype=bool),
-        integer_array_value=np.array([], dtype=np.int64),
-        double_array_value=np.array([], dtype=np.float64), string_array_value=[])
-    request = t[SET_PARAMETERS + "_Request"](
-        parameters=[t["rcl_interfaces/msg/Parameter"](name=name, value=value)])
+    request = t[SET_PARAMETERS + "_Request"](parameters=[
+        t["rcl_interfaces/msg/Parameter"](name=name, value=parameter_value(text))
+        for name, text in zip(pairs[::2], pairs[1::2])])
     data = bytes(STORE.serialize_cdr(request, SET_PARAMETERS + "_Request"))
     key = f"{service}/rcl_interfaces::srv::dds_::SetParameters_/{SET_PARAMETERS_HASH}"
     gid = bytes(range(32, 48))
@@ -203,7 +214,7 @@ def main() -> None:
             call(s, rest[0])
         elif verb == "set_param":
             time.sleep(0.5)  # not a readiness wait: no sign when a queryable route is in
-            set_param(s, rest[0], rest[1], rest[2])
+            set_param(s, rest[0], rest[1:])
         elif verb == "tokens":
             # The session connects in the background: ask again until an answer comes.
             end = time.monotonic() + 10.0

@@ -25,7 +25,7 @@ from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.protocols import cmd_frame
 from fwbridge.protocols.fish_commands import make_image
-from tests.helpers import FirmwarePeer, reaped, spawn_verb
+from tests.helpers import FirmwarePeer, reaped, run_cli, spawn_verb
 from tests.terminal import Terminal, cursor_restored
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
@@ -259,6 +259,22 @@ def test_fleet_and_ros2_echo_on_terminals() -> None:
             echo.expect(r"child_frame_id: .*base_link", timeout=30)
             interrupted(echo, r"ros2 echo: [1-9]\d* messages on /robot1/odom")
         interrupted(fleet, r"fleet /robot1: commands=[1-9]")
+
+
+def test_fish_serve_on_a_terminal_answers_then_ctrl_c() -> None:
+    """`fish serve` as a peer (no router): a `ros2 call` reaches its node, Ctrl-C ends it
+    with 130 and its counters."""
+    pytest.importorskip("zenoh")
+    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    nowhere = f"tcp/127.0.0.1:{_free_port()}"
+    with Terminal("fish", "--port", "sim://fish", "serve", "--connect", nowhere, "--listen",
+                  endpoint, cols=250) as serve:
+        serve.expect(r"ROS 2 node /fish1/fish_bridge for the fish on sim://fish")
+        res = run_cli("ros2", "call", "/fish1/fish_bridge/get_status", "std_srvs/srv/Trigger",
+                      "--json", "--connect", endpoint, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(json.loads(res.stdout)["message"])["link"] == "up"
+        interrupted(serve, r"fish serve: calls=1 exchanges=[1-9]")
 
 
 # -- the pieces underneath -----------------------------------------------------------------

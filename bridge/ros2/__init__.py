@@ -5,6 +5,7 @@ Needs the ``ros2`` extra (eclipse-zenoh, rosbags, xxhash). The pieces:
 tokens and attachments, pure), :mod:`~fwbridge.bridge.ros2.config` (the
 ``[ros2]`` table), :mod:`~fwbridge.bridge.ros2.participant` (session, nodes,
 publishers, subscriptions), :mod:`~fwbridge.bridge.ros2.base` (the base node
-in ROS 2) and :mod:`~fwbridge.bridge.ros2.fleet` (simulated bases in one
-process). The message mapping itself is :mod:`fwbridge.bridge.node.topics`.
+in ROS 2), :mod:`~fwbridge.bridge.ros2.fish` (the robot fish in ROS 2: its
+status and configuration as services) and :mod:`~fwbridge.bridge.ros2.fleet`
+(simulated bases in one process). The message mapping itself is :mod:`fwbridge.bridge.node.topics`.
 """

@@ -23,21 +23,24 @@
   the store: those are described as the store has them) is the one rosidl
   generates.
 
-:func:`double_parameter_request` and :func:`parameter_value` build and read
-``SetParameters``' parameters: the standard way ROS 2 tools change a node's
-setting.
+:func:`double_parameter_request`, :func:`parameters_request`, :func:`parameter_value`
+and :func:`typed_parameter_value` build and read ``SetParameters``' parameters: the
+standard way ROS 2 tools change a node's setting.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.topics import MessageError, Qos
 
-__all__ = ["PARAMETER_DOUBLE", "PARAMETER_INTEGER", "SERVICES", "SERVICE_QOS", "SET_PARAMETERS",
-           "double_parameter_request", "parameter_value", "register", "service_type_hash"]
+__all__ = ["PARAMETER_BOOL", "PARAMETER_DOUBLE", "PARAMETER_INTEGER", "PARAMETER_STRING",
+           "SERVICES", "SERVICE_QOS", "SET_PARAMETERS", "double_parameter_request",
+           "parameter_value", "parameters_request", "register", "service_type_hash",
+           "typed_parameter_value"]
 
 #: rmw_qos_profile_services_default.
 SERVICE_QOS = Qos("reliable", "volatile", "keep_last", 10)
@@ -52,7 +55,7 @@ SERVICES = {
 }
 SET_PARAMETERS = "rcl_interfaces/srv/SetParameters"
 #: rcl_interfaces/msg/ParameterType's values of ParameterValue.type.
-PARAMETER_INTEGER, PARAMETER_DOUBLE = 2, 3
+PARAMETER_BOOL, PARAMETER_INTEGER, PARAMETER_DOUBLE, PARAMETER_STRING = 1, 2, 3, 4
 
 
 def _defs(srvtype: str) -> dict[str, Any]:
@@ -152,5 +155,40 @@ def parameter_value(param: Any) -> tuple[str, object]:
     if value.type == PARAMETER_DOUBLE:
         return str(param.name), float(value.double_value)
     if value.type == PARAMETER_INTEGER:
+        return str(param.name), int(value.integer_value)
+    return str(param.name), None
+
+
+def parameters_request(values: Mapping[str, bool | int | float | str],
+                       distro: str = "jazzy") -> Any:
+    """A ``SetParameters`` request with one parameter per item, typed by its value: a
+    bool, an integer, a double or a string."""
+    request_type, _ = register(SET_PARAMETERS, distro)
+    params = []
+    for name, value in values.items():
+        if isinstance(value, bool):
+            v: dict[str, object] = {"type": PARAMETER_BOOL, "bool_value": value}
+        elif isinstance(value, int):
+            v = {"type": PARAMETER_INTEGER, "integer_value": value}
+        elif isinstance(value, float):
+            v = {"type": PARAMETER_DOUBLE, "double_value": value}
+        else:
+            v = {"type": PARAMETER_STRING, "string_value": str(value)}
+        params.append({"name": name, "value": v})
+    return topics.message_from_dict(request_type, {"parameters": params}, distro)
+
+
+def typed_parameter_value(param: Any) -> tuple[str, bool | int | float | str | None]:
+    """(name, value) of an ``rcl_interfaces/msg/Parameter``: a bool, int, float or str by
+    its type; None for the array types and PARAMETER_NOT_SET."""
+    value = param.value
+    kind = value.type
+    if kind == PARAMETER_BOOL:
+        return str(param.name), bool(value.bool_value)
+    if kind == PARAMETER_STRING:
+        return str(param.name), str(value.string_value)
+    if kind == PARAMETER_DOUBLE:
+        return str(param.name), float(value.double_value)
+    if kind == PARAMETER_INTEGER:
         return str(param.name), int(value.integer_value)
     return str(param.name), None
