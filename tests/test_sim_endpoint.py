@@ -309,6 +309,8 @@ def test_base_node_on_a_sim_url() -> None:
     node = BaseNode(config, on_odometry=on_odometry, on_event=None)
     node.start()
     try:
+        # the I/O loop waits on the simulated port itself: no pump thread
+        assert "base-node-rx" not in {t.name for t in threading.enumerate()}
         for _ in range(50):
             node.request(0.2, 0.0, 0.0)
             if got.wait(0.1):
@@ -419,3 +421,33 @@ def test_a_host_write_wakes_a_world_sleeping_out_its_quantum() -> None:
     ep.link.write(b"x")
     assert ep.pacer.wake.is_set()
     assert SimEndpoint("echo").link.on_write is None  # no quantum: nothing to wake
+
+
+def test_a_realtime_sim_port_is_polled_directly_and_cancel_wakes_it() -> None:
+    from fwbridge.bridge.link.transports import poller_for
+
+    register_url_handlers()
+    fast = serial.serial_for_url("sim://echo?pacing=afap")
+    assert poller_for(fast) is None  # afap: the caller's reads step the world
+    fast.close()
+    port = serial.serial_for_url("sim://echo")
+    try:
+        read = poller_for(port)
+        assert read is not None
+        port.write(b"ping")
+        got = b""
+        for _ in range(200):  # polling: each call waits up to 50 ms for the echo
+            got += read(0.05)
+            if len(got) >= 4:
+                break
+        assert got == b"ping"
+        port.write(b"pong")
+        for _ in range(200):
+            if port.in_waiting >= 4:
+                break
+            time.sleep(0.01)  # polling: until the echo is there to read
+        port.cancel_read()
+        assert read(5.0) == b""  # a cancelled wait gives nothing, even with bytes there
+        assert read(5.0) == b"pong"  # and the next one gives them
+    finally:
+        port.close()

@@ -278,9 +278,14 @@ def poller_for(link: serial.SerialBase, limit: int = READ_MAX) -> Callable[[floa
     size loop, an ioctl and a second read per chunk: at 200 frames/s that is
     a measurable share of a node's CPU), and the timeout varies per call
     without touching the port's settings. ``cancel_read`` still wakes it;
-    a vanished device raises ``SerialException`` as pyserial does. None for
-    other links (URL handlers): use :func:`read_some`.
+    a vanished device raises ``SerialException`` as pyserial does. A URL
+    handler's port that waits on its own (``poller(limit)``: ``sim://``) gives
+    its own. None for other links: use :func:`read_some`.
     """
+    own = getattr(link, "poller", None)
+    if callable(own):
+        read_own: Callable[[float], bytes] | None = own(limit)
+        return read_own
     posix = getattr(serial, "serialposix", None)
     if posix is None or type(link) is not posix.Serial or not link.is_open:
         return None

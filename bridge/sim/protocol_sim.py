@@ -36,6 +36,7 @@ import threading
 import time
 import urllib.parse
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from serial.serialutil import (
@@ -255,6 +256,24 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
                 return bytes(out)
             if not port.wait(remaining) and not port.in_waiting:
                 return bytes(out)  # timed out, or cancel_read()
+
+    def poller(self, limit: int) -> Callable[[float], bytes] | None:
+        """``read(timeout)`` -> what arrived within ``timeout`` s (at most ``limit``
+        bytes), waiting on the simulated port itself, for
+        :func:`~fwbridge.bridge.link.transports.poller_for`: a node's I/O loop needs no
+        pump thread and no queue hand-off per chunk. ``cancel_read`` wakes it. None in
+        ``afap`` pacing (the caller's reads step the world) and on a pty."""
+        if self._pty_port is not None or not self.is_open:
+            return None
+        ep = self._ep()
+        if ep.pacing == AFAP:
+            return None
+        port = ep.link
+
+        def read(timeout: float) -> bytes:
+            return port.take(limit) if port.wait(timeout) else b""
+
+        return read
 
     def cancel_read(self) -> None:
         if self._pty_port is not None:
