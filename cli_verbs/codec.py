@@ -19,6 +19,7 @@ from fwbridge.cli_verbs.common import (
 from fwbridge.cli_verbs.frames import (
     EncodeGroup,
     ProtocolParam,
+    described,
     description_decoder,
     is_description,
 )
@@ -341,6 +342,7 @@ def decode_cmd(
         return
     opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
             if v not in (None, False)}
+    source_spec = protocol
     if is_description(protocol):
         protocol, dec = description_decoder(protocol)
         if set(opts) - {"max_length"}:
@@ -379,11 +381,18 @@ def decode_cmd(
         table.out = sys.stdout.write
         sys.stdout.write("".join(lines))
 
-    if protocol in BLOCK_CODECS and hasattr(rx, "feed_columns"):
-        block = _BlockWriter(rx, protocol, table, take)
-        block.take(first)
+    blocks: Any = None
+    if "described" in opts:  # a description: its columns path, when its layout is fixed
+        from fwbridge.cli_verbs.block_rows import column_blocks
+
+        blocks = column_blocks(rx, described(source_spec).codec, protocol, table, take)
+    elif protocol in BLOCK_CODECS and hasattr(rx, "feed_columns"):
+        blocks = _BlockWriter(rx, protocol, table, take)
+    if blocks is not None:
+        rx = blocks.rx  # the receiver that decodes, and counts
+        blocks.take(first)
         for chunk in chunks:
-            block.take(chunk)
+            blocks.take(chunk)
     else:
         take(rx.feed(first))
         for chunk in chunks:
