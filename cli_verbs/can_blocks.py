@@ -1,0 +1,168 @@
+"""``fwbridge can decode FILE.log``: a candump log read and printed a block of lines at a time.
+
+python-can's candump reader makes a ``can.Message`` per line and parses its
+data a byte at a time; for a log of millions of frames that is most of the
+time. This reads the log in blocks of whole lines, and a block whose every
+line has the plain shape ``(SECONDS) CHANNEL ID#DATA`` (3-digit standard IDs,
+data in whole bytes, an optional ``R``/``T`` direction) is taken by one regular
+expression and printed with one ``%`` template per line: the table lines and
+JSON objects of the per-message path, byte for byte (the tests compare them).
+Any other block (remote or FD frames, extended IDs, error frames, blank or
+damaged lines, a malformed actuator frame) goes through python-can's own
+parser, line for line as the per-message path reads the file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from functools import cache
+from typing import Any
+
+import can
+
+from fwbridge.can_bus.ids import COMMAND_BASE, FEEDBACK_BASE, MAX_MODULE, ActuatorMessage, Direction
+from fwbridge.cli_verbs.can_common import actuator_fields, actuator_text
+from fwbridge.bridge.record.can_logs import CaptureReadError
+from fwbridge.protocols import actuator
+
+__all__ = ["BLOCK_BYTES", "LINE", "CandumpBlocks", "line_blocks"]
+
+#: Bytes of the log read at a time (cut after the block's last newline).
+BLOCK_BYTES = 1 << 18
+#: One plain candump line: timestamp, channel, a 3-digit ID, data in whole bytes.
+LINE = re.compile(rb"^\((\d{1,12}\.\d{1,9})\) [^\s()]+ ([0-9A-Fa-f]{3})#((?:[0-9A-Fa-f]{2}){0,8})"
+                  rb"(?: [RrTt])?$", re.MULTILINE)
+_LO, _HI = COMMAND_BASE, FEEDBACK_BASE + MAX_MODULE
+
+
+def line_blocks(path: str) -> Iterator[bytes]:
+    """The file's bytes in blocks of whole lines (the last may lack its newline)."""
+    with open(path, "rb") as fh:
+        pending = b""
+        while True:
+            more = fh.read(BLOCK_BYTES)
+            if not more:
+                if pending:
+                    yield pending
+                return
+            pending += more
+            cut = pending.rfind(b"\n") + 1
+            if cut:
+                yield pending[:cut]
+                pending = pending[cut:]
+
+
+@cache
+def _labels() -> tuple[list[str], list[str], list[str], list[str]]:
+    """Per byte value: the table's ``cmd=`` and ``fault=`` texts, JSON's command and faults.
+
+    Taken from the per-message path's own formatting, once per value, so the
+    two cannot drift apart.
+    """
+    cmd_text, fault_text, cmd_json, faults_json = [], [], [], []
+    for v in range(256):
+        s = actuator.decode(bytes([0, 0, 0, 0, v, v, 0, 0]))
+        item = ActuatorMessage(Direction.COMMAND, 0, s, 0.0)
+        line = actuator_text(item, 0.0)
+        cmd_text.append(line.split(" cmd=", 1)[1].split(" fault=", 1)[0])
+        fault_text.append(line.rsplit(" fault=", 1)[1])
+        fields = actuator_fields(item, 0.0)
+        cmd_json.append(json.dumps(fields["command"]))
+        faults_json.append(json.dumps(fields["faults"], separators=(",", ":")))
+    return cmd_text, fault_text, cmd_json, faults_json
+
+
+def _parsed(block: bytes) -> Iterator[can.Message]:
+    """python-can's parse of a block's lines; its errors as the per-message path reports them."""
+    try:
+        yield from can.CanutilsLogReader(io.StringIO(block.decode("utf-8")))
+    except (ValueError, IndexError, KeyError, EOFError) as exc:  # what its parser hits
+        raise CaptureReadError(f"corrupt or truncated .log data: {exc}") from exc
+
+
+TABLE = ("%17.6f %s module %3d %-8s angle=%4d speed=%3d current=%5dmA cmd=%s fault=%s%s\n")
+JSON = ('{"t":%r,"direction":"%s","module":%d,"angle":%d,"speed":%d,"current_ma":%d,'
+        '"module_id":%d,"command":%s,"fault":%d,"faults":%s,"reserved":[%d,%d]}\n')
+
+
+class CandumpBlocks:
+    """The actuator structs of candump blocks as text, with the per-message path's state.
+
+    ``per_message`` takes the messages of a block that is not plain (python-can's
+    parse of its lines) and prints them as the per-message path does; it
+    returns False when ``--count`` is reached. ``stamp`` is that path's clock.
+    """
+
+    def __init__(self, as_json: bool, stamp: Any, stats: Any, count: int | None,
+                 per_message: Callable[[Iterator[can.Message]], bool]) -> None:
+        self.as_json = as_json
+        self.stamp = stamp
+        self.stats = stats
+        self.count = count
+        self.per_message = per_message
+
+    def take(self, block: bytes) -> tuple[str, bool]:
+        """(text to print, whether to go on) for one block of whole lines."""
+        rows = LINE.findall(block)
+        lines = block.count(b"\n") + (not block.endswith(b"\n"))
+        text = None
+        if len(rows) == lines:
+            text = self._plain(rows)
+        if text is None:
+            return "", self.per_message_block(block)
+        return text
+
+    def per_message_block(self, block: bytes) -> bool:
+        """A block that is not plain: python-can's parser, line for line."""
+        return self.per_message(_parsed(block))
+
+    def _plain(self, rows: list[tuple[bytes, bytes, bytes]]) -> tuple[str, bool] | None:
+        picked = []
+        for ts, ident, data in rows:
+            can_id = int(ident, 16)
+            if _LO <= can_id <= _HI:
+                if len(data) != 16:
+                    return None  # a malformed actuator frame: its own stderr line
+                picked.append((ts, can_id, data))
+        go_on = True
+        if self.count is not None:
+            room = self.count - self.stats["structs"]
+            if len(picked) >= room:
+                picked, go_on = picked[:room], False
+        if not picked:
+            return "", go_on
+        raw = bytes.fromhex(b"".join(d for _, _, d in picked).decode())
+        stamp = self.stamp  # the per-message path's clock (can_common.Stamps), inlined
+        seconds = [float(ts) for ts, _, _ in picked]
+        if stamp.absolute:
+            times = seconds
+        else:
+            if stamp.t0 is None:
+                stamp.t0 = seconds[0]
+            t0 = stamp.t0
+            times = [round(x - t0, 6) for x in seconds]
+        ids = [i for _, i, _ in picked]
+        feedback = [i >= FEEDBACK_BASE for i in ids]
+        modules = [i - (FEEDBACK_BASE if f else COMMAND_BASE) for i, f in zip(ids, feedback)]
+        angle = [b - 256 if b > 127 else b for b in raw[0::8]]
+        speed, current, module_id = raw[1::8], [c * 100 for c in raw[2::8]], raw[3::8]
+        cmd, fault = raw[4::8], raw[5::8]
+        cmd_text, fault_text, cmd_json, faults_json = _labels()
+        self.stats["structs"] += len(picked)
+        if self.as_json:
+            ways = ["feedback" if f else "command" for f in feedback]
+            out = map(JSON.__mod__, zip(times, ways, modules, angle, speed, current, module_id,
+                                        [cmd_json[c] for c in cmd], fault,
+                                        [faults_json[f] for f in fault], raw[6::8], raw[7::8]))
+        else:
+            arrows = ["<-" if f else "->" for f in feedback]
+            ways = ["feedback" if f else "command" for f in feedback]
+            mismatch = ["" if k == m else f" (struct says module {k})"
+                        for k, m in zip(module_id, modules)]
+            out = map(TABLE.__mod__, zip(times, arrows, modules, ways, angle, speed, current,
+                                         [cmd_text[c] for c in cmd],
+                                         [fault_text[f] for f in fault], mismatch))
+        return "".join(out), go_on
