@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from fwbridge.cli_verbs.table_stream import RowWriter
     from fwbridge.protocols.description import FieldSpec
 
-__all__ = ["ColumnBlocks", "column_blocks"]
+__all__ = ["ColumnBlocks", "by_value", "column_blocks"]
 
 #: ``%.6g`` of a finite double of magnitude in [1e-99, 1e99) (or zero) is at most 12 characters.
 SHORT_RANGE = (1e-99, 1e99)
@@ -50,6 +50,24 @@ def column_blocks(rx: Any, codec: Any, protocol: str, table: RowWriter | None,
         if crx is not None:
             return ColumnBlocks(crx, codec, protocol, table, per_frame)
     return None
+
+
+def by_value(col: np.ndarray[Any, Any], fmt: str) -> list[str]:
+    """``fmt % value`` for each float of ``col``, formatted once per distinct value.
+
+    A sensor's values repeat (a scaled int16 has at most 65536), and formatting
+    a float is most of a line's cost. Distinct by bit pattern: ``-0.0`` and
+    ``0.0`` (equal as numbers) print differently.
+    """
+    wire = np.ascontiguousarray(col)
+    if wire.dtype.kind != "f" or len(wire) < 64:
+        return [fmt % v for v in wire.tolist()]
+    bits, inverse = np.unique(wire.view(f"u{wire.itemsize}"), return_inverse=True)
+    if 2 * len(bits) > len(wire):  # mostly distinct: the sort would not pay
+        return [fmt % v for v in wire.tolist()]
+    text = np.array([fmt % v for v in bits.view(wire.dtype).tolist()], dtype=object)
+    out: list[str] = text[inverse.ravel()].tolist()
+    return out
 
 
 def _kind(f: FieldSpec) -> str:
@@ -83,7 +101,7 @@ class ColumnBlocks:
         head = f'{{"offset":%d,"protocol":{json.dumps(protocol)}'
         self.json_fmt = head + "".join(
             f",{json.dumps(f.name)}:" + ("%d" if kind == "int" else
-                                          "%r" if kind in ("f32", "double") else "%s")
+                                          "%r" if kind == "f32" else "%s")
             for f, kind in self.fields) + "}\n"
 
     def take(self, chunk: bytes) -> None:
@@ -165,8 +183,8 @@ class ColumnBlocks:
                     short = (mag == 0) | ((mag >= SHORT_RANGE[0]) & (mag < SHORT_RANGE[1]))
                     if not (short | ~np.isfinite(col)).all():
                         return None
-                parts.append(f"%{width}.6g")
-                args.append(col.tolist())
+                parts.append("%s")
+                args.append(by_value(col, f"%{width}.6g"))
         fmt = GAP.join(parts) + "\n"
         t.rows += len(offsets)
         return "".join(map(fmt.__mod__, zip(*args)))
@@ -179,7 +197,7 @@ class ColumnBlocks:
             if kind in ("f32", "double"):
                 if not np.isfinite(col).all():
                     return None
-                args.append(shortest32(col) if kind == "f32" else col.tolist())
+                args.append(shortest32(col) if kind == "f32" else by_value(col, "%r"))
             elif kind == "int":
                 args.append(col.tolist())
             else:

@@ -180,14 +180,17 @@ def _body_size(text: str) -> int:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(sorted(TEXTS)), st.data(), st.booleans(), st.integers(5, 300))
+@given(st.sampled_from(sorted(TEXTS)), st.data(), st.booleans(),
+       st.one_of(st.integers(5, 300), st.just(1 << 16)))
 def test_blocks_print_what_the_per_frame_path_prints(name: str, data: st.DataObject,
                                                      as_json: bool, chunk: int) -> None:
     text = TEXTS[name]
     size = _body_size(text)
-    n = data.draw(st.integers(0, 60))
-    bodies = data.draw(st.lists(st.binary(min_size=size, max_size=size), min_size=n,
-                                max_size=n))
+    n = data.draw(st.integers(0, 400))
+    # a few distinct frames repeated (values formatted once each), or all different
+    pool = data.draw(st.lists(st.binary(min_size=size, max_size=size), min_size=1,
+                              max_size=n or 1))
+    bodies = data.draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
     noise = data.draw(st.lists(st.binary(max_size=6), min_size=n, max_size=n))
     bad = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
     with tempfile.TemporaryDirectory() as tmp:
