@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from itertools import chain
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
@@ -32,9 +33,13 @@ __all__ = ["BLOCK_BYTES", "LINE", "CandumpBlocks", "line_blocks"]
 
 #: Bytes of the log read at a time (cut after the block's last newline).
 BLOCK_BYTES = 1 << 18
-#: One plain candump line: timestamp, channel, a 3-digit ID, data in whole bytes.
-LINE = re.compile(rb"^\((\d{1,12}\.\d{1,9})\) [^\s()]+ ([0-9A-Fa-f]{3})#((?:[0-9A-Fa-f]{2}){0,8})"
-                  rb"(?: [RrTt])?$", re.MULTILINE)
+#: One plain candump line: timestamp, channel, a 3-digit ID, hex data, its newline. Not
+#: anchored at the line's start (the scan for ``(`` is several times faster): a block is
+#: plain when its matches are as many as its lines and cover all its bytes.
+LINE = re.compile(rb"\((\d{1,12}\.\d{1,9})\) ([^\s()]+) ([0-9A-Fa-f]{3})#([0-9A-Fa-f]{0,16})"
+                  rb"( [RrTt])?\n")
+#: The bytes of a plain line outside its groups: ``(``, ``) ``, `` ``, ``#``, the newline.
+FIXED = 6
 _LO, _HI = COMMAND_BASE, FEEDBACK_BASE + MAX_MODULE
 
 
@@ -106,10 +111,12 @@ class CandumpBlocks:
 
     def take(self, block: bytes) -> tuple[str, bool]:
         """(text to print, whether to go on) for one block of whole lines."""
+        if not block.endswith(b"\n"):  # the file's last line: read alike without its newline
+            block += b"\n"
         rows = LINE.findall(block)
-        lines = block.count(b"\n") + (not block.endswith(b"\n"))
         text = None
-        if len(rows) == lines:
+        if (len(rows) == block.count(b"\n")
+                and sum(map(len, chain.from_iterable(rows))) + FIXED * len(rows) == len(block)):
             text = self._plain(rows)
         if text is None:
             return "", self.per_message_block(block)
@@ -119,9 +126,9 @@ class CandumpBlocks:
         """A block that is not plain: python-can's parser, line for line."""
         return self.per_message(_parsed(block))
 
-    def _plain(self, rows: list[tuple[bytes, bytes, bytes]]) -> tuple[str, bool] | None:
+    def _plain(self, rows: list[tuple[bytes, ...]]) -> tuple[str, bool] | None:
         picked = []
-        for ts, ident, data in rows:
+        for ts, _, ident, data, _ in rows:
             can_id = int(ident, 16)
             if _LO <= can_id <= _HI:
                 if len(data) != 16:

@@ -41,7 +41,8 @@ def candump_line(draw: st.DrawFn, plain: bool = False) -> str:
     elif kind == 5:
         return draw(st.sampled_from(["", "   ", f"{stamp} vcan1 {ident:03X}#{data} R",
                                      f"{stamp}  can0 {ident:03X}#{data}",
-                                     f"{stamp} can0 {ident:03X}#{data} T"]))
+                                     f"{stamp} can0 {ident:03X}#{data} T",
+                                     f"{stamp} can0 {ident:03X}#{data}\r"]))
     elif kind == 6:
         return f"{stamp} can0 20000080#0000000000000000"  # an error frame
     return f"{stamp} can0 {ident:03X}#{data}"
@@ -57,8 +58,19 @@ def _run(args: list[str], blocks: bool) -> Any:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.one_of(st.lists(candump_line(), max_size=80),
-                 st.lists(candump_line(plain=True), max_size=80)), st.booleans(), st.booleans(),
+@st.composite
+def logs(draw: st.DrawFn) -> list[str]:
+    """Lines of every kind; or plain ones only; or plain ones and one damaged line (text
+    before the timestamp: a parse error at that line, wherever the line sits in a block)."""
+    kind = draw(st.integers(0, 2))
+    lines = draw(st.lists(candump_line(plain=kind > 0), max_size=80))
+    if kind == 2:
+        at = draw(st.integers(0, len(lines)))
+        lines.insert(at, "x" + draw(candump_line(plain=True)))
+    return lines
+
+
+@given(logs(), st.booleans(), st.booleans(),
        st.one_of(st.none(), st.integers(1, 60)), st.integers(30, 400), st.booleans())
 def test_blocks_print_what_the_per_message_path_prints(
         lines: list[str], as_json: bool, absolute: bool, count: int | None, block: int,
