@@ -183,8 +183,9 @@ def measure(name: str, megabytes: float, repeat: int, tmp: Path) -> list[str]:
     verdicts = []
     for mode in ("fwbridge, table", "fwbridge, table, PYTHONUNBUFFERED=1", "fwbridge --json"):
         ratio = med[mode] / base["json" if "json" in mode else "table"]
+        verdict = "met" if ratio <= TIME_GOAL else f"NOT met, by {ratio / TIME_GOAL:.2f}x"
         verdicts.append(f"{name}: {mode}: {ratio:.2f}x the script (goal <= {TIME_GOAL}x: "
-                        f"{'met' if ratio <= TIME_GOAL else f'NOT met, by {ratio / TIME_GOAL:.2f}x'})")
+                        f"{verdict})")
     worst = max(peak[m] for m in peak if m.startswith("fwbridge"))
     verdicts.append(f"{name}: fwbridge peak RSS {worst:.0f} MB (goal <= {RSS_GOAL_MB} MB: "
                     f"{'met' if worst <= RSS_GOAL_MB else 'NOT met'})")

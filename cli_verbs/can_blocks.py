@@ -17,16 +17,16 @@ from __future__ import annotations
 import io
 import json
 import re
-from itertools import chain
 from collections.abc import Callable, Iterator
 from functools import cache
+from itertools import chain
 from typing import Any
 
 import can
 
+from fwbridge.bridge.record.can_logs import CaptureReadError
 from fwbridge.can_bus.ids import COMMAND_BASE, FEEDBACK_BASE, MAX_MODULE, ActuatorMessage, Direction
 from fwbridge.cli_verbs.can_common import actuator_fields, actuator_text
-from fwbridge.bridge.record.can_logs import CaptureReadError
 from fwbridge.protocols import actuator
 
 __all__ = ["BLOCK_BYTES", "LINE", "CandumpBlocks", "line_blocks"]

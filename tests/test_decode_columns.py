@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import subprocess
 import sys
 import tempfile
@@ -198,7 +197,8 @@ def test_blocks_print_what_the_per_frame_path_prints(name: str, data: st.DataObj
         spec.write_text(text)
         capture = Path(tmp) / "capture.bin"
         capture.write_bytes(_capture(text, bodies, noise, bad))
-        args = ["-p", str(spec), *(["--json"] if as_json else []), str(capture)]
+        args = ["-p", str(spec), "--format", "raw", *(["--json"] if as_json else []),
+                str(capture)]
         real_chunk = codec_verb.READ_CHUNK
         codec_verb.READ_CHUNK = chunk  # many reads, frames cut across them
         try:

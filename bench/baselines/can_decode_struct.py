@@ -12,14 +12,16 @@ import sys
 
 import can
 
-unpack, as_json, out, t0 = struct.Struct("<bBBBBBBB").unpack, "--json" in sys.argv, sys.stdout.write, None
+unpack, as_json, out = struct.Struct("<bBBBBBBB").unpack, "--json" in sys.argv, sys.stdout.write
+t0 = None
 for msg in can.LogReader(sys.argv[1]):
+    i = msg.arbitration_id
     if msg.is_extended_id or msg.is_remote_frame or msg.is_error_frame or msg.dlc != 8 \
-            or not 0x100 <= msg.arbitration_id <= 0x2FF:
+            or not 0x100 <= i <= 0x2FF:
         continue
     t0 = msg.timestamp if t0 is None else t0
     angle, speed, current, module_id, cmd, fault, ra, rb = unpack(msg.data)
-    way, module, t = ("command", "feedback")[msg.arbitration_id >= 0x200], msg.arbitration_id & 0xFF, round(msg.timestamp - t0, 6)
+    way, module, t = ("command", "feedback")[i >= 0x200], i & 0xFF, round(msg.timestamp - t0, 6)
     out(json.dumps({"t": t, "direction": way, "module": module, "angle": angle, "speed": speed,
                     "current_ma": current * 100, "module_id": module_id, "command": cmd,
                     "fault": fault, "reserved": [ra, rb]}) + "\n" if as_json else

@@ -15,7 +15,8 @@ from crcmod.predefined import mkPredefinedCrcFun
 
 with open(sys.argv[1], "rb") as fh:
     data, as_json, out = fh.read(), "--json" in sys.argv, sys.stdout.write
-crc, unpack, i = mkPredefinedCrcFun("modbus"), struct.Struct("<7hBH").unpack_from, data.find(b"\x5a\xa5")
+crc, unpack = mkPredefinedCrcFun("modbus"), struct.Struct("<7hBH").unpack_from
+i = data.find(b"\x5a\xa5")
 names = ("ax", "ay", "az", "gx", "gy", "gz", "temp")
 while 0 <= i <= len(data) - 19:
     *raw, status, check = unpack(data, i + 2)
