@@ -19,13 +19,20 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from functools import cache
-from itertools import chain
+from itertools import chain, product, repeat
+from operator import sub
 from typing import Any
 
 import can
 
 from fwbridge.bridge.record.can_logs import CaptureReadError
-from fwbridge.can_bus.ids import COMMAND_BASE, FEEDBACK_BASE, MAX_MODULE, ActuatorMessage, Direction
+from fwbridge.can_bus.ids import (
+    COMMAND_BASE,
+    FEEDBACK_BASE,
+    MAX_MODULE,
+    ActuatorMessage,
+    Direction,
+)
 from fwbridge.cli_verbs.can_common import actuator_fields, actuator_text
 from fwbridge.protocols import actuator
 
@@ -88,8 +95,8 @@ def _parsed(block: bytes) -> Iterator[can.Message]:
         raise CaptureReadError(f"corrupt or truncated .log data: {exc}") from exc
 
 
-TABLE = ("%17.6f %s module %3d %-8s angle=%4d speed=%3d current=%5dmA cmd=%s fault=%s%s\n")
-JSON = ('{"t":%r,"direction":"%s","module":%d,"angle":%d,"speed":%d,"current_ma":%d,'
+TABLE = "%17.6f %s angle=%4d speed=%3d current=%5dmA cmd=%s fault=%s%s\n"
+JSON = ('{"t":%r,%s,"angle":%d,"speed":%d,"current_ma":%d,'
         '"module_id":%d,"command":%s,"fault":%d,"faults":%s,"reserved":[%d,%d]}\n')
 
 
@@ -127,13 +134,10 @@ class CandumpBlocks:
         return self.per_message(_parsed(block))
 
     def _plain(self, rows: list[tuple[bytes, ...]]) -> tuple[str, bool] | None:
-        picked = []
-        for ts, _, ident, data, _ in rows:
-            can_id = int(ident, 16)
-            if _LO <= can_id <= _HI:
-                if len(data) != 16:
-                    return None  # a malformed actuator frame: its own stderr line
-                picked.append((ts, can_id, data))
+        ids = _actuator_ids()
+        picked = [(ts, ident, data) for ts, _, ident, data, _ in rows if ident in ids]
+        if not set(map(len, [d for _, _, d in picked])) <= {16}:
+            return None  # a malformed actuator frame: its own stderr line
         go_on = True
         if self.count is not None:
             room = self.count - self.stats["structs"]
@@ -143,33 +147,50 @@ class CandumpBlocks:
             return "", go_on
         raw = bytes.fromhex(b"".join(d for _, _, d in picked).decode())
         stamp = self.stamp  # the per-message path's clock (can_common.Stamps), inlined
-        seconds = [float(ts) for ts, _, _ in picked]
+        seconds = list(map(float, [ts for ts, _, _ in picked]))
         if stamp.absolute:
             times = seconds
         else:
             if stamp.t0 is None:
                 stamp.t0 = seconds[0]
             t0 = stamp.t0
-            times = [round(x - t0, 6) for x in seconds]
-        ids = [i for _, i, _ in picked]
-        feedback = [i >= FEEDBACK_BASE for i in ids]
-        modules = [i - (FEEDBACK_BASE if f else COMMAND_BASE) for i, f in zip(ids, feedback)]
-        angle = [b - 256 if b > 127 else b for b in raw[0::8]]
+            times = list(map(round, map(sub, seconds, repeat(t0)), repeat(6)))
+        who = [ids[ident] for _, ident, _ in picked]
+        angle = _int8(raw[0::8])
         speed, current, module_id = raw[1::8], [c * 100 for c in raw[2::8]], raw[3::8]
         cmd, fault = raw[4::8], raw[5::8]
         cmd_text, fault_text, cmd_json, faults_json = _labels()
         self.stats["structs"] += len(picked)
         if self.as_json:
-            ways = ["feedback" if f else "command" for f in feedback]
-            out = map(JSON.__mod__, zip(times, ways, modules, angle, speed, current, module_id,
-                                        [cmd_json[c] for c in cmd], fault,
+            out = map(JSON.__mod__, zip(times, [w[3] for w in who], angle, speed, current,
+                                        module_id, [cmd_json[c] for c in cmd], fault,
                                         [faults_json[f] for f in fault], raw[6::8], raw[7::8]))
         else:
-            arrows = ["<-" if f else "->" for f in feedback]
-            ways = ["feedback" if f else "command" for f in feedback]
-            mismatch = ["" if k == m else f" (struct says module {k})"
-                        for k, m in zip(module_id, modules)]
-            out = map(TABLE.__mod__, zip(times, arrows, modules, ways, angle, speed, current,
+            mismatch = ["" if k == w[0] else f" (struct says module {k})"
+                        for k, w in zip(module_id, who)]
+            out = map(TABLE.__mod__, zip(times, [w[2] for w in who], angle, speed, current,
                                          [cmd_text[c] for c in cmd],
                                          [fault_text[f] for f in fault], mismatch))
         return "".join(out), go_on
+
+
+def _int8(data: bytes) -> list[int]:
+    """The bytes as signed values."""
+    return list(memoryview(data).cast("b"))
+
+
+@cache
+def _actuator_ids() -> dict[bytes, tuple[int, Direction, str, str]]:
+    """Every spelling of an actuator ID (3 hex digits, either case) -> (module, direction,
+    the table's ``ARROW module MOD DIRECTION`` and JSON's direction and module)."""
+    out: dict[bytes, tuple[int, Direction, str, str]] = {}
+    for can_id in range(_LO, _HI + 1):
+        direction = Direction.FEEDBACK if can_id >= FEEDBACK_BASE else Direction.COMMAND
+        module = can_id - (FEEDBACK_BASE if direction is Direction.FEEDBACK else COMMAND_BASE)
+        arrow = "->" if direction is Direction.COMMAND else "<-"
+        entry = (module, direction, f"{arrow} module {module:3d} {direction.value:8s}",
+                 f'"direction":"{direction.value}","module":{module}')
+        text = f"{can_id:03x}"
+        for variant in {"".join(c) for c in product(*({ch, ch.upper()} for ch in text))}:
+            out[variant.encode()] = entry
+    return out
