@@ -95,7 +95,6 @@ def _parsed(block: bytes) -> Iterator[can.Message]:
         raise CaptureReadError(f"corrupt or truncated .log data: {exc}") from exc
 
 
-TABLE = "%17.6f %s angle=%4d speed=%3d current=%5dmA cmd=%s fault=%s%s\n"
 JSON = ('{"t":%r,%s,"angle":%d,"speed":%d,"current_ma":%d,'
         '"module_id":%d,"command":%s,"fault":%d,"faults":%s,"reserved":[%d,%d]}\n')
 
@@ -157,21 +156,36 @@ class CandumpBlocks:
             times = list(map(round, map(sub, seconds, repeat(t0)), repeat(6)))
         who = [ids[ident] for _, ident, _ in picked]
         angle = _int8(raw[0::8])
-        speed, current, module_id = raw[1::8], [c * 100 for c in raw[2::8]], raw[3::8]
-        cmd, fault = raw[4::8], raw[5::8]
-        cmd_text, fault_text, cmd_json, faults_json = _labels()
+        speed, module_id, cmd, fault = raw[1::8], raw[3::8], raw[4::8], raw[5::8]
+        _, fault_text, cmd_json, faults_json = _labels()
         self.stats["structs"] += len(picked)
         if self.as_json:
+            current = [c * 100 for c in raw[2::8]]
             out = map(JSON.__mod__, zip(times, [w[3] for w in who], angle, speed, current,
                                         module_id, [cmd_json[c] for c in cmd], fault,
                                         [faults_json[f] for f in fault], raw[6::8], raw[7::8]))
-        else:
-            mismatch = ["" if k == w[0] else f" (struct says module {k})"
-                        for k, w in zip(module_id, who)]
-            out = map(TABLE.__mod__, zip(times, [w[2] for w in who], angle, speed, current,
-                                         [cmd_text[c] for c in cmd],
-                                         [fault_text[f] for f in fault], mismatch))
+        else:  # each field's text looked up per byte value, each line one join
+            cells = _cells()
+            ends = [cells[5][f] if k == w[0] else
+                    f"fault={fault_text[f]} (struct says module {k})\n"
+                    for f, k, w in zip(fault, module_id, who)]
+            out = map(" ".join, zip(map("%17.6f".__mod__, times), [w[2] for w in who],
+                                    [cells[0][b] for b in raw[0::8]], [cells[1][b] for b in speed],
+                                    [cells[2][b] for b in raw[2::8]], [cells[4][c] for c in cmd],
+                                    ends))
         return "".join(out), go_on
+
+
+@cache
+def _cells() -> tuple[list[str], ...]:
+    """Per byte value, the table's text of each struct field (as ``actuator_text`` writes
+    it): angle, speed, current, module (unused), command, fault with the line's end."""
+    cmd_text, fault_text, _, _ = _labels()
+    values = range(256)
+    return ([f"angle={v - 256 if v > 127 else v:4d}" for v in values],
+            [f"speed={v:3d}" for v in values], [f"current={v * 100:5d}mA" for v in values],
+            [], [f"cmd={cmd_text[v]}" for v in values],
+            [f"fault={fault_text[v]}\n" for v in values])
 
 
 def _int8(data: bytes) -> list[int]:
