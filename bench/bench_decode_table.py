@@ -3,7 +3,9 @@
 Three cases, each beside the script a user writes instead (bench/baselines/),
 which prints the same lines, measured in the same run:
 
-- ``decode -p odom`` on a raw odometry stream: ``decode_struct.py``;
+- ``decode -p odom`` on a raw odometry stream: ``decode_struct.py``; and on one of
+  random values (``odom-noisy``: values that barely repeat, so none is formatted
+  once for many frames);
 - ``decode -p bench/frames/imu19.toml`` (a description: int16 x 0.01 fields,
   a status byte, CRC-16/MODBUS) on a raw imu19 stream: ``decode_struct_imu.py``;
 - ``can decode`` on a candump ``.log`` of actuator commands and feedback
@@ -11,8 +13,8 @@ which prints the same lines, measured in the same run:
 
 Each case runs the table and ``--json`` of both, and fwbridge's table under
 ``PYTHONUNBUFFERED=1`` too (common in containers; the goal is against the
-buffered script). Inputs are generated into a temporary directory (1000 or
-20000 distinct frames repeated), stdout goes to a file; the time is the
+buffered script). Inputs are generated into a temporary directory (1000,
+20000 or 100000 distinct frames repeated), stdout goes to a file; the time is the
 whole process's wall time (start-up included), the memory its peak resident
 set (``wait4``'s ``ru_maxrss``). Runs are interleaved (script, fwbridge,
 script, ...) and the medians compared, so each ratio comes from one run.
@@ -21,7 +23,7 @@ Goals, per case: every fwbridge mode <= 0.5 x the script's time in that
 mode (the buffered script); peak RSS <= 150 MB whatever the size (memory flat).
 
 Usage: python -m bench.bench_decode_table [--megabytes N] [--repeat N] [--quick]
-       [--cases odom,imu19,can]
+       [--cases odom,odom-noisy,imu19,can]
 """
 
 from __future__ import annotations
@@ -72,6 +74,15 @@ def make_capture(path: Path, megabytes: float) -> int:
                                                   (k * 0.37) % 360 - 180))
                       for k in range(1000))
     return _repeat(path, frames, megabytes) * 1000
+
+
+def make_noisy_capture(path: Path, megabytes: float) -> int:
+    """A raw odometry stream whose values barely repeat (100,000 distinct frames of random
+    float32 values, as a noisy sensor's): no value is formatted once for many frames."""
+    rnd = random.Random(7)
+    frames = b"".join(odom_frame.encode(OdomFrame(*(rnd.uniform(-3, 3) for _ in range(4))))
+                      for _ in range(100_000))
+    return _repeat(path, frames, megabytes) * 100_000
 
 
 def make_imu_capture(path: Path, megabytes: float) -> int:
@@ -142,6 +153,8 @@ CASES: dict[str, tuple[str, str, Callable[[Path, float], int], list[str], Path]]
     # name: (what, file name, generator, fwbridge arguments, baseline script)
     "odom": ("decode -p odom, raw odometry", "odom.bin", make_capture,
              ["decode", "-p", "odom"], BASELINES / "decode_struct.py"),
+    "odom-noisy": ("decode -p odom, raw odometry of random values", "noisy.bin",
+                   make_noisy_capture, ["decode", "-p", "odom"], BASELINES / "decode_struct.py"),
     "imu19": ("decode -p imu19.toml (a description), raw imu19", "imu19.bin", make_imu_capture,
               ["decode", "-p", str(IMU19)], BASELINES / "decode_struct_imu.py"),
     "can": ("can decode, candump .log", "bus.log", make_can_log, ["can", "decode"],

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fwbridge.cli_verbs.common import shortest32
 from fwbridge.cli_verbs.frames import flag_text
 from fwbridge.cli_verbs.table_stream import GAP
 
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from fwbridge.cli_verbs.table_stream import RowWriter
     from fwbridge.protocols.description import FieldSpec
 
-__all__ = ["ColumnBlocks", "by_value", "column_blocks"]
+__all__ = ["ColumnBlocks", "by_value", "column_blocks", "shortest32_text"]
 
 #: ``%.6g`` of a finite double of magnitude in [1e-99, 1e99) (or zero) is at most 12 characters.
 SHORT_RANGE = (1e-99, 1e99)
@@ -70,6 +69,23 @@ def by_value(col: np.ndarray[Any, Any], fmt: str) -> list[str]:
     return out
 
 
+def shortest32_text(col: np.ndarray[Any, Any]) -> list[str]:
+    """JSON's text of each finite float32 of ``col``: the ``repr`` of what
+    :func:`~fwbridge.cli_verbs.common.shortest32` gives, made by numpy's shortest float32
+    repr (Dragon4, in C) once per distinct value.
+
+    numpy writes some values in exponent form where Python writes digits (``1.6966202e+06``
+    for ``1696620.2``): those are read back and written as Python does. The tests hold the
+    two to :func:`~fwbridge.cli_verbs.common.shortest32` on every kind of bit pattern.
+    """
+    wire = np.ascontiguousarray(col, dtype=np.float32)
+    bits, inverse = np.unique(wire.view(np.uint32), return_inverse=True)
+    text = [s if "e" not in s else repr(float(s))
+            for s in bits.view(np.float32).astype(str).tolist()]
+    out: list[str] = np.array(text, dtype=object)[inverse.ravel()].tolist()
+    return out
+
+
 def _kind(f: FieldSpec) -> str:
     """How a field's column prints: text (flags, enum, bytes), int, f32 or double."""
     if f.flags:
@@ -100,8 +116,7 @@ class ColumnBlocks:
                       for f, kind in self.fields if kind == "enum"}
         head = f'{{"offset":%d,"protocol":{json.dumps(protocol)}'
         self.json_fmt = head + "".join(
-            f",{json.dumps(f.name)}:" + ("%d" if kind == "int" else
-                                          "%r" if kind == "f32" else "%s")
+            f",{json.dumps(f.name)}:" + ("%d" if kind == "int" else "%s")
             for f, kind in self.fields) + "}\n"
 
     def take(self, chunk: bytes) -> None:
@@ -196,7 +211,7 @@ class ColumnBlocks:
             if kind in ("f32", "double"):
                 if not np.isfinite(col).all():
                     return None
-                args.append(shortest32(col) if kind == "f32" else by_value(col, "%r"))
+                args.append(shortest32_text(col) if kind == "f32" else by_value(col, "%r"))
             elif kind == "int":
                 args.append(col.tolist())
             else:

@@ -100,7 +100,9 @@ type = "f64"
 algorithm = "sum8"
 span = "all"
 """
-TEXTS = {"mixed": MIXED, "tail": NUMBER_LAST}
+# The odometry description: the sum-8 receiver's columns (float32 fields, NaN and all).
+ODOM = (ROOT / "protocols" / "frames" / "odom.toml").read_text()
+TEXTS = {"mixed": MIXED, "tail": NUMBER_LAST, "odom": ODOM}
 
 
 def _feed_columns(rx: ColumnsReceiver, data: bytes, cuts: list[int]) -> list[tuple[int, Any]]:
@@ -283,3 +285,19 @@ def test_unbuffered_output_is_written_in_blocks(tmp_path: Path, spec: str,
     assert proc.stdout.count(b"\n") >= 40_000
     writes = int(proc.stderr.decode().rsplit("writes=", 1)[1])
     assert writes <= reads + 4  # one a read (and the title and header), not one a frame
+
+
+def test_shortest32_text_is_shortest32s_repr() -> None:
+    import numpy as np
+
+    from fwbridge.cli_verbs.common import shortest32
+
+    rnd = np.random.default_rng(11)
+    bits = rnd.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    wire = bits.view(np.float32)
+    scaled = rnd.uniform(-1, 1, 50_000) * 10.0 ** rnd.integers(-8, 18, 50_000)
+    special = [0.0, -0.0, 1e-45, 1.17549435e-38, 3.4e38, 0.1, 16777216.0, 1e16, 1e-4,
+               9.999999e-5, 9999999.0, 12345678.0, 1696620.25]
+    wire = np.concatenate([wire[np.isfinite(wire)], scaled.astype(np.float32),
+                           np.float32(special)])
+    assert block_rows.shortest32_text(wire) == list(map(repr, shortest32(wire)))
