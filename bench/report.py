@@ -42,7 +42,8 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("fault_suite", "fault injection: recovery, false accepts, resync distance"),
     ("bench_resources", "a gigabyte of random bytes: memory and time per MB"),
     ("bench_ros2", "ROS 2 over Zenoh: odometry latency, fleet CPU scaling"),
-    ("bench_decode_table", "decode on 50 MB of odometry vs a ten-line struct script"),
+    ("bench_decode_table", "decode on 50 MB captures (odometry, a description, a CAN log) vs "
+     "ten-line scripts"),
     ("bench_cli_startup", "CLI start-up vs a bare `import click`"),
 ]
 

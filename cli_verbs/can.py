@@ -14,6 +14,8 @@ summary); frames go to stdout, counters and errors to stderr.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -419,6 +421,11 @@ def replay_cmd(ctx: click.Context, file: str, speed: float, loops: int, count: i
         fail(damage)
 
 
+#: ``can decode`` reads candump logs a block at a time (False: message by message, as for
+#: the other formats; the tests compare the two).
+CANDUMP_BLOCKS = True
+
+
 @can_group.command("decode")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per struct.")
@@ -433,10 +440,12 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
     """
     stats: Counter[str] = Counter()
     stamp = Stamps(absolute)
-    try:
-        for item in decode_actuators(file):
+
+    def each(items: Iterator[ActuatorMessage | tuple[can.Message, Exception]]) -> bool:
+        """Print structs one by one; False once ``count`` of them are printed."""
+        for item in items:
             if count is not None and stats["structs"] >= count:
-                break
+                return False
             if isinstance(item, ActuatorMessage):
                 stats["structs"] += 1
                 t = stamp(item.timestamp)
@@ -448,6 +457,24 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
                 stats["malformed"] += 1
                 t = stamp(item[0].timestamp)
                 click.echo(f"{candump_line(item[0], None, t)}  malformed: {item[1]}", err=True)
+        return True
+
+    try:
+        if CANDUMP_BLOCKS and file.lower().endswith(".log") and os.path.isfile(file):
+            # candump text: read and printed a block of lines at a time (cli_verbs/can_blocks)
+            from fwbridge.cli_verbs.can_blocks import CandumpBlocks, line_blocks
+
+            blocks = CandumpBlocks(as_json, stamp, stats, count,
+                                   lambda msgs: each(decode_actuators(msgs)))
+            for block in line_blocks(file):
+                text, go_on = blocks.take(block)
+                if text:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                if not go_on:
+                    break
+        else:
+            each(decode_actuators(file))
     except FileNotFoundError:
         fail(f"{file}: no such file")
     except BrokenPipeError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
@@ -19,6 +19,7 @@ from fwbridge.cli_verbs.common import (
 from fwbridge.cli_verbs.frames import (
     EncodeGroup,
     ProtocolParam,
+    described,
     description_decoder,
     is_description,
 )
@@ -30,7 +31,6 @@ from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, 
 # Receivers (numpy), captures (python-pcapng) and rich's tables load in the
 # decode path: `fwbridge encode` imports this module and must start fast.
 if TYPE_CHECKING:
-    from fwbridge.cli_verbs.table_stream import RowWriter
     from fwbridge.protocols.sum8 import Sum8Codec
     from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
@@ -161,51 +161,9 @@ DECODERS: _Decoders = _Decoders({
 })
 
 
-#: Frame families decoded a chunk at a time into numpy columns and printed as blocks.
+#: Frame families decoded a chunk at a time into numpy columns and printed as blocks
+#: (cli_verbs/block_rows.py; a block with a non-finite value prints frame by frame).
 BLOCK_CODECS: dict[str, Sum8Codec[Any]] = {"odom": odom_frame.CODEC, "cmd": cmd_frame.CODEC}
-
-
-class _BlockWriter:
-    """``decode`` of a sum-8 family: each chunk's frames as columns, printed as one block.
-
-    The same lines as the per-frame path (which the tests compare it with);
-    a block it cannot print so (a non-finite value, an offset wider than its
-    column) goes through that path instead.
-    """
-
-    def __init__(self, rx: Any, protocol: str, table: RowWriter | None,
-                 per_frame: Callable[[list[Any]], None]) -> None:
-        import json
-
-        self.rx = rx
-        self.fields = BLOCK_CODECS[protocol].fields
-        self.table = table
-        self.per_frame = per_frame
-        keys = ",".join(f"{json.dumps(f)}:%r" for f in self.fields)
-        self.json_fmt = f'{{"offset":%d,"protocol":{json.dumps(protocol)},{keys}}}\n'
-
-    def take(self, chunk: bytes) -> None:
-        import numpy as np
-
-        from fwbridge.cli_verbs.common import shortest32
-
-        cols = self.rx.feed_columns(chunk)
-        if not len(cols):
-            return
-        values = np.stack([cols.fields[f] for f in self.fields])
-        offsets = cols.offset.tolist()
-        if np.isfinite(values).all():
-            if self.table is not None:
-                if self.table.numbers(offsets, values.astype(np.float64).tolist()):
-                    return
-            else:
-                short = shortest32(values.ravel())
-                n = len(offsets)
-                columns = [short[k * n:(k + 1) * n] for k in range(len(self.fields))]
-                sys.stdout.write("".join(map(self.json_fmt.__mod__, zip(offsets, *columns))))
-                sys.stdout.flush()
-                return
-        self.per_frame(self.rx.records(cols))
 
 
 def read_pcapng_payloads(path: str, direction: str | None = None) -> Iterator[bytes]:
@@ -341,6 +299,7 @@ def decode_cmd(
         return
     opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
             if v not in (None, False)}
+    source_spec = protocol
     if is_description(protocol):
         protocol, dec = description_decoder(protocol)
         if set(opts) - {"max_length"}:
@@ -379,11 +338,20 @@ def decode_cmd(
         table.out = sys.stdout.write
         sys.stdout.write("".join(lines))
 
-    if protocol in BLOCK_CODECS and hasattr(rx, "feed_columns"):
-        block = _BlockWriter(rx, protocol, table, take)
-        block.take(first)
+    blocks: Any = None
+    if "described" in opts:  # a description: its columns path, when its layout is fixed
+        from fwbridge.cli_verbs.block_rows import column_blocks
+
+        blocks = column_blocks(rx, described(source_spec).codec, protocol, table, take)
+    elif protocol in BLOCK_CODECS and hasattr(rx, "feed_columns"):
+        from fwbridge.cli_verbs.block_rows import ColumnBlocks
+
+        blocks = ColumnBlocks(rx, BLOCK_CODECS[protocol], protocol, table, take)
+    if blocks is not None:
+        rx = blocks.rx  # the receiver that decodes, and counts
+        blocks.take(first)
         for chunk in chunks:
-            block.take(chunk)
+            blocks.take(chunk)
     else:
         take(rx.feed(first))
         for chunk in chunks:
