@@ -23,11 +23,10 @@ from typing import Any, ClassVar
 
 from fwbridge.protocols.frame_codec import FrameCodec, Received
 
-__all__ = ["FixedReceived", "OFFSET", "received_class"]
+__all__ = ["FixedReceived", "frame_reader", "received_class"]
 
 #: The record's first 8 bytes: the stream offset of the frame's first header byte.
-OFFSET = struct.Struct("<q")
-_offset_of = OFFSET.unpack_from
+_offset_of = struct.Struct("<q").unpack_from
 
 
 class FixedReceived(bytes):
@@ -35,7 +34,7 @@ class FixedReceived(bytes):
 
     __slots__ = ()
     _fields: ClassVar[tuple[str, str]] = ("offset", "frame")
-    _frame_of: ClassVar[Callable[[bytes], Any]]
+    _frame_of: ClassVar[Callable[..., Any]]
 
     @property
     def offset(self) -> int:
@@ -152,6 +151,8 @@ def received_class(codec: FrameCodec[Any]) -> type[FixedReceived]:
         read = frame_reader(codec)
         cls = type(name, (FixedReceived,), {
             "__slots__": (), "__module__": __name__, "__doc__": FixedReceived.__doc__,
-            "_frame_of": staticmethod(read)})
+            "_frame_of": staticmethod(read),
+            # the reader itself as the getter: one Python call less per read
+            "frame": property(read, doc=FixedReceived.frame.__doc__)})
         _CLASSES[codec] = cls
     return cls

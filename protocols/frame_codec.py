@@ -172,11 +172,9 @@ class FrameCodec(Generic[T]):
         self.has_float = any(f.info.kind == "float" for f in self.stored)
         self.make = self._compile_make(with_offset=False)
         self.make_at = self._compile_make(with_offset=True)
-        #: ``make_at`` for values already scaled (receivers scale whole columns in numpy)
-        self.make_at_scaled = self._compile_make(with_offset=True, scaled=True)
 
     # -- the generated constructor ---------------------------------------------
-    def _compile_make(self, with_offset: bool, scaled: bool = False) -> Callable[..., Any]:
+    def _compile_make(self, with_offset: bool) -> Callable[..., Any]:
         """``make([offset,] *raw_wire_values)``: converts and builds in one call."""
         desc = self.desc
         env: dict[str, Any] = {"_new": object.__new__, "_cls": self.cls}
@@ -192,12 +190,10 @@ class FrameCodec(Generic[T]):
             if not as_tuple:
                 env[f"_s{i}"] = getattr(self.cls, f.name).__set__
             expr = f"a{i}"
-            if f.scaled and not scaled:
+            if f.scaled:
                 expr = f"a{i} * {f.scale if f.scale is not None else 1.0!r}"
                 if f.offset:
                     expr += f" + {f.offset!r}"
-            elif f.scaled:
-                pass
             elif f.name in self.enums:
                 e = self.enums[f.name]
                 if f.flags:

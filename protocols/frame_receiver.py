@@ -29,8 +29,8 @@ import numpy as np
 
 from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.counters import Counters
-from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.description_types import FieldSpec
+from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.fixed_received import FixedReceived, received_class
 from fwbridge.protocols.frame_codec import FrameCodec
 from fwbridge.protocols.stream_accounting import account
@@ -158,10 +158,9 @@ class _FiniteCheck:
             offset = f.offset or 0.0
             if f.type == "bytes":
                 continue
-            if f.info.kind != "float":
-                if scale is None or isfinite(max(abs(f.info.lo), abs(f.info.hi)) * abs(scale)
-                                             + abs(offset)):
-                    continue
+            bound = max(abs(f.info.lo), abs(f.info.hi)) * abs(scale or 0.0) + abs(offset)
+            if f.info.kind != "float" and (scale is None or isfinite(bound)):
+                continue  # an integer, or scaled into a range a double holds
             at = 8 + dtype.fields[f.name][1] if dtype.fields else 8
             order = "<" if f.byte_order == "little" else ">"
             self.names.append((f.name, scale, offset))
