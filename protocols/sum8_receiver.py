@@ -418,7 +418,7 @@ class Sum8Receiver(Generic[T]):
         self._base += scan.keep
         values = scan.values
         assert values is not None
-        return Columns(acc + base, dict(zip(self.codec.fields, values.T)), st)
+        return Columns(np.add(acc, base), dict(zip(self.codec.fields, values.T)), st)
 
     def records(self, columns: Columns) -> list[Sum8Received]:
         """The records :meth:`feed` gives for the frames of ``columns`` (a
