@@ -249,7 +249,7 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     body = a[complete[:, None] + _columns_of(size)]
     ok = body[:, :-1].sum(axis=1, dtype=np.uint8) == body[:, -1]
     errors = 0
-    if ok.all():  # the common case: no copy of the accepted rows
+    if np.count_nonzero(ok) == ncomplete:  # the common case: no copy of the accepted rows
         acc = complete
         # Contiguous and aligned float32 rows: a slice's copy is cheaper than an index.
         values = body[:, : 4 * nfields].copy().view("<f4")
@@ -260,7 +260,7 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
         # raise (past themselves, so they never count), from where earlier calls ended.
         cover = np.maximum.accumulate(np.where(ok, complete + size, covered))
         errors = int(np.count_nonzero(complete >= cover))
-        values = np.compress(ok, body, axis=0)[:, : 4 * nfields].view("<f4")
+        values = np.compress(ok, body[:, : 4 * nfields], axis=0).view("<f4")  # contiguous
     if ncomplete < len(hits):
         keep = int(hits[ncomplete])
     elif a[n - 1] == _AA:
