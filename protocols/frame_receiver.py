@@ -322,9 +322,12 @@ class FixedReceiver:
         n, size, header = len(buf), self.size, self.header
         a = np.frombuffer(buf, dtype=np.uint8)
         hl = len(header)
-        hits = np.flatnonzero(a[: n - hl + 1] == header[0])
+        # Each header byte compared over the whole buffer: vector compares are cheaper than
+        # gathering the bytes after each first byte.
+        heads = a[: n - hl + 1] == header[0]
         for k in range(1, hl):
-            hits = hits[a[hits + k] == header[k]]
+            heads &= a[k: n - hl + 1 + k] == header[k]
+        hits = np.flatnonzero(heads)
         ncomplete = int(np.searchsorted(hits, n - size, side="right"))
         complete = hits[:ncomplete]
         # Candidates are gathered a block at a time, from the first byte the check covers:
@@ -332,31 +335,36 @@ class FixedReceiver:
         # against a large frame); a block keeps the working memory to a few megabytes.
         g = self.span[0]
         per = max(1, self.block_bytes // (size - g))
-        parts: list[tuple[Any, Any, Any]] = []
+        parts: list[tuple[Any, Any, Any, Any]] = []
         for start in range(0, max(ncomplete, 1), per):
             rows = a[complete[start:start + per, None] + self._cols]
             bad_c, bad_t = self._bad_rows(rows)
             good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
             fields = rows[:, hl - g: hl - g + self.dtype.itemsize]
-            parts.append((bad_c, bad_t, fields if good.all() else fields[good]))
-        bad_c = np.concatenate([p[0] for p in parts])
-        bad_t = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
-        good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
-        acc = complete[good]
+            everyone = np.count_nonzero(good) == len(good)
+            parts.append((bad_c, bad_t, good, fields if everyone else fields[good]))
+        if len(parts) == 1:
+            bad_c, bad_t, good, body = parts[0]
+        else:
+            bad_c, good, body = (np.concatenate([p[k] for p in parts]) for k in (0, 2, 3))
+            bad_t = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
         errs = [0, 0]
-        if len(acc) != len(complete):
-            invalid = complete[~good]
-            j = np.searchsorted(acc, invalid) - 1
-            ends = np.where(j >= 0, acc[np.maximum(j, 0)] + size if len(acc) else 0, 0)
-            outside = (invalid >= ends) & (invalid >= covered)
-            errs[0] = int(np.count_nonzero(bad_c[~good] & outside))
+        if len(body) == ncomplete:
+            acc = complete
+        else:
+            acc = complete[good]
+            # A rejected candidate inside an accepted frame is that frame's payload: the end
+            # of the frames before each candidate is a running maximum that accepted ones
+            # raise (past themselves, so they never count), from where earlier calls ended.
+            cover = np.maximum.accumulate(np.where(good, complete + size, covered))
+            outside = complete >= cover
+            errs[0] = int(np.count_nonzero(bad_c & outside))
             if bad_t is not None:
-                errs[1] = int(np.count_nonzero(bad_t[~good] & outside))
+                errs[1] = int(np.count_nonzero(bad_t & outside))
         if ncomplete < len(hits):
             keep = int(hits[ncomplete])
         else:
             keep = self._hold(buf, max(0, n - hl + 1))
-        body = parts[0][2] if len(parts) == 1 else np.concatenate([p[2] for p in parts])
         nonfinite = self._finite.count_rows(body) if len(acc) else 0
         return _Scan(acc, body, errs[0], errs[1], keep, nonfinite)
 
@@ -371,7 +379,7 @@ class FixedReceiver:
         else:
             bad_t = None
         if self.kind == "sum8":
-            bad_c = (rows[:, lo:hi].sum(axis=1, dtype=np.uint32) & 0xFF) != rows[:, hi]
+            bad_c = rows[:, lo:hi].sum(axis=1, dtype=np.uint8) != rows[:, hi]  # wraps at 256
         elif self.kind == "xor8":
             bad_c = np.bitwise_xor.reduce(rows[:, lo:hi], axis=1) != rows[:, hi]
         elif self.kind == "crc":

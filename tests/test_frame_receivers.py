@@ -95,6 +95,10 @@ def test_receiver_matches_the_schema_for_any_chunking(data: st.DataObject,
         vec.vector_threshold = 1
         assert repr(feed(vec, stream, cuts)) == repr(want)
         assert vec.stats.as_dict() == rx.stats.as_dict()
+        blocks = FixedReceiver(codec)  # candidates judged one block of one at a time
+        blocks.vector_threshold, blocks.block_bytes = 1, 1
+        assert repr(feed(blocks, stream, cuts)) == repr(want)
+        assert blocks.stats.as_dict() == rx.stats.as_dict()
     if desc.length is None:
         # every header position is a candidate: no intact frame can be lost
         found = dict(got)
