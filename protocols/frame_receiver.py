@@ -10,9 +10,11 @@ trailing prefix of the header: less than one frame).
 
 Two scanners give the same result: a ``bytes.find`` loop for small inputs
 and a numpy pass for large ones (header search, trailer and sum-8/XOR
-checks, field decoding through a structured dtype compiled from the
-description). CRCs: crcmod's C function per candidate in the small scanner,
-per-position tables over all candidates at once in the numpy one.
+checks over every candidate at once, each record's bytes built in numpy).
+CRCs: crcmod's C function per candidate in the small scanner, per-position
+tables over all candidates at once in the numpy one. Records
+(:mod:`fwbridge.protocols.fixed_received`) keep the fields' bytes; a frame
+is decoded when ``item.frame`` is read.
 """
 
 from __future__ import annotations
