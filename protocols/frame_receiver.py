@@ -287,6 +287,12 @@ class FixedReceiver:
         # large scale is infinite); a frame with any of them not finite counts in nonfinite.
         self.float_fields = [f.name for f in d.fields if f.info.kind == "float" or f.scaled]
         self._finite = _FiniteCheck(d.fields, self.dtype)
+        self._screen4 = self._finite.screen_by_4
+        # What the small loop reads, in one attribute: it runs once a serial port's read.
+        self._small = (d.header, d.size, *self.span, len(d.header),
+                       len(d.header) + self.dtype.itemsize,
+                       self.kind == "sum8" and not d.trailer,  # the common check, inline
+                       self._pack, self.record, self._ok)
         self._buf = b""
         self._base = 0
         self._covered = 0
@@ -461,22 +467,22 @@ class FixedReceiver:
         st = self.stats
         st.bytes += len(data)
         buf = self._buf + data if self._buf else data
-        base, n, size, header = self._base, len(buf), self.size, self.header
+        header, size, lo, hi, f0, f1, sum8, pack, cls, ok = self._small
+        base, n = self._base, len(buf)
         cov = self._covered - base  # candidates before it are payload, not errors
         cur = cov if cov > 0 else 0  # end of the bytes in frames (stream_accounting's cover)
         gap = self._gap
         bad_check = bad_trailer = discarded = resyncs = overlapping = 0
         out: list[FixedReceived] = []
-        new, cls, pack, append = bytes.__new__, self.record, self._pack, out.append
-        find, ok = buf.find, self._ok
-        lo, hi = self.span
-        f0, f1 = self._fields_at, self._fields_at + self.dtype.itemsize
-        sum8 = self.kind == "sum8" and not self.trailer  # the common check, inline
+        new, append, find = bytes.__new__, out.append, buf.find
         pos = 0
         while True:
             i = find(header, pos)
             if i < 0:
-                keep = self._hold(buf, pos)
+                if len(header) == 2:  # the common header: a trailing first byte is kept
+                    keep = n - 1 if n - 1 >= pos and buf[n - 1] == header[0] else n
+                else:
+                    keep = self._hold(buf, pos)
                 break
             if i + size > n:
                 keep = i
@@ -502,17 +508,26 @@ class FixedReceiver:
             discarded += keep - cur
             gap = True
         self._gap = gap
-        self._covered = max(self._covered, base + cur)
-        st.discarded += discarded
-        st.resyncs += resyncs
-        st.overlapping += overlapping
-        st.frames += len(out)
-        st.checksum_errors += bad_check
-        st.trailer_errors += bad_trailer
+        if base + cur > self._covered:
+            self._covered = base + cur
         self._buf = buf[keep:]
         self._base = base + keep
-        if out and self._finite.names:
-            st.nonfinite += self._finite.count_records(out)
+        if out:
+            st.frames += len(out)
+            if self._screen4:  # float32 fields: their high bytes, one slice (as Sum8Receiver)
+                high = b"".join(out)[3::4]
+                if b"\x7f" in high or b"\xff" in high:
+                    st.nonfinite += self._finite.count_records(out)
+            elif self._finite.names:
+                st.nonfinite += self._finite.count_records(out)
+        if discarded or bad_check or bad_trailer or overlapping:  # none, mostly: no stores
+            st.discarded += discarded
+            st.resyncs += resyncs
+            st.overlapping += overlapping
+            st.checksum_errors += bad_check
+            st.trailer_errors += bad_trailer
+        elif resyncs:
+            st.resyncs += resyncs
         return out
 
     def _account(self, scan: _Scan, covered: int) -> None:
