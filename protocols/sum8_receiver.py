@@ -258,7 +258,11 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
         # A rejected candidate inside an accepted frame is that frame's payload: the end
         # of the frames before each candidate is a running maximum that accepted ones
         # raise (past themselves, so they never count), from where earlier calls ended.
-        cover = np.maximum.accumulate(np.where(ok, complete + size, covered))
+        cover = complete + size
+        cover *= ok  # a rejected candidate raises nothing (0; from ``covered`` if past 0)
+        if covered > 0:
+            np.maximum(cover, covered, out=cover)
+        np.maximum.accumulate(cover, out=cover)
         errors = int(np.count_nonzero(complete >= cover))
         values = np.compress(ok, body[:, : 4 * nfields], axis=0).view("<f4")  # contiguous
     if ncomplete < len(hits):
