@@ -342,7 +342,8 @@ class FixedReceiver:
         for k in range(1, hl):
             heads &= a[k: n - hl + 1 + k] == header[k]
         hits = np.flatnonzero(heads)
-        ncomplete = int(np.searchsorted(hits, n - size, side="right"))
+        # Candidates too near the end to be whole: the last few heads (a frame's worth).
+        ncomplete = len(hits) - int(np.count_nonzero(heads[max(0, n - size + 1):]))
         complete = hits[:ncomplete]
         # Candidates are gathered a block at a time, from the first byte the check covers:
         # a gather of them all is candidates x frame size (gigabytes for a flood of headers

@@ -242,7 +242,8 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     heads = a[:-1] == _AA
     heads &= a[1:] == _55
     hits = np.flatnonzero(heads)
-    ncomplete = int(np.searchsorted(hits, n - size, side="right"))
+    # Candidates too near the end to be whole: the last few heads (a frame's worth at most).
+    ncomplete = len(hits) - int(np.count_nonzero(heads[max(0, n - size + 1):]))
     complete = hits[:ncomplete]
     # One gather of every complete candidate's body and checksum byte: cheaper
     # than a prefix sum over the whole buffer, and the floats come with it.
