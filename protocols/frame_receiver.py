@@ -190,7 +190,11 @@ class _FiniteCheck:
             return 0
         n = len(body)
         if self.uniform is not None:
-            finite = np.isfinite(np.ascontiguousarray(body).view(self.uniform))
+            values = np.ascontiguousarray(body).view(self.uniform)
+            # A float64 sum of float32 values cannot overflow: finite exactly when they are.
+            if self.uniform.itemsize == 4 and isfinite(values.sum(dtype=np.float64)):
+                return 0
+            finite = np.isfinite(values)
             return 0 if finite.all() else int(n - np.count_nonzero(finite.all(axis=1)))
         ok = np.ones(n, dtype=bool)
         for at, dt, scale, offset in self.columns:
@@ -357,7 +361,8 @@ class FixedReceiver:
             good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
             fields = rows[:, hl - g: hl - g + self.dtype.itemsize]
             everyone = np.count_nonzero(good) == len(good)
-            parts.append((bad_c, bad_t, good, fields if everyone else fields[good]))
+            parts.append((bad_c, bad_t, good,
+                          fields if everyone else np.compress(good, fields, axis=0)))
         if len(parts) == 1:
             bad_c, bad_t, good, body = parts[0]
         else:
