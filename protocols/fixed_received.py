@@ -125,8 +125,7 @@ def frame_reader(codec: FrameCodec[Any]) -> Callable[[bytes], Any]:
         if plain:
             new, cls = tuple.__new__, codec.cls
             return lambda rec: new(cls, unpack(rec))
-        make = codec.make
-        return lambda rec: make(*unpack(rec))
+        return codec.reader(unpack)  # unpack, convert and build in one generated call
     parts = [(s.struct.unpack_from, s.offset - hl + 8) for s in segs]
     make = codec.make
 

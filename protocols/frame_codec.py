@@ -174,10 +174,20 @@ class FrameCodec(Generic[T]):
         self.make_at = self._compile_make(with_offset=True)
 
     # -- the generated constructor ---------------------------------------------
-    def _compile_make(self, with_offset: bool) -> Callable[..., Any]:
-        """``make([offset,] *raw_wire_values)``: converts and builds in one call."""
+    def reader(self, unpack: Callable[[bytes], tuple[Any, ...]]) -> Callable[[bytes], Any]:
+        """``make(*unpack(record))`` as one generated function: a receiver's record (its
+        bytes) reads its frame with it, in one Python call."""
+        return self._compile_make(with_offset=False, unpack=unpack)
+
+    def _compile_make(self, with_offset: bool,
+                      unpack: Callable[[bytes], tuple[Any, ...]] | None = None
+                      ) -> Callable[..., Any]:
+        """``make([offset,] *raw_wire_values)``: converts and builds in one call.
+
+        With ``unpack``: ``make(record)``, the raw values ``unpack(record)``'s.
+        """
         desc = self.desc
-        env: dict[str, Any] = {"_new": object.__new__, "_cls": self.cls}
+        env: dict[str, Any] = {"_new": object.__new__, "_cls": self.cls, "_unpack": unpack}
         as_tuple = issubclass(self.cls, tuple)
         env["_tnew"] = tuple.__new__
         args, body = [], [] if as_tuple else ["    o = _new(_cls)"]
@@ -212,6 +222,10 @@ class FrameCodec(Generic[T]):
             env["_pair"], env["_wrap"] = tuple.__new__, Received
             body.append("    return _pair(_wrap, (offset, o))")
             head = f"def make(offset, {', '.join(args)}):"
+        elif unpack is not None:
+            body.insert(0, f"    ({', '.join(args)},) = _unpack(rec)")
+            body.append("    return o")
+            head = "def make(rec):"
         else:
             body.append("    return o")
             head = f"def make({', '.join(args)}):"
