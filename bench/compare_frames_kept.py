@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.bench_frames_kept import verdict
 from bench.common import table
 
 _RUN = ("import json; from bench.bench_frames_kept import main; "
@@ -28,10 +29,14 @@ _FIGURES: dict[str, tuple[str, str]] = {
     "feed x naive": ("naive per-byte loop (baseline)/Sum8Receiver.feed", ">= 3"),
     "feed x pure-Python": ("pure-Python streaming (baseline)/Sum8Receiver.feed", ">= 0.8"),
     "feed_columns x numpy": ("numpy streaming (baseline)/Sum8Receiver.feed_columns", ">= 0.8"),
+    "FixedReceiver x naive": (
+        "naive per-byte loop (baseline)/FixedReceiver (odom description)", ">= 3"),
     "FixedReceiver x pure-Python": (
-        "pure-Python streaming (baseline)/FixedReceiver (odom description)", ""),
+        "pure-Python streaming (baseline)/FixedReceiver (odom description)", ">= 0.8"),
+    "FixedReceiver x hand receiver": (
+        "hand receiver, frozen (baseline)/FixedReceiver (odom description)", ">= 0.95"),
     "feed GC share, 1 - off/on": ("gc_feed", "< 10 %"),
-    "FixedReceiver GC share, 1 - off/on": ("gc_fixed", ""),
+    "FixedReceiver GC share, 1 - off/on": ("gc_fixed", "< 10 %"),
 }
 
 
@@ -52,14 +57,6 @@ def _figure(section: dict[str, Any], how: str) -> float:
     num, den = how.split("/")
     med = section["median_s"]
     return float(med[num] / med[den])
-
-
-def _met(goal: str, value: float) -> bool:
-    """The verdict of a bench_frames_kept goal for a value (its text says the bound)."""
-    if "share" in goal:
-        return value < 0.10
-    bound = float(goal.split(">= ")[1].split("x")[0])
-    return value >= bound
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -99,8 +96,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             v = statistics.median(r[section]["goals"][g][0] for r in got["after"])
             each = ", ".join(str(r[section]["goals"][g][0]) for r in got["after"])
             print(f"- {g}: {v:.0%}" if "share" in g else f"- {g}: {v:.2f}x", end="")
-            met = _met(g, v)
-            print(f": {'MET' if met else 'MISSED'} (runs: {each})")
+            print(f": {verdict(g, v)} (runs: {each})")
         print()
     return summary
 

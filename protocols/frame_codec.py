@@ -172,14 +172,22 @@ class FrameCodec(Generic[T]):
         self.has_float = any(f.info.kind == "float" for f in self.stored)
         self.make = self._compile_make(with_offset=False)
         self.make_at = self._compile_make(with_offset=True)
-        #: ``make_at`` for values already scaled (receivers scale whole columns in numpy)
-        self.make_at_scaled = self._compile_make(with_offset=True, scaled=True)
 
     # -- the generated constructor ---------------------------------------------
-    def _compile_make(self, with_offset: bool, scaled: bool = False) -> Callable[..., Any]:
-        """``make([offset,] *raw_wire_values)``: converts and builds in one call."""
+    def reader(self, unpack: Callable[[bytes], tuple[Any, ...]]) -> Callable[[bytes], Any]:
+        """``make(*unpack(record))`` as one generated function: a receiver's record (its
+        bytes) reads its frame with it, in one Python call."""
+        return self._compile_make(with_offset=False, unpack=unpack)
+
+    def _compile_make(self, with_offset: bool,
+                      unpack: Callable[[bytes], tuple[Any, ...]] | None = None
+                      ) -> Callable[..., Any]:
+        """``make([offset,] *raw_wire_values)``: converts and builds in one call.
+
+        With ``unpack``: ``make(record)``, the raw values ``unpack(record)``'s.
+        """
         desc = self.desc
-        env: dict[str, Any] = {"_new": object.__new__, "_cls": self.cls}
+        env: dict[str, Any] = {"_new": object.__new__, "_cls": self.cls, "_unpack": unpack}
         as_tuple = issubclass(self.cls, tuple)
         env["_tnew"] = tuple.__new__
         args, body = [], [] if as_tuple else ["    o = _new(_cls)"]
@@ -192,12 +200,10 @@ class FrameCodec(Generic[T]):
             if not as_tuple:
                 env[f"_s{i}"] = getattr(self.cls, f.name).__set__
             expr = f"a{i}"
-            if f.scaled and not scaled:
+            if f.scaled:
                 expr = f"a{i} * {f.scale if f.scale is not None else 1.0!r}"
                 if f.offset:
                     expr += f" + {f.offset!r}"
-            elif f.scaled:
-                pass
             elif f.name in self.enums:
                 e = self.enums[f.name]
                 if f.flags:
@@ -216,6 +222,10 @@ class FrameCodec(Generic[T]):
             env["_pair"], env["_wrap"] = tuple.__new__, Received
             body.append("    return _pair(_wrap, (offset, o))")
             head = f"def make(offset, {', '.join(args)}):"
+        elif unpack is not None:
+            body.insert(0, f"    ({', '.join(args)},) = _unpack(rec)")
+            body.append("    return o")
+            head = "def make(rec):"
         else:
             body.append("    return o")
             head = f"def make({', '.join(args)}):"

@@ -10,13 +10,16 @@ trailing prefix of the header: less than one frame).
 
 Two scanners give the same result: a ``bytes.find`` loop for small inputs
 and a numpy pass for large ones (header search, trailer and sum-8/XOR
-checks, field decoding through a structured dtype compiled from the
-description). CRCs: crcmod's C function per candidate in the small scanner,
-per-position tables over all candidates at once in the numpy one.
+checks over every candidate at once, each record's bytes built in numpy).
+CRCs: crcmod's C function per candidate in the small scanner, per-position
+tables over all candidates at once in the numpy one. Records
+(:mod:`fwbridge.protocols.fixed_received`) keep the fields' bytes; a frame
+is decoded when ``item.frame`` is read.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from functools import cache, partial, reduce
 from math import isfinite
@@ -28,8 +31,10 @@ import numpy as np
 
 from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.description_types import FieldSpec
 from fwbridge.protocols.errors import ConfigError
-from fwbridge.protocols.frame_codec import FrameCodec, Received
+from fwbridge.protocols.fixed_received import FixedReceived, received_class
+from fwbridge.protocols.frame_codec import FrameCodec
 from fwbridge.protocols.stream_accounting import account
 
 __all__ = ["FixedReceiver", "FixedReceiverStats", "numpy_dtype"]
@@ -135,35 +140,95 @@ def _xor_rows(table: np.ndarray[Any, Any], pos: np.ndarray[Any, Any],
     return out
 
 
-def _groups(fields: Any, dtype: np.dtype[Any]) -> list[tuple[int, int, Any, Any, Any]]:
-    """Runs of fields decoded by one view: (byte start, count, dtype, scale, offset).
+class _FiniteCheck:
+    """Counts the frames with a field decoded NaN or infinite, from the fields' bytes.
 
-    Consecutive fields of one numpy type and one scale become one 2-D view, one
-    conversion and one ``tolist()``; a bytes field is a run of its own (dtype None).
+    Float fields, and scaled ones whose range times the scale can overflow (an
+    ``i16`` times 0.01 never does: those are not looked at).
     """
-    out: list[list[Any]] = []
-    pos = 0
-    for k, f in enumerate(fields):
-        if f.type == "bytes":
-            out.append([pos, f.size, None, None, None])
-            pos += f.size
-            continue
-        dt = np.dtype(dtype[k])
-        scale = (f.scale if f.scale is not None else 1.0) if f.scaled else None
-        key = (dt, scale, f.offset or 0.0)
-        last = out[-1] if out else None
-        if last is not None and last[2] is not None and (last[2], last[3], last[4]) == key:
-            last[1] += 1
-        else:
-            out.append([pos, 1, *key])
-        pos += dt.itemsize
-    return [(g[0], g[1], g[2], g[3], g[4]) for g in out]
+
+    def __init__(self, fields: tuple[FieldSpec, ...], dtype: np.dtype[Any]) -> None:
+        self.names: list[tuple[str, float | None, float]] = []
+        #: (position in the fields' bytes, numpy type, scale or None, offset) per field checked
+        self.columns: list[tuple[int, np.dtype[Any], float | None, float]] = []
+        #: (unpack_from, position in a record, scale or None, offset) per field checked
+        self.items: list[tuple[Any, int, float | None, float]] = []
+        self.screen: list[int] | None = []  # high byte of each float in a record
+        self.uniform: np.dtype[Any] | None = None
+        for f in fields:
+            scale = (f.scale if f.scale is not None else 1.0) if f.scaled else None
+            offset = f.offset or 0.0
+            if f.type == "bytes":
+                continue
+            bound = max(abs(f.info.lo), abs(f.info.hi)) * abs(scale or 0.0) + abs(offset)
+            if f.info.kind != "float" and (scale is None or isfinite(bound)):
+                continue  # an integer, or scaled into a range a double holds
+            at = 8 + dtype.fields[f.name][1] if dtype.fields else 8
+            order = "<" if f.byte_order == "little" else ">"
+            self.names.append((f.name, scale, offset))
+            self.columns.append((at - 8, np.dtype(dtype[f.name]), scale, offset))
+            self.items.append((struct.Struct(order + f.info.code).unpack_from, at, scale, offset))
+            if f.info.kind == "float" and scale is None and self.screen is not None:
+                # NaN and infinity have every exponent bit set: the high byte is 7F or FF
+                self.screen.append(at + f.info.size - 1 if order == "<" else at)
+            else:
+                self.screen = None  # a scaled value: no screen, every frame is computed
+        self.record_size = 8 + dtype.itemsize
+        # Every high byte at 3 mod 4 (float32 little-endian fields, each 4-byte aligned in
+        # the record): one slice screens them all, and the offset's bytes 3 and 7 (a false
+        # alarm only for offsets from 2**31 up, which then costs the exact count).
+        self.screen_by_4 = bool(self.screen) and self.record_size % 4 == 0 and all(
+            p % 4 == 3 for p in self.screen or ())
+        kinds = {dtype[k] for k in range(len(dtype.names or ()))}
+        if (len(self.names) == len(dtype.names or ()) and len(kinds) == 1
+                and all(s is None for _, s, _ in self.names)):
+            self.uniform = next(iter(kinds))  # one view: the odometry frame's four float32s
+
+    def count_rows(self, body: np.ndarray[Any, Any]) -> int:
+        """Over the accepted frames' field bytes (uint8 rows), in numpy."""
+        if not self.names:
+            return 0
+        n = len(body)
+        if self.uniform is not None:
+            values = np.ascontiguousarray(body).view(self.uniform)
+            # A float64 sum of float32 values cannot overflow: finite exactly when they are.
+            if self.uniform.itemsize == 4 and isfinite(values.sum(dtype=np.float64)):
+                return 0
+            finite = np.isfinite(values)
+            return 0 if finite.all() else int(n - np.count_nonzero(finite.all(axis=1)))
+        ok = np.ones(n, dtype=bool)
+        for at, dt, scale, offset in self.columns:
+            col = np.ascontiguousarray(body[:, at:at + dt.itemsize]).view(dt).ravel()
+            if scale is not None:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    col = col.astype(np.float64) * scale + offset  # as the constructor does
+            ok &= np.isfinite(col)
+        return int(n - np.count_nonzero(ok))
+
+    def count_records(self, records: list[FixedReceived]) -> int:
+        """Over a small call's records (their bytes), in Python: a screen, then each frame."""
+        if not self.names:
+            return 0
+        if self.screen is not None:
+            blob = b"".join(records)
+            high = blob[3::4] if self.screen_by_4 else b"".join(
+                [blob[p::self.record_size] for p in self.screen])
+            if b"\x7f" not in high and b"\xff" not in high:
+                return 0
+        bad = 0
+        for r in records:
+            for unpack_from, at, scale, offset in self.items:
+                v = unpack_from(r, at)[0]
+                if not isfinite(v if scale is None else v * scale + offset):
+                    bad += 1
+                    break
+        return bad
 
 
 @dataclass(slots=True)
 class _Scan:
     accepted: Any  # positions (list or ndarray) relative to the buffer
-    columns: list[list[Any]] | None  # raw field values per field, when vectorised
+    body: Any  # accepted frames' field bytes (uint8 rows), from the numpy scanner
     checksum_errors: int
     trailer_errors: int
     keep: int
@@ -171,7 +236,12 @@ class _Scan:
 
 
 class FixedReceiver:
-    """Byte stream in, :class:`Received` frames out, for one fixed-size description."""
+    """Byte stream in, :class:`FixedReceived` records out, for one fixed-size description.
+
+    A record reads as the ``(offset, frame)`` pair of a :class:`Received`
+    (``item.offset``, ``item.frame``) and is stored as its bytes: a kept
+    frame is one object with nothing in it for the garbage collector.
+    """
 
     #: Inputs at least this long use the numpy scanner.
     vector_threshold = 512
@@ -198,13 +268,6 @@ class FixedReceiver:
         self.check_func = codec.check_func
         self.check_order = codec.check_order
         self.dtype = numpy_dtype(codec)
-        kinds = {self.dtype[k] for k in range(len(self.dtype.names or ()))}
-        # One view and one tolist() when every field has the same numpy type (the odometry
-        # frame's four float32s); otherwise a column per field, scaled in numpy.
-        self._uniform = (np.dtype(next(iter(kinds))) if len(kinds) == 1 and not any(
-            f.scaled or f.type == "bytes" for f in d.fields) else None)
-        self._scales = [f.name for f in d.fields]
-        self._groups = _groups(d.fields, self.dtype)
         self.algo = ck.algo if ck else None
         self._crc_table: np.ndarray[Any, Any] | None = None
         span = self.span[1] - self.span[0] + codec.check_size
@@ -217,22 +280,23 @@ class FixedReceiver:
             self._crc_pos = (np.arange(self.span[1] - self.span[0] + codec.check_size,
                                        dtype=np.intp) << 8)[:, None]
         self._cols = np.arange(self.span[0], d.size)
-        self._tuple_frames = issubclass(codec.cls, tuple)
-        self._new_frame = partial(tuple.__new__, codec.cls)
-        self._new_received = partial(tuple.__new__, Received)
-        self._label_columns: list[tuple[int, Any]] = []
-        for k, f in enumerate(d.fields):
-            if f.name in codec.enums:
-                e = codec.enums[f.name]
-                table = {m.value: m for m in e}
-                conv = e if f.flags else (lambda v, t=table: t.get(v, v))
-                self._label_columns.append((k, conv))
         self._trailer_arr = np.frombuffer(d.trailer, np.uint8)
+        # A record is the offset and the fields' bytes as on the wire (fixed_received).
+        self.record = received_class(codec)
+        self._new_record = partial(bytes.__new__, self.record)  # skips the type call
+        self._fields_at = len(d.header)
+        self._pack = struct.Struct(f"<q{self.dtype.itemsize}s").pack
+        self._rows = f"V{8 + self.dtype.itemsize}"  # numpy: one record's bytes
         # Fields decoded as floats: float fields, and scaled ones (a large raw value times a
         # large scale is infinite); a frame with any of them not finite counts in nonfinite.
         self.float_fields = [f.name for f in d.fields if f.info.kind == "float" or f.scaled]
-        self.bytes_fields = [f.name for f in d.fields if f.type == "bytes"]
-        self._single = codec.prefix[0].struct if len(codec.prefix) == 1 else None
+        self._finite = _FiniteCheck(d.fields, self.dtype)
+        self._screen4 = self._finite.screen_by_4
+        # What the small loop reads, in one attribute: it runs once a serial port's read.
+        self._small = (d.header, d.size, *self.span, len(d.header),
+                       len(d.header) + self.dtype.itemsize,
+                       self.kind == "sum8" and not d.trailer,  # the common check, inline
+                       self._pack, self.record, self._ok)
         self._buf = b""
         self._base = 0
         self._covered = 0
@@ -272,97 +336,57 @@ class FixedReceiver:
         return n
 
     # -- scanners -----------------------------------------------------------------
-    def _scan_python(self, buf: bytes, covered: int) -> _Scan:
-        n, size, header = len(buf), self.size, self.header
-        accepted: list[int] = []
-        errors = [0, 0, 0]
-        pos = 0
-        find, ok = buf.find, self._ok
-        while True:
-            i = find(header, pos)
-            if i < 0:
-                return _Scan(accepted, None, errors[1], errors[2], self._hold(buf, pos))
-            if i + size > n:
-                return _Scan(accepted, None, errors[1], errors[2], i)
-            why = ok(buf, i)
-            if not why:
-                accepted.append(i)
-                covered = i + size
-            elif i >= covered:
-                errors[why] += 1
-            pos = i + 1
-
     def _scan_numpy(self, buf: bytes, covered: int) -> _Scan:
         n, size, header = len(buf), self.size, self.header
         a = np.frombuffer(buf, dtype=np.uint8)
         hl = len(header)
-        hits = np.flatnonzero(a[: n - hl + 1] == header[0])
+        # Each header byte compared over the whole buffer: vector compares are cheaper than
+        # gathering the bytes after each first byte.
+        heads = a[: n - hl + 1] == header[0]
         for k in range(1, hl):
-            hits = hits[a[hits + k] == header[k]]
-        ncomplete = int(np.searchsorted(hits, n - size, side="right"))
+            heads &= a[k: n - hl + 1 + k] == header[k]
+        hits = np.flatnonzero(heads)
+        # Candidates too near the end to be whole: the last few heads (a frame's worth).
+        ncomplete = len(hits) - int(np.count_nonzero(heads[max(0, n - size + 1):]))
         complete = hits[:ncomplete]
         # Candidates are gathered a block at a time, from the first byte the check covers:
         # a gather of them all is candidates x frame size (gigabytes for a flood of headers
         # against a large frame); a block keeps the working memory to a few megabytes.
         g = self.span[0]
         per = max(1, self.block_bytes // (size - g))
-        parts: list[tuple[Any, Any, Any]] = []
+        parts: list[tuple[Any, Any, Any, Any]] = []
         for start in range(0, max(ncomplete, 1), per):
             rows = a[complete[start:start + per, None] + self._cols]
             bad_c, bad_t = self._bad_rows(rows)
             good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
-            parts.append((bad_c, bad_t, rows[good, hl - g: hl - g + self.dtype.itemsize]))
-        bad_c = np.concatenate([p[0] for p in parts])
-        bad_t = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
-        good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
-        acc = complete[good]
+            fields = rows[:, hl - g: hl - g + self.dtype.itemsize]
+            everyone = np.count_nonzero(good) == len(good)
+            parts.append((bad_c, bad_t, good,
+                          fields if everyone else np.compress(good, fields, axis=0)))
+        if len(parts) == 1:
+            bad_c, bad_t, good, body = parts[0]
+        else:
+            bad_c, good, body = (np.concatenate([p[k] for p in parts]) for k in (0, 2, 3))
+            bad_t = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
         errs = [0, 0]
-        if len(acc) != len(complete):
-            invalid = complete[~good]
-            j = np.searchsorted(acc, invalid) - 1
-            ends = np.where(j >= 0, acc[np.maximum(j, 0)] + size if len(acc) else 0, 0)
-            outside = (invalid >= ends) & (invalid >= covered)
-            errs[0] = int(np.count_nonzero(bad_c[~good] & outside))
+        if len(body) == ncomplete:
+            acc = complete
+        else:
+            acc = complete[good]
+            # A rejected candidate inside an accepted frame is that frame's payload: the end
+            # of the frames before each candidate is a running maximum that accepted ones
+            # raise (past themselves, so they never count), from where earlier calls ended.
+            cover = np.maximum.accumulate(np.where(good, complete + size, covered))
+            outside = complete >= cover
+            errs[0] = int(np.count_nonzero(bad_c & outside))
             if bad_t is not None:
-                errs[1] = int(np.count_nonzero(bad_t[~good] & outside))
+                errs[1] = int(np.count_nonzero(bad_t & outside))
         if ncomplete < len(hits):
             keep = int(hits[ncomplete])
         else:
             keep = self._hold(buf, max(0, n - hl + 1))
-        body = np.ascontiguousarray(np.concatenate([p[2] for p in parts]))
-        nonfinite = 0
-        if self._uniform is not None:
-            per_row = self.dtype.itemsize // np.dtype(self._uniform).itemsize
-            values = body.view(self._uniform).reshape(len(acc), per_row)  # -1 fails on 0 rows
-            if self.float_fields and len(acc):
-                finite = np.isfinite(values)
-                if not finite.all():  # the all-finite case is the hot one
-                    nonfinite = int(len(acc) - np.count_nonzero(finite.all(axis=1)))
-            uniform = values.T.tolist() if len(acc) else [[] for _ in self._scales]
-            return _Scan(acc, uniform, errs[0], errs[1], keep, nonfinite)
-        nacc = len(acc)
-        fin = np.ones(nacc, dtype=bool) if self.float_fields and nacc else None
-        columns: list[list[Any]] = []
-        for start, count, dt, scale, offset in self._groups:
-            if dt is None:  # a bytes field
-                columns.append([bytes(r) for r in body[:, start:start + count]])
-                continue
-            block = body[:, start:start + count * dt.itemsize].view(dt).reshape(nacc, count)
-            cols = block.T
-            if scale is not None:
-                # the same double operations as the per-frame constructor: raw * scale + offset;
-                # written field-major so tolist() reads each column contiguously; an
-                # infinite result is the value (counted below), as in Python, not a warning
-                with np.errstate(over="ignore", invalid="ignore"):
-                    cols = np.multiply(cols, scale, dtype=np.float64, order="C")
-                    if offset:
-                        np.add(cols, offset, out=cols)
-            if fin is not None and (scale is not None or dt.kind == "f"):
-                fin &= np.isfinite(cols).all(axis=0)  # the values as decoded, scaled
-            columns.extend(cols.tolist() if nacc else [[] for _ in range(count)])
-        if fin is not None:
-            nonfinite = int(nacc - np.count_nonzero(fin))
-        return _Scan(acc, columns, errs[0], errs[1], keep, nonfinite)
+        nonfinite = self._finite.count_rows(body) if len(acc) else 0
+        return _Scan(acc, body, errs[0], errs[1], keep, nonfinite)
 
     def _bad_rows(self, rows: np.ndarray[Any, Any]) -> tuple[Any, Any]:
         """(bad check, bad trailer or None) of each candidate row; a bad trailer is not
@@ -375,7 +399,7 @@ class FixedReceiver:
         else:
             bad_t = None
         if self.kind == "sum8":
-            bad_c = (rows[:, lo:hi].sum(axis=1, dtype=np.uint32) & 0xFF) != rows[:, hi]
+            bad_c = rows[:, lo:hi].sum(axis=1, dtype=np.uint8) != rows[:, hi]  # wraps at 256
         elif self.kind == "xor8":
             bad_c = np.bitwise_xor.reduce(rows[:, lo:hi], axis=1) != rows[:, hi]
         elif self.kind == "crc":
@@ -397,58 +421,119 @@ class FixedReceiver:
         return bad_c, bad_t
 
     # -- feeding ------------------------------------------------------------------
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[FixedReceived]:
         """Take the next chunk of the stream; return the frames it completes."""
+        if len(self._buf) + len(data) < max(self.vector_threshold, self.size):
+            return self._feed_small(bytes(data)) if data else []  # a serial port's reads
         step = max(self.max_scan, self.size)
         if len(data) <= step:
             return self._feed(data)
         # Any chunking gives the same frames and counters: a long chunk is scanned in
         # slices, so the scanner's working memory does not grow with the chunk.
         view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-        out: list[Received] = []
+        out: list[FixedReceived] = []
         for i in range(0, len(view), step):
             out += self._feed(view[i:i + step])
         return out
 
-    def _feed(self, data: bytes | bytearray | memoryview) -> list[Received]:
+    def _feed(self, data: bytes | bytearray | memoryview) -> list[FixedReceived]:
         if not data:
             return []
+        if len(self._buf) + len(data) < max(self.vector_threshold, self.size):
+            return self._feed_small(bytes(data))
         base = self._base
         chunk = bytes(data)
         self.stats.bytes += len(chunk)
         buf = self._buf + chunk if self._buf else chunk
         covered = self._covered - base
-        vector = len(buf) >= max(self.vector_threshold, self.size)
-        scan = self._scan_numpy(buf, covered) if vector else self._scan_python(buf, covered)
+        scan = self._scan_numpy(buf, covered)
         self._account(scan, covered)
         st = self.stats
         st.frames += len(scan.accepted)
         st.checksum_errors += scan.checksum_errors
         st.trailer_errors += scan.trailer_errors
+        st.nonfinite += scan.nonfinite
         self._buf = buf[scan.keep:]
         self._base += scan.keep
-        make = self.codec.make_at
-        if scan.columns is not None:
-            st.nonfinite += scan.nonfinite
-            offsets = (np.asarray(scan.accepted) + base).tolist()
-            if self._tuple_frames:  # whole columns to tuples without a Python call per frame
-                cols = scan.columns
-                for k, conv in self._label_columns:
-                    cols[k] = list(map(conv, cols[k]))
-                frames = map(self._new_frame, zip(*cols))
-                return list(map(self._new_received, zip(offsets, frames)))
-            return list(map(self.codec.make_at_scaled, offsets, *scan.columns))
-        single, hl = self._single, len(self.header)
-        if single is not None:
-            unpack = single.unpack_from
-            out = [make(base + p, *unpack(buf, p + hl)) for p in scan.accepted]
-        else:
-            raw = self.codec.raw_values
-            out = [make(base + p, *raw(buf, p)) for p in scan.accepted]
-        if self.float_fields and out:
-            names = self.float_fields
-            st.nonfinite += sum(1 for r in out if not all(
-                isfinite(getattr(r.frame, k)) for k in names))
+        # The records' bytes built in numpy, one bytes object each by tolist(), and map
+        # keeps the per-frame loop in C: no Python call per frame.
+        acc = scan.accepted
+        rows = np.empty((len(acc), 8 + self.dtype.itemsize), dtype=np.uint8)
+        rows[:, :8] = (acc + base).astype("<i8").view(np.uint8).reshape(-1, 8)
+        rows[:, 8:] = scan.body
+        return list(map(self._new_record, rows.view(self._rows).ravel().tolist()))
+
+    def _feed_small(self, data: bytes) -> list[FixedReceived]:
+        """The ``bytes.find`` scan, the stream accounting and the records in one loop.
+
+        Small chunks (a serial port's reads) are mostly per-call cost: this
+        makes no scan or accounting objects. The property tests hold it to the
+        numpy scanner and to any chunking.
+        """
+        st = self.stats
+        st.bytes += len(data)
+        buf = self._buf + data if self._buf else data
+        header, size, lo, hi, f0, f1, sum8, pack, cls, ok = self._small
+        base, n = self._base, len(buf)
+        cov = self._covered - base  # candidates before it are payload, not errors
+        cur = cov if cov > 0 else 0  # end of the bytes in frames (stream_accounting's cover)
+        gap = self._gap
+        bad_check = bad_trailer = discarded = resyncs = overlapping = 0
+        out: list[FixedReceived] = []
+        new, append, find = bytes.__new__, out.append, buf.find
+        pos = 0
+        while True:
+            i = find(header, pos)
+            if i < 0:
+                if len(header) == 2:  # the common header: a trailing first byte is kept
+                    keep = n - 1 if n - 1 >= pos and buf[n - 1] == header[0] else n
+                else:
+                    keep = self._hold(buf, pos)
+                break
+            if i + size > n:
+                keep = i
+                break
+            why = (0 if sum(buf[i + lo:i + hi]) & 0xFF == buf[i + hi] else 1) if sum8 else ok(
+                buf, i)
+            if not why:
+                append(new(cls, pack(base + i, buf[i + f0:i + f1])))
+                if i < cur:
+                    overlapping += 1
+                elif i > cur or gap:
+                    discarded += i - cur
+                    resyncs += 1
+                    gap = False
+                cov = cur = i + size  # candidates only move forward: this frame ends last
+            elif i >= cov:
+                if why == 1:
+                    bad_check += 1
+                else:
+                    bad_trailer += 1
+            pos = i + 1  # every header position is a candidate, inside frames too
+        if keep > cur:
+            discarded += keep - cur
+            gap = True
+        self._gap = gap
+        if base + cur > self._covered:
+            self._covered = base + cur
+        self._buf = buf[keep:]
+        self._base = base + keep
+        if out:
+            st.frames += len(out)
+            if self._screen4:  # float32 fields: their high bytes, one slice (as Sum8Receiver)
+                high = b"".join(out)[3::4]
+                if b"\x7f" in high or b"\xff" in high:
+                    st.nonfinite += self._finite.count_records(out)
+            elif self._finite.names:
+                st.nonfinite += self._finite.count_records(out)
+        if discarded or bad_check or bad_trailer or overlapping:  # none, mostly: no stores
+            st.discarded += discarded
+            st.resyncs += resyncs
+            st.overlapping += overlapping
+            st.checksum_errors += bad_check
+            st.trailer_errors += bad_trailer
+        elif resyncs:
+            st.resyncs += resyncs
         return out
 
     def _account(self, scan: _Scan, covered: int) -> None:
@@ -461,7 +546,7 @@ class FixedReceiver:
         st.resyncs += got.resyncs
         st.overlapping += got.overlapping
 
-    def finish(self) -> list[Received]:
+    def finish(self) -> list[FixedReceived]:
         """End of stream: count the held-back tail as discarded (no frame can be in it)."""
         tail = len(self._buf)
         uncovered = max(0, self._base + tail - max(self._covered, self._base))
