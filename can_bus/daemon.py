@@ -73,12 +73,16 @@ class BusDaemon:
         if not valid_name(name):
             raise ConfigError(f"bus name {name!r}: letters, digits, '_', '.', '-' (1..64)")
         self.name = name
-        self.ch = DaemonChannel(name, bitrate, pacing, data_bitrate=data_bitrate)
+        # realtime: the loop itself runs the bus at each frame's end (no driver thread to
+        # hand the frames over), so it waits in select(), whose timeout is in microseconds
+        # (epoll's and poll's are in milliseconds); clients are refused past its fd limit
+        self.ch = DaemonChannel(name, bitrate, pacing, data_bitrate=data_bitrate, drive=False)
         self.ch.daemon = self
         self.by_node: dict[int, Client] = {}
         self.clients: dict[socket.socket, Client] = {}
         self.pending: set[Client] = set()
-        self.sel = selectors.DefaultSelector()
+        self.sel: selectors.BaseSelector = (
+            selectors.DefaultSelector() if self.ch.afap else selectors.SelectSelector())
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -193,18 +197,36 @@ class BusDaemon:
                         self._read(client)
                     if events & selectors.EVENT_WRITE:
                         self.pending.add(client)
-            with self.ch.lock:  # the realtime driver queues deliveries from its thread
+            with self.ch.lock:
                 if self.ch.afap:
                     self._expire(time.monotonic())
                     self._advance()
+                else:
+                    self._drive()
                 self._flush()
             self._report(time.monotonic())
 
     def _timeout(self) -> float:
+        if not self.ch.afap:  # until the next frame ends (or whatever happens next)
+            model = self.ch.model
+            nxt = model.next_event_time()
+            if nxt is None:
+                return 0.5
+            return min(0.5, max(0.0, model.seconds(nxt) - self.ch.bus_time()))
         busy = [c.busy_since for c in self.clients.values() if c.mode == "busy"]
         if not busy:
             return 0.5
         return max(0.01, min(0.5, min(busy) + self.hold_limit - time.monotonic()))
+
+    def _drive(self) -> None:
+        """Realtime: bring the bus up to the wall clock and hand out what happened."""
+        try:
+            self.ch.sync()
+        except Exception as exc:  # a bug: the bus goes on (as a channel's driver thread does)
+            self.bugs += 1
+            print(f"fwbridge bus {self.name}: delivering frames failed: {exc!r}",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
 
     def _expire(self, now: float) -> None:
         """A node that holds bus time past the limit (asleep, or stuck) no longer holds it:
@@ -221,6 +243,9 @@ class BusDaemon:
         except OSError:
             return
         sock.setblocking(False)
+        if not self.ch.afap and sock.fileno() >= 1000:  # select()'s limit (FD_SETSIZE)
+            sock.close()
+            return
         if srv is self.tcp:
             client: Client = TextClient(sock, self)
         else:
@@ -449,8 +474,11 @@ class BusDaemon:
                 except OSError:
                     self._drop(client)
                     continue
-            want = selectors.EVENT_READ | (selectors.EVENT_WRITE if client.out else 0)
-            self.sel.modify(client.sock, want)
+            writing = bool(client.out)
+            if writing != client.writing:
+                self.sel.modify(client.sock, selectors.EVENT_READ
+                                | (selectors.EVENT_WRITE if writing else 0))
+                client.writing = writing
             if not client.out:
                 self.pending.discard(client)
 

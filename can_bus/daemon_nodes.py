@@ -66,6 +66,7 @@ class Client:
         self.tx_dropped = 0  # frames of its own dropped: it queued more than TX_LIMIT
         self.reader = PacketReader("daemon")
         self.name = ""
+        self.writing = False  # the loop watches its socket for room (bytes left over)
 
     @property
     def label(self) -> str:
@@ -137,5 +138,5 @@ class DaemonChannel(SimChannel):
             client = self.daemon.by_node.get(nid)
             if client is not None:
                 client.queue(bus_wire.pack_done(k))
-        if events:
-            self.daemon.wake()
+        if events and self.afap:
+            self.daemon.wake()  # the loop runs the bus on (realtime: it flushes after this)

@@ -71,7 +71,7 @@ class RemoteSim:
             before = conn.reached
             conn.wait_flag(t)
             while conn.reached == before and not conn.closed:
-                conn.cond.wait(1.0)
+                conn.wait(1.0)
             conn.waiting = False  # the daemon holds time until we call again
 
 
@@ -103,7 +103,7 @@ class RemoteNode:
         deadline = time.monotonic() + HELLO_TIMEOUT
         with conn.cond:
             while conn.hello is None and not conn.closed and time.monotonic() < deadline:
-                conn.cond.wait(0.5)
+                conn.wait(0.5)
         reply = conn.hello
         if reply is None or "error" in reply:
             self.close()
@@ -165,7 +165,7 @@ class RemoteNode:
                     return None
                 if self._sim.afap:
                     conn.wait_flag()
-                conn.cond.wait(min(remaining, 1.0))
+                conn.wait(min(remaining, 1.0))
 
     def send(self, msg: can.Message, timeout: float | None) -> None:
         make_frame(msg, self._fd)  # checked here: one clear error, nothing sent
@@ -190,7 +190,7 @@ class RemoteNode:
                         f"{self.channel_info}: transmit buffer full ({self.tx_queue_size} frames)")
                 if self._sim.afap:
                     conn.wait_flag()
-                conn.cond.wait(min(remaining, 0.2))
+                conn.wait(min(remaining, 0.2))
             conn.outstanding += 1
             conn.send(bus_wire.pack(Kind.SEND, pack_message(msg)), now=False)
             if self._sim.afap and conn.waiting:
@@ -242,7 +242,7 @@ class RemoteNode:
                     break
                 if self._sim.afap:
                     conn.wait_flag()
-                conn.cond.wait(0.05)
+                conn.wait(0.05)
             if self._sim.afap and conn.waiting:
                 conn.idle()
             return max(0, conn.outstanding)
