@@ -81,6 +81,7 @@ class BusDaemon:
         self.by_node: dict[int, Client] = {}
         self.clients: dict[socket.socket, Client] = {}
         self.pending: set[Client] = set()
+        self.held: set[Client] = set()
         self.sel: selectors.BaseSelector = (
             selectors.DefaultSelector() if self.ch.afap else selectors.SelectSelector())
         self._wake_r, self._wake_w = os.pipe()
@@ -203,30 +204,49 @@ class BusDaemon:
                     self._advance()
                 else:
                     self._drive()
+                    self._release(time.monotonic())
                 self._flush()
             self._report(time.monotonic())
 
     def _timeout(self) -> float:
-        if not self.ch.afap:  # until the next frame ends (or whatever happens next)
-            model = self.ch.model
+        if not self.ch.afap:  # until the next frame starts, or a kept frame ends
+            model, now = self.ch.model, time.monotonic()
             nxt = model.next_event_time()
-            if nxt is None:
-                return 0.5
-            return min(0.5, max(0.0, model.seconds(nxt) - self.ch.bus_time()))
+            t = 0.5 if nxt is None else self.ch.t0 + model.seconds(nxt) - now
+            for c in self.held:
+                if c.later:
+                    t = min(t, c.later[0][0] - now)
+            return min(0.5, max(0.0, t))
         busy = [c.busy_since for c in self.clients.values() if c.mode == "busy"]
         if not busy:
             return 0.5
         return max(0.01, min(0.5, min(busy) + self.hold_limit - time.monotonic()))
 
     def _drive(self) -> None:
-        """Realtime: bring the bus up to the wall clock and hand out what happened."""
+        """Realtime: bring the bus up to the wall clock and hand out what happened, and the
+        frame now on the wire too: its outcome is settled as it starts, and nodes that
+        hold frames until their end (every fwbridge node) get it at once, so it reaches
+        them while it is still on the wire instead of after one more wake-up here. An
+        input that arrives meanwhile (a frame, a fault, a node) takes effect at the end
+        of that frame, within the wall clock's own jitter."""
         try:
             self.ch.sync()
+            model = self.ch.model
+            end = model.flight_end
+            if end is not None:
+                self.ch.dispatch(model.run_until(end))
         except Exception as exc:  # a bug: the bus goes on (as a channel's driver thread does)
             self.bugs += 1
             print(f"fwbridge bus {self.name}: delivering frames failed: {exc!r}",
                   file=sys.stderr)
             traceback.print_exc(file=sys.stderr)
+
+    def _release(self, now: float) -> None:
+        """Realtime: hand over the kept frames that have ended (nodes that do not hold)."""
+        for c in list(self.held):
+            c.release(now)
+            if not c.later:
+                self.held.discard(c)
 
     def _expire(self, now: float) -> None:
         """A node that holds bus time past the limit (asleep, or stuck) no longer holds it:
@@ -256,6 +276,7 @@ class BusDaemon:
     def _drop(self, client: Client) -> None:
         self.clients.pop(client.sock, None)
         self.pending.discard(client)
+        self.held.discard(client)
         with contextlib.suppress(KeyError, ValueError):
             self.sel.unregister(client.sock)
         with contextlib.suppress(OSError):
@@ -367,7 +388,7 @@ class BusDaemon:
         nid = self.attach(client, req)
         client.queue(bus_wire.pack_json(Kind.WELCOME, {
             "node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,
-            "pacing": ch.pacing, "epoch": ch.epoch}))
+            "pacing": ch.pacing, "epoch": ch.epoch, "t0": ch.t0}))
 
     def attach(self, client: Client, req: bus_wire.Hello) -> int:
         """Make ``client`` a node of the bus (lock held)."""
@@ -381,6 +402,9 @@ class BusDaemon:
         client.fd = req.fd
         client.receive_own_messages = req.receive_own_messages
         client.receive_error_frames = req.receive_error_frames
+        client.hold = req.hold
+        if not ch.afap:
+            client.offset = ch.t0 - ch.epoch
         ch.endpoints[nid] = client
         self.by_node[nid] = client
         return nid

@@ -34,6 +34,7 @@ from fwbridge.protocols.bus_wire import Hello, Kind
 __all__ = ["HELLO_TIMEOUT", "RemoteNode", "RemoteSim"]
 
 HELLO_TIMEOUT = 10.0  # seconds the daemon has to welcome a node
+HOLD_MAX = 1.0  # s: a frame that would end later than this is handed out at once (clocks)
 
 
 class RemoteSim:
@@ -98,7 +99,7 @@ class RemoteNode:
                       auto_recovery=s.auto_recovery, fifo=s.fifo,
                       receive_own_messages=s.receive_own_messages,
                       receive_error_frames=s.receive_error_frames, bitrate=s.bitrate,
-                      data_bitrate=s.data_bitrate, pacing=s.pacing)
+                      data_bitrate=s.data_bitrate, pacing=s.pacing, hold=True)
         conn.send(bus_wire.pack_hello(hello))
         deadline = time.monotonic() + HELLO_TIMEOUT
         with conn.cond:
@@ -111,6 +112,11 @@ class RemoteNode:
             raise SimBusInitError(f"bus daemon {name}: {why}")
         self.node_id = int(reply["node_id"])
         self._sim = RemoteSim(conn, name, reply)
+        # realtime: a frame comes as soon as its outcome is settled; it is handed out at
+        # its end, timestamp + this offset on this machine's monotonic clock
+        self._offset: float | None = None
+        if not self._sim.afap and isinstance(reply.get("t0"), float | int):
+            self._offset = float(reply["t0"]) - self._sim.epoch
         self.channel_info = (f"fwbridge shared CAN{' FD' if s.fd else ''} {name}"
                              f" @ {self._sim.bitrate} bit/s ({self._sim.pacing}, daemon), "
                              f"node {self.node_id}")
@@ -152,10 +158,16 @@ class RemoteNode:
     def recv(self, timeout: float | None) -> can.Message | None:
         conn = self._conn
         deadline = None if timeout is None else time.monotonic() + timeout
+        off = self._offset
         with conn.cond:
             while True:
+                hold = 1.0
                 if conn.rx:
-                    return conn.rx.popleft()
+                    if off is None:
+                        return conn.rx.popleft()
+                    hold = conn.rx[0].timestamp + off - time.monotonic()
+                    if not 0.0 < hold < HOLD_MAX:  # ended (or a clock that is not ours)
+                        return conn.rx.popleft()
                 if self.closed:
                     raise SimBusError(f"{self.channel_info}: bus is shut down")
                 remaining = 1.0 if deadline is None else deadline - time.monotonic()
@@ -165,7 +177,7 @@ class RemoteNode:
                     return None
                 if self._sim.afap:
                     conn.wait_flag()
-                conn.wait(min(remaining, 1.0))
+                conn.wait(min(remaining, 1.0, hold))
 
     def send(self, msg: can.Message, timeout: float | None) -> None:
         make_frame(msg, self._fd)  # checked here: one clear error, nothing sent

@@ -129,6 +129,11 @@ class SimChannel:
         return self.model.data_bitrate
 
     # -- time ------------------------------------------------------------------
+    @property
+    def t0(self) -> float:
+        """``time.monotonic()`` at bus time 0 (realtime: bus time follows that clock)."""
+        return self._t0
+
     def bus_time(self) -> float:
         """Seconds since the channel started, in bus time."""
         if self.afap:

@@ -232,6 +232,9 @@ class Hello:
     bitrate: int | None = None
     data_bitrate: int | None = None
     pacing: str | None = None
+    #: realtime: the node holds each frame until its end (``t0`` of the welcome plus its
+    #: bus time), so the daemon hands frames over as soon as their outcome is settled
+    hold: bool = False
 
 
 def pack_hello(hello: Hello) -> bytes:
@@ -250,7 +253,8 @@ def parse_hello(body: bytes) -> Hello:
                  receive_own_messages=bool(_flag(obj, "receive_own_messages")),
                  receive_error_frames=bool(_flag(obj, "receive_error_frames")),
                  bitrate=_int(obj, "bitrate", 1, 100_000_000),
-                 data_bitrate=_int(obj, "data_bitrate", 1, 100_000_000), pacing=pacing)
+                 data_bitrate=_int(obj, "data_bitrate", 1, 100_000_000), pacing=pacing,
+                 hold=bool(_flag(obj, "hold")))
 
 
 #: The calls a node makes, and what each takes besides ``id`` and ``op``.
