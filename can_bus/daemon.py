@@ -403,6 +403,7 @@ class BusDaemon:
         client.receive_own_messages = req.receive_own_messages
         client.receive_error_frames = req.receive_error_frames
         client.hold = req.hold
+        client.lockstep = req.lockstep
         if not ch.afap:
             client.offset = ch.t0 - ch.epoch
         ch.endpoints[nid] = client

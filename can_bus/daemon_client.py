@@ -181,6 +181,7 @@ class Connection:
         self.reached = 0  # advance_to answers
         self.closed = False
         self.waiting = False  # blocked on the bus (afap); a new node is idle
+        self.lockstep = True  # afap: frames handed to it hold bus time (it waits anew)
         self.hello: dict[str, Any] | None = None
         self.error: str | None = None  # why the daemon ended the connection
         self._packets = bus_wire.PacketReader(to="node")
@@ -309,7 +310,8 @@ class Connection:
         with self.lock:
             if msgs:
                 self.rx.extend(msgs)
-                self.waiting = False  # the daemon holds time until we call again
+                if self.lockstep:
+                    self.waiting = False  # the daemon holds time until we call again
             self.cond.notify_all()
 
     def _end(self) -> None:

@@ -69,6 +69,7 @@ class Client:
         self.name = ""
         self.writing = False  # the loop watches its socket for room (bytes left over)
         self.hold = False  # realtime: it holds frames until their end itself (its hello)
+        self.lockstep = True  # afap: a frame handed to it holds bus time (its hello)
         # realtime: its frame's timestamp + offset = the monotonic time the frame ends
         self.offset: float | None = None
         self.later: deque[tuple[float, bytes]] = deque()  # (monotonic end, packet)
@@ -79,7 +80,7 @@ class Client:
 
     def hand(self) -> None:
         """It has a frame to work on while waiting for traffic: bus time waits for it."""
-        if self.mode == "wait" and self.horizon == math.inf:
+        if self.mode == "wait" and self.horizon == math.inf and self.lockstep:
             self.mode = "busy"
             self.busy_since = time.monotonic()
 
@@ -99,7 +100,7 @@ class Client:
         self.hand()
         if self.offset is not None and not self.hold:
             due = timestamp + self.offset
-            if due > time.monotonic():
+            if self.later or due > time.monotonic():  # after those kept: order holds
                 self.later.append((due, pkt))
                 self.daemon.held.add(self)
                 return

@@ -93,13 +93,15 @@ class RemoteNode:
             sock.close()
             raise SimBusInitError(f"bus daemon {name}: {exc}") from None
         conn = self._conn = Connection(sock, s.rx_queue_size, channel)
+        conn.lockstep = s.lockstep
         conn.thread.start()
         self._finalizer = weakref.finalize(self, conn.close)
         hello = Hello(name=s.name or "", fd=s.fd, listen_only=s.listen_only,
                       auto_recovery=s.auto_recovery, fifo=s.fifo,
                       receive_own_messages=s.receive_own_messages,
                       receive_error_frames=s.receive_error_frames, bitrate=s.bitrate,
-                      data_bitrate=s.data_bitrate, pacing=s.pacing, hold=True)
+                      data_bitrate=s.data_bitrate, pacing=s.pacing, hold=True,
+                      lockstep=s.lockstep)
         conn.send(bus_wire.pack_hello(hello))
         deadline = time.monotonic() + HELLO_TIMEOUT
         with conn.cond:

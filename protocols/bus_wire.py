@@ -235,6 +235,9 @@ class Hello:
     #: realtime: the node holds each frame until its end (``t0`` of the welcome plus its
     #: bus time), so the daemon hands frames over as soon as their outcome is settled
     hold: bool = False
+    #: afap: a frame handed to the node while it waits for traffic holds bus time until
+    #: it calls again (False: a node that never answers in bus time, e.g. a logger)
+    lockstep: bool = True
 
 
 def pack_hello(hello: Hello) -> bytes:
@@ -254,7 +257,8 @@ def parse_hello(body: bytes) -> Hello:
                  receive_error_frames=bool(_flag(obj, "receive_error_frames")),
                  bitrate=_int(obj, "bitrate", 1, 100_000_000),
                  data_bitrate=_int(obj, "data_bitrate", 1, 100_000_000), pacing=pacing,
-                 hold=bool(_flag(obj, "hold")))
+                 hold=bool(_flag(obj, "hold")),
+                 lockstep=bool(_flag(obj, "lockstep", True)))
 
 
 #: The calls a node makes, and what each takes besides ``id`` and ``op``.
