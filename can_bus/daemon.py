@@ -48,7 +48,7 @@ from fwbridge.can_bus.daemon_nodes import TX_LIMIT, Client, DaemonChannel
 from fwbridge.can_bus.simchannel import compile_filters, make_frame
 from fwbridge.can_bus.socketcand import TextClient
 from fwbridge.protocols import bus_wire
-from fwbridge.protocols.bus_wire import Kind
+from fwbridge.protocols.bus_wire import FLAG_EXT, FLAG_RX, Kind
 from fwbridge.protocols.errors import CanError, ConfigError
 
 __all__ = ["BusDaemon", "serve", "stop_daemon"]
@@ -99,6 +99,7 @@ class BusDaemon:
         self.info: dict[str, Any] = {}
         self._reported: tuple[Any, ...] = ((), ())
         self._report_at = 0.0
+        self._look_at = 0.0
 
     # -- life ---------------------------------------------------------------------------------
     def open(self) -> None:
@@ -137,7 +138,11 @@ class BusDaemon:
 
     def _report(self, now: float) -> None:
         """Say in the bus's description which nodes are treated as not listening and which
-        lost frames (rewritten when that changes, at most once a second for the counts)."""
+        lost frames (rewritten when that changes, at most once a second for the counts);
+        looked at every 50 ms, not at each turn of the loop (a turn per frame, at speed)."""
+        if now < self._look_at:
+            return
+        self._look_at = now + 0.05
         deaf = tuple(sorted(c.label for c in self.clients.values() if c.not_listening))
         dropped = tuple(sorted((c.label, c.tx_dropped + c.dropped)
                                for c in self.clients.values() if c.tx_dropped or c.dropped))
@@ -335,14 +340,18 @@ class BusDaemon:
         ch = self.ch
         model = ch.model
         if kind is Kind.SEND:
-            msg = unpack_message(body)  # checked before anything else
+            _, can_id, flags, dlc, data = bus_wire.unpack_message(body)  # checked first
             if client.node_id < 0:
                 raise ProtocolViolation("a frame before the hello")
             if model.outstanding(client.node_id) >= TX_LIMIT:
                 client.tx_dropped += 1  # it sends faster than the bus: the new frame drops
                 client.queue(bus_wire.pack_done(1))
                 return
-            self.submit(client, make_frame(msg, client.fd))
+            if flags & ~(FLAG_EXT | FLAG_RX) == 0 and dlc == len(data):  # a classic data frame
+                frame = Frame(can_id, bool(flags & FLAG_EXT), False, dlc, data)  # (<= 8 bytes)
+            else:
+                frame = make_frame(unpack_message(body), client.fd)
+            self.submit(client, frame)
         elif kind is Kind.WAIT:
             t = bus_wire.parse_wait(body)
             client.mode = "wait"

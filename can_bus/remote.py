@@ -165,6 +165,7 @@ class RemoteNode:
             while True:
                 hold = 1.0
                 if conn.rx:
+                    conn.active = time.monotonic()  # it reads: its reader thread stays out
                     if off is None:
                         return conn.rx.popleft()
                     hold = conn.rx[0].timestamp + off - time.monotonic()

@@ -59,6 +59,7 @@ class Kind(IntEnum):
 
 _TO_DAEMON = frozenset({Kind.SEND, Kind.WAIT, Kind.IDLE, Kind.HELLO, Kind.CALL})
 _TO_NODE = frozenset(set(Kind) - _TO_DAEMON)
+_KINDS = {int(k): k for k in Kind}  # a dict look-up: Kind(byte) costs a microsecond a packet
 
 
 def pack(kind: Kind, body: bytes = b"") -> bytes:
@@ -86,7 +87,8 @@ class PacketReader:
 
     def __init__(self, to: str = "daemon") -> None:
         self._buf = bytearray()
-        self._kinds = _TO_DAEMON if to == "daemon" else _TO_NODE
+        self._kinds = {b: k for b, k in _KINDS.items()
+                       if k in (_TO_DAEMON if to == "daemon" else _TO_NODE)}
 
     @property
     def pending(self) -> int:
@@ -99,18 +101,20 @@ class PacketReader:
         buf = self._buf
         buf += chunk
         pos = 0
+        kinds, unpack, end = self._kinds, HEADER.unpack_from, len(buf)
         try:
-            while len(buf) - pos >= HEADER.size:
-                size, kind = HEADER.unpack_from(buf, pos)
+            while end - pos >= 5:  # HEADER.size
+                size, kind = unpack(buf, pos)
                 if size < 1 or size > MAX_PACKET:
                     raise WireError(f"packet length {size} (1..{MAX_PACKET})")
-                if kind not in self._kinds:
+                k = kinds.get(kind)
+                if k is None:
                     raise WireError(f"unknown packet kind {kind:#04x}")
-                if len(buf) - pos < 4 + size:
+                if end - pos < 4 + size:
                     break
-                body = bytes(buf[pos + HEADER.size:pos + 4 + size])
+                body = bytes(buf[pos + 5:pos + 4 + size])
                 pos += 4 + size
-                yield Kind(kind), body
+                yield k, body
         finally:
             del buf[:pos]
 
