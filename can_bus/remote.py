@@ -9,8 +9,13 @@ Afap buses across processes: as in one process, bus time moves while some node
 waits on the bus (``recv`` with a timeout other than 0, a full transmit
 buffer, ``wait_sent``, ``advance_to``). A node that was waiting for traffic
 and is handed a frame is busy until it calls the bus again: time stands still
-meanwhile, so its answer arbitrates at the instant it would in one process.
-Frames submitted before the bus runs contend together.
+meanwhile, so its answer arbitrates at the instant it would in one process
+(``lockstep=False``: a node that never answers in bus time, such as a logger,
+holds none). Frames submitted before the bus runs contend together.
+
+Realtime buses: the daemon sends a frame as it starts (its outcome is settled
+then) and the node hands it out at its end, by this machine's monotonic
+clock, never before.
 """
 
 from __future__ import annotations
