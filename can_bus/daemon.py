@@ -37,7 +37,7 @@ from typing import Any
 
 import can
 
-from fwbridge.can_bus.bits import Frame
+from fwbridge.can_bus.bits import Frame, stuffed_length
 from fwbridge.can_bus.daemon_client import (
     daemon_info,
     runtime_dir,
@@ -349,6 +349,8 @@ class BusDaemon:
                 return
             if flags & ~(FLAG_EXT | FLAG_RX) == 0 and dlc == len(data):  # a classic data frame
                 frame = Frame(can_id, bool(flags & FLAG_EXT), False, dlc, data)  # (<= 8 bytes)
+                if ch.afap:  # its length now, while bus time may wait on a node: a look-up
+                    stuffed_length(frame)  # at its start (cached per frame)
             else:
                 frame = make_frame(unpack_message(body), client.fd)
             self.submit(client, frame)
