@@ -165,7 +165,8 @@ def unpack_message(body: bytes) -> Message:
     if can_id >= _CAN_ID[bool(flags & FLAG_EXT)]:
         raise WireError(f"arbitration id {can_id:#x} does not fit its format")
     fd = bool(flags & FLAG_FD)
-    if dlc > 15 or len(data) > (64 if fd else 8):
+    # an FD frame's DLC is its length, as python-can has it (up to 64)
+    if dlc > (64 if fd else 15) or len(data) > (64 if fd else 8):
         raise WireError(f"frame of dlc {dlc} with {len(data)} data bytes")
     return Message(ts, can_id, flags, dlc, data)
 

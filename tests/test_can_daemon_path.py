@@ -191,3 +191,22 @@ def test_kept_frames_leave_in_order_once_ended(ends: list[float], cut: float) ->
     finally:
         a.close()
         b.close()
+
+
+def test_fd_frames_of_every_length_cross_the_daemon(rundir: Path) -> None:
+    """An FD frame's DLC is its length in python-can (up to 64): the wire takes them all
+    (a frame of more than 15 bytes was refused, and its sender dropped)."""
+    for dm in _daemon("fdpath", pacing="afap", data_bitrate=2_000_000):
+        a = can.Bus(interface="fwbridge", channel="shared:fdpath", fd=True)
+        b = can.Bus(interface="fwbridge", channel="shared:fdpath", fd=True)
+        try:
+            for n in (0, 8, 12, 16, 20, 24, 32, 48, 64):
+                a.send(can.Message(arbitration_id=0x123, is_extended_id=False, is_fd=True,
+                                   bitrate_switch=True, data=bytes(range(n))))
+                m = b.recv(5.0)
+                assert m is not None and m.is_fd and bytes(m.data) == bytes(range(n))
+                assert m.dlc == n
+            assert dm.bugs == 0 and len(dm.clients) == 2
+        finally:
+            a.shutdown()
+            b.shutdown()
