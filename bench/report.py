@@ -38,6 +38,8 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_can_sim", "CAN bus simulator vs python-can's virtual bus"),
     ("bench_mcap", "recording CAN to MCAP vs python-can's BLF writer, 1 Mbit/s, 100 % load"),
     ("bench_can_shared", "Shared CAN bus across processes vs virtual; CAN FD model speed"),
+    ("bench_can_shared_scaling", "the shared bus at 2 and 8 processes vs python-can "
+     "udp_multicast"),
     ("bench_arm", "SCARA IK and the pick-and-place control loop"),
     ("fault_suite", "fault injection: recovery, false accepts, resync distance"),
     ("bench_resources", "a gigabyte of random bytes: memory and time per MB"),

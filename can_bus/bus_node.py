@@ -69,6 +69,7 @@ class Settings:
     fifo: bool = False  # tx_order="fifo"
     name: str | None = None
     faults: Faults = Faults()
+    lockstep: bool = True  # shared afap bus: a frame handed to it holds bus time
 
 
 def settings(*, bitrate: Any = None, data_bitrate: Any = None, fd: Any = False,
@@ -77,7 +78,7 @@ def settings(*, bitrate: Any = None, data_bitrate: Any = None, fd: Any = False,
              auto_recovery: Any = True, tx_queue_size: Any = 256, rx_queue_size: Any = 0,
              tx_order: Any = "priority", name: Any = None, bit_error_rate: Any = 0.0,
              fault_seed: Any = None, stuck_dominant: Any = False,
-             disconnected: Any = False) -> Settings:
+             disconnected: Any = False, lockstep: Any = True) -> Settings:
     """python-can's keywords (strings from ``--bus-kwargs`` too) as :class:`Settings`;
     one :class:`SimBusInitError` for a value out of range."""
     is_fd = as_bool(fd)
@@ -110,7 +111,8 @@ def settings(*, bitrate: Any = None, data_bitrate: Any = None, fd: Any = False,
         rx_queue_size=int(rx_queue_size), fifo=str(tx_order) == "fifo",
         name=None if name is None else str(name),
         faults=Faults(ber, None if fault_seed is None else int(fault_seed),
-                      as_bool(stuck_dominant), as_bool(disconnected)))
+                      as_bool(stuck_dominant), as_bool(disconnected)),
+        lockstep=as_bool(lockstep))
 
 
 #: The keywords :func:`settings` takes.

@@ -37,7 +37,7 @@ from typing import Any
 
 import can
 
-from fwbridge.can_bus.bits import Frame
+from fwbridge.can_bus.bits import Frame, stuffed_length
 from fwbridge.can_bus.daemon_client import (
     daemon_info,
     runtime_dir,
@@ -48,7 +48,7 @@ from fwbridge.can_bus.daemon_nodes import TX_LIMIT, Client, DaemonChannel
 from fwbridge.can_bus.simchannel import compile_filters, make_frame
 from fwbridge.can_bus.socketcand import TextClient
 from fwbridge.protocols import bus_wire
-from fwbridge.protocols.bus_wire import Kind
+from fwbridge.protocols.bus_wire import FLAG_EXT, FLAG_RX, Kind
 from fwbridge.protocols.errors import CanError, ConfigError
 
 __all__ = ["BusDaemon", "serve", "stop_daemon"]
@@ -73,12 +73,17 @@ class BusDaemon:
         if not valid_name(name):
             raise ConfigError(f"bus name {name!r}: letters, digits, '_', '.', '-' (1..64)")
         self.name = name
-        self.ch = DaemonChannel(name, bitrate, pacing, data_bitrate=data_bitrate)
+        # realtime: the loop itself runs the bus at each frame's end (no driver thread to
+        # hand the frames over), so it waits in select(), whose timeout is in microseconds
+        # (epoll's and poll's are in milliseconds); clients are refused past its fd limit
+        self.ch = DaemonChannel(name, bitrate, pacing, data_bitrate=data_bitrate, drive=False)
         self.ch.daemon = self
         self.by_node: dict[int, Client] = {}
         self.clients: dict[socket.socket, Client] = {}
         self.pending: set[Client] = set()
-        self.sel = selectors.DefaultSelector()
+        self.held: set[Client] = set()
+        self.sel: selectors.BaseSelector = (
+            selectors.DefaultSelector() if self.ch.afap else selectors.SelectSelector())
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -94,6 +99,7 @@ class BusDaemon:
         self.info: dict[str, Any] = {}
         self._reported: tuple[Any, ...] = ((), ())
         self._report_at = 0.0
+        self._look_at = 0.0
 
     # -- life ---------------------------------------------------------------------------------
     def open(self) -> None:
@@ -132,7 +138,11 @@ class BusDaemon:
 
     def _report(self, now: float) -> None:
         """Say in the bus's description which nodes are treated as not listening and which
-        lost frames (rewritten when that changes, at most once a second for the counts)."""
+        lost frames (rewritten when that changes, at most once a second for the counts);
+        looked at every 50 ms, not at each turn of the loop (a turn per frame, at speed)."""
+        if now < self._look_at:
+            return
+        self._look_at = now + 0.05
         deaf = tuple(sorted(c.label for c in self.clients.values() if c.not_listening))
         dropped = tuple(sorted((c.label, c.tx_dropped + c.dropped)
                                for c in self.clients.values() if c.tx_dropped or c.dropped))
@@ -193,18 +203,55 @@ class BusDaemon:
                         self._read(client)
                     if events & selectors.EVENT_WRITE:
                         self.pending.add(client)
-            with self.ch.lock:  # the realtime driver queues deliveries from its thread
+            with self.ch.lock:
                 if self.ch.afap:
                     self._expire(time.monotonic())
                     self._advance()
+                else:
+                    self._drive()
+                    self._release(time.monotonic())
                 self._flush()
             self._report(time.monotonic())
 
     def _timeout(self) -> float:
+        if not self.ch.afap:  # until the next frame starts, or a kept frame ends
+            model, now = self.ch.model, time.monotonic()
+            nxt = model.next_event_time()
+            t = 0.5 if nxt is None else self.ch.t0 + model.seconds(nxt) - now
+            for c in self.held:
+                if c.later:
+                    t = min(t, c.later[0][0] - now)
+            return min(0.5, max(0.0, t))
         busy = [c.busy_since for c in self.clients.values() if c.mode == "busy"]
         if not busy:
             return 0.5
         return max(0.01, min(0.5, min(busy) + self.hold_limit - time.monotonic()))
+
+    def _drive(self) -> None:
+        """Realtime: bring the bus up to the wall clock and hand out what happened, and the
+        frame now on the wire too: its outcome is settled as it starts, and nodes that
+        hold frames until their end (every fwbridge node) get it at once, so it reaches
+        them while it is still on the wire instead of after one more wake-up here. An
+        input that arrives meanwhile (a frame, a fault, a node) takes effect at the end
+        of that frame, within the wall clock's own jitter."""
+        try:
+            self.ch.sync()
+            model = self.ch.model
+            end = model.flight_end
+            if end is not None:
+                self.ch.dispatch(model.run_until(end))
+        except Exception as exc:  # a bug: the bus goes on (as a channel's driver thread does)
+            self.bugs += 1
+            print(f"fwbridge bus {self.name}: delivering frames failed: {exc!r}",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+
+    def _release(self, now: float) -> None:
+        """Realtime: hand over the kept frames that have ended (nodes that do not hold)."""
+        for c in list(self.held):
+            c.release(now)
+            if not c.later:
+                self.held.discard(c)
 
     def _expire(self, now: float) -> None:
         """A node that holds bus time past the limit (asleep, or stuck) no longer holds it:
@@ -221,6 +268,9 @@ class BusDaemon:
         except OSError:
             return
         sock.setblocking(False)
+        if not self.ch.afap and sock.fileno() >= 1000:  # select()'s limit (FD_SETSIZE)
+            sock.close()
+            return
         if srv is self.tcp:
             client: Client = TextClient(sock, self)
         else:
@@ -231,6 +281,7 @@ class BusDaemon:
     def _drop(self, client: Client) -> None:
         self.clients.pop(client.sock, None)
         self.pending.discard(client)
+        self.held.discard(client)
         with contextlib.suppress(KeyError, ValueError):
             self.sel.unregister(client.sock)
         with contextlib.suppress(OSError):
@@ -289,14 +340,20 @@ class BusDaemon:
         ch = self.ch
         model = ch.model
         if kind is Kind.SEND:
-            msg = unpack_message(body)  # checked before anything else
+            _, can_id, flags, dlc, data = bus_wire.unpack_message(body)  # checked first
             if client.node_id < 0:
                 raise ProtocolViolation("a frame before the hello")
             if model.outstanding(client.node_id) >= TX_LIMIT:
                 client.tx_dropped += 1  # it sends faster than the bus: the new frame drops
                 client.queue(bus_wire.pack_done(1))
                 return
-            self.submit(client, make_frame(msg, client.fd))
+            if flags & ~(FLAG_EXT | FLAG_RX) == 0 and dlc == len(data):  # a classic data frame
+                frame = Frame(can_id, bool(flags & FLAG_EXT), False, dlc, data)  # (<= 8 bytes)
+                if ch.afap:  # its length now, while bus time may wait on a node: a look-up
+                    stuffed_length(frame)  # at its start (cached per frame)
+            else:
+                frame = make_frame(unpack_message(body), client.fd)
+            self.submit(client, frame)
         elif kind is Kind.WAIT:
             t = bus_wire.parse_wait(body)
             client.mode = "wait"
@@ -342,7 +399,7 @@ class BusDaemon:
         nid = self.attach(client, req)
         client.queue(bus_wire.pack_json(Kind.WELCOME, {
             "node_id": nid, "bitrate": ch.bitrate, "data_bitrate": ch.data_bitrate,
-            "pacing": ch.pacing, "epoch": ch.epoch}))
+            "pacing": ch.pacing, "epoch": ch.epoch, "t0": ch.t0}))
 
     def attach(self, client: Client, req: bus_wire.Hello) -> int:
         """Make ``client`` a node of the bus (lock held)."""
@@ -356,6 +413,10 @@ class BusDaemon:
         client.fd = req.fd
         client.receive_own_messages = req.receive_own_messages
         client.receive_error_frames = req.receive_error_frames
+        client.hold = req.hold
+        client.lockstep = req.lockstep
+        if not ch.afap:
+            client.offset = ch.t0 - ch.epoch
         ch.endpoints[nid] = client
         self.by_node[nid] = client
         return nid
@@ -449,8 +510,11 @@ class BusDaemon:
                 except OSError:
                     self._drop(client)
                     continue
-            want = selectors.EVENT_READ | (selectors.EVENT_WRITE if client.out else 0)
-            self.sel.modify(client.sock, want)
+            writing = bool(client.out)
+            if writing != client.writing:
+                self.sel.modify(client.sock, selectors.EVENT_READ
+                                | (selectors.EVENT_WRITE if writing else 0))
+                client.writing = writing
             if not client.out:
                 self.pending.discard(client)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import socket
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import Any, Protocol
 
 import can
@@ -37,6 +37,7 @@ class NodeHost(Protocol):
     """What a client and the channel need of the daemon."""
 
     pending: set[Client]  # clients with bytes to send
+    held: set[Client]  # clients with frames kept until their end (realtime)
     by_node: dict[int, Client]
 
     def wake(self) -> None: ...
@@ -66,6 +67,12 @@ class Client:
         self.tx_dropped = 0  # frames of its own dropped: it queued more than TX_LIMIT
         self.reader = PacketReader("daemon")
         self.name = ""
+        self.writing = False  # the loop watches its socket for room (bytes left over)
+        self.hold = False  # realtime: it holds frames until their end itself (its hello)
+        self.lockstep = True  # afap: a frame handed to it holds bus time (its hello)
+        # realtime: its frame's timestamp + offset = the monotonic time the frame ends
+        self.offset: float | None = None
+        self.later: deque[tuple[float, bytes]] = deque()  # (monotonic end, packet)
 
     @property
     def label(self) -> str:
@@ -73,7 +80,7 @@ class Client:
 
     def hand(self) -> None:
         """It has a frame to work on while waiting for traffic: bus time waits for it."""
-        if self.mode == "wait" and self.horizon == math.inf:
+        if self.mode == "wait" and self.horizon == math.inf and self.lockstep:
             self.mode = "busy"
             self.busy_since = time.monotonic()
 
@@ -87,14 +94,30 @@ class Client:
     def error_packet(self, why: str) -> bytes:
         return bus_wire.pack_json(Kind.ERROR, {"error": why})
 
-    def _put_packed(self, pkt: bytes) -> None:
+    def put(self, pkt: bytes, timestamp: float) -> None:
+        """A frame packet for it: now, or (realtime, a node that does not hold frames itself)
+        once the frame has ended on the wall clock."""
         self.hand()
+        if self.offset is not None and not self.hold:
+            due = timestamp + self.offset
+            if self.later or due > time.monotonic():  # after those kept: order holds
+                self.later.append((due, pkt))
+                self.daemon.held.add(self)
+                return
+        self._put_packed(pkt)
+
+    def release(self, now: float) -> None:
+        """Hand over the frames kept for it that have ended by ``now``."""
+        later = self.later
+        while later and later[0][0] <= now:
+            self._put_packed(later.popleft()[1])
+
+    def _put_packed(self, pkt: bytes) -> None:
         self.queue(pkt)
 
     # the channel's endpoint protocol
     def deliver(self, msg: can.Message) -> None:
-        self.hand()
-        self.queue(bus_wire.pack(Kind.MESSAGE, pack_message(msg)))
+        self.put(bus_wire.pack(Kind.MESSAGE, pack_message(msg)), msg.timestamp)
 
     def state_changed(self, event: StateChanged) -> None:
         pass
@@ -121,21 +144,22 @@ class DaemonChannel(SimChannel):
             if is_fd:
                 dlc = len(data)
             flags = frame_flags(extended=ext, remote=rtr, fd=is_fd, brs=brs, esi=esi)
-            pkt = message_packet(epoch + ev.time / rate, can_id, flags | FLAG_RX, dlc, data)
+            ts = epoch + ev.time / rate
+            pkt = message_packet(ts, can_id, flags | FLAG_RX, dlc, data)
             for rid in ev.receivers:
                 ep = eps.get(rid)
                 if ep is not None and (not is_fd or ep.fd) and (
                         ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
-                    ep._put_packed(pkt)  # type: ignore[attr-defined]
+                    ep.put(pkt, ts)  # type: ignore[attr-defined]
             for tid in ev.transmitters:
                 ep = eps.get(tid)
                 if ep is not None and ep.receive_own_messages and (
                         ep.rx_rules is None or matches(ep.rx_rules, can_id, ext)):
-                    ep._put_packed(message_packet(  # type: ignore[attr-defined]
-                        epoch + ev.time / rate, can_id, flags, dlc, data))
+                    ep.put(message_packet(  # type: ignore[attr-defined]
+                        ts, can_id, flags, dlc, data), ts)
         for nid, k in done.items():
             client = self.daemon.by_node.get(nid)
             if client is not None:
                 client.queue(bus_wire.pack_done(k))
-        if events:
-            self.daemon.wake()
+        if events and self.afap:
+            self.daemon.wake()  # the loop runs the bus on (realtime: it flushes after this)

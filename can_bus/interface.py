@@ -28,7 +28,9 @@ style error frames: protocol errors, state changes, counters),
 ``listen_only``, ``auto_recovery``, ``tx_queue_size``, ``rx_queue_size``,
 ``tx_order`` (``"priority"``: queued frames leave lowest ID first, as from a
 controller with one transmit buffer per frame; ``"fifo"``: in the order sent,
-as through a SocketCAN queue; replays want ``fifo``), ``name``, faults of this
+as through a SocketCAN queue; replays want ``fifo``), ``lockstep`` (shared afap
+buses: ``False`` for a node that never answers in bus time, a logger say, so
+frames handed to it hold no bus time), ``name``, faults of this
 node (``bit_error_rate``, ``fault_seed``, ``stuck_dominant``,
 ``disconnected``), channel settings (``seed``, ``epoch``,
 ``dominant_timeout``), and, for python-can's command line tools, which open

@@ -276,6 +276,12 @@ class BusModel(FaultConfinement):
         return min(times) if times else None
 
     @property
+    def flight_end(self) -> int | None:
+        """Bit time the frame (or error flag) now on the wire ends; None while idle. Its
+        outcome is settled when it starts: inputs after that change only later frames."""
+        return self._flight.done_at if self._flight is not None else None
+
+    @property
     def busy_until(self) -> int:
         """End of the current transmission (bit time), or the last one."""
         return self._flight.free_at if self._flight is not None else self._free_at

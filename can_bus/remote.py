@@ -9,8 +9,13 @@ Afap buses across processes: as in one process, bus time moves while some node
 waits on the bus (``recv`` with a timeout other than 0, a full transmit
 buffer, ``wait_sent``, ``advance_to``). A node that was waiting for traffic
 and is handed a frame is busy until it calls the bus again: time stands still
-meanwhile, so its answer arbitrates at the instant it would in one process.
-Frames submitted before the bus runs contend together.
+meanwhile, so its answer arbitrates at the instant it would in one process
+(``lockstep=False``: a node that never answers in bus time, such as a logger,
+holds none). Frames submitted before the bus runs contend together.
+
+Realtime buses: the daemon sends a frame as it starts (its outcome is settled
+then) and the node hands it out at its end, by this machine's monotonic
+clock, never before.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from fwbridge.protocols.bus_wire import Hello, Kind
 __all__ = ["HELLO_TIMEOUT", "RemoteNode", "RemoteSim"]
 
 HELLO_TIMEOUT = 10.0  # seconds the daemon has to welcome a node
+HOLD_MAX = 1.0  # s: a frame that would end later than this is handed out at once (clocks)
 
 
 class RemoteSim:
@@ -71,7 +77,7 @@ class RemoteSim:
             before = conn.reached
             conn.wait_flag(t)
             while conn.reached == before and not conn.closed:
-                conn.cond.wait(1.0)
+                conn.wait(1.0)
             conn.waiting = False  # the daemon holds time until we call again
 
 
@@ -92,18 +98,20 @@ class RemoteNode:
             sock.close()
             raise SimBusInitError(f"bus daemon {name}: {exc}") from None
         conn = self._conn = Connection(sock, s.rx_queue_size, channel)
+        conn.lockstep = s.lockstep
         conn.thread.start()
         self._finalizer = weakref.finalize(self, conn.close)
         hello = Hello(name=s.name or "", fd=s.fd, listen_only=s.listen_only,
                       auto_recovery=s.auto_recovery, fifo=s.fifo,
                       receive_own_messages=s.receive_own_messages,
                       receive_error_frames=s.receive_error_frames, bitrate=s.bitrate,
-                      data_bitrate=s.data_bitrate, pacing=s.pacing)
+                      data_bitrate=s.data_bitrate, pacing=s.pacing, hold=True,
+                      lockstep=s.lockstep)
         conn.send(bus_wire.pack_hello(hello))
         deadline = time.monotonic() + HELLO_TIMEOUT
         with conn.cond:
             while conn.hello is None and not conn.closed and time.monotonic() < deadline:
-                conn.cond.wait(0.5)
+                conn.wait(0.5)
         reply = conn.hello
         if reply is None or "error" in reply:
             self.close()
@@ -111,6 +119,11 @@ class RemoteNode:
             raise SimBusInitError(f"bus daemon {name}: {why}")
         self.node_id = int(reply["node_id"])
         self._sim = RemoteSim(conn, name, reply)
+        # realtime: a frame comes as soon as its outcome is settled; it is handed out at
+        # its end, timestamp + this offset on this machine's monotonic clock
+        self._offset: float | None = None
+        if not self._sim.afap and isinstance(reply.get("t0"), float | int):
+            self._offset = float(reply["t0"]) - self._sim.epoch
         self.channel_info = (f"fwbridge shared CAN{' FD' if s.fd else ''} {name}"
                              f" @ {self._sim.bitrate} bit/s ({self._sim.pacing}, daemon), "
                              f"node {self.node_id}")
@@ -152,10 +165,17 @@ class RemoteNode:
     def recv(self, timeout: float | None) -> can.Message | None:
         conn = self._conn
         deadline = None if timeout is None else time.monotonic() + timeout
+        off = self._offset
         with conn.cond:
             while True:
+                hold = 1.0
                 if conn.rx:
-                    return conn.rx.popleft()
+                    conn.active = time.monotonic()  # it reads: its reader thread stays out
+                    if off is None:
+                        return conn.rx.popleft()
+                    hold = conn.rx[0].timestamp + off - time.monotonic()
+                    if not 0.0 < hold < HOLD_MAX:  # ended (or a clock that is not ours)
+                        return conn.rx.popleft()
                 if self.closed:
                     raise SimBusError(f"{self.channel_info}: bus is shut down")
                 remaining = 1.0 if deadline is None else deadline - time.monotonic()
@@ -165,7 +185,7 @@ class RemoteNode:
                     return None
                 if self._sim.afap:
                     conn.wait_flag()
-                conn.cond.wait(min(remaining, 1.0))
+                conn.wait(min(remaining, 1.0, hold))
 
     def send(self, msg: can.Message, timeout: float | None) -> None:
         make_frame(msg, self._fd)  # checked here: one clear error, nothing sent
@@ -190,7 +210,7 @@ class RemoteNode:
                         f"{self.channel_info}: transmit buffer full ({self.tx_queue_size} frames)")
                 if self._sim.afap:
                     conn.wait_flag()
-                conn.cond.wait(min(remaining, 0.2))
+                conn.wait(min(remaining, 0.2))
             conn.outstanding += 1
             conn.send(bus_wire.pack(Kind.SEND, pack_message(msg)), now=False)
             if self._sim.afap and conn.waiting:
@@ -242,7 +262,7 @@ class RemoteNode:
                     break
                 if self._sim.afap:
                     conn.wait_flag()
-                conn.cond.wait(0.05)
+                conn.wait(0.05)
             if self._sim.afap and conn.waiting:
                 conn.idle()
             return max(0, conn.outstanding)

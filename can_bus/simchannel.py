@@ -98,7 +98,7 @@ class SimChannel:
 
     def __init__(self, name: str, bitrate: int, pacing: str, *, epoch: float | None = None,
                  seed: int = 0, dominant_timeout: float = 1e-3,
-                 data_bitrate: int | None = None) -> None:
+                 data_bitrate: int | None = None, drive: bool = True) -> None:
         pacing = parse_pacing(pacing)
         self.name = name
         self.pacing = pacing
@@ -115,7 +115,7 @@ class SimChannel:
         self._t0 = time.monotonic()
         self._stop = False
         self._driver: threading.Thread | None = None
-        if not self.afap:
+        if not self.afap and drive:  # drive=False: the owner's loop calls sync() in time
             self._driver = threading.Thread(target=self._drive, name=f"fwbridge-{name}",
                                             daemon=True)
             self._driver.start()
@@ -129,6 +129,11 @@ class SimChannel:
         return self.model.data_bitrate
 
     # -- time ------------------------------------------------------------------
+    @property
+    def t0(self) -> float:
+        """``time.monotonic()`` at bus time 0 (realtime: bus time follows that clock)."""
+        return self._t0
+
     def bus_time(self) -> float:
         """Seconds since the channel started, in bus time."""
         if self.afap:

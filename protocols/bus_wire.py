@@ -59,6 +59,7 @@ class Kind(IntEnum):
 
 _TO_DAEMON = frozenset({Kind.SEND, Kind.WAIT, Kind.IDLE, Kind.HELLO, Kind.CALL})
 _TO_NODE = frozenset(set(Kind) - _TO_DAEMON)
+_KINDS = {int(k): k for k in Kind}  # a dict look-up: Kind(byte) costs a microsecond a packet
 
 
 def pack(kind: Kind, body: bytes = b"") -> bytes:
@@ -86,7 +87,8 @@ class PacketReader:
 
     def __init__(self, to: str = "daemon") -> None:
         self._buf = bytearray()
-        self._kinds = _TO_DAEMON if to == "daemon" else _TO_NODE
+        self._kinds = {b: k for b, k in _KINDS.items()
+                       if k in (_TO_DAEMON if to == "daemon" else _TO_NODE)}
 
     @property
     def pending(self) -> int:
@@ -99,18 +101,20 @@ class PacketReader:
         buf = self._buf
         buf += chunk
         pos = 0
+        kinds, unpack, end = self._kinds, HEADER.unpack_from, len(buf)
         try:
-            while len(buf) - pos >= HEADER.size:
-                size, kind = HEADER.unpack_from(buf, pos)
+            while end - pos >= 5:  # HEADER.size
+                size, kind = unpack(buf, pos)
                 if size < 1 or size > MAX_PACKET:
                     raise WireError(f"packet length {size} (1..{MAX_PACKET})")
-                if kind not in self._kinds:
+                k = kinds.get(kind)
+                if k is None:
                     raise WireError(f"unknown packet kind {kind:#04x}")
-                if len(buf) - pos < 4 + size:
+                if end - pos < 4 + size:
                     break
-                body = bytes(buf[pos + HEADER.size:pos + 4 + size])
+                body = bytes(buf[pos + 5:pos + 4 + size])
                 pos += 4 + size
-                yield Kind(kind), body
+                yield k, body
         finally:
             del buf[:pos]
 
@@ -161,7 +165,8 @@ def unpack_message(body: bytes) -> Message:
     if can_id >= _CAN_ID[bool(flags & FLAG_EXT)]:
         raise WireError(f"arbitration id {can_id:#x} does not fit its format")
     fd = bool(flags & FLAG_FD)
-    if dlc > 15 or len(data) > (64 if fd else 8):
+    # an FD frame's DLC is its length, as python-can has it (up to 64)
+    if dlc > (64 if fd else 15) or len(data) > (64 if fd else 8):
         raise WireError(f"frame of dlc {dlc} with {len(data)} data bytes")
     return Message(ts, can_id, flags, dlc, data)
 
@@ -232,6 +237,12 @@ class Hello:
     bitrate: int | None = None
     data_bitrate: int | None = None
     pacing: str | None = None
+    #: realtime: the node holds each frame until its end (``t0`` of the welcome plus its
+    #: bus time), so the daemon hands frames over as soon as their outcome is settled
+    hold: bool = False
+    #: afap: a frame handed to the node while it waits for traffic holds bus time until
+    #: it calls again (False: a node that never answers in bus time, e.g. a logger)
+    lockstep: bool = True
 
 
 def pack_hello(hello: Hello) -> bytes:
@@ -250,7 +261,9 @@ def parse_hello(body: bytes) -> Hello:
                  receive_own_messages=bool(_flag(obj, "receive_own_messages")),
                  receive_error_frames=bool(_flag(obj, "receive_error_frames")),
                  bitrate=_int(obj, "bitrate", 1, 100_000_000),
-                 data_bitrate=_int(obj, "data_bitrate", 1, 100_000_000), pacing=pacing)
+                 data_bitrate=_int(obj, "data_bitrate", 1, 100_000_000), pacing=pacing,
+                 hold=bool(_flag(obj, "hold")),
+                 lockstep=bool(_flag(obj, "lockstep", True)))
 
 
 #: The calls a node makes, and what each takes besides ``id`` and ``op``.

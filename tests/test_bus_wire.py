@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import can
 import pytest
 
+from fwbridge.can_bus.daemon_client import pack_message, unpack_message
 from fwbridge.protocols import bus_wire
 from fwbridge.protocols.bus_wire import FLAG_EXT, FLAG_FD, FLAG_RX, Hello, Kind, WireError
 
@@ -20,6 +23,31 @@ def test_a_hello_packed_by_a_node_is_the_hello_the_daemon_reads() -> None:
     hello = Hello(name="m1", fd=True, fifo=True, bitrate=500_000, pacing="afap")
     kind, body = _one(bus_wire.pack_hello(hello), "daemon")
     assert kind is Kind.HELLO and bus_wire.parse_hello(body) == hello
+
+
+def test_hold_and_lockstep_travel_in_the_hello_and_default_as_before() -> None:
+    hello = Hello(name="log", hold=True, lockstep=False)
+    assert bus_wire.parse_hello(_one(bus_wire.pack_hello(hello), "daemon")[1]) == hello
+    older = bus_wire.parse_hello(b'{"name": "old"}')  # a hello from before these fields
+    assert (older.hold, older.lockstep) == (False, True)
+    for bad in (b'{"hold": 1}', b'{"lockstep": "no"}'):
+        with pytest.raises(WireError):
+            bus_wire.parse_hello(bad)
+
+
+@pytest.mark.parametrize("kw", [
+    {"arbitration_id": 0x123, "is_extended_id": False, "data": b"\x01\x02"},
+    {"arbitration_id": 0x1ABCDE, "is_extended_id": True, "is_remote_frame": True, "dlc": 3},
+    {"arbitration_id": 0x42, "is_extended_id": False, "is_fd": True, "bitrate_switch": True,
+     "error_state_indicator": True, "data": bytes(range(24))},
+    {"arbitration_id": 0x80, "is_extended_id": True, "is_error_frame": True, "data": bytes(8)},
+])
+def test_a_node_reads_a_frame_packet_as_python_can_builds_the_message(
+        kw: dict[str, Any]) -> None:
+    want = can.Message(timestamp=12.25, is_rx=True, channel="shared:x", check=False, **kw)
+    got = unpack_message(pack_message(want), "shared:x")
+    assert got.equals(want, timestamp_delta=0.0, check_channel=True, check_direction=True)
+    assert type(got.data) is bytearray and got.dlc == want.dlc
 
 
 def test_wait_done_and_call_round_trip() -> None:
