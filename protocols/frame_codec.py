@@ -172,6 +172,8 @@ class FrameCodec(Generic[T]):
         self.has_float = any(f.info.kind == "float" for f in self.stored)
         self.make = self._compile_make(with_offset=False)
         self.make_at = self._compile_make(with_offset=True)
+        #: ``make_at`` for values already scaled (a batch of numpy columns made records)
+        self.make_at_scaled = self._compile_make(with_offset=True, scaled=True)
 
     # -- the generated constructor ---------------------------------------------
     def reader(self, unpack: Callable[[bytes], tuple[Any, ...]]) -> Callable[[bytes], Any]:
@@ -180,11 +182,12 @@ class FrameCodec(Generic[T]):
         return self._compile_make(with_offset=False, unpack=unpack)
 
     def _compile_make(self, with_offset: bool,
-                      unpack: Callable[[bytes], tuple[Any, ...]] | None = None
-                      ) -> Callable[..., Any]:
+                      unpack: Callable[[bytes], tuple[Any, ...]] | None = None,
+                      scaled: bool = False) -> Callable[..., Any]:
         """``make([offset,] *raw_wire_values)``: converts and builds in one call.
 
-        With ``unpack``: ``make(record)``, the raw values ``unpack(record)``'s.
+        With ``unpack``: ``make(record)``, the raw values ``unpack(record)``'s; with
+        ``scaled``: scaled fields come scaled already.
         """
         desc = self.desc
         env: dict[str, Any] = {"_new": object.__new__, "_cls": self.cls, "_unpack": unpack}
@@ -201,9 +204,10 @@ class FrameCodec(Generic[T]):
                 env[f"_s{i}"] = getattr(self.cls, f.name).__set__
             expr = f"a{i}"
             if f.scaled:
-                expr = f"a{i} * {f.scale if f.scale is not None else 1.0!r}"
-                if f.offset:
-                    expr += f" + {f.offset!r}"
+                if not scaled:
+                    expr = f"a{i} * {f.scale if f.scale is not None else 1.0!r}"
+                    if f.offset:
+                        expr += f" + {f.offset!r}"
             elif f.name in self.enums:
                 e = self.enums[f.name]
                 if f.flags:
