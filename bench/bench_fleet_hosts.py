@@ -276,21 +276,21 @@ def cpu_scaling(counts: list[int], per_process: list[int], warm: float,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
                 assert op.stdin is not None and op.stdout is not None
+                reports = Lines(op.stdout)  # read as they come: a full pipe stalls it
                 op.stdin.write("scale 1\n")
                 op.stdin.flush()
                 time.sleep(warm)
                 c0 = sum(_cpu(f.pid) for f in fleets)
                 m0 = sum(_sim_cpu(f.pid) for f in fleets)
                 t0 = time.monotonic()
-                first = json.loads(op.stdout.readline())
+                first = json.loads(reports.drain().splitlines()[-1])
                 time.sleep(window)
                 c1 = sum(_cpu(f.pid) for f in fleets)
                 m1 = sum(_sim_cpu(f.pid) for f in fleets)
                 t1 = time.monotonic()
+                last = json.loads(reports.drain().splitlines()[-1])
                 op.stdin.write("quit\n")
                 op.stdin.flush()
-                lines = [json.loads(line) for line in op.stdout.read().splitlines() if line]
-                last = lines[-1] if lines else first
                 odom_hz = (sum(last["n"].values()) - sum(first["n"].values())) / max(
                     1e-9, last["t"] - first["t"]) / n
                 core = 100 * (c1 - c0) / (t1 - t0)

@@ -112,10 +112,10 @@ def main() -> None:
         now = time.monotonic()
         if now >= next_report:
             next_report = now + 0.2
-            with lock:
-                line = {"t": now, "n": n, "vx": vx, "age_ms": age, "diag": diag,
-                        "sent": state["sent"], "scale": scale}
-                print(json.dumps(line), flush=True)
+            with lock:  # printed outside: a slow reader must not hold up the callbacks
+                line = json.dumps({"t": now, "n": n, "vx": vx, "age_ms": age, "diag": diag,
+                                   "sent": state["sent"], "scale": scale})
+            print(line, flush=True)
         next_at += 1.0 / RATE
         done.wait(max(0.0, next_at - time.monotonic()))
     for sub in subs:
