@@ -19,8 +19,9 @@ from fwbridge.protocols.checksums import algorithm, algorithm_names
 from fwbridge.protocols.described import receiver_for
 from fwbridge.protocols.description import FrameDescription, load, loads
 from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.fixed_checks import crc_rows
 from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.frame_receiver import FixedReceiver, crc_rows
+from fwbridge.protocols.frame_receiver import FixedReceiver
 from fwbridge.protocols.length_receiver import LengthReceiver
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.conftest import FIXTURES
