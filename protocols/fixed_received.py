@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import struct
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from fwbridge.protocols.frame_codec import FrameCodec, Received
+from fwbridge.protocols.tuple_view import TupleView
 
 __all__ = ["FixedReceived", "frame_reader", "received_class"]
 
@@ -29,7 +30,7 @@ __all__ = ["FixedReceived", "frame_reader", "received_class"]
 _offset_of = struct.Struct("<q").unpack_from
 
 
-class FixedReceived(bytes):
+class FixedReceived(TupleView, bytes):
     """A received frame of a fixed-size description: ``(offset, frame)``, stored as bytes."""
 
     __slots__ = ()
@@ -63,49 +64,16 @@ class FixedReceived(bytes):
         # The class is made per codec, not importable: a pickle holds the pair.
         return (Received, self._values)
 
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._values)
 
     def __len__(self) -> int:
         return 2
 
-    def __getitem__(self, key: Any) -> Any:
-        return self._values[key]
-
-    def __contains__(self, value: object) -> bool:
-        return value in self._values
-
-    def __hash__(self) -> int:
-        return hash(self._values)
-
-    def __eq__(self, other: object) -> bool:
-        return bool(self._values == _as_tuple(other))
-
-    def __ne__(self, other: object) -> bool:
-        return bool(self._values != _as_tuple(other))
-
-    def __lt__(self, other: object) -> bool:
-        return bool(self._values < _as_tuple(other))
-
-    def __le__(self, other: object) -> bool:
-        return bool(self._values <= _as_tuple(other))
-
-    def __gt__(self, other: object) -> bool:
-        return bool(self._values > _as_tuple(other))
-
-    def __ge__(self, other: object) -> bool:
-        return bool(self._values >= _as_tuple(other))
 
     def __repr__(self) -> str:
         offset, frame = self._values
         return f"{type(self).__name__}(offset={offset!r}, frame={frame!r})"
 
     __str__ = __repr__  # not the bytes'
-
-
-def _as_tuple(other: object) -> Any:
-    """What a record compares with: another record's pair, or the object itself."""
-    return other._values if isinstance(other, FixedReceived) else other
 
 
 def frame_reader(codec: FrameCodec[Any]) -> Callable[[bytes], Any]:

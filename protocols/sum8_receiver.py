@@ -20,7 +20,7 @@ the tests hold it to the generic receiver and the construct schema byte for byte
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
 from math import isfinite
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.stream_accounting import account
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
+from fwbridge.protocols.tuple_view import TupleView
 
 __all__ = ["Columns", "ReceiverStats", "Sum8Received", "Sum8Receiver", "decode_columns",
            "received_class"]
@@ -54,7 +55,7 @@ _AA = HEADER[0]
 _55 = HEADER[1]
 
 
-class Sum8Received(bytes):
+class Sum8Received(TupleView, bytes):
     """A received frame: the stream offset of its first header byte, then its fields.
 
     Reads as the flat record ``(offset, vx, vy, ...)`` it was as a tuple:
@@ -97,38 +98,10 @@ class Sum8Received(bytes):
         """Field name -> value, the offset first (as a named tuple's)."""
         return dict(zip(self._fields, self._values))
 
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._values)
 
     def __len__(self) -> int:
         return len(self._fields)
 
-    def __getitem__(self, key: Any) -> Any:
-        return self._values[key]
-
-    def __contains__(self, value: object) -> bool:
-        return value in self._values
-
-    def __hash__(self) -> int:
-        return hash(self._values)
-
-    def __eq__(self, other: object) -> bool:
-        return bool(self._values == _as_tuple(other))
-
-    def __ne__(self, other: object) -> bool:
-        return bool(self._values != _as_tuple(other))
-
-    def __lt__(self, other: object) -> bool:
-        return bool(self._values < _as_tuple(other))
-
-    def __le__(self, other: object) -> bool:
-        return bool(self._values <= _as_tuple(other))
-
-    def __gt__(self, other: object) -> bool:
-        return bool(self._values > _as_tuple(other))
-
-    def __ge__(self, other: object) -> bool:
-        return bool(self._values >= _as_tuple(other))
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self._values))
@@ -136,11 +109,6 @@ class Sum8Received(bytes):
 
 
 _OFFSET = struct.Struct("<q").unpack_from
-
-
-def _as_tuple(other: object) -> Any:
-    """What a record compares with: another record's values, or the object itself."""
-    return other._values if isinstance(other, Sum8Received) else other
 
 
 def _field(k: int, name: str) -> property:
