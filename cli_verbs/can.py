@@ -59,9 +59,10 @@ from fwbridge.cli_verbs.common import (
     print_counters,
     writable,
 )
-from fwbridge.cli_verbs.link import Deadline, StatusLine, until_interrupted
+from fwbridge.cli_verbs.link import Deadline, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
+from fwbridge.cli_verbs.status_line import StatusLine
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
 from fwbridge.protocols.errors import CaptureTruncated, FrameError
 
@@ -462,17 +463,20 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
     try:
         if CANDUMP_BLOCKS and file.lower().endswith(".log") and os.path.isfile(file):
             # candump text: read and printed a block of lines at a time (cli_verbs/can_blocks)
-            from fwbridge.cli_verbs.can_blocks import CandumpBlocks, line_blocks
+            from fwbridge.cli_verbs.can_blocks import CandumpBlocks, LineBlocks
 
+            lines = LineBlocks(file)
             blocks = CandumpBlocks(as_json, stamp, stats, count,
-                                   lambda msgs: each(decode_actuators(msgs)))
-            for block in line_blocks(file):
+                                   lambda msgs: each(decode_actuators(msgs)), lines)
+            for block in lines:
                 text, go_on = blocks.take(block)
                 if text:
                     sys.stdout.write(text)
                     sys.stdout.flush()
                 if not go_on:
                     break
+            else:
+                lines.check()  # over-long lines skipped: named after the frames
         else:
             each(decode_actuators(file))
     except FileNotFoundError:

@@ -25,10 +25,11 @@ from fwbridge.bridge.record.can_logs import open_writer
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController, NodeRunner
 from fwbridge.cli_verbs.can_common import open_bus, options, target
-from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, writable
-from fwbridge.cli_verbs.link import StatusLine, until_interrupted
+from fwbridge.cli_verbs.common import FORCE, Renamed, console, fail, json_line, writable
+from fwbridge.cli_verbs.link import until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE
 from fwbridge.cli_verbs.params import DURATION, Finite
+from fwbridge.cli_verbs.status_line import StatusLine
 from fwbridge.cli_verbs.stopping import silence_stdout, stdout_closed
 from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.errors import ConfigError
@@ -78,7 +79,8 @@ def parse_fault(text: str) -> Injection:
                    "ber=RATE, clear, or a sensor fault (over-temperature, ...). Repeatable.")
 @click.option("--no-auto-recovery", is_flag=True,
               help="fwbridge: a bus-off module stays off (ISO recovery on request only).")
-@click.option("--capture", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+@click.option("--record", "--capture", "capture", cls=Renamed, type=click.Path(dir_okay=False),
+              default=None, metavar="FILE",
               help="Record every frame (.log, .asc, .blf, .pcapng, ...; .mcap adds bus load, "
                    "error states, joint_states and module health). Created once the bus is "
                    "open; an existing FILE is refused unless --force.")
@@ -108,7 +110,7 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
         if not 1 <= p.module <= count:
             fail(f"--fault: no module {p.module} (modules are 1..{count})")
     if capture:
-        writable(capture, "--capture", force=force)
+        writable(capture, "--record", force=force)
     mcap = (capture or "").lower().endswith(".mcap") or foxglove
     if foxglove and capture and not _mcap_name(capture):
         fail("--foxglove records CAN to .mcap files only (or to none)")
@@ -133,7 +135,8 @@ def sim_cmd(ctx: click.Context, count: int, duration: float | None, pacing: str 
             mod_extra: dict[str, Any] = (
                 {"name": f"module{k}", "auto_recovery": not no_auto_recovery} if fw else {})
             if k == 1 and tap and (capture or mcap_writer):
-                mod_extra["capture"] = mcap_writer or capture
+                # a writer of ours, not a path for python-can to open: safe_output's rules
+                mod_extra["capture"] = mcap_writer or _open_writer(str(capture))
             buses.append(open_bus(opts, **mod_extra))
         if (capture or mcap_writer) and not tap:
             writer = mcap_writer or _open_writer(str(capture))
@@ -207,7 +210,7 @@ def _open_writer(path: str) -> Any:
     try:
         return open_writer(path)
     except (CaptureError, OSError, ValueError) as exc:
-        fail(f"--capture {exc}")
+        fail(f"--record {exc}")
 
 
 def _mcap_writer(capture: str | None, bus: can.BusABC, opts: Any, foxglove: bool, host: str,

@@ -6,7 +6,7 @@ import functools
 import math
 import struct
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -81,6 +81,19 @@ class CliError(Error, click.ClickException):
 def fail(message: str) -> NoReturn:
     """Stop the command with one ``error: …`` line."""
     raise CliError(message)
+
+
+class Renamed(click.Option):
+    """An option with an old spelling still accepted: every name after the first is an
+    old one, left out of ``--help`` (one meaning, one name across verbs)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        old = self.opts[1:]
+        self.opts = self.opts[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = [*self.opts, *old]
 
 
 #: ``--force``: the one way to let a verb replace an existing output file.
@@ -251,6 +264,17 @@ def shortest32(values: Any) -> list[float]:
                     out[i] = c
             todo = [i for i, ok in zip(todo, hit) if not ok]
     return [out[k] for k in inverse.tolist()]
+
+
+def warn_listening(who: str, addresses: Iterable[str]) -> None:
+    """Nothing listens beyond loopback unless asked; when asked, every listener says so
+    in the same one line (``link_urls.listen_warning``), on stderr."""
+    from fwbridge.bridge.link.link_urls import listen_warning
+
+    for address in addresses:
+        line = listen_warning(who, address)
+        if line is not None:
+            click.echo(line, err=True)
 
 
 def print_counters(stats: dict[str, int], label: str = "counters") -> None:

@@ -28,9 +28,10 @@ from typing import Any
 
 import click
 
+from fwbridge.bridge.link.pty_relay import PtyRelay
 from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
-from fwbridge.cli_verbs.link import StatusLine
 from fwbridge.cli_verbs.params import DURATION
+from fwbridge.cli_verbs.status_line import StatusLine
 from fwbridge.protocols.errors import Error
 
 #: The source tree's firmware_ref/ (a checkout; it is not in the wheel).
@@ -73,8 +74,12 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
 class QemuBoard:
     """QEMU running a firmware ELF; UART0 and UART1 on ptys (``port``, ``diag_port``).
 
-    The counters the firmware prints on UART1 are read by a thread: ``latest``
-    is the last line, ``wait_status(pred)`` waits for one that satisfies pred.
+    UART0 (the link) is QEMU's socket chardev relayed to a pty of ours
+    (:class:`~fwbridge.bridge.link.pty_relay.PtyRelay`): QEMU's own pty reads a
+    newly opened port only at its once-a-second reconnect check, so the first
+    request after an open waited up to a second. The counters the firmware
+    prints on UART1 are read by a thread: ``latest`` is the last line,
+    ``wait_status(pred)`` waits for one that satisfies pred.
     """
 
     def __init__(self, elf: Path, *, icount: str | None = None, machine: str = MACHINE) -> None:
@@ -90,10 +95,14 @@ class QemuBoard:
         self._diag_fd = -1
         self._reader: threading.Thread | None = None
         self._halt = threading.Event()
+        self._relay: PtyRelay | None = None
+        self._relayer: threading.Thread | None = None
 
-    def argv(self) -> list[str]:
+    def argv(self, link_fd: int) -> list[str]:
+        """QEMU's command line, UART0 on the socket ``link_fd`` (inherited), UART1 a pty."""
         argv = [QEMU, "-M", self.machine, "-nographic", "-monitor", "none",
-                "-serial", "pty", "-serial", "pty", "-kernel", str(self.elf)]
+                "-chardev", f"socket,id=link,fd={link_fd}", "-serial", "chardev:link",
+                "-serial", "pty", "-kernel", str(self.elf)]
         if self.icount is not None:
             argv += ["-icount", f"shift={self.icount}"]
         return argv
@@ -103,16 +112,19 @@ class QemuBoard:
             raise BoardError(f"{QEMU} is not installed (apt-get install qemu-system-arm)")
         if not self.elf.exists():
             raise BoardError(f"{self.elf}: no such file")
-        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+        relay = self._relay = PtyRelay()
+        self.proc = subprocess.Popen(self.argv(relay.far_fd), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     start_new_session=True, preexec_fn=_die_with_parent,
+                                     pass_fds=(relay.far_fd,))
+        relay.handed()
         assert self.proc.stdout is not None
         out = self.proc.stdout.fileno()
         ports: dict[int, str] = {}
         said: list[str] = []
         buf = b""
         end = time.monotonic() + timeout
-        while len(ports) < 2:
+        while 1 not in ports:
             left = end - time.monotonic()
             if left <= 0:
                 self.stop()
@@ -131,13 +143,20 @@ class QemuBoard:
                     ports[int(m.group(2))] = m.group(1)
                 elif line:
                     said.append(line)
-        self.port, self.diag_port = ports[0], ports[1]
+        self.port, self.diag_port = relay.path, ports[1]
+        self._relayer = threading.Thread(target=self._relay_loop, args=(relay,), daemon=True)
+        self._relayer.start()
         # Keep reading QEMU's output (warnings) so it never blocks on a full pipe.
         threading.Thread(target=self._drain, args=(out,), daemon=True).start()
         self._diag_fd = os.open(self.diag_port, os.O_RDWR | os.O_NOCTTY)
         tty.setraw(self._diag_fd)
         self._reader = threading.Thread(target=self._read_diag, daemon=True)
         self._reader.start()
+
+    def _relay_loop(self, relay: PtyRelay) -> None:
+        with contextlib.suppress(OSError, ValueError):  # closed under it by stop()
+            while not self._halt.is_set() and relay.pump(0.1):
+                pass
 
     def _drain(self, fd: int) -> None:
         with contextlib.suppress(OSError):
@@ -197,6 +216,11 @@ class QemuBoard:
                 self.proc.wait()
         if self._reader is not None:
             self._reader.join(1.0)
+        if self._relayer is not None:
+            self._relayer.join(1.0)
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
         if self._diag_fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._diag_fd)
@@ -409,9 +433,9 @@ def drive_square(port: str, side: float, *, timeout_s: float = 90.0,
 
 
 def _read_by_the_board(board: QemuBoard, timeout: float = 10.0) -> None:
-    """Until the board reads its link. QEMU reads a new pty about once a second at
-    first, so the bridge's first writes could time out ('link lost'); one byte that
-    neither receiver takes, counted by the firmware (rx_bytes), says it reads."""
+    """Until the board reads its link (booted and running its main loop), so the
+    bridge's first writes cannot time out ('link lost'); one byte that neither
+    receiver takes, counted by the firmware (rx_bytes), says it reads."""
     import serial
 
     first = board.wait_status(timeout=timeout) or {}

@@ -15,7 +15,14 @@ from typing import Any
 
 import click
 
-from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import (
+    Group,
+    Renamed,
+    fail,
+    json_line,
+    print_counters,
+    warn_listening,
+)
 from fwbridge.cli_verbs.live import FOXGLOVE
 from fwbridge.cli_verbs.params import DURATION, RATE, Finite
 from fwbridge.cli_verbs.stopping import silence_stdout, stoppable
@@ -75,6 +82,7 @@ def ros2_settings(config: str | None, connect: tuple[str, ...], listen: tuple[st
 def _participant(s: Any, wait: float = 3.0) -> Any:
     from fwbridge.bridge.ros2.participant import Participant
 
+    warn_listening("ros2", s.listen)
     p = Participant(domain=s.domain, distro=s.distro, connect=s.connect, listen=s.listen)
     if not p.wait_open(wait):
         p.close()
@@ -106,17 +114,14 @@ def router_cmd(listen: tuple[str, ...], connect: tuple[str, ...]) -> None:
         fail("the router needs the ros2 extra: pip install 'fwbridge[ros2]'")
     from fwbridge.bridge.node.config import ConfigError
     from fwbridge.bridge.ros2.config import parse_endpoints
-    from fwbridge.bridge.ros2.router import DEFAULT_LISTEN, is_loopback, open_router
+    from fwbridge.bridge.ros2.router import DEFAULT_LISTEN, open_router
 
     try:
         endpoints = parse_endpoints("--listen", listen) or DEFAULT_LISTEN
         routers = parse_endpoints("--connect", connect)
     except ConfigError as exc:
         fail(str(exc))
-    for endpoint in endpoints:
-        if not is_loopback(endpoint):
-            click.echo(f"warning: router: {endpoint} is not a loopback address: other "
-                       "machines can connect to this router", err=True)
+    warn_listening("router", endpoints)
     try:
         session = open_router(endpoints, routers)
     except ConfigError as exc:
@@ -178,15 +183,48 @@ def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
     click.echo(f"nodes: {', '.join(sorted(nodes)) or 'none'}", err=True)
 
 
-def _find_type(p: Any, topic: str, wait: float) -> str:
+def _publishers(p: Any, topic: str, wait: float, msgtype: str | None) -> list[Any]:
+    """The publishers of ``topic`` in the graph (their tokens), asked until one shows or
+    ``wait`` s have passed; none without ``msgtype`` is an error (the type comes from
+    them)."""
     end = time.monotonic() + wait
     while True:
-        for e in p.graph(timeout=0.5):
-            if e.topic == topic and e.kind == "MP" and e.msgtype:
-                return str(e.msgtype)
+        found = [e for e in p.graph(timeout=0.5)
+                 if e.topic == topic and e.kind == "MP" and e.msgtype]
+        if found:
+            return found
         if time.monotonic() > end:
-            fail(f"{topic}: no publisher in the graph to take the type from (give --type)")
+            if msgtype is None:
+                fail(f"{topic}: no publisher in the graph to take the type from (give --type)")
+            return []
         time.sleep(0.2)
+
+
+#: Most samples a transient_local echo asks each publisher's cache for.
+MAX_HISTORY = 1000
+
+
+def echo_qos(publishers: list[Any], durability: str, reliability: str) -> tuple[Any, str]:
+    """The QoS echo subscribes with, and why: ``auto`` takes the publishers' (from their
+    tokens, as ``ros2 topic echo`` does: transient_local when every publisher is, best
+    effort when any is), the history depth their largest (10 at least)."""
+    from fwbridge.bridge.node.topics import Qos
+    from fwbridge.bridge.ros2.keys import parse_qos
+
+    theirs = [q for q in (parse_qos(e.qos or "") for e in publishers) if q is not None]
+    how = []
+    if durability == "auto":
+        latched = bool(theirs) and all(q.durability == "transient_local" for q in theirs)
+        durability = "transient_local" if latched else "volatile"
+        how.append("durability of the publishers" if theirs else "no publisher yet")
+    if reliability == "auto":
+        best = any(q.reliability == "best_effort" for q in theirs)
+        reliability = "best_effort" if best else "reliable"
+        if theirs and "durability of the publishers" not in how:
+            how.append("reliability of the publishers")
+    depth = max([10] + [min(q.depth, MAX_HISTORY) for q in theirs])
+    why = f" ({', '.join(how)})" if how else ""
+    return Qos(reliability, durability, "keep_last", depth), f"{reliability}, {durability}{why}"
 
 
 @ros2_group.command("echo")
@@ -195,16 +233,25 @@ def _find_type(p: Any, topic: str, wait: float) -> str:
               help="The message type (default: from the topic's publishers).")
 @click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after N messages.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of YAML documents.")
+@click.option("--qos-durability", "durability", default="auto", show_default=True,
+              type=click.Choice(["auto", "volatile", "transient_local"]),
+              help="transient_local also gets what latched publishers sent before "
+              "(robot_description, /tf_static); auto: the publishers'.")
+@click.option("--qos-reliability", "reliability", default="auto", show_default=True,
+              type=click.Choice(["auto", "reliable", "best_effort"]),
+              help="auto: best_effort when a publisher is, else reliable.")
 @CONNECT
 @DOMAIN
 @DISTRO
 @CONFIG
 def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
-             connect: tuple[str, ...], domain: int | None, distro: str | None,
-             config: str | None) -> None:
+             durability: str, reliability: str, connect: tuple[str, ...], domain: int | None,
+             distro: str | None, config: str | None) -> None:
     """Print the messages on TOPIC, decoded.
 
-    TOPIC is an absolute name, such as /robot1/odom.
+    TOPIC is an absolute name, such as /robot1/odom. Like 'ros2 topic echo', it
+    takes the QoS of the topic's publishers from the graph: a latched topic
+    (transient_local) started before echo is printed too.
     """
     from fwbridge.bridge.node import topics
 
@@ -239,9 +286,15 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
     try:
         with stoppable():
             try:
-                mt = msgtype or _find_type(p, topic, 3.0)
+                auto = "auto" in (durability, reliability)
+                found = _publishers(p, topic, 3.0 if msgtype is None else 1.0,
+                                    msgtype) if auto or msgtype is None else []
+                mt = msgtype or str(found[0].msgtype)
+                qos, how = echo_qos(found, durability, reliability)
+                if sys.stderr.isatty():
+                    click.echo(f"ros2 echo: {topic} [{mt}], {how}", err=True)
                 node = p.node(f"fwbridge_echo_{_pid()}")
-                node.subscription(topic, mt, on_message, any_hash=True)
+                node.subscription(topic, mt, on_message, qos, any_hash=True)
                 while not done.wait(0.2):
                     pass
             except KeyboardInterrupt:
@@ -261,7 +314,7 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
 @click.argument("values", default="{}", metavar="'YAML'")
 @click.option("--rate", type=RATE, default=None,
               help="Publish at this rate until Ctrl-C (default: once).")
-@click.option("--times", type=click.IntRange(min=1), default=None,
+@click.option("--count", "--times", "times", cls=Renamed, type=click.IntRange(min=1), default=None,
               help="Publish this many times (at --rate, default 1 Hz).")
 @CONNECT
 @DOMAIN
@@ -271,6 +324,9 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
             connect: tuple[str, ...], domain: int | None, distro: str | None,
             config: str | None) -> None:
     """Publish a TYPE message built from 'YAML' on TOPIC, like 'ros2 topic pub'.
+
+    On a terminal it says what it publishes and counts the messages as they go;
+    piped, it says only how many it published, at the end.
 
     \b
     fwbridge ros2 pub /robot1/cmd_vel geometry_msgs/msg/Twist \\
@@ -286,19 +342,27 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
         topic = topics.full_topic_name(topic)
     except topics.MessageError as exc:
         fail(str(exc))
+    from fwbridge.cli_verbs.status_line import StatusLine
+
     p = _participant(s)
     sent = 0
+    period = 1.0 / (rate or 1.0)
+    total = times if times is not None else (None if rate else 1)
     try:
-        with stoppable():
+        with stoppable(), StatusLine() as line:
+            if line.enabled:
+                how = ("once" if total == 1 else f"{total} times at {1 / period:g} Hz"
+                       if total is not None else f"at {1 / period:g} Hz until Ctrl-C")
+                click.echo(f"ros2 pub: {msgtype} on {topic}, {how}", err=True)
             pub = p.node(f"fwbridge_pub_{_pid()}").publisher(topic, msgtype)
             time.sleep(0.3)  # let the subscribers' routes reach us before the first sample
-            period = 1.0 / (rate or 1.0)
-            total = times if times is not None else (None if rate else 1)
             next_at = time.monotonic()
             try:
                 while total is None or sent < total:
                     pub.publish(msg)
                     sent += 1
+                    line.update(f"published {sent}" + (f"/{total}" if total else "")
+                                + f" on {topic}", force=sent == total)
                     if total is not None and sent >= total:
                         break
                     next_at += period
@@ -308,7 +372,7 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
             time.sleep(0.1)  # the last sample leaves before the session closes
     finally:
         p.close()
-    click.echo(f"published {sent} message(s) on {topic}", err=True)
+    click.echo(f"published {sent} message{'' if sent == 1 else 's'} on {topic}", err=True)
 
 
 @ros2_group.command("call")
@@ -424,6 +488,7 @@ def fleet_cmd(count: int, rate_hz: float, duration: float | None, first: int,
     from fwbridge.bridge.ros2.fleet import Fleet
 
     s = _settings(config, connect, listen, domain, distro)
+    warn_listening("fleet", s.listen)
     fleet = Fleet(count, s, rate_hz=rate_hz, first=first,
                   on_event=lambda ns, e: click.echo(f"fleet {ns}: {e.message}", err=True),
                   say=lambda text: click.echo(f"fleet: {text}", err=True))

@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 import click
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from serial.tools import list_ports
 
 from fwbridge.bridge.link.transports import IO_ERRORS, drop_backlog, read_some
@@ -25,7 +24,6 @@ from fwbridge.cli_verbs.common import (
     FORCE,
     Decoder,
     console,
-    err_console,
     fail,
     json_line,
     print_counters,
@@ -45,14 +43,21 @@ from fwbridge.cli_verbs.link import (
     DURATION,
     Deadline,
     Rate,
-    StatusLine,
-    drawn,
     open_port,
     until_interrupted,
     write_line,
 )
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
-from fwbridge.cli_verbs.params import FLOAT32, RATE, SPEED, TIMEOUT_MAX, Finite
+from fwbridge.cli_verbs.params import (
+    FLOAT32,
+    RATE,
+    SPEED,
+    TIMEOUT_MAX,
+    Finite,
+    velocity_limit_options,
+    velocity_refused,
+)
+from fwbridge.cli_verbs.status_line import StatusLine, bar
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.engine import receiver_for
 
@@ -168,11 +173,19 @@ def _send(port: str, baud: int, frame: bytes, kind: str, rate: float, count: int
 @click.option("--vx", type=FLOAT32, default=0.0, show_default=True, help="m/s")
 @click.option("--vy", type=FLOAT32, default=0.0, show_default=True, help="m/s")
 @click.option("--wz", type=FLOAT32, default=0.0, show_default=True, help="rad/s")
+@velocity_limit_options
 @_send_options
 @click.pass_context
-def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, baud: int, rate: float,
-             count: int) -> None:
-    """Velocity-command frames (host -> firmware)."""
+def send_cmd(ctx: click.Context, vx: float, vy: float, wz: float, max_linear: float,
+             max_angular: float, baud: int, rate: float, count: int) -> None:
+    """Velocity-command frames (host -> firmware).
+
+    A velocity beyond --max-linear / --max-angular (the limits of the ROS 2
+    cmd_vel path) is refused before the port is opened.
+    """
+    why = velocity_refused(vx, vy, wz, max_linear, max_angular, prefix="--")
+    if why is not None:
+        fail(why)
     try:
         frame = cmd_frame.encode(cmd_frame.CmdFrame(vx, vy, wz))
     except ValueError as exc:
@@ -448,20 +461,14 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
     lap = span + (span / (len(packets) - 1) if len(packets) > 1 else 0.1)
     link = open_port(port, baud)
     sent = laps = 0
-    progress = Progress(
-        TextColumn("replay"), BarColumn(),
-        TextColumn("{task.completed} packets" if loop else "{task.completed}/{task.total} packets"),
-        TimeRemainingColumn(), console=err_console, disable=not err_console.is_terminal,
-        transient=True,
-    )
-    task = progress.add_task("replay", total=None if loop else len(packets))
+    total = None if loop else len(packets)
     # Replaying velocity commands commands motion: a stop before the end sends zero velocity.
     commands = _carries_commands(packets)
     stopped = False
     again = ", in a loop" if loop else ""
     t0 = time.monotonic()
     try:
-        with drawn(progress), until_interrupted() as stop:
+        with StatusLine() as status, until_interrupted() as stop:
             click.echo(f"replaying {len(packets)} {direction} packets from {file} to {port}"
                        f"{again}", err=True)
             while True:
@@ -474,7 +481,7 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
                     except IO_ERRORS as exc:
                         fail(f"{port} went away after {sent} packets: {exc}")
                     sent += 1
-                    progress.advance(task)
+                    status.update(_replay_text(sent, total, laps, off, span))
                 laps += 1
                 if not loop:
                     break
@@ -487,6 +494,14 @@ def replay_cmd(file: str, port: str, speed: float, loop: bool, direction: str,
         link.close()
     then = ", then zero velocity" if commands and stopped else ""
     click.echo(f"replayed {sent} {direction} packets from {file} to {port}{then}", err=True)
+
+
+def _replay_text(sent: int, total: int | None, laps: int, at: float, span: float) -> str:
+    """The replay's live line: a bar, the packets sent, the time left (a loop: its lap)."""
+    if total is None:
+        return f"replay {bar(sent, None)} {sent} packets, lap {laps + 1}"
+    return (f"replay {bar(sent, total)} {sent}/{total} packets, "
+            f"{max(span - at, 0.0):.0f} s left")
 
 
 def _carries_commands(packets: list[Any]) -> bool:

@@ -21,9 +21,9 @@ from fwbridge.bridge.sim.models import model_names
 from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, print_counters, writable
 from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
-from fwbridge.cli_verbs.link import StatusLine
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import DURATION, SPEED, Baud, Finite
+from fwbridge.cli_verbs.status_line import StatusLine
 from fwbridge.cli_verbs.stopping import silence_stdout, stdout_closed
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.pacing import parse_pacing
@@ -168,8 +168,9 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
         fail("--flash is for the fish (its main controller's flash)")
     if record:
         writable(record, "--record", force=force)
+    robot: Any = model
+    endpoint: SimEndpoint | None = None
     try:
-        robot: Any = model
         if flash_path is not None:
             from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
 
@@ -178,6 +179,8 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
                                baud=baud, watchdog_ms=watchdog_ms)
         link = PtyLink(endpoint, link_path=link_path)
     except (ValueError, OSError) as exc:
+        # A failed start shuts down what it opened (the fish's CAN nodes), quietly.
+        _close_model(endpoint.model if endpoint is not None else robot)
         fail(str(exc))
     try:
         capture = _capture(record, foxglove, foxglove_host, foxglove_port, link, f"sim://{model}")
@@ -225,9 +228,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
     finally:
         wall = time.monotonic() - clock0 if clock0 is not None else 0.0
         endpoint.stop()
-        close_model = getattr(endpoint.model, "close", None)
-        if callable(close_model):  # the fish's CAN nodes: shut down, not left to the collector
-            close_model()
+        _close_model(endpoint.model)
         link.close()
         if capture is not None:
             capture.close()
@@ -247,6 +248,13 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
             print_counters(st["firmware_rx"], "firmware receiver")
         for direction, stats in st.get("faults", {}).items():
             print_counters(stats, f"faults {direction}")
+
+
+def _close_model(model: Any) -> None:
+    """Shut a model's parts down (the fish's CAN nodes), not left to the collector."""
+    close = getattr(model, "close", None)
+    if callable(close):
+        close()
 
 
 def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any,

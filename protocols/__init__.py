@@ -84,6 +84,9 @@ if TYPE_CHECKING:
     from fwbridge.protocols.crc import (
         preset_names as preset_names,
     )
+    from fwbridge.protocols.description import (
+        load_description as load_description,
+    )
     from fwbridge.protocols.engine import (
         codec_for as codec_for,
     )

@@ -16,6 +16,7 @@ import keyword
 import math
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ __all__ = [
     "TypeInfo",
     "from_doc",
     "load",
+    "load_description",
     "loads",
 ]
 
@@ -80,7 +82,11 @@ MAX_DOC = 1000
 #: Text written into generated code (C comments, Lua and DBC strings) is one line of
 #: printable characters without the ones those languages would read as an end: a C comment
 #: ends at ``*/``, a DBC string at ``"`` (DBC has no escape), a Lua string at a newline.
-_BAD_TEXT = re.compile(r'[\x00-\x1f\x7f-\x9f"\\\u2028\u2029]|\*/|/\*')
+_BAD_TEXT = re.compile(r'["\\]|\*/|/\*')
+#: Unicode categories refused in text: controls, format characters (the bidirectional
+#: overrides and isolates that make code read otherwise than it compiles, zero widths),
+#: surrogates, private use, line and paragraph separators.
+_BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 
 
 class DescriptionError(ConfigError):
@@ -176,14 +182,32 @@ class _Checker:
              limit: int, label: str | None = None) -> str:
         """A free-text key (``doc``, ``unit``): a string generated code can carry as is."""
         value: str = self.get(doc, table, index, key, str, "", label)
-        bad = _BAD_TEXT.search(value)
-        if bad:
-            raise self.fail(table, index, key, f"{bad.group()!r} is not allowed here: one line "
-                            "of text without \", \\, /* or */ (it is written into C comments "
-                            "and Lua and DBC strings)", label)
         if len(value) > limit:
             raise self.fail(table, index, key, f"at most {limit} characters", label)
+        bad = bad_text(value)
+        if bad is not None:
+            raise self.fail(table, index, key, f"{bad} is not allowed here: one line of "
+                            "printable text without \", \\, /* or */ (it is written into C "
+                            "comments and Lua and DBC strings)", label)
         return value
+
+
+def code_point(ch: str) -> str:
+    """``U+202E (RIGHT-TO-LEFT OVERRIDE)``: a character as an error line can show it."""
+    name = unicodedata.name(ch, "")
+    return f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
+
+
+def bad_text(value: str) -> str | None:
+    """What makes ``value`` unfit for generated code (the first such character or
+    delimiter, named by its code point), or None."""
+    for ch in value:
+        if unicodedata.category(ch) in _BAD_CATEGORIES:
+            return code_point(ch)
+    m = _BAD_TEXT.search(value)
+    if m is None:
+        return None
+    return f"{m.group()!r} ({', '.join(code_point(c) for c in m.group())})"
 
 
 _KIND = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
@@ -345,15 +369,16 @@ def loads(text: str, source: str = "<string>") -> FrameDescription:
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
+    from fwbridge.protocols.config_text import TextLimitError, parse_toml
+
     try:
-        doc = tomllib.loads(text)
+        doc = parse_toml(text, source)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise DescriptionError(source, int(m.group(1)) if m else 1, "toml",
                                f"not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib parses nested arrays and tables recursively
-        raise DescriptionError(source, 1, "toml", "arrays or tables nested too deeply") \
-            from None
+    except TextLimitError as exc:  # nested past any description's shape
+        raise DescriptionError(source, exc.line or 1, "toml", exc.reason) from None
     return from_doc(doc, source, text)
 
 
@@ -450,3 +475,12 @@ def load(path: str | Path) -> FrameDescription:
     except OSError as exc:
         raise DescriptionError(str(p), 0, "file", exc.strerror or str(exc)) from None
     return loads(text, str(p))
+
+
+def load_description(path: str | Path) -> FrameDescription:
+    """The description in the TOML file ``path``, read and validated: what
+    :func:`~fwbridge.protocols.engine.codec_for` and ``receiver_for`` take.
+
+    A missing, unreadable or invalid file raises :class:`DescriptionError` (a
+    :class:`~fwbridge.ConfigError`) naming the file, the line and the key."""
+    return load(path)

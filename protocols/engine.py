@@ -29,11 +29,12 @@ the description's tables.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
-from fwbridge.protocols.description import FrameDescription
+from fwbridge.protocols.description import FrameDescription, load
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec
 from fwbridge.protocols.records import FloatFields, LabelType, check_labels, record_type
@@ -51,6 +52,9 @@ __all__ = ["FloatFields", "LabelType", "action_receiver", "check_labels", "codec
            "fast_path", "receiver_for", "record_type", "sum8_codec"]
 
 T = TypeVar("T")
+
+#: A description, or the path of its TOML file (``str`` or ``os.PathLike``).
+DescriptionLike = FrameDescription | str | os.PathLike[str]
 
 #: Built-in frames whose module holds the one codec of the family (``CODEC``).
 _CODEC_MODULES = {"odom": "fwbridge.protocols.odom_frame", "cmd": "fwbridge.protocols.cmd_frame"}
@@ -90,6 +94,13 @@ def fast_path(desc: FrameDescription) -> Literal["sum8", "action"] | None:
     return None
 
 
+def _description(spec: DescriptionLike) -> FrameDescription:
+    """``spec`` itself, or the description in the file it names (``load``: one
+    :class:`~fwbridge.protocols.description.DescriptionError` naming the file when it
+    is missing or invalid)."""
+    return spec if isinstance(spec, FrameDescription) else load(os.fspath(spec))
+
+
 def _builtin_name(desc: FrameDescription) -> str | None:
     """The built-in name of ``desc`` when it is the shipped description itself."""
     return desc.name if desc.name in BUILTIN_NAMES and desc is builtin(desc.name) else None
@@ -102,24 +113,28 @@ def sum8_codec(desc: FrameDescription, cls: type[T]) -> Sum8Codec[T]:
 
 
 @overload
-def codec_for(desc: FrameDescription, cls: type[T], *, generic: bool = False) -> FrameCodec[T]:
+def codec_for(desc: DescriptionLike, cls: type[T], *, generic: bool = False) -> FrameCodec[T]:
     ...
 
 
 @overload
-def codec_for(desc: FrameDescription, cls: None = None, *,
+def codec_for(desc: DescriptionLike, cls: None = None, *,
               generic: bool = False) -> FrameCodec[Any]: ...
 
 
-def codec_for(desc: FrameDescription, cls: type[Any] | None = None, *,
+def codec_for(desc: DescriptionLike, cls: type[Any] | None = None, *,
               generic: bool = False) -> FrameCodec[Any]:
     """The codec of ``desc``: the sum-8 specialisation when it fits, else the generic one.
+
+    ``desc``: a description, or the path of its TOML file (``str`` or ``Path``,
+    read with :func:`~fwbridge.protocols.description.load_description`).
 
     ``cls``: the class of decoded frames (default: the generic codec's named
     tuple). A built-in frame with a module of its own (odometry, command)
     asked for without ``cls`` gets that module's ``CODEC``, so each has one
     codec and one schema.
     """
+    desc = _description(desc)
     if generic:
         return FrameCodec(desc, cls)
     if cls is None:
@@ -166,13 +181,14 @@ def receiver_for(spec: Sum8Codec[T], *, max_length: int | None = None,
 
 
 @overload
-def receiver_for(spec: FrameDescription | FrameCodec[Any], *, max_length: int | None = None,
+def receiver_for(spec: DescriptionLike | FrameCodec[Any], *, max_length: int | None = None,
                  generic: bool = False) -> Receiver: ...
 
 
-def receiver_for(spec: FrameDescription | FrameCodec[Any], *, max_length: int | None = None,
+def receiver_for(spec: DescriptionLike | FrameCodec[Any], *, max_length: int | None = None,
                  generic: bool = False) -> Receiver:
-    """The receiver of a description (or of a codec :func:`codec_for` made).
+    """The receiver of a description, of the path of its TOML file (as
+    :func:`codec_for` takes), or of a codec :func:`codec_for` made.
 
     Sum-8 shape: :class:`Sum8Receiver`; the action frame's shape:
     :class:`ActionReceiver` (no alternative headers: exactly the
@@ -183,7 +199,7 @@ def receiver_for(spec: FrameDescription | FrameCodec[Any], *, max_length: int | 
     if isinstance(spec, FrameCodec):
         desc, codec = spec.desc, spec
     else:
-        desc, codec = spec, None
+        desc, codec = _description(spec), None
     if not generic:
         if fits_sum8(desc):
             from fwbridge.protocols.sum8_receiver import Sum8Receiver

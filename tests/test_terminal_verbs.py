@@ -152,6 +152,9 @@ def test_bridge_on_a_terminal(mecanum: str, tmp_path: Path) -> None:
     cfg = tmp_path / "robot.toml"
     cfg.write_text(f'[link]\nurl = "{mecanum}"\n')
     with Terminal("bridge", str(cfg)) as term:
+        term.expect(r"link up  odom \d+/s  x=[-+]\d")  # the live line (JSON: --json or piped)
+        interrupted(term, r"bridge: commands=[1-9]")
+    with Terminal("bridge", str(cfg), "--json") as term:
         term.expect(r'"seq":\s*[1-9]')
         interrupted(term, r"bridge: commands=[1-9]")
 
