@@ -15,7 +15,10 @@ network; a JSON file beside it describes the bus for ``bus list``.
 A socket is an interface: every packet is checked (:mod:`protocols.bus_wire`)
 before it is acted on; a client that breaks the protocol gets an error packet
 and is dropped, and no client can kill the daemon, hold afap bus time for
-longer than ``hold_limit`` seconds, or queue more than :data:`TX_LIMIT` frames.
+longer than ``hold_limit`` seconds, or queue more than :data:`TX_LIMIT` frames; the
+bytes waiting for all clients together are held to ``queue_budget``
+(:data:`~can_bus.daemon_nodes.FAIR_SHARE` each beyond it), and at most ``max_clients``
+socketcand clients are served.
 """
 
 from __future__ import annotations
@@ -44,7 +47,13 @@ from fwbridge.can_bus.daemon_client import (
     unpack_message,
     valid_name,
 )
-from fwbridge.can_bus.daemon_nodes import TX_LIMIT, Client, DaemonChannel
+from fwbridge.can_bus.daemon_nodes import (
+    FAIR_SHARE,
+    QUEUE_BUDGET,
+    TX_LIMIT,
+    Client,
+    DaemonChannel,
+)
 from fwbridge.can_bus.simchannel import compile_filters, make_frame
 from fwbridge.can_bus.socketcand import TextClient
 from fwbridge.protocols import bus_wire
@@ -54,6 +63,8 @@ from fwbridge.protocols.errors import CanError, ConfigError
 __all__ = ["BusDaemon", "serve", "stop_daemon"]
 
 HOLD_LIMIT = 5.0  # s a node may hold afap bus time: beyond, it is treated as not listening
+MAX_CLIENTS = 16  # socketcand clients served at once: beyond, one more is refused
+SOCKETCAND_SNDBUF = 128 << 10  # a socketcand client's kernel send buffer (Linux doubles it)
 
 
 class ProtocolViolation(CanError, ValueError):
@@ -69,9 +80,14 @@ class BusDaemon:
 
     def __init__(self, name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
                  pacing: str = "realtime", socketcand: int | None = None,
-                 hold_limit: float = HOLD_LIMIT) -> None:
+                 hold_limit: float = HOLD_LIMIT, max_clients: int = MAX_CLIENTS,
+                 queue_budget: int = QUEUE_BUDGET) -> None:
         if not valid_name(name):
             raise ConfigError(f"bus name {name!r}: letters, digits, '_', '.', '-' (1..64)")
+        if not 1 <= max_clients <= 1000:
+            raise ConfigError(f"max clients {max_clients}: 1..1000")
+        if not 1 << 16 <= queue_budget <= 1 << 34:
+            raise ConfigError(f"queue budget {queue_budget} bytes: 64 KiB..16 GiB")
         self.name = name
         # realtime: the loop itself runs the bus at each frame's end (no driver thread to
         # hand the frames over), so it waits in select(), whose timeout is in microseconds
@@ -95,6 +111,11 @@ class BusDaemon:
         self.socketcand_port = socketcand  # None: no socketcand endpoint; 0: any free port
         self.tcp: socket.socket | None = None
         self.hold_limit = hold_limit
+        self.max_clients = max_clients  # socketcand clients at once
+        self.queue_budget = queue_budget
+        self.queued = 0  # bytes queued for all clients (their ``out``)
+        self.queued_peak = 0
+        self.refused = 0  # socketcand connections refused: too many, or the budget spent
         self.bugs = 0  # exceptions a client's packets met (each printed; the client dropped)
         self.info: dict[str, Any] = {}
         self._reported: tuple[Any, ...] = ((), ())
@@ -128,6 +149,8 @@ class BusDaemon:
             self.sel.register(tcp, selectors.EVENT_READ)
             self.socketcand_port = tcp.getsockname()[1]
             info["socketcand"] = f"127.0.0.1:{self.socketcand_port}"
+            info["max_clients"] = self.max_clients
+        info["queue_budget"] = self.queue_budget
         self.info = info
         self._write_info()
 
@@ -138,23 +161,26 @@ class BusDaemon:
 
     def _report(self, now: float) -> None:
         """Say in the bus's description which nodes are treated as not listening and which
-        lost frames (rewritten when that changes, at most once a second for the counts);
-        looked at every 50 ms, not at each turn of the loop (a turn per frame, at speed)."""
+        lost frames, the bytes queued for the clients (now and at most) and the socketcand
+        connections refused (rewritten when that changes, at most once a second for the
+        counts); looked at every 50 ms, not at each turn of the loop (a turn per frame)."""
         if now < self._look_at:
             return
         self._look_at = now + 0.05
         deaf = tuple(sorted(c.label for c in self.clients.values() if c.not_listening))
         dropped = tuple(sorted((c.label, c.tx_dropped + c.dropped)
                                for c in self.clients.values() if c.tx_dropped or c.dropped))
-        if (deaf, dropped) == self._reported or (
-                deaf == self._reported[0] and now < self._report_at):
+        key = (deaf, dropped, self.queued, self.queued_peak, self.refused)
+        if key == self._reported or (deaf == self._reported[0] and now < self._report_at):
             return
-        self._reported, self._report_at = (deaf, dropped), now + 1.0
+        self._reported, self._report_at = key, now + 1.0
         self.info = {k: v for k, v in self.info.items() if k not in ("not_listening", "dropped")}
         if deaf:
             self.info["not_listening"] = list(deaf)
         if dropped:
             self.info["dropped"] = dict(dropped)
+        self.info.update(queued=self.queued, queued_peak=self.queued_peak,
+                         refused=self.refused)
         with contextlib.suppress(OSError):
             self._write_info()
 
@@ -272,13 +298,37 @@ class BusDaemon:
             sock.close()
             return
         if srv is self.tcp:
+            why = self._too_many()
+            if why:
+                self.refused += 1
+                with contextlib.suppress(OSError):
+                    sock.send(f"< error {why} >".encode())
+                sock.close()
+                return
+            # a fixed kernel buffer (no autotuning up to megabytes): what a client that does
+            # not read holds stays in the daemon's queue, where the budget sees it
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKETCAND_SNDBUF)
             client: Client = TextClient(sock, self)
         else:
             client = Client(sock, self)
         self.clients[sock] = client
         self.sel.register(sock, selectors.EVENT_READ)
 
+    def _too_many(self) -> str:
+        """Why one more socketcand client is refused ("": it is not)."""
+        served = sum(1 for c in self.clients.values() if isinstance(c, TextClient))
+        if served >= self.max_clients:
+            return f"too many clients: {served} served, at most {self.max_clients}"
+        if self.queued + FAIR_SHARE > self.queue_budget:  # no room for its share
+            return (f"busy: {self.queued} bytes queued for clients that do not read,"
+                    f" the budget is {self.queue_budget}")
+        return ""
+
     def _drop(self, client: Client) -> None:
+        if client.sock in self.clients:
+            self.queued -= len(client.out)  # its unsent bytes go with it
+            client.out.clear()
         self.clients.pop(client.sock, None)
         self.pending.discard(client)
         self.held.discard(client)
@@ -331,7 +381,9 @@ class BusDaemon:
         """Tell the client what it broke (if it reads) and drop it."""
         if client.sock not in self.clients:
             return
-        client.out += client.error_packet(why[:500])
+        pkt = client.error_packet(why[:500])
+        client.out += pkt
+        self.queued += len(pkt)
         with contextlib.suppress(OSError):
             client.sock.send(client.out)
         self._drop(client)
@@ -505,6 +557,7 @@ class BusDaemon:
                 try:
                     n = client.sock.send(client.out)
                     del client.out[:n]
+                    self.queued -= n
                 except BlockingIOError:
                     pass
                 except OSError:
@@ -521,11 +574,13 @@ class BusDaemon:
 
 def serve(name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
           pacing: str = "realtime", socketcand: int | None = None,
+          max_clients: int = MAX_CLIENTS, queue_budget: int = QUEUE_BUDGET,
           ready: Callable[[BusDaemon], None] | None = None) -> int | None:
     """Run the daemon ``name`` until SIGINT, SIGTERM or SIGHUP (in the main thread);
     returns the signal that stopped it (None: stopped otherwise)."""
     daemon = BusDaemon(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,
-                       socketcand=socketcand)
+                       socketcand=socketcand, max_clients=max_clients,
+                       queue_budget=queue_budget)
     daemon.open()
     old = {}
     stopped_by: list[int] = []

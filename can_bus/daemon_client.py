@@ -41,8 +41,8 @@ from fwbridge.protocols.bus_wire import (
     WireError,
 )
 
-__all__ = ["attachable", "channel_socket", "daemon_info", "list_daemons", "pack_message",
-           "runtime_dir", "unpack_message", "valid_name"]
+__all__ = ["DaemonGone", "attachable", "channel_socket", "daemon_info", "list_daemons",
+           "pack_message", "runtime_dir", "unpack_message", "valid_name"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -174,15 +174,21 @@ HANDOVER = 0.05
 BURST = 200e-6
 
 
+class DaemonGone(SimBusError):
+    """The shared bus's daemon went away under a node (killed, crashed): every operation
+    of the node says so, instead of a full transmit buffer or a shut-down bus."""
+
+
 class Connection:
     """The socket to the daemon and what arrives on it; owned by a RemoteNode. Whichever
     thread waits on it (``recv``, a call, a full transmit buffer) reads the socket itself;
     a reader thread reads it while none does (so frames queue, replies arrive and a gone
     daemon is seen), and never refers to the Bus (so an abandoned Bus can be collected)."""
 
-    def __init__(self, sock: socket.socket, rx_size: int, channel: Any) -> None:
+    def __init__(self, sock: socket.socket, rx_size: int, channel: Any, name: str = "") -> None:
         self.sock = sock
         self.channel = channel
+        self.name = name  # the shared bus's name, for what is said when the daemon goes
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)  # something arrived (or the end)
         self._parked = threading.Condition(self.lock)  # the reader thread's own wake-ups
@@ -200,6 +206,8 @@ class Connection:
         self.lockstep = True  # afap: frames handed to it hold bus time (it waits anew)
         self.hello: dict[str, Any] | None = None
         self.error: str | None = None  # why the daemon ended the connection
+        self.gone: str | None = None  # the daemon went away without a word: how
+        self._shut = False  # this end closed it (close())
         self._packets = bus_wire.PacketReader(to="node")
         self._reading = False  # a thread reads the socket (changed with the lock held)
         self.active = 0.0  # monotonic time an application thread last waited or read here
@@ -233,9 +241,22 @@ class Connection:
         try:
             self.sock.sendall(self.out)
         except OSError as exc:
-            raise SimBusError(f"the bus daemon went away: {exc}") from None
+            if self._shut:
+                raise SimBusError("the node is shut down") from None
+            # flags only: the lock may be held by a thread waiting for send_lock
+            if self.gone is None and self.error is None:
+                self.gone = "connection closed" if isinstance(
+                    exc, BrokenPipeError | ConnectionResetError) else (exc.strerror or str(exc))
+            self.closed = True
+            raise self.gone_error() from None
         finally:
             self.out.clear()
+
+    def gone_error(self) -> SimBusError:
+        """What an operation raises once the connection ended."""
+        if self.gone is not None:
+            return DaemonGone(f"shared bus {self.name!r}: daemon gone ({self.gone})")
+        return SimBusError(self.error or "the node is shut down")
 
     def _flush_loop(self) -> None:
         while not self.closed:
@@ -310,6 +331,8 @@ class Connection:
         except (OSError, ValueError):
             chunk = b""
         if not chunk:
+            if not self._shut and self.error is None and self.gone is None:
+                self.gone = "connection closed"
             self._end()
             return
         msgs: list[can.Message] = []
@@ -361,7 +384,7 @@ class Connection:
 
     def call(self, op: str, timeout: float = 10.0, **args: Any) -> Any:
         if self.closed:
-            raise SimBusError("the node is shut down")
+            raise self.gone_error()
         with self.lock:
             self._calls = getattr(self, "_calls", 0) + 1
             cid = self._calls
@@ -369,7 +392,9 @@ class Connection:
         deadline = time.monotonic() + timeout
         with self.lock:
             while cid not in self.replies:
-                if self.closed or time.monotonic() > deadline:
+                if self.closed:
+                    raise self.gone_error()
+                if time.monotonic() > deadline:
                     raise SimBusError(self.error or f"the bus daemon did not answer {op!r}")
                 self.wait(0.5)
             reply = self.replies.pop(cid)
@@ -394,6 +419,7 @@ class Connection:
     def close(self) -> None:
         with self.send_lock, contextlib.suppress(CanOperationError):
             self._write()  # frames still waiting for the flusher
+        self._shut = True
         self.closed = True
         self.kick.set()
         with contextlib.suppress(OSError):

@@ -27,10 +27,16 @@ from fwbridge.protocols.bus_wire import (
     message_packet,
 )
 
-__all__ = ["OUT_LIMIT", "TX_LIMIT", "Client", "DaemonChannel", "NodeHost"]
+__all__ = ["FAIR_SHARE", "OUT_LIMIT", "QUEUE_BUDGET", "TX_LIMIT", "Client", "DaemonChannel",
+           "NodeHost"]
 
 OUT_LIMIT = 8 << 20  # bytes queued for a node that does not read: beyond, its frames drop
 TX_LIMIT = 4096  # frames a node may have queued on the bus: beyond, its new ones drop
+#: Bytes queued for all nodes together: beyond, frames drop for every node holding more
+#: than :data:`FAIR_SHARE` (so idle clients cannot take the daemon's memory, one by one
+#: under their own limit, and a node that keeps up still gets every frame).
+QUEUE_BUDGET = 64 << 20
+FAIR_SHARE = 64 << 10
 
 
 class NodeHost(Protocol):
@@ -39,6 +45,9 @@ class NodeHost(Protocol):
     pending: set[Client]  # clients with bytes to send
     held: set[Client]  # clients with frames kept until their end (realtime)
     by_node: dict[int, Client]
+    queued: int  # bytes queued for all clients
+    queued_peak: int  # the most ever queued at once
+    queue_budget: int  # beyond, frames drop for clients holding more than FAIR_SHARE
 
     def wake(self) -> None: ...
 
@@ -84,12 +93,21 @@ class Client:
             self.mode = "busy"
             self.busy_since = time.monotonic()
 
-    def queue(self, data: bytes) -> None:
-        if len(self.out) > OUT_LIMIT:
+    def queue(self, data: bytes, frame: bool = False) -> None:
+        """Bytes for it. A frame drops (counted) when it holds more than :data:`OUT_LIMIT`,
+        or more than :data:`FAIR_SHARE` while all clients together hold more than the
+        daemon's budget; answers (done, replies) drop only past :data:`OUT_LIMIT`."""
+        held = len(self.out)
+        daemon = self.daemon
+        if held > OUT_LIMIT or (frame and held > FAIR_SHARE
+                                and daemon.queued > daemon.queue_budget):
             self.dropped += 1
             return
         self.out += data
-        self.daemon.pending.add(self)
+        queued = daemon.queued = daemon.queued + len(data)
+        if queued > daemon.queued_peak:
+            daemon.queued_peak = queued
+        daemon.pending.add(self)
 
     def error_packet(self, why: str) -> bytes:
         return bus_wire.pack_json(Kind.ERROR, {"error": why})
@@ -113,7 +131,7 @@ class Client:
             self._put_packed(later.popleft()[1])
 
     def _put_packed(self, pkt: bytes) -> None:
-        self.queue(pkt)
+        self.queue(pkt, frame=True)
 
     # the channel's endpoint protocol
     def deliver(self, msg: can.Message) -> None:

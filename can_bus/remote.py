@@ -79,6 +79,8 @@ class RemoteSim:
             while conn.reached == before and not conn.closed:
                 conn.wait(1.0)
             conn.waiting = False  # the daemon holds time until we call again
+            if conn.gone is not None:
+                raise conn.gone_error()
 
 
 class RemoteNode:
@@ -97,7 +99,7 @@ class RemoteNode:
         except OSError as exc:
             sock.close()
             raise SimBusInitError(f"bus daemon {name}: {exc}") from None
-        conn = self._conn = Connection(sock, s.rx_queue_size, channel)
+        conn = self._conn = Connection(sock, s.rx_queue_size, channel, name)
         conn.lockstep = s.lockstep
         conn.thread.start()
         self._finalizer = weakref.finalize(self, conn.close)
@@ -177,7 +179,7 @@ class RemoteNode:
                     if not 0.0 < hold < HOLD_MAX:  # ended (or a clock that is not ours)
                         return conn.rx.popleft()
                 if self.closed:
-                    raise SimBusError(f"{self.channel_info}: bus is shut down")
+                    raise self._ended()
                 remaining = 1.0 if deadline is None else deadline - time.monotonic()
                 if remaining <= 0:
                     if self._sim.afap and conn.waiting:
@@ -193,7 +195,7 @@ class RemoteNode:
         deadline = None if timeout is None else time.monotonic() + timeout
         with conn.cond:
             if self.closed:
-                raise SimBusError(f"{self.channel_info}: bus is shut down")
+                raise self._ended()
             checked = time.monotonic()
             while conn.outstanding >= self.tx_queue_size:
                 now = time.monotonic()
@@ -205,7 +207,9 @@ class RemoteNode:
                             f"{self.channel_info}: transmit buffer full, no acknowledgement: no"
                             f" other node on {self.channel_name} can receive")
                 remaining = 1.0 if deadline is None else deadline - now
-                if remaining <= 0 or conn.closed:
+                if conn.closed:
+                    raise self._ended()
+                if remaining <= 0:
                     raise SimBusError(
                         f"{self.channel_info}: transmit buffer full ({self.tx_queue_size} frames)")
                 if self._sim.afap:
@@ -215,6 +219,13 @@ class RemoteNode:
             conn.send(bus_wire.pack(Kind.SEND, pack_message(msg)), now=False)
             if self._sim.afap and conn.waiting:
                 conn.idle()  # submitted: whatever it sends next need not hold the bus
+
+    def _ended(self) -> SimBusError:
+        """What an operation on a node whose connection ended raises: the daemon gone, or
+        this node shut down."""
+        if self._conn.gone is not None:
+            return self._conn.gone_error()
+        return SimBusError(f"{self.channel_info}: bus is shut down")
 
     def flush(self) -> None:
         self._conn.call("flush")

@@ -11,7 +11,10 @@
 Only raw mode is served (no broadcast manager, no control mode); classic frames
 only; error frames are not forwarded. A socketcand node never holds afap bus time.
 A client that sends faster than the bus carries loses its newest frames beyond
-:data:`~can_bus.daemon.TX_LIMIT` queued (counted, shown by ``bus list``).
+:data:`~can_bus.daemon.TX_LIMIT` queued (counted, shown by ``bus list``). At most
+``max_clients`` clients (16 unless told) are served at once, and none while the daemon's
+queue budget is spent: one more is answered ``< error ... >`` and closed (counted as
+``refused`` in the bus's JSON).
 
 Any local user can reach a TCP port, loopback or not: the endpoint is opt-in
 (``--socketcand``), and the Unix socket, private to its user, is the default way in.
@@ -78,7 +81,8 @@ class TextClient(Client):
         if m.flags & FLAG_FD:
             return
         ident = f"{m.can_id:08X}" if m.flags & FLAG_EXT else f"{m.can_id:03X}"
-        self.queue(f"< frame {ident} {m.timestamp:.6f} {m.data.hex().upper()} >".encode())
+        self.queue(f"< frame {ident} {m.timestamp:.6f} {m.data.hex().upper()} >".encode(),
+                   frame=True)
 
     def feed(self, chunk: bytes) -> bool:
         """Handle what arrived; False when the client must be dropped."""

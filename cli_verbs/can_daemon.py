@@ -39,9 +39,14 @@ def bus_group() -> None:
 @click.option("--socketcand", "socketcand", type=click.IntRange(0, 65535), default=None,
               metavar="PORT", help="Also serve the socketcand protocol (raw mode) on "
               "127.0.0.1:PORT (0: a free port, printed), for python-can's socketcand interface.")
+@click.option("--max-clients", type=click.IntRange(1, 1000), default=16, show_default=True,
+              help="socketcand clients served at once; one more is refused (counted).")
+@click.option("--queue-budget", type=click.IntRange(1, 16384), default=64, show_default=True,
+              metavar="MIB", help="MiB queued for all nodes together; beyond, frames drop "
+              "(counted) for the nodes that do not read.")
 @click.option("--detach", is_flag=True, help="Run in the background; 'bus down NAME' stops it.")
 def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str,
-           socketcand: int | None, detach: bool) -> None:
+           socketcand: int | None, max_clients: int, queue_budget: int, detach: bool) -> None:
     """Start the shared bus NAME (default sim0)."""
     from fwbridge.can_bus.daemon import serve
     from fwbridge.can_bus.daemon_client import daemon_info, runtime_dir, valid_name
@@ -64,6 +69,7 @@ def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str,
             args += ["--data-bitrate", str(data_bitrate)]
         if socketcand is not None:
             args += ["--socketcand", str(socketcand)]
+        args += ["--max-clients", str(max_clients), "--queue-budget", str(queue_budget)]
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 10.0
@@ -86,7 +92,8 @@ def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str,
 
     try:
         signum = serve(name, bitrate=bitrate, data_bitrate=data_bitrate, pacing=pacing,
-                       socketcand=socketcand, ready=ready)
+                       socketcand=socketcand, max_clients=max_clients,
+                       queue_budget=queue_budget << 20, ready=ready)
     except OSError as exc:
         fail(f"bus {name}: {exc}")
     if signum is not None:  # Ctrl-C, 'bus down' (SIGTERM), a closed terminal: 128 + N
@@ -127,5 +134,8 @@ def list_cmd(as_json: bool) -> None:
             for node, n in (info.get("dropped") or {}).items():
                 console.print(f"  {node}: {n} frames dropped (sent faster than the bus, or"
                               " did not read)")
+            if info.get("refused"):
+                console.print(f"  {info['refused']} socketcand connections refused (at most"
+                              f" {info.get('max_clients')} clients, or the queue budget spent)")
     if not found and not as_json:
         click.echo("no shared bus is up ('fwbridge can bus up sim0' starts one)", err=True)

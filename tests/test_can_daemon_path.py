@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fwbridge.can_bus.daemon import BusDaemon
-from fwbridge.can_bus.daemon_nodes import Client
+from fwbridge.can_bus.daemon_nodes import QUEUE_BUDGET, Client
 from fwbridge.protocols import bus_wire
 from fwbridge.protocols.bus_wire import Kind, PacketReader
 
@@ -157,6 +157,8 @@ class _Host:
         self.pending: set[Client] = set()
         self.held: set[Client] = set()
         self.by_node: dict[int, Client] = {}
+        self.queued = self.queued_peak = 0
+        self.queue_budget = QUEUE_BUDGET
 
     def wake(self) -> None:
         pass

@@ -90,7 +90,12 @@ def check_layout(name: str, path: Path) -> None:
         for part in fields.replace("]", "").split("."):
             key, _, index = part.partition("[")
             value = value[key] if isinstance(value, dict) else getattr(value, key)
-            if index:
+            if index.startswith(":{"):  # Foxglove's filter: the row whose field is the value
+                field, _, want = index[2:].rstrip("}").partition("==")
+                rows = [row for row in value if str(row[field]) == want.strip('"')]  # type: ignore[attr-defined]
+                assert rows, f"{name}: no row {index} in {full}"
+                value = rows[0]
+            elif index:
                 value = value[int(index)]  # type: ignore[index]
         assert isinstance(value, (int, float, str)) or hasattr(value, "real"), full
 

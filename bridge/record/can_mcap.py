@@ -59,14 +59,22 @@ FRAMES = {
     True: ChannelSpec(RX_TOPIC, FRAME_TYPE, "ros2msg", FRAME_SCHEMA, "cdr"),
     False: ChannelSpec(TX_TOPIC, FRAME_TYPE, "ros2msg", FRAME_SCHEMA, "cdr"),
 }
+# Foxglove's JSON-schema parser takes one type per field and an object only with its
+# properties: no maps (the IDs are rows), no nulls (an unknown bit rate leaves out the
+# rate and the loads).
 LOAD = ChannelSpec("/fwbridge/can/load", "fwbridge.CanLoad", "jsonschema", json.dumps({
     "type": "object", "title": "CAN bus load over one window",
     "properties": {
-        "window_s": {"type": "number"}, "bitrate": {"type": ["integer", "null"]},
+        "window_s": {"type": "number"},
+        "bitrate": {"type": "integer", "description": "bit/s (absent: not known)"},
         "frames": {"type": "integer"}, "bits": {"type": "integer"},
-        "load": {"type": ["number", "null"], "description": "% of the bit rate"},
-        "ids": {"type": "object", "description": "per ID (key 'id_201'): frames, fps, load",
-                "additionalProperties": {"type": "object"}},
+        "load": {"type": "number", "description": "% of the bit rate (absent: rate unknown)"},
+        "ids": {"type": "array", "description": "per ID, by ID (standard IDs first)",
+                "items": {"type": "object", "properties": {
+                    "id": {"type": "string", "description": "hex, 3 digits (8: extended)"},
+                    "frames": {"type": "integer"}, "fps": {"type": "number"},
+                    "bits": {"type": "integer"},
+                    "load": {"type": "number", "description": "% of the bit rate"}}}},
     }}), "json")
 STATE = ChannelSpec("/fwbridge/can/state", "fwbridge.CanState", "jsonschema", json.dumps({
     "type": "object", "title": "A node's fault-confinement state changed",
@@ -288,15 +296,19 @@ class CanRecorder:
         self._fold()
         window, rate = self.window, self.bitrate
         total = sum(self._bits.values())
-        ids = {}
+        ids: list[dict[str, Any]] = []
         for (i, ext), n in sorted(self._frames.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             bits = self._bits[(i, ext)]
-            ids[f"id_{i:08X}" if ext else f"id_{i:03X}"] = {
-                "frames": n, "fps": n / window, "bits": bits,
-                "load": None if not rate else 100.0 * bits / (rate * window)}
-        body = {"window_s": window, "bitrate": rate, "frames": sum(self._frames.values()),
-                "bits": total, "load": None if not rate else 100.0 * total / (rate * window),
-                "ids": ids}
+            row: dict[str, Any] = {"id": f"{i:08X}" if ext else f"{i:03X}", "frames": n,
+                                   "fps": n / window, "bits": bits}
+            if rate:
+                row["load"] = 100.0 * bits / (rate * window)
+            ids.append(row)
+        body: dict[str, Any] = {"window_s": window, "frames": sum(self._frames.values()),
+                                "bits": total, "ids": ids}
+        if rate:
+            body["bitrate"] = rate
+            body["load"] = 100.0 * total / (rate * window)
         self.streams.log(self._load, json.dumps(body).encode(), round(self._end * 1e9))
         self._frames.clear()
         self._bits.clear()

@@ -20,15 +20,20 @@ opened, ``foxglove-sdk`` (the ``foxglove`` extra) only when a live view starts.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
+import struct
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from fwbridge.bridge.link.link_urls import is_loopback_host
+from fwbridge.bridge.record.damage import warn_damage
+from fwbridge.bridge.record.safe_output import OutputError, open_output
 from fwbridge.protocols.errors import CaptureError, CaptureTruncated
 
 __all__ = [
@@ -148,9 +153,9 @@ class McapSink:
         try:
             # ``stream``: an open file to write instead (a file moved into place later).
             self._stream: IO[bytes] | None = (
-                stream if stream is not None else open(self.path, "wb"))  # noqa: SIM115
-        except OSError as exc:
-            raise McapError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+                stream if stream is not None else open_output(self.path))  # link replaced
+        except OutputError as exc:
+            raise McapError(str(exc)) from None
         try:
             self._writer: Any = McapWriter(self._stream, compression=kinds[compression],
                                            chunk_size=chunk_size, profile=profile, index=index,
@@ -216,8 +221,11 @@ class FoxgloveSink:
     """A Foxglove WebSocket server (foxglove-sdk) serving the channels live.
 
     Listens on ``host:port`` (loopback by default; port 0 picks a free one,
-    see :attr:`port`). Channels keep their schemas and encodings (``ros2msg``
-    + ``cdr``, ``jsonschema`` + ``json``), so the live view and an MCAP file
+    see :attr:`port`) through :class:`~fwbridge.bridge.record.live_front.SubprotocolFront`,
+    which serves both names of the protocol (``foxglove.sdk.v1``, and
+    ``foxglove.websocket.v1`` of older apps and ``@foxglove/ws-protocol``). Channels
+    keep their schemas and encodings (``ros2msg`` + ``cdr``, ``jsonschema`` +
+    ``json``), so the live view and an MCAP file
     of the same run show the same. Its own context: two views in one process
     stay apart.
     """
@@ -229,14 +237,22 @@ class FoxgloveSink:
         except ImportError:
             raise McapError("the live view needs foxglove-sdk: "
                             "pip install 'fwbridge[foxglove]'") from None
+        from fwbridge.bridge.record.live_front import SubprotocolFront
+
         self._fox = foxglove
         self._context = foxglove.Context()
-        try:
-            self.server: Any = foxglove.start_server(name=name, host=host, port=port,
+        try:  # the SDK's server, reached only through the front (loopback, any free port)
+            self.server: Any = foxglove.start_server(name=name, host="127.0.0.1", port=0,
                                                      context=self._context)
-        except Exception as exc:  # the SDK raises its FoxgloveError for a busy port
+        except Exception as exc:  # the SDK raises its FoxgloveError
             why = str(exc).removeprefix(f"{type(exc).__name__}: ").strip()
-            if "already in use" in why:
+            raise McapError(f"cannot serve the live view: {why}") from None
+        try:
+            self.front = SubprotocolFront(host, port, int(self.server.port))
+        except OSError as exc:
+            self.server.stop()
+            why = exc.strerror or str(exc)
+            if exc.errno == errno.EADDRINUSE:
                 why = "the port is in use (--foxglove-port 0 picks a free one)"
             raise McapError(f"cannot serve the live view on {host}:{port}: {why}") from None
         self.host = host
@@ -245,7 +261,7 @@ class FoxgloveSink:
 
     @property
     def port(self) -> int:
-        return int(self.server.port)
+        return self.front.port
 
     @property
     def loopback(self) -> bool:
@@ -272,6 +288,7 @@ class FoxgloveSink:
             if self._closed:
                 return
             self._closed = True
+        self.front.close()
         self.server.stop()
 
 
@@ -353,18 +370,24 @@ def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
               channels: set[str] | None = None) -> Iterator[McapRecord]:
     """The messages of an MCAP file in log-time order (file order for a cut or compact file).
 
-    A compact file (no chunk indexes: CAN recordings) is read record by
-    record, as recorded. A file without its summary (a recorder killed mid-run) is read record by
-    record up to its last whole chunk, then :class:`McapTruncated` names the
-    file and where it was cut; a damaged one (bad CRC, a chunk that does not
-    decompress, a broken record) gives its messages up to the damage, then
-    :class:`McapError` naming the file and offset. ``on_error`` instead: it is
-    told why the read stopped, and nothing is raised. ``channels``: filled with
-    every topic the file declares (wanted or not).
+    The summary is trusted only when its CRC (the footer's ``summary_crc``)
+    holds: a compact file (no chunk indexes: CAN recordings), a file whose
+    summary is damaged (a bad CRC, a record that does not parse) or missing
+    (a recorder killed mid-run, a file cut in its summary) is read record by
+    record, every chunk's CRC and the data section's CRC checked. Damage
+    that loses no message (a summary read past this way) is said as a
+    :class:`~fwbridge.bridge.record.damage.CaptureWarning` naming the file. A
+    file cut in its data section gives its messages up to its last whole
+    chunk, then :class:`McapTruncated` names the file and where it was cut; a
+    damaged one (bad CRC, a chunk that does not decompress, a broken record)
+    gives its messages up to the damage, then :class:`McapError` naming the
+    file and offset. ``on_error`` instead: it is told why the read stopped,
+    and nothing is raised. ``channels``: filled with every topic the file
+    declares (wanted or not).
     """
     p = Path(path)
     try:
-        from mcap.reader import make_reader
+        from mcap.reader import SeekingReader
         from mcap.stream_reader import StreamReader
     except ImportError:
         raise McapError(INSTALL_HINT) from None
@@ -387,12 +410,21 @@ def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
     with stream:
         if not looks_like_mcap(stream.read(8)):
             raise McapError(f"{p}: not an MCAP file")
-        stream.seek(0)
-        try:
-            reader = make_reader(stream, validate_crcs=True)
-            summary = reader.get_summary()
-        except Exception:  # no footer or a damaged one (the library raises anything)
-            summary = None
+        size = os.fstat(stream.fileno()).st_size
+        summary, trouble = None, _summary_trouble(stream, size)
+        if trouble is None:
+            stream.seek(0)
+            try:
+                reader = SeekingReader(stream, validate_crcs=True,
+                                       record_size_limit=RECORD_LIMIT)
+                summary = reader.get_summary()
+            except Exception as exc:  # a summary that does not parse (the library raises anything)
+                trouble = f"summary damaged ({_why(exc)})"
+            if summary is not None and any(
+                    ix.uncompressed_size > RECORD_LIMIT or ix.chunk_length > RECORD_LIMIT
+                    or ix.chunk_start_offset + ix.chunk_length > size
+                    for ix in summary.chunk_indexes):
+                summary, trouble = None, "summary damaged (a chunk index out of bounds)"
         if summary is not None and summary.chunk_indexes:
             if channels is not None:
                 channels.update(ch.topic for ch in summary.channels.values())
@@ -406,11 +438,82 @@ def read_mcap(path: str | os.PathLike[str], topics: Iterable[str] | None = None,
             except Exception as exc:  # a damaged chunk: the library's error, whatever it is
                 why = f"corrupt MCAP after {count} messages: {_why(exc)}"
                 damaged(why, McapError(f"{p}: {why}"))
+                return
+            outside = _data_crc_trouble(stream)
+            if outside is not None:  # every chunk held its CRC: no message is lost
+                warn_damage(p, outside)
             return
-        stream.seek(0)  # compact (a summary without chunk indexes) or cut (no summary)
-        yield from _recover(p, stream, StreamReader(stream, skip_magic=False, validate_crcs=True,
-                                                 record_size_limit=RECORD_LIMIT), wanted,
-                            damaged, channels)
+        stream.seek(0)  # compact (a summary without chunk indexes), damaged or cut
+        scan = StreamReader(stream, skip_magic=False, validate_crcs=True, emit_chunks=True,
+                            record_size_limit=RECORD_LIMIT)
+        yield from _recover(p, stream, scan, wanted, damaged, channels, trouble)
+
+
+#: The footer record (opcode, length, summary start, summary offset start, CRC) and the magic.
+_FOOTER = struct.Struct("<BQQQI8s")
+
+
+def _data_crc_trouble(stream: IO[bytes]) -> str | None:
+    """Damage between the chunks (message indexes, records outside chunks), which the
+    indexed read skips: the data section's CRC in its DataEnd record, if written."""
+    footer = _footer_of(stream)
+    start = footer[0] if footer else 0
+    if start < 8 + 13:
+        return None
+    stream.seek(start - 13)
+    op, length, crc = struct.unpack("<BQI", stream.read(13))
+    if op != 0x0F or length != 4 or crc == 0:
+        return None
+    stream.seek(0)
+    got, left = 0, start - 13
+    while left > 0:
+        block = stream.read(min(left, 1 << 20))
+        if not block:
+            return None
+        got = zlib.crc32(block, got)
+        left -= len(block)
+    if got != crc:
+        return (f"data section damaged outside the chunks (crc mismatch: {got:08x}, its end "
+                f"says {crc:08x}); every chunk's own CRC held: no message lost")
+    return None
+
+
+def _footer_of(stream: IO[bytes]) -> tuple[int, int] | None:
+    """(summary start, summary offset start) of a file with a whole footer."""
+    size = os.fstat(stream.fileno()).st_size
+    if size < 8 + _FOOTER.size:
+        return None
+    stream.seek(size - _FOOTER.size)
+    op, length, start, offsets, _, magic = _FOOTER.unpack(stream.read(_FOOTER.size))
+    return (start, offsets) if op == 0x02 and length == 20 and magic == MCAP_MAGIC else None
+
+
+def _summary_trouble(stream: IO[bytes], size: int) -> str | None:
+    """Why the summary cannot be trusted (cut, or its CRC does not hold), or None."""
+    if size < 8 + _FOOTER.size:
+        return "summary cut (no footer)"
+    stream.seek(size - _FOOTER.size)
+    op, length, start, offsets, crc, magic = _FOOTER.unpack(stream.read(_FOOTER.size))
+    if magic != MCAP_MAGIC or op != 0x02 or length != 20:
+        return "summary cut (no footer)"
+    footer_at = size - _FOOTER.size
+    if not 0 <= start <= footer_at or (start and not start <= offsets <= footer_at) \
+            or (start and footer_at - start > RECORD_LIMIT):
+        return f"summary damaged (footer: summary start {start} out of bounds)"
+    if crc == 0:  # not written (allowed by the spec): nothing to check
+        return None
+    stream.seek(start if start else footer_at)
+    got, left = 0, footer_at - (start if start else footer_at)
+    while left > 0:
+        block = stream.read(min(left, 1 << 20))
+        if not block:
+            return "summary cut (no footer)"
+        got = zlib.crc32(block, got)
+        left -= len(block)
+    got = zlib.crc32(struct.pack("<BQQQ", op, length, start, offsets), got)
+    if got != crc:
+        return f"summary damaged (crc mismatch: {got:08x}, footer says {crc:08x})"
+    return None
 
 
 def _why(exc: BaseException) -> str:
@@ -420,13 +523,15 @@ def _why(exc: BaseException) -> str:
 
 def _recover(p: Path, stream: IO[bytes], reader: Any, wanted: set[str] | None,
              damaged: Callable[[str, McapError], None],
-             channels: set[str] | None) -> Iterator[McapRecord]:
-    """Records in file order until the file ends or breaks (a cut file)."""
-    from mcap.records import Channel, DataEnd, Footer, Message, Schema
+             channels: set[str] | None, trouble: str | None) -> Iterator[McapRecord]:
+    """Records in file order until the data section ends or breaks (a cut file); at its
+    end, ``trouble`` (why the summary was not used) said as a warning."""
+    from mcap.records import Channel, Chunk, DataEnd, Footer, Message, Schema
+    from mcap.stream_reader import breakup_chunk
 
     schemas: dict[int, str] = {}
     known: dict[int, tuple[str, int]] = {}
-    it = iter(reader.records)
+    it = _records(reader.records, Chunk, breakup_chunk)
     good = 8  # the offset after the last whole record (of the file: chunks count whole)
     size = os.fstat(stream.fileno()).st_size
     while True:
@@ -459,4 +564,22 @@ def _recover(p: Path, stream: IO[bytes], reader: Any, wanted: set[str] | None,
                 yield McapRecord(topic, schemas.get(schema_id, ""), record.log_time,
                                  bytes(record.data))
         elif isinstance(record, DataEnd | Footer):
+            if trouble is not None:
+                warn_damage(p, f"{trouble}; read by scanning the data section")
             return
+
+
+def _records(records: Iterator[Any], chunk_type: Any, breakup: Callable[..., list[Any]]
+             ) -> Iterator[Any]:
+    """The records with each chunk's broken up, a chunk checked before it is decompressed
+    (a damaged size must not make the reader allocate gigabytes)."""
+    for record in records:
+        if isinstance(record, chunk_type):
+            if record.compression not in ("", "zstd", "lz4"):
+                raise McapError(f"chunk compression {record.compression[:40]!r} unknown")
+            if record.uncompressed_size > RECORD_LIMIT:
+                raise McapError(f"chunk of {record.uncompressed_size} bytes uncompressed "
+                                f"(the limit is {RECORD_LIMIT})")
+            yield from breakup(record, validate_crc=True)
+        else:
+            yield record

@@ -51,7 +51,7 @@ from fwbridge.bridge.record.mcap_io import (
 from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureError, CaptureWriter, Packet
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.engine import receiver_for
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.sum8_receiver import ReceiverStats, Sum8Receiver
 
 __all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "FrameDecoder", "JointStates",
            "SerialCapture",
@@ -72,11 +72,23 @@ RAW = {
     TX: ChannelSpec("/fwbridge/serial/tx", RAW_TYPE, "ros2msg", RAW_SCHEMA, "cdr"),
 }
 _TOPIC_DIR = {spec.topic: d for d, spec in RAW.items()}
+
+def _counts(names: list[str], description: str) -> dict[str, Any]:
+    """An object of integer counters. Foxglove's JSON-schema parser needs ``properties``
+    on every object and one type per field; a counter not listed still shows (in the
+    raw message), it is only not offered for plots."""
+    return {"type": "object", "description": description,
+            "properties": {name: {"type": "integer"} for name in names}}
+
+
+_RECEIVER = [f.name for f in dataclasses.fields(ReceiverStats)]
+#: The bridge node's own counters (``BaseCore.stats``), before its receiver's.
+_NODE = ["commands", "odometry", "skipped_nonfinite", "watchdog_trips", "reconnects"]
 COUNTERS = ChannelSpec("/fwbridge/counters", "fwbridge.Counters", "jsonschema", json.dumps({
     "type": "object", "title": "Receiver and node counters (totals so far)",
-    "properties": {"rx": {"type": "object", "description": "receiver of the device's frames"},
-                   "tx": {"type": "object", "description": "receiver of the host's frames"},
-                   "node": {"type": "object", "description": "the bridge node's counters"}},
+    "properties": {"rx": _counts(_RECEIVER, "receiver of the device's frames"),
+                   "tx": _counts(_RECEIVER, "receiver of the host's frames"),
+                   "node": _counts(_NODE + _RECEIVER, "the bridge node's counters")},
 }), "json")
 _RAW_HEAD = b"\x00\x01\x00\x00" + struct.pack("<II", 0, 0)  # CDR LE; no dims, offset 0
 #: Seconds between two counter records.
