@@ -30,6 +30,17 @@ either runtime (:class:`~fwbridge.bridge.node.base_node.BaseNode`,
   with the double parameter ``watchdog_timeout``, seconds: the watchdog's
   ``cmd_timeout``, within :data:`WATCHDOG_RANGE`, at once; anything else is
   refused, ``successful`` false and the reason);
+- the node's parameters (:mod:`fwbridge.bridge.ros2.parameters`: ``ros2 param
+  list|get|set|describe``): ``watchdog_timeout``, ``max_linear_speed`` and
+  ``max_angular_speed`` (the cmd_vel limits, at most :data:`topics.MAX_LINEAR` and
+  :data:`topics.MAX_ANGULAR`: only tightened at run time) change the running node;
+  the settings read at start (``rate_hz``, ``watchdog``, ``garbage_timeout``,
+  ``link_url``, ``frame_prefix``) are read-only; each change is an event on
+  ``/parameter_events``, where the start announces them all;
+- ``/rosout`` (:mod:`fwbridge.bridge.ros2.rosout`): the node's warnings, its events
+  at the level ``log_event`` gives them and the ROS side's own warnings
+  (``fwbridge.ros2`` records naming this node's namespace; all of them in the
+  root namespace), rate-limited;
 - ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` once a second: the
   receiver counters, watchdog trips, reconnects and the link state, plus any
   extra statuses (the CAN modules' health) from ``extra_statuses``; the
@@ -62,11 +73,19 @@ from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
 from fwbridge.bridge.node.topics import Qos
 from fwbridge.bridge.ros2.config import Ros2Settings
+from fwbridge.bridge.ros2.parameters import Parameter, ParameterServer
 from fwbridge.bridge.ros2.participant import Participant
-from fwbridge.bridge.ros2.services import SET_PARAMETERS, parameter_value
+from fwbridge.bridge.ros2.rosout import ERROR, WARN, Rosout
+from fwbridge.bridge.ros2.services import (
+    PARAMETER_BOOL,
+    PARAMETER_DOUBLE,
+    PARAMETER_STRING,
+    SET_PARAMETERS,
+    parameter_value,
+)
 
-__all__ = ["DIAGNOSTICS_PERIOD", "MAX_PARAMETERS", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER",
-           "WATCHDOG_PARAMETER", "WATCHDOG_RANGE", "Ros2Base"]
+__all__ = ["DIAGNOSTICS_PERIOD", "MAX_PARAMETERS", "QUIET_EVENTS", "STATIC_FRAMES",
+           "TF_STATIC_QOS", "TRIGGER", "WATCHDOG_PARAMETER", "WATCHDOG_RANGE", "Ros2Base"]
 
 TRIGGER = "std_srvs/srv/Trigger"
 #: The parameter ``~/set_watchdog`` sets: the watchdog's cmd_timeout, a double in seconds.
@@ -84,6 +103,8 @@ STATIC_FRAMES = (("base_link", "imu_link", (0.0, 0.0, 0.0)),)
 
 log = logging.getLogger("fwbridge.ros2")
 
+#: The node's events that are news, not warnings (log_event's INFO): not on /rosout.
+QUIET_EVENTS = ("resumed", "watchdog-set", "link-restored")
 #: Seconds between /diagnostics messages (diagnostic_updater's 1 Hz).
 DIAGNOSTICS_PERIOD = 1.0
 
@@ -110,6 +131,9 @@ class Ros2Base(SinkBase):
         self._reachable: bool | None = None
         self._stopped = False
         self._templates: odometry_cdr.OdometryTemplates | None = None
+        # cmd_vel's limits: parameters that may tighten them at run time
+        self.max_linear, self.max_angular = topics.MAX_LINEAR, topics.MAX_ANGULAR
+        self._log_handler: logging.Handler | None = None
 
     def start(self) -> None:
         s = self.settings
@@ -135,7 +159,11 @@ class Ros2Base(SinkBase):
         self.status_srv = self.ros.service("~/get_status", TRIGGER, self._get_status)
         self.stop_srv = self.ros.service("~/stop", TRIGGER, self._stop_now)
         self.watchdog_srv = self.ros.service("~/set_watchdog", SET_PARAMETERS,
-                                             self._set_watchdog)
+                                             self._set_watchdog, max_items=MAX_PARAMETERS)
+        self.parameters = ParameterServer(self.ros, self.parameter_table(), self.distro)
+        self.rosout = Rosout(self.ros, self.distro)
+        self._log_handler = self.rosout.handler(self._speaks_for_node)
+        log.addHandler(self._log_handler)
         self.description_pub = None
         if s.robot_description is not None:
             rd = spec["robot_description"]
@@ -144,6 +172,7 @@ class Ros2Base(SinkBase):
         self._static_sent = False
         self._description_sent = False
         self.node.sinks.add(self)
+        self.parameters.announce()  # now when the session is open, else once it opens
         self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
                                         daemon=True)
         self._thread.start()
@@ -156,6 +185,8 @@ class Ros2Base(SinkBase):
         self._stopped = True
         self._stop.set()
         self.node.sinks.remove(self)
+        if self._log_handler is not None:
+            log.removeHandler(self._log_handler)
         if self._thread is not None:
             self._thread.join(2.0)
         if self.participant is not None:
@@ -199,6 +230,9 @@ class Ros2Base(SinkBase):
                 log.exception("%s: publishing odometry failed", s.node_name)
 
     def on_event(self, event: NodeEvent) -> None:
+        if event.kind not in QUIET_EVENTS:  # log_event's levels: the rest are warnings
+            self.rosout.log(ERROR if event.kind == "gave-up" else WARN, event.message,
+                            function=event.kind)
         if event.kind == "watchdog":
             self._holding = True
         elif event.kind == "resumed":
@@ -206,7 +240,8 @@ class Ros2Base(SinkBase):
 
     # -- ROS -> node ------------------------------------------------------------------
     def _on_cmd_vel(self, twist: Any) -> None:
-        vx, vy, wz = topics.velocity_request(twist)  # MessageError: counted as refused
+        vx, vy, wz = topics.velocity_request(  # MessageError: counted as refused
+            twist, max_linear=self.max_linear, max_angular=self.max_angular)
         try:
             self.node.request(vx, vy, wz)
         except ValueError as exc:
@@ -260,19 +295,78 @@ class Ros2Base(SinkBase):
         old = self.node.config.cmd_timeout
         self.node.set_cmd_timeout(value)
         self.cmd_sub.set_max_age(value)  # a cmd_vel older than the watchdog's timeout is stale
+        self.parameters.changed([WATCHDOG_PARAMETER])
         return self._parameter_result(True, f"{WATCHDOG_PARAMETER} {value:g} s (was {old:g} s)")
 
     def _parameter_result(self, successful: bool, reason: str) -> Any:
         cls = topics.typestore(self.distro).types["rcl_interfaces/msg/SetParametersResult"]
         return cls(successful=successful, reason=reason)
 
+    # -- parameters and /rosout ----------------------------------------------------------
+    def parameter_table(self) -> list[Parameter]:
+        """The node's settings as ROS 2 parameters (see the module)."""
+        config, s = self.node.config, self.settings
+        at_start = "the robot file's, read when the node starts"
+
+        def watchdog(value: float) -> str:
+            old = self.node.config.cmd_timeout
+            self.node.set_cmd_timeout(value)
+            self.cmd_sub.set_max_age(value)
+            return f"{WATCHDOG_PARAMETER} {value:g} s (was {old:g} s)"
+
+        def limit(attr: str, name: str, unit: str) -> Callable[[float], str]:
+            def apply(value: float) -> str:
+                old = getattr(self, attr)
+                setattr(self, attr, value)
+                return f"{name} {value:g} {unit} (was {old:g} {unit})"
+            return apply
+
+        lo, hi = WATCHDOG_RANGE
+        return [
+            Parameter(WATCHDOG_PARAMETER, PARAMETER_DOUBLE,
+                      "the watchdog's cmd_timeout (s): zero velocity this long after the "
+                      "last cmd_vel", lambda: self.node.config.cmd_timeout, watchdog,
+                      lo, hi, " s"),
+            Parameter("max_linear_speed", PARAMETER_DOUBLE,
+                      "cmd_vel's |linear.x|, |linear.y| beyond this (m/s) are refused",
+                      lambda: self.max_linear, limit("max_linear", "max_linear_speed", "m/s"),
+                      0.0, topics.MAX_LINEAR, " m/s"),
+            Parameter("max_angular_speed", PARAMETER_DOUBLE,
+                      "cmd_vel's |angular.z| beyond this (rad/s) is refused",
+                      lambda: self.max_angular,
+                      limit("max_angular", "max_angular_speed", "rad/s"),
+                      0.0, topics.MAX_ANGULAR, " rad/s"),
+            Parameter("rate_hz", PARAMETER_DOUBLE, "command frames a second on the link",
+                      lambda: config.rate_hz, read_only_why=at_start),
+            Parameter("watchdog", PARAMETER_BOOL, "the watchdog zeroes a stale command",
+                      lambda: config.watchdog, read_only_why=at_start),
+            Parameter("garbage_timeout", PARAMETER_DOUBLE,
+                      "seconds of bytes without a frame before the link is reported",
+                      lambda: config.garbage_timeout, read_only_why=at_start),
+            Parameter("link_url", PARAMETER_STRING, "the serial link the node opened",
+                      lambda: config.link_url, read_only_why=at_start),
+            Parameter("frame_prefix", PARAMETER_STRING, "the prefix of the TF frames",
+                      lambda: s.frame_prefix, read_only_why=at_start),
+        ]
+
+    def _speaks_for_node(self, record: logging.LogRecord) -> bool:
+        """A ``fwbridge.ros2`` record is this node's when it names the node's namespace
+        (its topics, its services); in the root namespace, every one is."""
+        ns = self.settings.namespace.rstrip("/")
+        return not ns or f"{ns}/" in record.getMessage()
+
     # -- diagnostics and the router ------------------------------------------------------
     def stats(self) -> dict[str, int]:
         sub = self.cmd_sub.stats()
+        services = (self.status_srv, self.stop_srv, self.watchdog_srv,
+                    *self.parameters.services)
         return {"odometry_published": self.published, "odometry_unsent": self.odom_pub.unsent,
                 "publish_errors": self.publish_errors,
                 "cmd_vel_received": sub["received"], "cmd_vel_malformed": sub["malformed"],
-                "cmd_vel_refused": sub["refused"], "cmd_vel_stale": sub["stale"]}
+                "cmd_vel_refused": sub["refused"], "cmd_vel_stale": sub["stale"],
+                "requests_refused": sum(srv.refused for srv in services),
+                "requests_failed": sum(srv.failed for srv in services),
+                **self.parameters.stats(), **self.rosout.stats()}
 
     def diagnostics(self) -> Any:
         s = self.settings
@@ -329,7 +423,8 @@ class Ros2Base(SinkBase):
 
     def _publish_latched(self) -> None:
         """Once each, as soon as the session is open: the publishers' caches serve every
-        subscriber that comes later."""
+        subscriber that comes later (the parameters' start event is not latched)."""
+        self.parameters.announce()
         if not self._static_sent and self.tf_static_pub.is_declared:
             self._static_sent = self.tf_static_pub.publish(self.static_transforms())
         pub = self.description_pub

@@ -26,7 +26,9 @@ rmw_zenoh's services are (:mod:`~fwbridge.bridge.ros2.services`):
   named after the node (``fish1/fish_bridge: fish``): ok with the fish's mode, warn
   while it holds error records or modules in CAN flash mode, error ``link lost``
   once an exchange went unanswered through every retry, stale before its first
-  answer. The status is polled once a second (when no call asked for it meanwhile).
+  answer. The status is polled once a second (when no call asked for it meanwhile);
+- ``/rosout`` (:mod:`~fwbridge.bridge.ros2.rosout`): a WARN when the fish stops
+  answering.
 
 Calls to the fish are serialised by one lock and bounded: a call waits at most
 ``lock_wait`` seconds for another to finish (then ``success: false``, busy), and
@@ -48,7 +50,8 @@ from typing import Any, Protocol, TypeVar
 
 from fwbridge.bridge.node import topics
 from fwbridge.bridge.ros2.config import Ros2Settings
-from fwbridge.bridge.ros2.participant import Participant
+from fwbridge.bridge.ros2.participant import Participant, RosService
+from fwbridge.bridge.ros2.rosout import WARN, Rosout
 from fwbridge.bridge.ros2.services import SET_PARAMETERS, typed_parameter_value
 from fwbridge.protocols.errors import Error, FrameError, LinkError
 from fwbridge.protocols.fish_commands import FishMode, StatusInfo, UserConfig
@@ -244,8 +247,10 @@ class Ros2Fish:
         self.counters = {"calls": 0, "exchanges": 0, "failures": 0, "busy": 0, "link_lost": 0,
                          "config_writes": 0, "config_refused": 0, "diagnostics_published": 0,
                          "publish_errors": 0}
+        self.services: list[RosService] = []  # made by start()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self.rosout: Rosout | None = None
         self._reachable: bool | None = None
         self._stopped = False
 
@@ -273,9 +278,11 @@ class Ros2Fish:
         self.ros = self.participant.node(self.node_name, s.namespace)
         diag = topics.TOPICS["diagnostics"]
         self.diag_pub = self.ros.publisher(diag.name, diag.msgtype, diag.qos)
+        self.rosout = Rosout(self.ros, self.distro)
         self.services = [self.ros.service("~/get_status", TRIGGER, self._get_status),
                          self.ros.service("~/get_config", TRIGGER, self._get_config),
-                         self.ros.service("~/set_config", SET_PARAMETERS, self._set_config),
+                         self.ros.service("~/set_config", SET_PARAMETERS, self._set_config,
+                                          max_items=MAX_PARAMETERS),
                          self.ros.service("~/stand_still", TRIGGER, self._stand_still)]
         for target, name in ((self._poll_loop, "fish-status"),
                              (self._diagnostics_loop, "ros2-diagnostics")):
@@ -306,7 +313,10 @@ class Ros2Fish:
 
     def stats(self) -> dict[str, int]:
         with self._state:
-            return dict(self.counters)
+            counters = dict(self.counters)
+        counters["requests_refused"] = sum(srv.refused for srv in self.services)
+        counters["requests_failed"] = sum(srv.failed for srv in self.services)
+        return counters
 
     # -- the fish, one exchange at a time ----------------------------------------------------
     def _count(self, key: str) -> None:
@@ -350,6 +360,9 @@ class Ros2Fish:
             self.link_up, self.last_error = False, error
         if lost:
             self.say(f"fish: link lost ({self.link_url}): {error}")
+            if self.rosout is not None:
+                self.rosout.log(WARN, f"fish: link lost ({self.link_url}): {error}",
+                                function="link_lost")
 
     def _read_status(self) -> StatusInfo:
         st = self.fish.status()
@@ -367,7 +380,7 @@ class Ros2Fish:
         age, the error when it did not answer, the counters."""
         with self._state:
             st, at, up, error = self.last_status, self.status_at, self.link_up, self.last_error
-            counters = dict(self.counters)
+        counters = self.stats()
         out: dict[str, Any] = {"node": self.fqn, "hardware_id": self.hardware_id,
                                "link": {True: "up", False: "down", None: "unknown"}[up]}
         if st is not None:

@@ -17,7 +17,10 @@ As rmw_zenoh_cpp writes them (``docs/design.md``, ``liveliness_utils.cpp``,
 - attachment of every sample: int64 sequence number, int64 source timestamp
   (ns since the epoch), the 16-byte source GID, laid out by Zenoh's serializer:
   little-endian integers, the GID as a sequence (its length as a LEB128 varint,
-  ``0x10``, then the bytes): 33 bytes;
+  ``0x10``, then the bytes): 33 bytes. Earlier releases on Zenoh 1.x wrote each
+  value after its name as a string (``"sequence_number"``, ``"source_timestamp"``,
+  ``"source_gid"``, each length-prefixed as the GID): 77 bytes, the *keyed* layout;
+  both are read, and an answer to a request goes back in the layout it came in;
 - an entity's GID: XXH3-128 of its liveliness key, low 64 bits then high 64
   bits, each little endian.
 
@@ -44,6 +47,7 @@ __all__ = [
     "liveliness_key",
     "mangle",
     "parse_liveliness",
+    "parse_qos",
     "qos_key",
     "resolve_name",
 ]
@@ -91,6 +95,26 @@ def qos_key(qos: Qos) -> str:
     return f"{rel}:{dur}:{hist},{depth}:,:,:,,"
 
 
+def parse_qos(chunk: str) -> Qos | None:
+    """The reliability, durability, history and depth of a token's QoS chunk (what
+    :func:`qos_key` writes; empty values are rmw_zenoh's defaults); None when it is not
+    one."""
+    parts = chunk.split(":")
+    if len(parts) < 3 or "," not in parts[2]:
+        return None
+    history, _, depth = parts[2].partition(",")
+    values = [v or d for v, d in zip((parts[0], parts[1], history, depth), _DEFAULT)]
+    if not all(v.isdigit() and len(v) <= 9 for v in values):
+        return None
+    names = []
+    for table, v in zip((_RELIABILITY, _DURABILITY, _HISTORY), values):
+        found = [name for name, number in table.items() if str(number) == v]
+        if not found:
+            return None
+        names.append(found[0])
+    return Qos(names[0], names[1], names[2], int(values[3]))
+
+
 def liveliness_key(domain: int, zid: str, node_id: int, entity_id: int, kind: str,
                    namespace: str, node_name: str, *, enclave: str = "/",
                    topic: str | None = None, msgtype: str | None = None,
@@ -117,28 +141,40 @@ def entity_gid(liveliness: str) -> bytes:
 
 ATTACHMENT_SIZE = 33
 _ATTACHMENT = struct.Struct("<qqB16s")
+#: The keyed layout of earlier rmw_zenoh releases: each value after its name.
+_KEYED = struct.Struct("<16sq17sq12s16s")
+_KEYS = (b"\x0fsequence_number", b"\x10source_timestamp", b"\x0asource_gid\x10")
 
 
 @dataclass(frozen=True)
 class Attachment:
-    """The metadata rmw_zenoh attaches to every sample."""
+    """The metadata rmw_zenoh attaches to every sample; ``keyed``: in the layout of
+    earlier releases (see the module)."""
 
     sequence_number: int
     source_timestamp: int  # ns since the epoch
     source_gid: bytes  # 16 bytes
+    keyed: bool = False
 
     def encode(self) -> bytes:
         if len(self.source_gid) != 16:
             raise ConfigError("source_gid must be 16 bytes")
+        if self.keyed:
+            return _KEYED.pack(_KEYS[0], self.sequence_number, _KEYS[1],
+                               self.source_timestamp, _KEYS[2], self.source_gid)
         return _ATTACHMENT.pack(self.sequence_number, self.source_timestamp, 16, self.source_gid)
 
     @classmethod
     def decode(cls, data: bytes) -> Attachment:
-        if len(data) != ATTACHMENT_SIZE or data[16] != 16:
-            raise MessageError(f"not an rmw_zenoh attachment ({len(data)} bytes: "
-                               f"{data[:40].hex(' ')})")
-        seq, stamp, _n, gid = _ATTACHMENT.unpack(data)
-        return cls(seq, stamp, gid)
+        if len(data) == _KEYED.size:
+            k1, seq, k2, stamp, k3, gid = _KEYED.unpack(data)
+            if (k1, k2, k3) == _KEYS:
+                return cls(seq, stamp, gid, keyed=True)
+        elif len(data) == ATTACHMENT_SIZE and data[16] == 16:
+            seq, stamp, _n, gid = _ATTACHMENT.unpack(data)
+            return cls(seq, stamp, gid)
+        raise MessageError(f"not an rmw_zenoh attachment ({len(data)} bytes: "
+                           f"{data[:40].hex(' ')})")
 
 
 @dataclass(frozen=True)

@@ -26,20 +26,27 @@
 :func:`double_parameter_request`, :func:`parameters_request`, :func:`parameter_value`
 and :func:`typed_parameter_value` build and read ``SetParameters``' parameters: the
 standard way ROS 2 tools change a node's setting.
+
+Requests are untrusted: :func:`request_refusal` bounds one before it is decoded (its
+bytes, :data:`MAX_REQUEST`; the items of a leading sequence such as
+``SetParameters``' parameters), and :class:`Throttle` keeps what a flood of bad
+requests prints to one line a second.
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Mapping
 from typing import Any
 
 from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.topics import MessageError, Qos
 
-__all__ = ["PARAMETER_BOOL", "PARAMETER_DOUBLE", "PARAMETER_INTEGER", "PARAMETER_STRING",
-           "SERVICES", "SERVICE_QOS", "SET_PARAMETERS", "double_parameter_request",
-           "parameter_value", "parameters_request", "register", "service_type_hash",
+__all__ = ["MAX_ITEMS", "MAX_REQUEST", "PARAMETER_BOOL", "PARAMETER_DOUBLE",
+           "PARAMETER_INTEGER", "PARAMETER_STRING", "SERVICES", "SERVICE_QOS", "SET_PARAMETERS",
+           "Throttle", "double_parameter_request", "leading_sequence", "parameter_value",
+           "parameters_request", "register", "request_refusal", "service_type_hash",
            "typed_parameter_value"]
 
 #: rmw_qos_profile_services_default.
@@ -52,10 +59,76 @@ SERVICES = {
     "std_srvs/srv/SetBool": ("bool data", "bool success\nstring message"),
     "rcl_interfaces/srv/SetParameters": ("rcl_interfaces/msg/Parameter[] parameters",
                                          "rcl_interfaces/msg/SetParametersResult[] results"),
+    # the rest of a node's parameter services (rcl_interfaces), served by parameters.py
+    "rcl_interfaces/srv/SetParametersAtomically": (
+        "rcl_interfaces/msg/Parameter[] parameters",
+        "rcl_interfaces/msg/SetParametersResult result"),
+    "rcl_interfaces/srv/GetParameters": ("string[] names",
+                                         "rcl_interfaces/msg/ParameterValue[] values"),
+    "rcl_interfaces/srv/GetParameterTypes": ("string[] names", "uint8[] types"),
+    "rcl_interfaces/srv/DescribeParameters": (
+        "string[] names", "rcl_interfaces/msg/ParameterDescriptor[] descriptors"),
+    "rcl_interfaces/srv/ListParameters": ("string[] prefixes\nuint64 depth",
+                                          "rcl_interfaces/msg/ListParametersResult result"),
 }
 SET_PARAMETERS = "rcl_interfaces/srv/SetParameters"
 #: rcl_interfaces/msg/ParameterType's values of ParameterValue.type.
 PARAMETER_BOOL, PARAMETER_INTEGER, PARAMETER_DOUBLE, PARAMETER_STRING = 1, 2, 3, 4
+#: Bytes of CDR a request may hold (by default): the fish's ``scenes`` string (8192
+#: characters) with room to spare; a request is held whole in memory before it is read.
+MAX_REQUEST = 64 * 1024
+#: Items of a request's leading sequence (by default): decoding makes an object of each.
+MAX_ITEMS = 64
+
+
+def leading_sequence(srvtype: str) -> bool:
+    """Whether the request of ``srvtype`` starts with an unbounded sequence
+    (``SetParameters``' ``parameters``), whose length is then the uint32 after the CDR
+    header."""
+    if srvtype not in SERVICES:
+        return False
+    first = SERVICES[srvtype][0].strip().split("\n", 1)[0].split()
+    return bool(first) and first[0].endswith("[]")
+
+
+def request_refusal(srvtype: str, data: bytes, *, max_bytes: int = MAX_REQUEST,
+                    max_items: int = MAX_ITEMS) -> str | None:
+    """Why a request of ``srvtype`` is refused before it is decoded (too many bytes,
+    too many items), or None: what the CDR says it holds is read from its header and
+    length fields only."""
+    if len(data) > max_bytes:
+        return f"request of {len(data)} bytes, at most {max_bytes}"
+    if leading_sequence(srvtype) and len(data) >= 8 and data[0] == 0 and data[1] in (0, 1):
+        (count,) = struct.unpack_from("<I" if data[1] else ">I", data, 4)
+        if count > max_items:
+            return f"request of {count} items, at most {max_items}"
+    return None
+
+
+class Throttle:
+    """Says how often something happened in at most one line per ``period`` seconds:
+    :meth:`hit` counts one and returns how many to report now (0: not yet, they are
+    reported with a later line or :meth:`flush`). Sans-I/O: ``now`` is given
+    (monotonic seconds)."""
+
+    def __init__(self, period: float = 1.0) -> None:
+        self.period = period
+        self.total = 0
+        self._pending = 0
+        self._last: float | None = None
+
+    def hit(self, now: float) -> int:
+        self.total += 1
+        self._pending += 1
+        if self._last is not None and now - self._last < self.period:
+            return 0
+        count, self._pending, self._last = self._pending, 0, now
+        return count
+
+    def flush(self) -> int:
+        """What was counted and not reported yet (then nothing is)."""
+        count, self._pending = self._pending, 0
+        return count
 
 
 def _defs(srvtype: str) -> dict[str, Any]:
@@ -72,7 +145,7 @@ def _defs(srvtype: str) -> dict[str, Any]:
     return defs
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)
 def register(srvtype: str, distro: str = "jazzy") -> tuple[str, str]:
     """The request and response message types of ``srvtype``, registered in the distro's
     typestore (so :func:`topics.serialize` takes them)."""
@@ -86,7 +159,7 @@ def register(srvtype: str, distro: str = "jazzy") -> tuple[str, str]:
     return srvtype + "_Request", srvtype + "_Response"
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)
 def service_type_hash(srvtype: str, distro: str = "jazzy") -> str:
     """RIHS01 of the service's type description (see the module); Humble has none."""
     if distro == "humble":
