@@ -23,11 +23,12 @@ import click
 from fwbridge.bridge.link.action_link import ActionLink
 from fwbridge.bridge.link.transports import IO_ERRORS
 from fwbridge.bridge.robots.fish_client import FishClient, FishError
-from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
+from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters, warn_listening
 from fwbridge.cli_verbs.link import BAUD, Deadline, open_port
 from fwbridge.cli_verbs.params import DURATION, Finite
 from fwbridge.cli_verbs.ros2 import CONFIG, CONNECT, DISTRO, DOMAIN, LISTEN, ros2_settings
 from fwbridge.cli_verbs.stopping import stoppable
+from fwbridge.protocols.config_text import TextLimitError, parse_json
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.fish_commands import UserConfig
 
@@ -169,7 +170,9 @@ def config_set(ctx: click.Context, file: str) -> None:
 def _load_config(file: str) -> UserConfig:
     try:
         raw = _read_file(file)
-        return UserConfig.from_dict(json.loads(raw.decode("utf-8")))
+        return UserConfig.from_dict(parse_json(raw.decode("utf-8"), file))
+    except TextLimitError as exc:
+        fail(str(exc))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         fail(f"{file}: not JSON: {exc}")
     except FrameError as exc:
@@ -262,6 +265,7 @@ def serve_cmd(ctx: click.Context, namespace: str | None, node_name: str,
         parse_ros2({"node_name": node_name}, source="--node-name")
     except RobotConfigError as exc:
         fail(str(exc))
+    warn_listening("fish serve", s.listen)
     serial_port = open_port(port, baud)
     fish = FishClient(ActionLink(serial_port, timeout=timeout, retries=retries), machine)
     # a call waits for another at most one exchange's budget with a fish that is silent

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import crcmod
 
 from fwbridge.protocols.checksums import Algorithm
@@ -14,18 +16,24 @@ _CTYPES = {"u8": "uint8_t", "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t",
            "u32": "uint32_t", "i32": "int32_t", "u64": "uint64_t", "i64": "int64_t",
            "f32": "float", "f64": "double"}
 _UTYPES = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
+#: Characters that do not show what they are: controls, format characters (bidirectional
+#: overrides, zero widths), surrogates, private use, line and paragraph separators.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 
 
 def comment(text: str) -> str:
-    """``text`` made safe inside a C block comment: one line, no comment delimiter in it.
+    """``text`` made safe inside a C block comment: one line, no comment delimiter in it,
+    no character that is not what it shows.
 
     The loader refuses such text; this keeps descriptions built in code from reaching the C
-    as code (a ``*/`` ends the comment, a newline after ``//``-style splices starts a line).
+    as code (a ``*/`` ends the comment, a backslash or the trigraph ``??/`` before a newline
+    splices lines) or as text that reads otherwise than it compiles (a bidirectional override:
+    trojan source, and gcc's -Wbidi-chars). Such characters are written as ``<U+202E>``.
     """
-    flat = "".join(" " if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in "\u2028\u2029\\"
+    flat = "".join(f"<U+{ord(ch):04X}>" if ch == "\\" or unicodedata.category(ch) in _HIDDEN
                    else ch for ch in text)
-    while "*/" in flat or "/*" in flat:
-        flat = flat.replace("*/", "* /").replace("/*", "/ *")
+    while "*/" in flat or "/*" in flat or "??" in flat:
+        flat = flat.replace("*/", "* /").replace("/*", "/ *").replace("??", "? ?")
     return flat
 
 
@@ -46,6 +54,9 @@ def _uint_expr(p: str, size: int, order: str) -> str:
     for i in range(size):
         shift = 8 * i if order == "little" else 8 * (size - 1 - i)
         parts.append(f"(({utype}){p}[{i}] << {shift})" if shift else f"({utype}){p}[{i}]")
+    if size < 4:  # a narrow type is promoted to int by the shift: back to its own (clang's
+        # -Wimplicit-int-conversion)
+        return f"({utype})(" + " | ".join(parts) + ")"
     return "(" + " | ".join(parts) + ")"
 
 

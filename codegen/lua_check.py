@@ -49,20 +49,23 @@ def lua_loads(path: Path, tshark: str | None = None) -> str | None:
             return f"tshark did not finish loading it within {TIMEOUT:g} s"
         except OSError as exc:
             return f"tshark could not run: {exc.strerror or exc}"
-    errors = [line.strip() for line in proc.stderr.splitlines() if "Lua:" in line]
-    if errors:
-        return errors[0]
+    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+    for k, line in enumerate(lines):
+        if "Lua:" in line:  # "Lua: Error during loading:" says where on the next line
+            detail = lines[k + 1] if line.endswith(":") and k + 1 < len(lines) else ""
+            return f"{line} {detail}".strip()
     if proc.returncode != 0:
         return (proc.stderr.strip().splitlines() or [f"tshark exited {proc.returncode}"])[-1]
     return None
 
 
-def check_plugin(text: str) -> None:
-    """Raise :class:`LuaDoesNotLoad` when tshark (if installed) cannot load ``text``."""
+def check_plugin(text: str, done: str = "installed") -> None:
+    """Raise :class:`LuaDoesNotLoad` when tshark (if installed) cannot load ``text``
+    (``done``: what did not happen, for the error line)."""
     with tempfile.TemporaryDirectory(prefix="fwbridge-lua-") as tmp:
         path = Path(tmp) / "fwbridge.lua"
         path.write_text(text, encoding="utf-8")
         error = lua_loads(path)
     if error is not None:
         raise LuaDoesNotLoad(f"the generated dissector does not load in tshark ({error}); "
-                             "nothing was installed")
+                             f"nothing was {done}")

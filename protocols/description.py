@@ -160,8 +160,9 @@ class _Checker:
     def table(self, doc: Mapping[str, Any], name: str, allowed: set[str],
               index: int | None = None, label: str | None = None) -> None:
         for key in doc:
-            if key not in allowed:
-                raise self.fail(name, index, key, f"unknown key; allowed: "
+            if key not in allowed:  # a key is shown as the file has it, unless it hides
+                shown = key if key.isprintable() else repr(key)  # characters: escaped then
+                raise self.fail(name, index, shown, f"unknown key; allowed: "
                                 f"{', '.join(sorted(allowed))}", label)
 
     def get(self, doc: Mapping[str, Any], table: str, index: int | None, key: str, kind: type,

@@ -9,11 +9,13 @@ for a DBC, e.g. the actuator's fine position: an int16 over ``reserved_a`` and
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from typing import Any
 
 # The values are description_types.py's (a FrameDescription holds them); this module
 # parses and checks them, and re-exports the two.
+from fwbridge.protocols.description_names import DBC_KEYWORDS
 from fwbridge.protocols.description_types import CanMessage, CanSignal, FrameDescription
 
 __all__ = ["CanMessage", "CanSignal", "check_can_signals", "parse_can"]
@@ -40,6 +42,7 @@ def _messages(chk: Any, msgs: Any) -> tuple[CanMessage, ...]:
     if len(msgs) > MAX_MESSAGES:
         raise chk.fail("can", None, "message", f"{len(msgs)} messages; at most {MAX_MESSAGES}")
     out: list[CanMessage] = []
+    taken: dict[tuple[int, bool], tuple[str, str]] = {}  # (ID, extended) -> message, label
     for i, m in enumerate(msgs):
         label = f"can.message[{i + 1}]"
         if not isinstance(m, dict):
@@ -66,11 +69,22 @@ def _messages(chk: Any, msgs: Any) -> tuple[CanMessage, ...]:
         if sender and not _NODE.match(sender):
             raise chk.fail("can.message", i, "sender", f"{sender!r} is not a node name: letters, "
                            "digits and _, starting with a letter, at most 48", label)
+        if sender.upper() in DBC_KEYWORDS:
+            raise chk.fail("can.message", i, "sender", f"{sender!r} is a word of the DBC "
+                           f"grammar ({sender.upper()}); choose another node name", label)
         out.append(CanMessage(name, ident, span, ext, sender))
         ids = sum(len(msg.ids()) for msg in out)
         if ids > MAX_IDS:
             raise chk.fail("can.message", i, "nodes", f"the messages take {ids} CAN IDs; at "
                            f"most {MAX_IDS}", label)
+        for can_id, node in out[-1].ids():
+            msg_name = name if node is None else f"{name}_{node}"
+            if (can_id, ext) in taken:  # a DBC of both would keep one and drop the other
+                other, where = taken[(can_id, ext)]
+                raise chk.fail("can.message", i, "id", f"CAN ID 0x{can_id:x} (message "
+                               f"{msg_name!r}) is already message {other!r} ({where}): one "
+                               "ID, one message", label)
+            taken[(can_id, ext)] = (msg_name, label)
     return tuple(out)
 
 
@@ -103,9 +117,12 @@ def _signals(chk: Any, sigs: Any) -> tuple[CanSignal, ...]:
         scale = chk.get(s, "can.signal", i, "scale", float, 1.0, label)
         if scale == 0.0:
             raise chk.fail("can.signal", i, "scale", "must not be 0", label)
+        offset = chk.get(s, "can.signal", i, "offset", float, 0.0, label)
+        for key, v in (("scale", scale), ("offset", offset)):
+            if not math.isfinite(v):
+                raise chk.fail("can.signal", i, key, f"{v!r}: needs a finite number", label)
         out.append(CanSignal(name, stype, chk.get(s, "can.signal", i, "byte", int, ..., label),
-                             order, tuple(replaces), scale,
-                             chk.get(s, "can.signal", i, "offset", float, 0.0, label),
+                             order, tuple(replaces), scale, offset,
                              chk.text(s, "can.signal", i, "unit", 64, label),
                              chk.text(s, "can.signal", i, "doc", 1000, label)))
     return tuple(out)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "C_RESERVED_MACROS",
     "C_RESERVED_NAMES",
+    "DBC_KEYWORDS",
     "GenName",
     "NameClash",
     "clash_error",
@@ -78,6 +79,16 @@ _FIXED_STATS = ("frames", "bytes", "checksum_errors", "trailer_errors", "discard
                 "nonfinite", "overlapping")
 _VAR_STATS = ("frames", "bytes", "discarded", "resyncs", "length_errors", "trailer_errors",
               "checksum_errors", "truncated")
+#: The words of the DBC grammar (section keywords, attribute types and objects, the names
+#: tools give the missing node and message), upper-cased: a DBC name is compared with them
+#: case-folded, as DBC names are with each other. A signal named ``SG_`` or a node ``BO_``
+#: makes a file no reader parses.
+DBC_KEYWORDS = _words(
+    "VERSION NS_ NS_DESC_ CM_ BA_DEF_ BA_ VAL_ CAT_DEF_ CAT_ FILTER BA_DEF_DEF_ EV_DATA_ "
+    "ENVVAR_DATA_ SGTYPE_ SGTYPE_VAL_ BA_DEF_SGTYPE_ BA_SGTYPE_ SIG_TYPE_REF_ VAL_TABLE_ "
+    "SIG_GROUP_ SIG_VALTYPE_ SIGTYPE_VALTYPE_ BO_TX_BU_ BA_DEF_REL_ BA_REL_ BA_DEF_DEF_REL_ "
+    "BU_SG_REL_ BU_EV_REL_ BU_BO_REL_ SG_MUL_VAL_ BS_ BU_ BO_ SG_ EV_ VECTOR__XXX "
+    "VECTOR__INDEPENDENT_SIG_MSG INT HEX FLOAT STRING ENUM")
 #: ProtoField and expert abbreviations the dissector registers for itself.
 _LUA_RESERVED = frozenset({"fwbridge.unknown"})
 
@@ -106,6 +117,9 @@ class NameClash(NamedTuple):
         what = {"c": "the C name", "lua": "the Wireshark field", "dbc.message":
                 "the DBC message"}.get(n.space.split(":")[0], "the C member" if n.space.startswith(
                     "c.") else "the DBC signal")
+        if self.first is None and n.space.startswith("dbc"):
+            return (f"{n.why} makes {what} {n.name}, which is a word of the DBC grammar "
+                    f"({n.name.upper()}); choose another name")
         if self.first is None:
             return (f"{n.why} makes {what} {n.name}, which the C compiler or its headers "
                     "already define; choose another name")
@@ -246,6 +260,8 @@ def _reserved(n: GenName) -> bool:
         return n.name in C_RESERVED_NAMES
     if n.space.startswith("c.member:"):
         return n.name in C_RESERVED_MACROS or n.name in _C_KEYWORDS
+    if n.space.startswith("dbc"):
+        return n.name.upper() in DBC_KEYWORDS
     return n.space == "lua" and n.name in _LUA_RESERVED
 
 

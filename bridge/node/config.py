@@ -49,6 +49,7 @@ from typing import Any
 
 from fwbridge.bridge.link.link_urls import UnsafeURLError, check_link_url
 from fwbridge.bridge.node.numbers import out_of_range
+from fwbridge.protocols.config_text import parse_json, parse_toml, read_limited
 from fwbridge.protocols.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -232,7 +233,8 @@ def load_config(path: str | os.PathLike[str], *, use_sim: bool | None = None) ->
     """Read a robot config file; ``use_sim`` overrides the file's setting."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with p.open("rb") as fh:  # a robot file is small: /dev/zero is not read to its end
+            raw = read_limited(fh.read, str(p))
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such config file") from None
     except IsADirectoryError:
@@ -240,7 +242,7 @@ def load_config(path: str | os.PathLike[str], *, use_sim: bool | None = None) ->
     except PermissionError:
         raise ConfigError(f"{p}: permission denied") from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = parse_toml(raw.decode("utf-8"), str(p))  # nesting bounded: one error line
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: not a text file (expected TOML)") from None
     except tomllib.TOMLDecodeError as exc:
@@ -272,7 +274,8 @@ def load_calibration(path: str | Path) -> Calibration:
     """A :class:`Calibration` from a JSON object file; errors name the file and key."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        with p.open("rb") as fh:
+            data = parse_json(read_limited(fh.read, str(p)).decode("utf-8"), str(p))
     except FileNotFoundError:
         raise ConfigError(f"calibration file not found: {p} (fix the calibration path)") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -18,15 +18,18 @@
     odom = "odom"
     cmd_vel = "cmd_vel"
 
-``urdf`` names a file read when the robot file is: at most :data:`MAX_URDF`
-bytes of UTF-8 text, else one error naming the setting (nothing starts); its
-text is published latched on ``robot_description``.
+``urdf`` names a file read when the robot file is, in the robot file's folder or
+below it (no ``..``, ``~``, ``$`` or leading ``/``; no symbolic link on the way:
+another file is named on the command line, ``fwbridge bridge --urdf PATH``): at
+most :data:`MAX_URDF` bytes of UTF-8 text, else one error naming the setting
+(nothing starts); its text is published latched on ``robot_description``.
 
 No Zenoh import here: a robot file is checked without the ``ros2`` extra.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -45,7 +48,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 __all__ = ["DEFAULT_CONNECT", "MAX_URDF", "Ros2Settings", "load_ros2", "parse_endpoints",
-           "parse_ros2"]
+           "parse_ros2", "read_urdf"]
 
 #: Where ROS 2 nodes look for the router (DEFAULT_RMW_ZENOH_SESSION_CONFIG.json5): the
 #: port of rmw_zenohd, where ``fwbridge ros2 router`` listens too.
@@ -145,6 +148,7 @@ class _Bad(ConfigError):
         super().__init__(f"ros2.{key}: {reason}")
 
 
+
 def parse_ros2(table: Mapping[str, Any] | None, *, source: str = "<config>",
                base: Path | None = None) -> Ros2Settings:
     """:class:`Ros2Settings` from the parsed ``[ros2]`` table; errors name the key. A
@@ -206,42 +210,99 @@ def _topics(value: Any) -> dict[str, str]:
 
 
 def _urdf(value: Any, base: Path | None) -> tuple[str, str]:
-    """The path and text of the URDF file ``value`` names: untrusted, so a regular file
-    of at most :data:`MAX_URDF` bytes of UTF-8 text, or an error saying which it is not."""
+    """The path and text of the URDF file ``value`` names: untrusted, so a file in the
+    robot file's folder (``base``; else the working directory) or below it, reached
+    without following a link, a regular file of at most :data:`MAX_URDF` bytes of UTF-8
+    text, or an error saying which it is not."""
     if not isinstance(value, str) or not value.strip():
         raise _Bad("urdf", f"must be the path of a URDF file, got {value!r}")
-    path = Path(os.path.expanduser(os.path.expandvars(value.strip())))
-    if not path.is_absolute() and base is not None:
-        path = base / path
+    parts = value.strip().split("/")
+    outside = (value.startswith(("/", "~")) or ".." in parts or "$" in value
+               or "\x00" in value)
+    if outside:
+        raise _Bad("urdf", f"{value!r} is not a file in the robot file's folder: a robot "
+                   "file names its URDF relative to itself, without '..', '~', '$' or a "
+                   "leading '/' (give another path on the command line: --urdf PATH)")
+    folder = base if base is not None else Path.cwd()
+    names = [part for part in parts if part not in ("", ".")]
+    path = folder.joinpath(*names)
+    return str(path), read_urdf(path, folder=folder, parts=names)
+
+
+def read_urdf(path: Path, *, folder: Path | None = None, parts: Sequence[str] = (),
+              option: str | None = None) -> str:
+    """The text of a URDF file, bounded and checked (see :func:`_urdf`); with ``folder``,
+    ``parts`` are opened one by one from it, none of them a link (``O_NOFOLLOW``), so a
+    file swapped for a link after a check is not followed either. Without, ``path`` is
+    the user's own, given on the command line as ``option`` (the errors' name), and
+    opened as it is."""
+
+    def bad(reason: str) -> ConfigError:  # named after the option, or the table's key
+        return ConfigError(f"{option}: {reason}") if option else _Bad("urdf", reason)
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO never blocks
+    fd = -1
     try:
-        info = path.stat()
+        if folder is None:
+            fd = os.open(path, flags)
+        else:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            for i, part in enumerate(parts):
+                last = i == len(parts) - 1
+                try:
+                    nxt = os.open(part, (flags if last else os.O_RDONLY | os.O_DIRECTORY
+                                         | os.O_CLOEXEC) | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(
+                            os.path.join(folder, *parts[:i + 1])):
+                        raise bad(f"{path}: {'/'.join(parts[:i + 1])} is a symbolic "
+                                  "link: a robot file names files in its folder, not links "
+                                  "out of it (give the path on the command line: --urdf "
+                                  "PATH)") from None
+                    raise
+                os.close(fd)
+                fd = nxt
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
-            raise _Bad("urdf", f"{path} is not a regular file")
+            raise bad(f"{path} is not a regular file")
         if info.st_size > MAX_URDF:
-            raise _Bad("urdf", f"{path} is {info.st_size} bytes, more than {MAX_URDF}")
-        with path.open("rb") as f:
-            data = f.read(MAX_URDF + 1)
+            raise bad(f"{path} is {info.st_size} bytes, more than {MAX_URDF}")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_URDF:
+            chunk = os.read(fd, MAX_URDF + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
     except OSError as exc:
-        raise _Bad("urdf", f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_URDF:  # it grew since stat()
-        raise _Bad("urdf", f"{path} is more than {MAX_URDF} bytes")
+        raise bad(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_URDF:  # it grew since fstat()
+        raise bad(f"{path} is more than {MAX_URDF} bytes")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _Bad("urdf", f"{path} is not UTF-8 text (byte {exc.start} is "
-                   f"0x{data[exc.start]:02x})") from None
+        raise bad(f"{path} is not UTF-8 text (byte {exc.start} is "
+                  f"0x{data[exc.start]:02x})") from None
     if "\x00" in text:
-        raise _Bad("urdf", f"{path} is not text (a NUL character at {text.index(chr(0))})")
+        raise bad(f"{path} is not text (a NUL character at {text.index(chr(0))})")
     if not text.strip():
-        raise _Bad("urdf", f"{path} is empty")
-    return str(path), text
+        raise bad(f"{path} is empty")
+    return text
 
 
 def load_ros2(path: str | os.PathLike[str]) -> Ros2Settings:
     """The ``[ros2]`` table of a robot file (the file is otherwise read by load_config)."""
+    from fwbridge.protocols.config_text import parse_toml, read_limited
+
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        with p.open("rb") as fh:  # bounded bytes and nesting: one error line
+            data = parse_toml(read_limited(fh.read, str(p)).decode("utf-8"), str(p))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{p}: cannot read: {exc}") from None
     table = data.get("ros2")

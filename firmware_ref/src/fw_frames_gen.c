@@ -632,14 +632,14 @@ int fwg_action_check(const uint8_t *frame, size_t len)
     if (memcmp(frame, fwg_action_hdr, 2u) != 0) {
         return -2;
     }
-    value = (uint64_t)((uint16_t)(frame + 4u)[0] | ((uint16_t)(frame + 4u)[1] << 8));
+    value = (uint64_t)(uint16_t)((uint16_t)(frame + 4u)[0] | ((uint16_t)(frame + 4u)[1] << 8));
     if (value - 0u + 11u != len) {
         return -1;
     }
     if (memcmp(frame + len - 2u, fwg_action_trl, 2u) != 0) {
         return -3;
     }
-    ok = (uint64_t)fwg_action_ck(frame + 2u, len - 4u - 2u) == (uint64_t)((uint16_t)(frame + len - 4u)[0] | ((uint16_t)(frame + len - 4u)[1] << 8));
+    ok = (uint64_t)fwg_action_ck(frame + 2u, len - 4u - 2u) == (uint64_t)(uint16_t)((uint16_t)(frame + len - 4u)[0] | ((uint16_t)(frame + len - 4u)[1] << 8));
     return ok ? 0 : -4;
 }
 
@@ -700,7 +700,7 @@ static inline int fwg_action_judge(fwg_action_rx *rx, const uint8_t *q, size_t a
         rx->stats.truncated++;
         return 0;
     }
-    value = (uint64_t)((uint16_t)(q + 4u)[0] | ((uint16_t)(q + 4u)[1] << 8));
+    value = (uint64_t)(uint16_t)((uint16_t)(q + 4u)[0] | ((uint16_t)(q + 4u)[1] << 8));
     if (value > 1024u) {
         rx->stats.length_errors++;
         return 0;
@@ -718,7 +718,7 @@ static inline int fwg_action_judge(fwg_action_rx *rx, const uint8_t *q, size_t a
         rx->stats.trailer_errors++;
         return 0;
     }
-    ok = (uint64_t)fwg_action_ck(q + 2u, size - 4u - 2u) == (uint64_t)((uint16_t)(q + size - 4u)[0] | ((uint16_t)(q + size - 4u)[1] << 8));
+    ok = (uint64_t)fwg_action_ck(q + 2u, size - 4u - 2u) == (uint64_t)(uint16_t)((uint16_t)(q + size - 4u)[0] | ((uint16_t)(q + size - 4u)[1] << 8));
     if (!ok) {
         rx->stats.checksum_errors++;
         return 0;

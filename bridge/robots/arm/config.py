@@ -94,8 +94,13 @@ def parse_arm(table: dict[str, Any], source: str = "<config>"
 
 def load_arm_config(path: Path) -> tuple[ScaraGeometry, PickPlaceConfig]:
     """The arm's geometry and task settings from a robot file (defaults without ``[arm]``)."""
+    from fwbridge.protocols.config_text import TextLimitError, parse_toml, read_limited
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as fh:  # bounded bytes and nesting: one error line
+            data = parse_toml(read_limited(fh.read, str(path)).decode("utf-8"), str(path))
+    except TextLimitError as exc:
+        raise ArmConfigError(str(exc)) from None
     except FileNotFoundError:
         raise ArmConfigError(f"{path}: no such config file") from None
     except (OSError, UnicodeDecodeError) as exc:
