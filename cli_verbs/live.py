@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from fwbridge.cli_verbs.common import fail
+from fwbridge.cli_verbs.common import fail, warn_listening
 
 __all__ = ["FOXGLOVE", "live_sink"]
 
@@ -38,7 +38,5 @@ def live_sink(enabled: bool, host: str, port: int) -> Any:
     click.echo(f"foxglove: live view on {sink.url} (Foxglove: Open connection -> "
                f"Foxglove WebSocket -> {sink.url})", err=True)
     if not sink.loopback:
-        click.echo(f"warning: foxglove: {host} is not a loopback address: anyone who can reach "
-                   "this machine can watch the run (--foxglove-host 127.0.0.1 keeps it here)",
-                   err=True)
+        warn_listening("foxglove", [host])
     return sink

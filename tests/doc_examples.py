@@ -19,6 +19,12 @@ sybil collects the blocks (the root conftest.py hands it README.md and docs/*.md
   of its block. ``/dev/pts/7`` stands for the port the last simulation printed.
 - ``<!-- skip: next "reason" -->`` (sybil's) skips the next block; the doc then
   says so visibly in an italic line (tests/test_docs.py holds it to that).
+- Well-known ports are never the ones used (a developer's own Zenoh router or
+  Foxglove bridge may hold them): a line's (or a written toml's) ``7447`` becomes a
+  free port of the document's, a verb that would reach Zenoh's port by default is
+  given that port (``ros2 router`` ``--listen``; ``fleet``, ``fish … serve`` and the
+  ``ros2`` tools ``--connect``), and ``--foxglove`` without a port gets
+  ``--foxglove-port 0`` (any free one): the docs read as the user types them.
 """
 
 from __future__ import annotations
@@ -96,13 +102,46 @@ class Command:
 
 @dataclass
 class DocState:
-    """What a document's blocks share: a scratch directory, the simulation's port."""
+    """What a document's blocks share: a scratch directory, the simulation's port, the
+    free port standing for Zenoh's 7447."""
 
     name: str
     scratch: Path
     env: dict[str, str]
     pty: str | None = None
     serving: list[Background] = field(default_factory=list)
+    zenoh_port: int = field(default_factory=lambda: free_port())
+
+
+#: Zenoh's well-known port (rmw_zenohd's, fwbridge ros2 router's): never the tests'.
+ZENOH_PORT = "7447"
+# Verbs that reach the Zenoh port by default, and the option that names another.
+ZENOH_DEFAULTS = (
+    (re.compile(r"^(fwbridge ros2 router)\b(?!.*--listen)"), "--listen"),
+    (re.compile(r"^(fwbridge (?:fleet|ros2 (?:topics|echo|pub|call))\b)(?!.*--connect)"),
+     "--connect"),
+    (re.compile(r"^(fwbridge fish\b.*?\bserve)\b(?!.*--connect)"), "--connect"),
+)
+FOXGLOVE = re.compile(r"(--foxglove)(?=\s|$)(?!.*--foxglove-port)")
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now (the OS's choice)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def free_ports(text: str, state: DocState) -> str:
+    """``text`` (a command or a toml block) on the document's free ports instead of the
+    well-known ones (see the module)."""
+    port = str(state.zenoh_port)
+    text = re.sub(rf"(?<=:){ZENOH_PORT}\b", port, text)
+    for pattern, option in ZENOH_DEFAULTS:
+        text = pattern.sub(rf"\1 {option} tcp/127.0.0.1:{port}", text, count=1)
+    return FOXGLOVE.sub(r"\1 --foxglove-port 0", text)
 
 
 class Background:
@@ -198,7 +237,7 @@ def matches(expected: str, output: str) -> bool:
 
 def run_line(cmd: Command, state: DocState) -> str | None:
     """Run one command as the doc says; a failure's description, or None."""
-    text = cmd.text
+    text = free_ports(cmd.text, state)
     where = f"{state.name}:{cmd.line}: {cmd.text}"
     if PLACEHOLDER_PTY in text:
         if state.pty is None:  # never the real /dev/pts/7: another program's terminal
@@ -304,7 +343,7 @@ def evaluate_toml(example: Example) -> None:
     named = TOML_NAME.match(first)
     if named:
         state: DocState = example.namespace[STATE]
-        (state.scratch / named.group(1)).write_text(source)
+        (state.scratch / named.group(1)).write_text(free_ports(source, state))
 
 
 class Markdown(Document):

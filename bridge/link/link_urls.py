@@ -15,6 +15,8 @@ Pure: no serial port is touched here.
 
 from __future__ import annotations
 
+import re
+
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = [
@@ -24,7 +26,9 @@ __all__ = [
     "UnsafeURLError",
     "allowed_schemes",
     "check_link_url",
+    "is_loopback_address",
     "is_loopback_host",
+    "listen_warning",
     "register_url_handler",
     "url_scheme",
 ]
@@ -95,3 +99,34 @@ def is_loopback_host(host: str) -> bool:
     except (OSError, UnicodeError):
         return False
     return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
+
+
+#: The host of a Zenoh endpoint (``tcp/HOST:PORT``, ``tcp/[V6]:PORT``) or of ``HOST:PORT``.
+_ENDPOINT_HOST = re.compile(
+    r"^(?:(?:tcp|udp|tls|quic|ws)/)?(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:/?#\[\]]*))")
+
+
+def is_loopback_address(address: str) -> bool:
+    """True when something listening on ``address`` is reachable from this machine only:
+    a Zenoh endpoint (``tcp/127.0.0.1:7447``; a Unix socket, ``unixsock-stream/...``,
+    always is), ``HOST:PORT`` or a bare host, its host a loopback address or a name
+    that resolves to loopback addresses only."""
+    if address.startswith("unixsock-stream/"):
+        return True
+    if address.count(":") > 1 and not address.startswith("[") and "/" not in address:
+        return is_loopback_host(address)  # a bare IPv6 address
+    m = _ENDPOINT_HOST.match(address)
+    if m is None:
+        return False
+    host = m.group("v6") if m.group("v6") is not None else m.group("host")
+    return bool(host) and is_loopback_host(host)
+
+
+def listen_warning(who: str, address: str) -> str | None:
+    """The one line every listener says when asked to listen beyond loopback (the
+    router, the bridge, the fleet, ``fish serve``, any ROS 2 tool given a listen
+    endpoint, the live view); None on loopback."""
+    if is_loopback_address(address):
+        return None
+    return (f"warning: {who}: {address} is not a loopback address: other machines can "
+            "connect to it")

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fwbridge.bridge.node.numbers import MAX_ANGULAR, MAX_LINEAR, velocity_error
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.protocols.errors import Error
 
@@ -79,6 +80,8 @@ __all__ = [
 
 #: ROS 2 distributions the messages and type hashes are taken from.
 DISTROS = ("jazzy", "humble")
+#: Bytes after a CDR message always taken as padding (the largest alignment).
+_TRAILING = 8
 
 #: Variance of the measured pose dimensions (x, y in m², yaw in rad²).
 POSE_VARIANCE = 1e-3
@@ -86,12 +89,6 @@ POSE_VARIANCE = 1e-3
 TWIST_VARIANCE = 1e-3
 #: Variance of the dimensions a planar base does not measure (z, roll, pitch).
 UNMEASURED = 1e6
-
-#: Largest |linear| (m/s) and |angular| (rad/s) a cmd_vel may ask; more is refused as bad
-#: input, like NaN: no mobile base this bridge drives comes near, and a float32 command
-#: frame would carry a huge value on to the motors unchanged.
-MAX_LINEAR = 10.0
-MAX_ANGULAR = 20.0
 
 
 class MessageError(Error, ValueError):
@@ -225,15 +222,31 @@ def serialize(msg: Any, msgtype: str, distro: str = "jazzy") -> bytes:
 
 def deserialize(data: bytes | bytearray | memoryview, msgtype: str,
                 distro: str = "jazzy") -> Any:
-    """A message from CDR bytes; :class:`MessageError` when they are not one."""
+    """A message from CDR bytes; :class:`MessageError` when they are not one.
+
+    Bytes after the message are ignored, as Fast CDR ignores them, up to as many as the
+    message holds (8 at least): rclpy's ``serialize_message`` hands
+    back the buffer rmw_fastrtps sized by its estimate, the message then padding bytes
+    nobody zeroed (``tests/fixtures/rclpy_golden.json``). More than that is not padding."""
     _cls(msgtype, distro)
     raw = bytes(data)
     if len(raw) < 4 or raw[0] != 0 or raw[1] not in (0, 1):
         raise MessageError(f"{msgtype}: not CDR (header {raw[:4].hex(' ') or 'empty'})")
+    store = typestore(distro)
     try:
-        return typestore(distro).deserialize_cdr(raw, msgtype)
+        msgdef = store.get_msgdef(msgtype)
+        read = msgdef.deserialize_cdr_le if raw[1] else msgdef.deserialize_cdr_be
+        msg, end = read(raw[4:], 0, msgdef.cls, store)
     except Exception as exc:  # rosbags raises struct, index and unicode errors alike
         raise MessageError(f"{msgtype}: malformed CDR ({len(raw)} bytes): {exc}") from None
+    extra = len(raw) - 4 - end
+    if extra < 0:
+        raise MessageError(f"{msgtype}: malformed CDR ({len(raw)} bytes): it ends inside "
+                           "the message")
+    if extra > max(end, _TRAILING):
+        raise MessageError(f"{msgtype}: malformed CDR ({len(raw)} bytes): {extra} bytes "
+                           f"after the message's {end + 4}, more than padding")
+    return msg
 
 
 # -- time ----------------------------------------------------------------------------
@@ -400,11 +413,10 @@ def velocity_request(twist: Any, *, max_linear: float = MAX_LINEAR,
     except (AttributeError, TypeError, ValueError):
         raise MessageError("cmd_vel: not a geometry_msgs/Twist") from None
     for name, value in values.items():
-        limit = max_angular if name.startswith("angular") else max_linear
-        if not math.isfinite(value):
-            raise MessageError(f"cmd_vel: {name} is not finite ({value!r})")
-        if abs(value) > limit:
-            raise MessageError(f"cmd_vel: {name} = {value:g} is beyond ±{limit:g}")
+        why = velocity_error(name, value, max_angular if name.startswith("angular")
+                             else max_linear)
+        if why is not None:
+            raise MessageError(f"cmd_vel: {why}")
     return values["linear.x"], values["linear.y"], values["angular.z"]
 
 

@@ -39,6 +39,7 @@ from fwbridge.bridge.ros2.keys import (
     parse_liveliness,
     resolve_name,
 )
+from fwbridge.bridge.ros2.services import MAX_ITEMS, MAX_REQUEST, Throttle, request_refusal
 
 __all__ = ["Participant", "RosClient", "RosNode", "RosPublisher", "RosService",
            "RosSubscription", "zenoh_config"]
@@ -247,9 +248,13 @@ class RosNode:
             return f"{self.namespace.rstrip('/')}/{self.name}/{name[2:]}"
         return self.resolve(name)
 
-    def service(self, name: str, srvtype: str, handler: Callable[[Any], Any]) -> RosService:
-        """A service server: ``handler(request)`` returns the response message."""
-        srv = RosService(self, self.resolve_service(name), srvtype, handler)
+    def service(self, name: str, srvtype: str, handler: Callable[[Any], Any], *,
+                max_bytes: int | None = None, max_items: int | None = None) -> RosService:
+        """A service server: ``handler(request)`` returns the response message. Requests
+        beyond ``max_bytes`` or ``max_items`` (see :class:`RosService`) are refused
+        before they are decoded."""
+        srv = RosService(self, self.resolve_service(name), srvtype, handler,
+                         max_bytes=max_bytes, max_items=max_items)
         self._add(srv)
         return srv
 
@@ -363,6 +368,7 @@ class RosSubscription:
         self.freshness = None if max_age is None else Freshness(max_age)
         self.last_accepted: float | None = None  # time.monotonic() of the latest taken
         self.last_error: str | None = None
+        self._dropped = Throttle()
         self._subscriber: Any = None
         self._token: Any = None
 
@@ -415,9 +421,11 @@ class RosSubscription:
             self.freshness.max_age_ns = int(seconds * 1e9)
 
     def _note(self, error: str) -> None:
-        if error != self.last_error:  # one line per kind of error, not per sample
-            log.warning("%s: sample dropped: %s", self.topic, error)
         self.last_error = error
+        due = self._dropped.hit(time.monotonic())
+        if due:  # at most one line a second, whatever comes
+            log.warning("%s: %d sample(s) dropped since the last report (%d in all); the "
+                        "latest: %s", self.topic, due, self._dropped.total, _printable(error))
 
     def stats(self) -> dict[str, int]:
         return {"received": self.received, "malformed": self.malformed, "refused": self.refused,
@@ -467,46 +475,121 @@ class _ServiceEnd:
 
 class RosService(_ServiceEnd):
     """A service server: a complete queryable; each request (CDR + attachment) is answered
-    with ``handler(request)`` and the request's sequence number and client GID. Requests
-    that cannot be decoded, and handlers that fail, are counted (``errors``) and get no
-    reply (the client times out, as with rmw_zenoh)."""
+    with ``handler(request)`` and the request's sequence number and client GID, in the
+    attachment layout the request came in.
+
+    Requests are untrusted: one larger than ``max_bytes`` or whose leading sequence
+    holds more than ``max_items`` is refused before it is decoded, and so is one without
+    rmw_zenoh's attachment; those and the undecodable are counted (``refused``), a
+    handler that fails too (``failed``). Either gets an error reply naming the reason
+    (rmw_zenoh's clients log it; the call then times out, as with a request rmw_zenoh's
+    services cannot take), and the log gets at most one line a second, with the count
+    since the last (:class:`~fwbridge.bridge.ros2.services.Throttle`)."""
 
     kind = "SS"
 
     def __init__(self, node: RosNode, name: str, srvtype: str,
-                 handler: Callable[[Any], Any]) -> None:
+                 handler: Callable[[Any], Any], *, max_bytes: int | None = None,
+                 max_items: int | None = None) -> None:
         super().__init__(node, name, srvtype)
         self.handler = handler
-        self.calls = self.errors = 0
+        self.max_bytes = MAX_REQUEST if max_bytes is None else max_bytes
+        self.max_items = MAX_ITEMS if max_items is None else max_items
+        self.calls = 0
+        self._refused, self._failed = Throttle(), Throttle()
+        self._log_lock = threading.Lock()
         self._queryable: Any = None
+
+    @property
+    def refused(self) -> int:
+        return self._refused.total
+
+    @property
+    def failed(self) -> int:
+        return self._failed.total
+
+    @property
+    def errors(self) -> int:
+        """Requests that got no answer: refused or failed."""
+        return self.refused + self.failed
+
+    def stats(self) -> dict[str, int]:
+        return {"calls": self.calls, "refused": self.refused, "failed": self.failed}
 
     def _declare(self) -> None:
         session = self.node.participant.session
         self._queryable = session.declare_queryable(self.key, self._on_query, complete=True)
         self._declare_token()
 
+    def _take(self, query: Any) -> tuple[Any, Attachment]:
+        """The request and its attachment; :class:`MessageError` saying why not."""
+        if query.payload is None:
+            raise MessageError("a request without payload")
+        if query.attachment is None:
+            raise MessageError("a request without rmw_zenoh's attachment")
+        data = query.payload.to_bytes()
+        why = request_refusal(self.srvtype, data, max_bytes=self.max_bytes,
+                              max_items=self.max_items)
+        if why is not None:
+            raise MessageError(why)
+        att = Attachment.decode(query.attachment.to_bytes())
+        return topics.deserialize(data, self.request_type, self.distro), att
+
     def _on_query(self, query: Any) -> None:
         try:
-            if query.attachment is None or query.payload is None:
-                raise MessageError("a request without attachment or payload")
-            att = Attachment.decode(query.attachment.to_bytes())
-            request = topics.deserialize(query.payload.to_bytes(), self.request_type,
-                                         self.distro)
+            request, att = self._take(query)
+        except MessageError as exc:
+            self._refuse(query, self._refused, "refused", str(exc))
+            return
+        try:
             response = self.handler(request)
             data = topics.serialize(response, self.response_type, self.distro)
-        except Exception:  # a bad request or a handler's bug: no reply, the node goes on
-            self.errors += 1
-            log.warning("%s: request dropped", self.name, exc_info=True)
+        except Exception as exc:  # a handler's bug: an error reply, the node goes on
+            self._refuse(query, self._failed, "failed", f"{type(exc).__name__}: {exc}",
+                         traceback=True)
             return
         self.calls += 1
-        reply = Attachment(att.sequence_number, time.time_ns(), att.source_gid).encode()
+        reply = Attachment(att.sequence_number, time.time_ns(), att.source_gid,
+                           keyed=att.keyed).encode()
         query.reply(self.key, data, attachment=reply)
+
+    def _refuse(self, query: Any, throttle: Any, what: str, reason: str,
+                traceback: bool = False) -> None:
+        reason = _printable(reason)
+        with self._log_lock:
+            due = throttle.hit(time.monotonic())
+        if due:
+            self._say(due, throttle.total, what, reason, traceback)
+        try:
+            query.reply_err(f"{self.name}: request {what}: {reason}")
+        except Exception:  # the client went away, or the query timed out meanwhile
+            log.debug("error reply failed", exc_info=True)
+
+    def _say(self, count: int, total: int, what: str, reason: str, traceback: bool) -> None:
+        log.warning("%s: %d request(s) %s since the last report (%d in all); the latest: %s",
+                    self.name, count, what, total, reason, exc_info=traceback)
 
     def close(self) -> None:
         super().close()
         if self._queryable is not None:
             _undeclare(self._queryable)
             self._queryable = None
+        for throttle, what in ((self._refused, "refused"), (self._failed, "failed")):
+            left = throttle.flush()
+            if left:
+                log.warning("%s: %d request(s) %s since the last report (%d in all)",
+                            self.name, left, what, throttle.total)
+
+
+#: Characters of a reason quoted in a log line or an error reply.
+MAX_REASON = 200
+
+
+def _printable(text: str) -> str:
+    """``text`` clipped to :data:`MAX_REASON` characters, control characters escaped:
+    a reason may quote bytes a peer sent."""
+    text = text[:MAX_REASON] + ("…" if len(text) > MAX_REASON else "")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class RosClient(_ServiceEnd):
@@ -529,10 +612,16 @@ class RosClient(_ServiceEnd):
         self.sequence += 1
         att = Attachment(self.sequence, time.time_ns(), self.gid).encode()
         data = topics.serialize(request, self.request_type, self.distro)
+        refused = None
         for reply in session.get(self.key, payload=data, attachment=att, timeout=timeout):
             if reply.ok is None:
+                if reply.err is not None and refused is None:  # the service's reason
+                    refused = _printable(reply.err.payload.to_bytes().decode("utf-8",
+                                                                             "replace"))
                 continue
             return topics.deserialize(reply.ok.payload.to_bytes(), self.response_type,
                                       self.distro)
+        if refused is not None and not refused.startswith("Timeout"):
+            raise MessageError(f"{self.name}: the service answered with an error: {refused}")
         raise MessageError(f"{self.name}: no reply within {timeout:g} s (is the service "
                            "there? fwbridge ros2 topics lists services)")

@@ -37,8 +37,6 @@ DEFAULT_LISTEN = ("tcp/127.0.0.1:7447",)
 #: Back-off of the attempts to reach the routers of ``connect`` (ms), as the participants'.
 RETRY = {"period_init_ms": 250, "period_max_ms": 2000, "period_increase_factor": 2}
 
-_HOST = re.compile(r"^(?:tcp|udp|tls|quic|ws)/(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:/?#]*))")
-
 
 def router_config(listen: Sequence[str] = DEFAULT_LISTEN, connect: Sequence[str] = ()) -> Any:
     """The Zenoh config of a router on ``listen`` (see the module) that connects to the
@@ -67,14 +65,9 @@ def router_config(listen: Sequence[str] = DEFAULT_LISTEN, connect: Sequence[str]
 def is_loopback(endpoint: str) -> bool:
     """True when ``endpoint`` is reachable from this machine only: a loopback address,
     a name that resolves to loopback addresses only, or a Unix socket."""
-    if endpoint.startswith("unixsock-stream/"):
-        return True
-    m = _HOST.match(endpoint)
-    if m is None:
-        return False
-    from fwbridge.bridge.link.link_urls import is_loopback_host  # the live view's check too
+    from fwbridge.bridge.link.link_urls import is_loopback_address  # every listener's check
 
-    return is_loopback_host(m.group("v6") if m.group("v6") is not None else m.group("host"))
+    return is_loopback_address(endpoint)
 
 
 def zenoh_error(exc: BaseException) -> str:
