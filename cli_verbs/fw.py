@@ -272,6 +272,7 @@ def _status_text(st: dict[str, Any]) -> str:
     vx, vy, wz = velocity(st)
     return (f"t={st['ms'] / 1000:8.2f}s  v=({vx:+.2f},{vy:+.2f},{wz:+.2f})  "
             f"odom={st['odom_sent']}  cmds={st['cmd']['frames']}  "
+            f"refused={st.get('cmd_rejected', 0)}  "
             f"actions={st['action']['frames']}  watchdog={st['watchdog_trips']}  "
             f"stack={st['stack_used']}/{st['stack_size']}B")
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fwbridge.bridge.node.numbers import out_of_range
+from fwbridge.bridge.node.numbers import MAX_ANGULAR, MAX_LINEAR, out_of_range, velocity_error
 
 if TYPE_CHECKING:
     _FloatType = click.ParamType[float]
@@ -37,6 +37,8 @@ __all__ = [
     "Baud",
     "Finite",
     "finite_in",
+    "velocity_limit_options",
+    "velocity_refused",
 ]
 
 #: The longest wait a thread or a timer accepts (threading.TIMEOUT_MAX is about 9.2e9 s).
@@ -126,3 +128,30 @@ BITRATE = click.IntRange(1000, 1_000_000)
 FLOAT32 = Finite(-3.4028234663852886e38, 3.4028234663852886e38)
 #: As FLOAT32, but NaN and infinity pass to the verb (``encode --allow-nonfinite``).
 WIRE_FLOAT = Finite(-3.4028234663852886e38, 3.4028234663852886e38, nonfinite_ok=True)
+
+
+def velocity_limit_options(fn: Any) -> Any:
+    """``--max-linear`` and ``--max-angular``: the limits of the ROS 2 cmd_vel path by
+    default (:data:`fwbridge.bridge.node.numbers.MAX_LINEAR`), on every verb that
+    commands a base."""
+    fn = click.option("--max-angular", type=Finite(0, 1000, lo_open=True, unit="rad/s"),
+                      default=MAX_ANGULAR, show_default=True, metavar="RAD_S",
+                      help="Refuse a wz beyond this many rad/s either way.")(fn)
+    return click.option("--max-linear", type=Finite(0, 1000, lo_open=True, unit="m/s"),
+                        default=MAX_LINEAR, show_default=True, metavar="M_S",
+                        help="Refuse a vx or vy beyond this many m/s either way.")(fn)
+
+
+def velocity_refused(vx: float, vy: float, wz: float, max_linear: float,
+                     max_angular: float, *, prefix: str = "") -> str | None:
+    """Why the request (vx, vy, wz) is refused: the first field (``prefix`` + its name)
+    that is not finite or beyond its limit, with the option that sets the limit; None
+    when it may go. The rule is cmd_vel's (:func:`~fwbridge.bridge.node.numbers.velocity_error`)."""
+    for name, value, limit, unit, option in (
+            ("vx", vx, max_linear, "m/s", "--max-linear"),
+            ("vy", vy, max_linear, "m/s", "--max-linear"),
+            ("wz", wz, max_angular, "rad/s", "--max-angular")):
+        why = velocity_error(prefix + name, value, limit)
+        if why is not None:
+            return why if not math.isfinite(value) else f"{why} {unit} ({option})"
+    return None

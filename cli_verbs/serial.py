@@ -57,6 +57,7 @@ from fwbridge.cli_verbs.params import (
     velocity_limit_options,
     velocity_refused,
 )
+from fwbridge.cli_verbs.row_fit import WIDE_OPTION, LineFit
 from fwbridge.cli_verbs.status_line import StatusLine, bar
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.engine import receiver_for
@@ -227,10 +228,6 @@ def decoder_for(protocol: str) -> Decoder:
     fail(f"unknown protocol {protocol!r} (choose from {', '.join(SNIFF_PROTOCOLS)})")
 
 
-def _format(value: Any) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
 def _errors(stats: dict[str, int]) -> int:
     return sum(v for k, v in stats.items() if k.endswith("_errors"))
 
@@ -272,10 +269,11 @@ def _start_clean(link: Any, port: str, verb: str) -> None:
 @click.option("--absolute", is_flag=True,
               help="Print the wall-clock time (seconds since the epoch) instead of seconds "
                    "since the start.")
+@WIDE_OPTION
 @FOXGLOVE
 def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None, force: bool,
               keep_backlog: bool, duration: float | None, baud: int, garbage_timeout: float,
-              absolute: bool,
+              absolute: bool, wide: bool,
               foxglove: bool, foxglove_host: str, foxglove_port: int) -> None:
     """Decode the frames arriving on PORT as they come, with a live rate/error line.
 
@@ -301,6 +299,7 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None, force
     watch = GarbageWatch(garbage_timeout, start)
     rate = Rate()
     garbage = None
+    fit = LineFit("sniff", wide)  # on a terminal each line fits its width
 
     def emit(item: Any) -> None:
         fields = dec.row(item)
@@ -308,9 +307,9 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None, force
         if as_json:
             json_line({"t": t, "offset": item.offset, "protocol": protocol, **fields})
         else:
-            cols = " ".join(f"{c}={_format(fields.get(c, ''))}" for c in dec.columns)
             when = f"{t:17.6f}" if absolute else f"{t:10.3f}"
-            write_line(f"{when} {item.offset:>10} {cols}")
+            write_line(fit.pairs(f"{when} {item.offset:>10}",
+                                 [(c, fields.get(c, "")) for c in dec.columns]))
 
     try:
         with StatusLine() as status, until_interrupted():

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["out_of_range"]
+__all__ = ["MAX_ANGULAR", "MAX_LINEAR", "out_of_range", "velocity_error"]
+
+#: Largest |linear| (m/s) and |angular| (rad/s) a velocity request may ask, on every way
+#: in (ROS 2 cmd_vel, ``bridge --cmd-stdin``, ``send cmd``); more is refused as bad input,
+#: like NaN: no mobile base this bridge drives comes near, and a float32 command frame
+#: would carry a huge value on to the motors unchanged.
+MAX_LINEAR = 10.0
+MAX_ANGULAR = 20.0
 
 
 def _fmt(x: float) -> str:
@@ -32,3 +39,13 @@ def out_of_range(value: float, lo: float | None = None, hi: float | None = None,
         parts.append(f"{'<' if hi_open else '<='} {_fmt(hi)}")
     suffix = f" {unit}" if unit else ""
     return f"must be {' and '.join(parts)}{suffix}, not {_fmt(value)}"
+
+
+def velocity_error(name: str, value: float, limit: float) -> str | None:
+    """Why ``value`` cannot be the velocity component ``name`` (not finite, or beyond
+    ±``limit``), a phrase that names both; None when it can."""
+    if not math.isfinite(value):
+        return f"{name} is not finite ({value!r})"
+    if abs(value) > limit:
+        return f"{name} = {value:g} is beyond ±{limit:g}"
+    return None

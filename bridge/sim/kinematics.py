@@ -150,7 +150,11 @@ def integrate_pose(
 
 
 def wrap_deg(angle: float) -> float:
-    """Degrees wrapped into (-180, 180]."""
+    """Degrees wrapped into (-180, 180], in constant time (fmod, not 360-degree steps,
+    which never end for 2^60 or infinity). Not finite: NaN (the frame reports what the
+    firmware has; fmod would raise)."""
+    if not math.isfinite(angle):
+        return math.nan
     a = math.fmod(angle, 360.0)
     if a > 180.0:
         a -= 360.0

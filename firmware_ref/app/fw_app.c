@@ -40,8 +40,10 @@ typedef struct {
     fw_responder resp;
     fw_watchdog watchdog;
     fw_cmd cmd;     /* the velocity the base runs at (zeroed by the watchdog) */
-    fw_cmd last_rx; /* the last command received */
+    fw_cmd last_rx; /* the last command applied */
     uint32_t last_cmd_ms;
+    uint32_t cmd_applied;
+    uint32_t cmd_rejected; /* checksum-valid but not finite or beyond the limits */
     uint32_t trip_ms; /* when the watchdog last stopped the base */
     float yaw_deg;
     uint32_t odom_sent;
@@ -89,13 +91,20 @@ static void on_action_reject(void *ctx, const fw_action_reject *r)
 static void on_cmd_frame(void *ctx, const uint8_t *frame, size_t len, uint32_t offset)
 {
     fwg_cmd_t v;
+    fw_cmd c;
     (void)ctx;
     (void)offset;
     fwg_cmd_decode(frame, len, &v);
-    A.cmd.vx = v.vx;
-    A.cmd.vy = v.vy;
-    A.cmd.wz = v.wz;
-    A.last_rx = A.cmd;
+    c.vx = v.vx;
+    c.vy = v.vy;
+    c.wz = v.wz;
+    if (!fw_cmd_plausible(&c)) {
+        A.cmd_rejected++; /* the base keeps its velocity; the watchdog is not fed */
+        return;
+    }
+    A.cmd_applied++;
+    A.cmd = c;
+    A.last_rx = c;
     A.last_cmd_ms = board_ms();
     fw_watchdog_feed(&A.watchdog, A.last_cmd_ms);
 }
@@ -104,13 +113,7 @@ static void send_odom(uint32_t dt_ms)
 {
     fw_odom o;
     const float rad_to_deg = 57.29577951308232f;
-    A.yaw_deg += A.cmd.wz * ((float)dt_ms * 0.001f) * rad_to_deg;
-    while (A.yaw_deg >= 180.0f) {
-        A.yaw_deg -= 360.0f;
-    }
-    while (A.yaw_deg < -180.0f) {
-        A.yaw_deg += 360.0f;
-    }
+    A.yaw_deg = fw_wrap_deg(A.yaw_deg + A.cmd.wz * ((float)dt_ms * 0.001f) * rad_to_deg);
     o.vx = A.cmd.vx;
     o.vy = A.cmd.vy;
     o.wz = A.cmd.wz;
@@ -183,6 +186,8 @@ static void report(uint32_t now)
     put_u32(&l, "watchdog_trips", A.watchdog_trips);
     put_u32(&l, "watchdog_trip_ms", A.trip_ms);
     put_u32(&l, "last_cmd_ms", A.last_cmd_ms);
+    put_u32(&l, "cmd_applied", A.cmd_applied);
+    put_u32(&l, "cmd_rejected", A.cmd_rejected);
     put_u32(&l, "rate_hz", FW_ODOM_RATE_HZ);
     put_u32(&l, "cmd_timeout_ms", A.watchdog.timeout_ms);
     put_u32(&l, "tx_bytes", b->tx_bytes);

@@ -14,7 +14,8 @@
  *                        last command, as the seed firmware)
  *     --duration S       exit after S seconds (default 0: run until a signal)
  *
- * Command frames set the velocity; odometry reports it, with the yaw
+ * Command frames set the velocity (a non-finite or implausible one is refused
+ * and counted, fw_cmd_plausible); odometry reports it, with the yaw
  * integrated from wz (degrees). Action requests are answered by the
  * responder (ACK, NAK for rejected candidates, UNKNOWN_SUB). SIGUSR1 prints
  * the counters; SIGINT/SIGTERM (or the other end hanging up) prints them and
@@ -25,6 +26,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,6 +73,8 @@ typedef struct {
     fw_cmd cmd;
     fw_watchdog watchdog;
     double yaw_deg;
+    uint32_t cmd_applied;
+    uint32_t cmd_rejected; /* checksum-valid but not finite or beyond the limits */
     uint32_t odom_sent;
     uint32_t watchdog_trips;
 } harness_t;
@@ -139,8 +144,15 @@ static void on_action_reject(void *ctx, const fw_action_reject *r)
 static void on_cmd_frame(void *ctx, const uint8_t *frame, fw_pos_t offset)
 {
     harness_t *h = ctx;
+    fw_cmd c;
     (void)offset;
-    fw_cmd_decode(frame, &h->cmd);
+    fw_cmd_decode(frame, &c);
+    if (!fw_cmd_plausible(&c)) {
+        h->cmd_rejected++; /* the base keeps its velocity; the watchdog is not fed */
+        return;
+    }
+    h->cmd_applied++;
+    h->cmd = c;
     fw_watchdog_feed(&h->watchdog, tick_ms());
 }
 
@@ -172,7 +184,8 @@ static void report(const harness_t *h)
     const fw_action_stats *a = &h->act_rx.stats;
     const fw_responder_stats *r = &h->resp.stats;
     fprintf(stderr,
-            "{\"odom_sent\": %lu, \"watchdog_trips\": %lu, \"tx_bytes\": %lu, "
+            "{\"odom_sent\": %lu, \"watchdog_trips\": %lu, \"cmd_applied\": %lu, "
+            "\"cmd_rejected\": %lu, \"tx_bytes\": %lu, "
             "\"tx_dropped\": %lu, "
             "\"cmd\": {\"frames\": %lu, \"bytes\": %lu, \"checksum_errors\": %lu, "
             "\"discarded\": %lu, \"resyncs\": %lu, \"nonfinite\": %lu, \"overlapping\": %lu}, "
@@ -184,6 +197,7 @@ static void report(const harness_t *h)
             "\"responder\": {\"answered\": %lu, \"acks\": %lu, \"naks\": %lu, "
             "\"duplicates\": %lu}}\n",
             (unsigned long)h->odom_sent, (unsigned long)h->watchdog_trips,
+            (unsigned long)h->cmd_applied, (unsigned long)h->cmd_rejected,
             (unsigned long)(h->base.tx_bytes + h->action.tx_bytes),
             (unsigned long)(h->base.tx_dropped + h->action.tx_dropped),
             (unsigned long)c->frames, (unsigned long)c->bytes, (unsigned long)c->checksum_errors,
@@ -237,17 +251,28 @@ static void check_watchdog(harness_t *h)
     }
 }
 
+/* fw_wrap_deg in double (the harness has libm: fmod, exact for any finite angle):
+ * constant time, [-180, 180), not finite -> 0. */
+static double wrap_deg(double deg)
+{
+    double r;
+    if (!(deg >= -DBL_MAX && deg <= DBL_MAX)) {
+        return 0.0;
+    }
+    r = fmod(deg, 360.0);
+    if (r >= 180.0) {
+        r -= 360.0;
+    } else if (r < -180.0) {
+        r += 360.0;
+    }
+    return r;
+}
+
 static void send_odom(harness_t *h, double dt)
 {
     fw_odom o;
     const double pi = 3.14159265358979323846;
-    h->yaw_deg += (double)h->cmd.wz * dt * 180.0 / pi;
-    while (h->yaw_deg >= 180.0) {
-        h->yaw_deg -= 360.0;
-    }
-    while (h->yaw_deg < -180.0) {
-        h->yaw_deg += 360.0;
-    }
+    h->yaw_deg = wrap_deg(h->yaw_deg + (double)h->cmd.wz * dt * 180.0 / pi);
     o.vx = h->cmd.vx;
     o.vy = h->cmd.vy;
     o.wz = h->cmd.wz;

@@ -177,4 +177,55 @@ static inline int fw_watchdog_expired(fw_watchdog *w, uint32_t tick)
     return 1;
 }
 
+/*
+ * Command plausibility: a frame that passes its checksum can still carry a value no
+ * base follows (NaN, 1e30: a host's typo, or noise that passes sum-8 one time in 256).
+ * Such a command is refused whole and counted: the velocity stays what it was and
+ * the watchdog is not fed, so refused commands alone stop the base as silence does.
+ * The limits are the simulated firmware's (bridge/sim/models/base.py); -D to change.
+ */
+#ifndef FW_CMD_MAX_SPEED
+#define FW_CMD_MAX_SPEED 5.0f /* m/s, |vx| and |vy| */
+#endif
+#ifndef FW_CMD_MAX_TURN
+#define FW_CMD_MAX_TURN 20.0f /* rad/s, |wz| */
+#endif
+
+/* 1 when every field is finite and within the limits. Written as ranges so that NaN,
+ * which fails every comparison, is refused without isnan() (no libm). */
+static inline int fw_cmd_plausible(const fw_cmd *c)
+{
+    return c->vx >= -FW_CMD_MAX_SPEED && c->vx <= FW_CMD_MAX_SPEED
+        && c->vy >= -FW_CMD_MAX_SPEED && c->vy <= FW_CMD_MAX_SPEED
+        && c->wz >= -FW_CMD_MAX_TURN && c->wz <= FW_CMD_MAX_TURN;
+}
+
+/* Degrees into [-180, 180) in constant time. A loop of 360-degree steps is not: past
+ * 2^33 a step no longer changes the float, and infinity never gets smaller, so the
+ * loop (and the main loop with the watchdog in it) never ends. No libm: fmodf would
+ * bring errno's data into RAM. A heading that is not finite, or so large (2^23
+ * degrees) that a float keeps no fraction of a turn, restarts at 0 rather than
+ * poisoning every later frame. */
+#define FW_WRAP_DEG_MAX 8388608.0f
+
+static inline float fw_wrap_deg(float deg)
+{
+    float r;
+    if (deg >= -180.0f && deg < 180.0f) {
+        return deg;
+    }
+    if (!(deg > -FW_WRAP_DEG_MAX && deg < FW_WRAP_DEG_MAX)) {
+        return 0.0f; /* NaN fails this too */
+    }
+    /* Whole turns off: |deg / 360| < 2^15 fits the cast, and a rounded quotient
+     * leaves |r| a hair over 360 at most, which one step below brings home. */
+    r = deg - (float)(int32_t)(deg * (1.0f / 360.0f)) * 360.0f;
+    if (r >= 180.0f) {
+        r -= 360.0f;
+    } else if (r < -180.0f) {
+        r += 360.0f;
+    }
+    return r;
+}
+
 #endif /* FW_SUM8_H */

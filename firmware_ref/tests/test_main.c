@@ -433,6 +433,65 @@ static void test_sum8_nonfinite(void)
     CHECK(rx.stats.nonfinite == 2);
 }
 
+static float f32_of_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Every class of float the wire can carry: nan, +-inf, +-FLT_MAX, subnormals,
+ * 2^33, 1e30, -8e9 (the values that hung the 360-step loops), and ordinary ones. */
+static const uint32_t hostile_bits[] = {
+    0x7FC00000u, 0xFFFFFFFFu, 0x7F800001u, 0x7F800000u, 0xFF800000u, 0x7F7FFFFFu,
+    0xFF7FFFFFu, 0x00000001u, 0x80000001u, 0x007FFFFFu, 0x50000000u /* 2^33 */,
+    0x7149F2CAu /* 1e30 */, 0xCF0E1AC0u /* -8e9 */, 0x4B000000u /* 2^23 */,
+};
+
+static void test_wrap_deg(void)
+{
+    size_t k;
+    int i;
+    CHECK(fw_wrap_deg(0.0f) == 0.0f && fw_wrap_deg(179.5f) == 179.5f);
+    CHECK(fw_wrap_deg(180.0f) == -180.0f && fw_wrap_deg(-180.0f) == -180.0f);
+    CHECK(fw_wrap_deg(540.0f) == -180.0f && fw_wrap_deg(359.0f) == -1.0f);
+    CHECK(fw_wrap_deg(-181.0f) == 179.0f && fw_wrap_deg(720.25f) == 0.25f);
+    for (k = 0; k < sizeof hostile_bits / sizeof hostile_bits[0]; k++) {
+        float w = fw_wrap_deg(f32_of_bits(hostile_bits[k])); /* returns: no endless loop */
+        CHECK(w >= -180.0f && w < 180.0f);
+    }
+    CHECK(fw_wrap_deg(f32_of_bits(0x50000000u)) == 0.0f); /* 2^33: no fraction left */
+    CHECK(fw_wrap_deg((float)NAN) == 0.0f && fw_wrap_deg((float)INFINITY) == 0.0f);
+    /* Against fmod in double over the whole range the wrap keeps (to 2^23 degrees). */
+    for (i = -1999; i <= 1999; i++) {
+        float d = (float)i * 4194.3037f + 0.37f * (float)(i % 7);
+        double want = fmod((double)d, 360.0);
+        float w = fw_wrap_deg(d);
+        want = want >= 180.0 ? want - 360.0 : want < -180.0 ? want + 360.0 : want;
+        CHECK(w >= -180.0f && w < 180.0f);
+        CHECK(fabs((double)w - want) < 1e-3 || fabs(fabs((double)w - want) - 360.0) < 1e-3);
+    }
+}
+
+static void test_cmd_plausible(void)
+{
+    size_t k, f;
+    fw_cmd ok = {FW_CMD_MAX_SPEED, -FW_CMD_MAX_SPEED, FW_CMD_MAX_TURN};
+    CHECK(fw_cmd_plausible(&ok));
+    for (k = 0; k < sizeof hostile_bits / sizeof hostile_bits[0]; k++) {
+        float v = f32_of_bits(hostile_bits[k]);
+        int tiny = v >= -1e-30f && v <= 1e-30f; /* subnormals are valid speeds */
+        for (f = 0; f < 3; f++) {
+            fw_cmd c = {0.1f, -0.1f, 0.2f};
+            float *field = f == 0 ? &c.vx : f == 1 ? &c.vy : &c.wz;
+            *field = v;
+            CHECK(fw_cmd_plausible(&c) == tiny);
+        }
+    }
+    ok.vx = 5.0001f;
+    CHECK(!fw_cmd_plausible(&ok));
+}
+
 /* Random noisy streams: byte-wise, chunked and the reference agree. */
 static void test_sum8_against_reference(void)
 {
@@ -860,6 +919,8 @@ int main(int argc, char **argv)
     RUN(test_sum8_overlap);
     RUN(test_sum8_pending_and_finish);
     RUN(test_sum8_nonfinite);
+    RUN(test_wrap_deg);
+    RUN(test_cmd_plausible);
     RUN(test_sum8_against_reference);
     RUN(test_golden_action);
     RUN(test_golden_actuator);
