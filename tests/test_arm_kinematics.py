@@ -152,3 +152,14 @@ def test_nearest_solution_is_by_the_travel_the_joints_make() -> None:
     assert joint_distance(chosen, current) == pytest.approx(min(travel))
     path = inverse_path(GEOM, np.array([[*target]]), current)
     assert path[0, 1] == pytest.approx(chosen.theta2)
+
+
+@pytest.mark.parametrize("angle", [math.inf, -math.inf, math.nan, 1e300, -8e9])
+def test_normalize_angle_takes_every_float_without_raising(angle: float) -> None:
+    # A feedback frame with a non-finite angle must not raise out of the arm's loop: its
+    # wrap is NaN (never "reached"), a finite one of any size lands in (-pi, pi].
+    a = normalize_angle(angle)
+    if math.isfinite(angle):
+        assert -math.pi < a <= math.pi
+    else:
+        assert math.isnan(a)

@@ -50,7 +50,10 @@ class UnreachableError(ArmError, ValueError):
 
 
 def normalize_angle(angle: float) -> float:
-    """``angle`` wrapped to (-pi, pi]."""
+    """``angle`` wrapped to (-pi, pi]; a non-finite angle has no wrap and stays NaN (never
+    an exception: a caller checks finiteness where it refuses a target)."""
+    if not math.isfinite(angle):
+        return math.nan
     a = math.fmod(angle, TAU)
     if a <= -math.pi:
         a += TAU
