@@ -14,6 +14,7 @@ non-finite value in JSON -- goes through the per-frame path instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fwbridge.cli_verbs.frames import flag_text
+from fwbridge.cli_verbs.row_fit import ELLIPSIS, float_text
 from fwbridge.cli_verbs.table_stream import GAP
 
 if TYPE_CHECKING:
@@ -51,20 +53,22 @@ def column_blocks(rx: Any, codec: Any, protocol: str, table: RowWriter | None,
     return None
 
 
-def by_value(col: np.ndarray[Any, Any], fmt: str) -> list[str]:
-    """``fmt % value`` for each float of ``col``, formatted once per distinct value.
+def by_value(col: np.ndarray[Any, Any], fmt: str | Callable[[float], str]) -> list[str]:
+    """``fmt % value`` (or ``fmt(value)``) for each float of ``col``, formatted once per
+    distinct value.
 
     A sensor's values repeat (a scaled int16 has at most 65536), and formatting
     a float is most of a line's cost. Distinct by bit pattern: ``-0.0`` and
     ``0.0`` (equal as numbers) print differently.
     """
+    each: Callable[[float], str] = fmt.__mod__ if isinstance(fmt, str) else fmt
     wire = np.ascontiguousarray(col)
     if wire.dtype.kind != "f" or len(wire) < 64:
-        return [fmt % v for v in wire.tolist()]
+        return list(map(each, wire.tolist()))
     bits, inverse = np.unique(wire.view(f"u{wire.itemsize}"), return_inverse=True)
     if 2 * len(bits) > len(wire):  # mostly distinct: the sort would not pay
-        return [fmt % v for v in wire.tolist()]
-    text = np.array([fmt % v for v in bits.view(wire.dtype).tolist()], dtype=object)
+        return list(map(each, wire.tolist()))
+    text = np.array(list(map(each, bits.view(wire.dtype).tolist())), dtype=object)
     out: list[str] = text[inverse.ravel()].tolist()
     return out
 
@@ -84,6 +88,11 @@ def shortest32_text(col: np.ndarray[Any, Any]) -> list[str]:
             for s in bits.view(np.float32).astype(str).tolist()]
     out: list[str] = np.array(text, dtype=object)[inverse.ravel()].tolist()
     return out
+
+
+def _fitted(value: float, width: int) -> str:
+    """A float in a terminal's column: as many digits as fit, right-aligned."""
+    return float_text(value, width).rjust(width)
 
 
 def _kind(f: FieldSpec) -> str:
@@ -165,15 +174,16 @@ class ColumnBlocks:
         """The table lines of a batch, or None when the per-frame path must print it."""
         t = self.table
         assert t is not None
+        t.refit()  # a resized window: the new layout's header goes out first
         w, pipe = t.widths, t.fit is None
         offsets = cols.offset.tolist()
-        if pipe and len(str(offsets[-1])) > w[0]:
-            return None  # row() widens the column and repeats the header
+        if len(str(offsets[-1])) > w[0]:
+            return None  # row() widens the column and repeats the header (a pipe) or cuts
         # every column as its cells' text, then each line one join: cheaper than a
         # ``%`` template per line
         cells = [list(map(f"%{w[0]}d".__mod__, offsets))]
-        last = len(self.fields)
-        for i, (f, kind) in enumerate(self.fields, start=1):
+        last = len(self.fields) if not t.marker else -1  # the marker ends the line
+        for i, (f, kind) in enumerate(self.fields[:t.shown - 1], start=1):
             col, width = cols.fields[f.name], w[i]
             if kind in ("flags", "enum", "bytes"):
                 strings = self._strings(f, kind, col)
@@ -192,13 +202,17 @@ class ColumnBlocks:
                     cells.append(list(map(f"%-{width}s".__mod__, strings)))
             elif kind == "int":
                 cells.append(list(map(f"%{width}d".__mod__, col.tolist())))
+            elif not pipe:  # on a terminal, as many digits as the column holds
+                cells.append(by_value(col, functools.partial(_fitted, width=width)))
             else:
-                if pipe and i < last and width < 13 and col.dtype == np.float64:
+                if i < last and width < 13 and col.dtype == np.float64:
                     mag = np.abs(col)
                     short = (mag == 0) | ((mag >= SHORT_RANGE[0]) & (mag < SHORT_RANGE[1]))
                     if not (short | ~np.isfinite(col)).all():
                         return None
                 cells.append(by_value(col, f"%{width}.6g"))
+        if t.marker:
+            cells.append([ELLIPSIS] * len(offsets))
         cells[-1] = [c + "\n" for c in cells[-1]]
         t.rows += len(offsets)
         return "".join(map(GAP.join, zip(*cells)))

@@ -62,6 +62,7 @@ from fwbridge.cli_verbs.common import (
 from fwbridge.cli_verbs.link import Deadline, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL, Finite
+from fwbridge.cli_verbs.row_fit import WIDE_OPTION, LineFit
 from fwbridge.cli_verbs.status_line import StatusLine
 from fwbridge.protocols.actuator import ActuatorStruct, Fault
 from fwbridge.protocols.errors import CaptureTruncated, FrameError
@@ -228,11 +229,12 @@ def _receive(bus: can.BusABC, deadline: Deadline, count: int | None) -> Iterator
 @ABSOLUTE
 @COUNT
 @DURATION
+@WIDE_OPTION
 @FOXGLOVE
 @click.pass_context
 def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, absolute: bool,
-              count: int | None, duration: float | None, foxglove: bool, foxglove_host: str,
-              foxglove_port: int) -> None:
+              count: int | None, duration: float | None, wide: bool, foxglove: bool,
+              foxglove_host: str, foxglove_port: int) -> None:
     """Show the actuator structs on the bus as they pass.
 
     Decoded; with --raw every frame. Times are seconds since the first frame
@@ -244,6 +246,7 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, abso
                     live_sink(True, foxglove_host, foxglove_port)) if foxglove else None)
     stats: Counter[str] = Counter()
     deadline = Deadline(duration)
+    fit = LineFit("can sniff", wide)  # on a terminal each line fits its width
     try:
         with StatusLine() as status, until_interrupted():
             for msg in _receive(bus, deadline, count):
@@ -257,19 +260,20 @@ def sniff_cmd(ctx: click.Context, raw: bool, as_json: bool, show_all: bool, abso
                     got = None if raw else from_message(msg)
                 except FrameError as exc:
                     stats["malformed"] += 1
-                    click.echo(f"{candump_line(msg, bus_label(bus), t)}  malformed: {exc}")
+                    click.echo(fit.text(f"{candump_line(msg, bus_label(bus), t)}  malformed: "
+                                        f"{exc}"))
                     continue
                 if got is not None:
                     stats["actuator"] += 1
                     if as_json:
                         json_line({"t": t, "id": msg.arbitration_id, **actuator_fields(got, t)})
                     else:
-                        click.echo(actuator_text(got, t))
+                        click.echo(fit.text(actuator_text(got, t)))
                 elif raw or show_all:
                     if as_json:
                         json_line(_raw_fields(msg, bus_label(bus), t))
                     else:
-                        click.echo(candump_line(msg, bus_label(bus), t))
+                        click.echo(fit.text(candump_line(msg, bus_label(bus), t)))
                 status.update(f"{bus_label(bus)}: {stats['frames']} frames, "
                               f"{stats['actuator']} actuator, {stats['error_frames']} errors")
     finally:
@@ -432,7 +436,9 @@ CANDUMP_BLOCKS = True
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per struct.")
 @ABSOLUTE
 @COUNT
-def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | None = None) -> None:
+@WIDE_OPTION
+def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | None = None,
+               wide: bool = False) -> None:
     """Decode the actuator structs in a CAN capture.
 
     Any format python-can reads: .log, .asc, .blf, .pcapng, .mcap and more.
@@ -441,6 +447,7 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
     """
     stats: Counter[str] = Counter()
     stamp = Stamps(absolute)
+    fit = LineFit("can decode", wide or as_json)  # on a terminal each line fits its width
 
     def each(items: Iterator[ActuatorMessage | tuple[can.Message, Exception]]) -> bool:
         """Print structs one by one; False once ``count`` of them are printed."""
@@ -453,7 +460,7 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
                 if as_json:
                     json_line(actuator_fields(item, t))
                 else:
-                    click.echo(actuator_text(item, t))
+                    click.echo(fit.text(actuator_text(item, t)))
             else:
                 stats["malformed"] += 1
                 t = stamp(item[0].timestamp)
@@ -470,6 +477,8 @@ def decode_cmd(file: str, as_json: bool, absolute: bool = False, count: int | No
                                    lambda msgs: each(decode_actuators(msgs)), lines)
             for block in lines:
                 text, go_on = blocks.take(block)
+                if text and fit.on:
+                    text = "".join(fit.text(line) + "\n" for line in text.splitlines())
                 if text:
                     sys.stdout.write(text)
                     sys.stdout.flush()

@@ -24,6 +24,7 @@ from fwbridge.cli_verbs.frames import (
     is_description,
 )
 from fwbridge.cli_verbs.params import WIRE_FLOAT
+from fwbridge.cli_verbs.row_fit import WIDE_OPTION
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, to_hex
@@ -276,6 +277,7 @@ def _action_extras(item: Any, as_json: bool) -> None:
                    "frames travel when the capture has both, rx for odom and tx for cmd; "
                    "both, in order, for action frames).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame.")
+@WIDE_OPTION
 @click.option("--crc", default=None, metavar="NAME",
               help="Action frames: CRC-16 preset (default crc-ccitt-false).")
 @click.option("--relaxed", is_flag=True,
@@ -284,8 +286,8 @@ def _action_extras(item: Any, as_json: bool) -> None:
 @click.option("--max-length", type=click.IntRange(0, 65535), default=None,
               help="Action frames: largest data length accepted (default 1024).")
 def decode_cmd(
-    source: str, protocol: str, fmt: str, direction: str | None, as_json: bool, crc: str | None,
-    relaxed: bool, max_length: int | None,
+    source: str, protocol: str, fmt: str, direction: str | None, as_json: bool, wide: bool,
+    crc: str | None, relaxed: bool, max_length: int | None,
 ) -> None:
     """Decode every frame in a capture (raw bytes, hex text, pcapng or MCAP; '-' is stdin).
 
@@ -295,7 +297,8 @@ def decode_cmd(
     if protocol == "actuator":  # a CAN capture, not a byte stream
         from fwbridge.cli_verbs.can import decode_cmd as can_decode
 
-        click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None)
+        click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None,
+                                           wide=wide)
         return
     opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
             if v not in (None, False)}
@@ -320,7 +323,8 @@ def decode_cmd(
     from fwbridge.cli_verbs.table_stream import RowWriter
 
     table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames",
-                                           widths=dec.widths, left=dec.text)
+                                           widths=dec.widths, left=dec.text,
+                                           width=None if wide else -1)
 
     def take(items: list[Any]) -> None:
         if table is None:  # a chunk's frames as one batch of lines
