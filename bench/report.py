@@ -27,6 +27,8 @@ BENCHMARKS: list[tuple[str, str]] = [
     ("bench_sum8_receiver", "odometry receiver vs the seed's GetOneByte"),
     ("bench_frames_kept", "odometry receivers with every frame kept vs hand-written decoders"),
     ("bench_action_receiver", "action-frame receiver vs the patent's receiver"),
+    ("bench_hostile_streams", "every receiver shape on clean and hostile streams (false-header "
+     "floods) vs a naive per-byte parser"),
     ("bench_c_receivers", "C firmware receivers vs the seed's C GetOneByte"),
     ("bench_qemu_uart_echo", "polled UART echo on QEMU's mps2-an385 and netduinoplus2"),
     ("bench_firmware_qemu", "firmware_ref on a Cortex-M3 (QEMU): flash, RAM, stack, instructions "

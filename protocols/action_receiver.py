@@ -27,6 +27,11 @@ too (never accepted), so they can hold the scan like a false ``FE EF``;
 ``alt_headers=()`` turns that off. Relaxed mode accepts the alternative
 headers and ignores the CRC; it is never the default, and each frame it
 lets through names its defects.
+
+From :attr:`ActionReceiver.vector_threshold` bytes on (and unless rejects are
+kept, which takes a record per rejection), a scan judges every candidate at
+once in numpy (:mod:`~fwbridge.protocols.length_scan`): linear in the buffer
+whatever its headers and length fields say.
 """
 
 from __future__ import annotations
@@ -47,10 +52,12 @@ from fwbridge.protocols.action_frame import (
     SubCommand,
     make_unchecked,
 )
+from fwbridge.protocols.checksums import algorithm
 from fwbridge.protocols.counters import Counters
-from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
+from fwbridge.protocols.crc import DEFAULT_CRC, crc_function, preset
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.held_scan import HeldScan
+from fwbridge.protocols.stream_accounting import WORK
 
 __all__ = [
     "DEFAULT_MAX_LENGTH",
@@ -120,6 +127,8 @@ class ActionReceiver(HeldScan[ActionReceived]):
     """
 
     stats: ActionReceiverStats
+    #: Buffers at least this long are scanned by :mod:`~fwbridge.protocols.length_scan`.
+    vector_threshold = 512
 
     def __init__(
         self,
@@ -138,6 +147,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
             raise ConfigError(f"alternative headers must be 2 bytes, got {bad!r}")
         self.crc = crc
         self._crc = crc_function(crc)  # raises ConfigError listing the presets
+        self._algo = algorithm(preset(crc).name)
         self.max_length = max_length
         self.relaxed = relaxed
         self.alt_headers = tuple(h for h in alts if h != HEADER)
@@ -151,6 +161,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
         self._first = bytes(firsts[:1]) if len(firsts) == 1 else None
         self._first_re = re.compile(b"[" + b"".join(re.escape(bytes((f,))) for f in firsts) + b"]")
         self._codes = frozenset(codes)
+        self._firsts = frozenset(firsts)
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
         self._need = 0  # bytes self._buf must hold before a scan can decide anything
@@ -163,9 +174,10 @@ class ActionReceiver(HeldScan[ActionReceived]):
         after its header are scanned again, so a false header with a long
         length field does not hide the frames that follow it.
         """
-        if not self._buf:
+        buf = self._take_held()
+        if not buf:
             return []
-        return self._scan(self._buf, final=True)
+        return self._scan(buf, final=True)
 
     def take_rejects(self) -> list[Rejected]:
         """The :class:`Rejected` candidates collected since the last call."""
@@ -189,6 +201,8 @@ class ActionReceiver(HeldScan[ActionReceived]):
 
     def _scan(self, buf: bytes, final: bool) -> list[ActionReceived]:
         """Resolve ``buf`` (held bytes + new chunk) as far as its bytes allow."""
+        if len(buf) >= self.vector_threshold and not self.keep_rejects:
+            return self._scan_numpy(buf, final)
         st = self.stats
         out: list[ActionReceived] = []
         append = out.append
@@ -203,6 +217,8 @@ class ActionReceiver(HeldScan[ActionReceived]):
         find = buf.find
         startswith = buf.startswith
         keep_rejects = self.keep_rejects
+        spent, budget = 0, 4 * n + 2048  # CRC bytes read directly before the one-pass verdicts
+        verdicts: dict[int, bool] | None = None
         make = make_unchecked
         type_of, sub_of = TYPE_OF, SUB_OF
         cur = 0  # bytes before cur are accounted for (in a frame or discarded)
@@ -260,7 +276,13 @@ class ActionReceiver(HeldScan[ActionReceived]):
                 pos = i + 1
                 continue
             # a bytes slice: cheaper than a memoryview slice at these sizes
-            crc_ok = crcf(buf[i + 2 : end - 4]) == buf[end - 4] | buf[end - 3] << 8
+            spent += end - 6 - i
+            if spent <= budget:
+                crc_ok = crcf(buf[i + 2 : end - 4]) == buf[end - 4] | buf[end - 3] << 8
+            else:  # a flood of CRC candidates (rejects kept): every verdict in one pass
+                if verdicts is None:
+                    verdicts = self._crc_verdicts(buf)
+                crc_ok = verdicts[i]
             defects: tuple[str, ...] = ()
             if not (primary and crc_ok):
                 if not relaxed:
@@ -281,6 +303,108 @@ class ActionReceiver(HeldScan[ActionReceived]):
             frame = make(buf[i + 2], type_of[buf[i + 3]], sub_of[buf[i + 6]], buf[i + 7 : end - 4])
             append(new(ActionReceived, (base + i, frame, defects)))
             cur = pos = end
+        if keep > cur:
+            st.discarded += keep - cur
+            gap = True
+        st.frames += len(out)
+        WORK.steps += min(spent, budget)
+        self._gap = gap
+        self._buf = buf[keep:]
+        self._base = base + keep
+        self._need = need
+        return out
+
+    def _crc_verdicts(self, buf: bytes) -> dict[int, bool]:
+        """Whether the CRC is right, for every candidate of ``buf`` whose length and
+        trailer are (by prefix registers: linear in ``buf``)."""
+        import numpy as np
+
+        from fwbridge.protocols.length_scan import check_matches, header_hits
+
+        n = len(buf)
+        a = np.frombuffer(buf, dtype=np.uint8)
+        hits = header_hits(a, [bytes((c >> 8, c & 0xFF)) for c in sorted(self._codes)])
+        hits = hits[hits + 7 <= n]
+        ends = hits + OVERHEAD + (a[hits + 4].astype(np.int64) | a[hits + 5].astype(
+            np.int64) << 8)
+        whole = ends <= n
+        hits, ends = hits[whole], ends[whole]
+        shaped = (a[ends - 2] == _FD) & (a[ends - 1] == _DF)
+        hits, ends = hits[shaped], ends[shaped]
+        ok = check_matches(a, self._algo, hits + 2, ends - 4, 2, "little")
+        return dict(zip(hits.tolist(), ok.tolist()))
+
+    def _scan_numpy(self, buf: bytes, final: bool) -> list[ActionReceived]:
+        """:meth:`_scan` with every candidate judged at once (same frames and counters)."""
+        import numpy as np
+
+        from fwbridge.protocols.length_scan import check_matches, header_hits, walk
+
+        st = self.stats
+        n = len(buf)
+        a = np.frombuffer(buf, dtype=np.uint8)
+        codes = sorted(self._codes)
+        hits = header_hits(a, [bytes((c >> 8, c & 0xFF)) for c in codes])
+        primary = (a[hits] == HEADER[0]) & (a[np.minimum(hits + 1, n - 1)] == HEADER[1])
+        lf_ok = hits + 7 <= n
+        at = np.where(lf_ok, hits, 0)  # a short candidate's length is never read
+        at = np.minimum(at, max(n - 6, 0))
+        length = a[at + 4].astype(np.int64) | a[at + 5].astype(np.int64) << 8 if n >= 6 else (
+            np.zeros(len(hits), dtype=np.int64))
+        len_bad = lf_ok & (length > self.max_length)
+        ends = hits + OVERHEAD + length
+        whole = lf_ok & ~len_bad & (ends <= n)
+        short = ~lf_ok | (lf_ok & ~len_bad & (ends > n))
+        w_at = np.flatnonzero(whole)
+        tr_bad = np.zeros(len(hits), dtype=bool)
+        e = ends[w_at]
+        tr_bad[w_at] = (a[e - 2] != _FD) | (a[e - 1] != _DF)
+        judged = np.flatnonzero(whole & ~tr_bad)
+        crc_ok = np.zeros(len(hits), dtype=bool)
+        if len(judged):
+            crc_ok[judged] = check_matches(a, self._algo, hits[judged] + 2, ends[judged] - 4, 2,
+                                           "little")
+        shaped = whole & ~tr_bad  # length and trailer right: judged by header and CRC
+        good = shaped if self.relaxed else shaped & primary & crc_ok
+        w = walk(hits, ends, good, None if final else short)
+        v = w.visited
+        vp = v & primary
+        st.length_errors += int(np.count_nonzero(vp & len_bad))
+        st.trailer_errors += int(np.count_nonzero(vp & tr_bad))
+        if final:
+            st.truncated += int(np.count_nonzero(vp & short))
+        if not self.relaxed:
+            refused = v & shaped & ~(primary & crc_ok)
+            st.header_errors += int(np.count_nonzero(refused & ~primary))
+            st.crc_errors += int(np.count_nonzero(refused & ~crc_ok))
+        need = 0
+        if w.stop is not None:
+            keep = int(hits[w.stop])
+            need = 7 if not lf_ok[w.stop] else int(ends[w.stop]) - keep
+        elif not final and w.pos <= n - 1 and buf[n - 1] in self._firsts:
+            keep, need = n - 1, 2  # a lone first header byte at the end
+        else:
+            keep = n
+        out: list[ActionReceived] = []
+        new = tuple.__new__
+        base = self._base
+        make, type_of, sub_of = make_unchecked, TYPE_OF, SUB_OF
+        cur = 0
+        gap = self._gap
+        for k in w.accepted:
+            i, end = int(hits[k]), int(ends[k])
+            defects: tuple[str, ...] = ()
+            if self.relaxed and not (primary[k] and crc_ok[k]):
+                defects = (("crc",) if primary[k] else
+                           ("header",) if crc_ok[k] else ("header", "crc"))
+                st.relaxed_accepts += 1
+            if i > cur or gap:
+                st.resyncs += 1
+                st.discarded += i - cur
+                gap = False
+            frame = make(buf[i + 2], type_of[buf[i + 3]], sub_of[buf[i + 6]], buf[i + 7:end - 4])
+            out.append(new(ActionReceived, (base + i, frame, defects)))
+            cur = end
         if keep > cur:
             st.discarded += keep - cur
             gap = True

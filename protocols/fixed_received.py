@@ -61,7 +61,8 @@ class FixedReceived(TupleView, bytes):
         return Received(*self._values)._replace(**changes)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # The class is made per codec, not importable: a pickle holds the pair.
+        # The class is made per codec, not importable: a pickle holds the pair (its
+        # frame a value that pickles: a record type, or a description's named tuple).
         return (Received, self._values)
 
 

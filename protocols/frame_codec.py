@@ -32,6 +32,7 @@ from fwbridge.protocols.errors import (
     LengthError,
     TrailerError,
 )
+from fwbridge.protocols.tuple_view import value_key
 
 __all__ = ["FrameCodec", "Received", "Segment", "frame_class", "label_enum", "schema_of"]
 
@@ -74,12 +75,27 @@ def _build(desc: FrameDescription) -> Any:
 _cached_schema = lru_cache(maxsize=64)(_build)
 
 
+@lru_cache(maxsize=256)
 def label_enum(desc: FrameDescription, f: FieldSpec) -> type[enum.IntEnum] | type[enum.IntFlag]:
-    """The ``IntEnum`` (enum table) or ``IntFlag`` (flags table) of a field."""
+    """The ``IntEnum`` (enum table) or ``IntFlag`` (flags table) of a field (one per
+    description and field). Its members pickle as the description, the field and the
+    value: the class is made, not importable."""
     name = "".join(p.title() for p in f"{desc.name}_{f.name}".split("_"))
+    kind: Any = enum.IntFlag if f.flags else enum.IntEnum
+    cls: Any = kind(name, [(lb, v) for v, lb in (f.flags or f.enum)])
+
+    def __reduce_ex__(self: enum.IntEnum, protocol: object) -> tuple[Any, ...]:
+        return (_label_of, (desc, f.name, int(self)))
+
+    cls.__reduce_ex__ = __reduce_ex__
     if f.flags:
-        return cast("type[enum.IntFlag]", enum.IntFlag(name, [(lb, v) for v, lb in f.flags]))
-    return cast("type[enum.IntEnum]", enum.IntEnum(name, [(lb, v) for v, lb in f.enum]))
+        return cast("type[enum.IntFlag]", cls)
+    return cast("type[enum.IntEnum]", cls)
+
+
+def _label_of(desc: FrameDescription, name: str, value: int) -> Any:
+    """A pickled member of a description's generated enum or flags class, back."""
+    return label_enum(desc, desc.field(name))(value)
 
 
 def frame_class(desc: FrameDescription, names: Sequence[str]) -> type:
@@ -88,13 +104,44 @@ def frame_class(desc: FrameDescription, names: Sequence[str]) -> type:
     A tuple rather than a dataclass: receivers build one per frame, and a
     tuple is built in one C call (whole columns of them without a Python call
     per frame, see :class:`~fwbridge.protocols.frame_receiver.FixedReceiver`).
+    A frame is a value: it equals its copy with a NaN in it (the same bits), and
+    pickles as its description and values (the class is made, not importable).
     """
+    return _frame_class(desc, tuple(names))
+
+
+@lru_cache(maxsize=256)
+def _frame_class(desc: FrameDescription, names: tuple[str, ...]) -> type:
     cls_name = "".join(p.title() for p in desc.name.split("_")) + "Frame"
     types = {"bytes": bytes, "f32": float, "f64": float}
     spec = [(n, float if desc.field(n).scaled else types.get(desc.field(n).type, int))
             for n in names]
-    cls: type = NamedTuple(cls_name, spec)  # type: ignore[misc]
-    return cls
+    cls: Any = NamedTuple(cls_name, spec)  # type: ignore[misc]
+
+    def __eq__(self: tuple[Any, ...], other: object) -> bool:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return bool(value_key(self) == value_key(other))
+
+    def __ne__(self: tuple[Any, ...], other: object) -> bool:
+        return not __eq__(self, other)
+
+    def __hash__(self: tuple[Any, ...]) -> int:
+        return hash(value_key(self))
+
+    def __reduce__(self: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (_frame_of, (desc, names, tuple(self)))
+
+    for key, method in (("__eq__", __eq__), ("__ne__", __ne__), ("__hash__", __hash__),
+                        ("__reduce__", __reduce__)):
+        setattr(cls, key, method)
+    result: type = cls
+    return result
+
+
+def _frame_of(desc: FrameDescription, names: tuple[str, ...], values: tuple[Any, ...]) -> Any:
+    """A pickled frame of a description's generated class, back."""
+    return frame_class(desc, names)(*values)
 
 
 def _order(f: FieldSpec) -> str | None:

@@ -15,6 +15,13 @@ CRCs: crcmod's C function per candidate in the small scanner, per-position
 tables over all candidates at once in the numpy one. Records
 (:mod:`fwbridge.protocols.fixed_received`) keep the fields' bytes; a frame
 is decoded when ``item.frame`` is read.
+
+Linear whatever the stream: each scanner reads candidates' spans only while
+that costs a few bytes per input byte (:attr:`FixedReceiver.direct_budget`;
+the small loop gives a flood to the numpy scanner); beyond, every candidate
+is judged by prefix values (:mod:`~fwbridge.protocols.window_checks`), O(1)
+each after one pass over the buffer. A chunk that cannot complete the held
+candidate is only kept, not scanned again.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from fwbridge.protocols.fixed_checks import (
 )
 from fwbridge.protocols.fixed_received import FixedReceived, received_class
 from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.stream_accounting import account
+from fwbridge.protocols.stream_accounting import WORK, account
+from fwbridge.protocols.window_checks import window_checks
 
 __all__ = ["FixedReceiver", "FixedReceiverStats"]
 
@@ -82,6 +90,8 @@ class FixedReceiver:
     block_bytes = 1 << 20
     #: Largest per-position CRC tables the numpy scanner builds (bytes).
     crc_table_bytes = 8 << 20
+    #: Checksum bytes a scan may read per byte scanned before it checks by prefixes.
+    direct_budget = 2
 
     def __init__(self, codec: FrameCodec[Any]) -> None:
         d = codec.desc
@@ -111,6 +121,13 @@ class FixedReceiver:
             self._crc_pos = (np.arange(self.span[1] - self.span[0] + codec.check_size,
                                        dtype=np.intp) << 8)[:, None]
         self._cols = np.arange(self.span[0], d.size)
+        c = codec.check_size if ck else 0
+        self._check_cols = np.arange(self.span[1], self.span[1] + c)
+        self._check_shift = np.array(
+            [8 * (j if self.check_order == "little" else c - 1 - j) for j in range(c)],
+            dtype=np.uint64)
+        self._trailer_cols = np.arange(d.size - len(d.trailer), d.size)
+        self._field_cols = np.arange(len(d.header), len(d.header) + self.dtype.itemsize)
         self._trailer_arr = np.frombuffer(d.trailer, np.uint8)
         # A record is the offset and the fields' bytes as on the wire (fixed_received).
         self.record = received_class(codec)
@@ -129,6 +146,8 @@ class FixedReceiver:
                        self.kind == "sum8" and not d.trailer,  # the common check, inline
                        self._pack, self.record, self._ok)
         self._buf = b""
+        self._more: list[bytes] = []  # chunks kept while the held candidate lacks bytes
+        self._more_len = 0
         self._base = 0
         self._covered = 0
         self._gap = False
@@ -136,7 +155,22 @@ class FixedReceiver:
     @property
     def pending(self) -> int:
         """Bytes held back for the next call (always less than one frame)."""
-        return len(self._buf)
+        return len(self._buf) + self._more_len
+
+    def _kept(self, data: bytes | bytearray | memoryview) -> bool:
+        """Keep ``data`` without a scan when the held candidate still lacks bytes (True):
+        a large frame read a few bytes at a time is not copied and searched again with
+        every read. Otherwise join what was kept to the held bytes (False)."""
+        if (len(self._buf) + self._more_len + len(data) < self.size
+                and self._buf.startswith(self.header)):
+            self._more.append(bytes(data))
+            self._more_len += len(data)
+            self.stats.bytes += len(data)
+            return True
+        if self._more_len:
+            self._buf = b"".join([self._buf, *self._more])
+            self._more, self._more_len = [], 0
+        return False
 
     # -- candidate checks ---------------------------------------------------------
     def _ok(self, buf: bytes, i: int) -> int:
@@ -180,25 +214,16 @@ class FixedReceiver:
         # Candidates too near the end to be whole: the last few heads (a frame's worth).
         ncomplete = len(hits) - int(np.count_nonzero(heads[max(0, n - size + 1):]))
         complete = hits[:ncomplete]
-        # Candidates are gathered a block at a time, from the first byte the check covers:
-        # a gather of them all is candidates x frame size (gigabytes for a flood of headers
-        # against a large frame); a block keeps the working memory to a few megabytes.
         g = self.span[0]
-        per = max(1, self.block_bytes // (size - g))
-        parts: list[tuple[Any, Any, Any, Any]] = []
-        for start in range(0, max(ncomplete, 1), per):
-            rows = a[complete[start:start + per, None] + self._cols]
-            bad_c, bad_t = self._bad_rows(rows)
-            good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
-            fields = rows[:, hl - g: hl - g + self.dtype.itemsize]
-            everyone = np.count_nonzero(good) == len(good)
-            parts.append((bad_c, bad_t, good,
-                          fields if everyone else np.compress(good, fields, axis=0)))
-        if len(parts) == 1:
-            bad_c, bad_t, good, body = parts[0]
+        if ncomplete * (size - g) <= self.direct_budget * n:
+            bad_c, bad_t, good, body = self._judge_rows(a, complete)
         else:
-            bad_c, good, body = (np.concatenate([p[k] for p in parts]) for k in (0, 2, 3))
-            bad_t = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
+            # A flood of candidates (false headers every few bytes): each judged by prefix
+            # values, O(1) a candidate after one pass over the buffer, instead of reading
+            # its whole span (O(frame) a candidate, O(n * frame) a scan).
+            bad_c, bad_t = self._bad_windows(a, complete)
+            good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
+            body = a[complete[good][:, None] + self._field_cols]
         errs = [0, 0]
         if len(body) == ncomplete:
             acc = complete
@@ -218,6 +243,61 @@ class FixedReceiver:
             keep = self._hold(buf, max(0, n - hl + 1))
         nonfinite = self._finite.count_rows(body) if len(acc) else 0
         return _Scan(acc, body, errs[0], errs[1], keep, nonfinite)
+
+    def _judge_rows(self, a: np.ndarray[Any, Any], complete: np.ndarray[Any, Any]) -> tuple[
+            Any, Any, Any, Any]:
+        """(bad check, bad trailer, good, accepted field bytes) of the candidates, each
+        read whole (the scan's budget allows it: candidates are few)."""
+        # Candidates are gathered a block at a time, from the first byte the check covers:
+        # a gather of them all is candidates x frame size; a block keeps the working memory
+        # to a few megabytes.
+        size, hl = self.size, len(self.header)
+        g = self.span[0]
+        ncomplete = len(complete)
+        WORK.steps += ncomplete * (size - g)
+        per = max(1, self.block_bytes // (size - g))
+        parts: list[tuple[Any, Any, Any, Any]] = []
+        for start in range(0, max(ncomplete, 1), per):
+            rows = a[complete[start:start + per, None] + self._cols]
+            bad_c, bad_t = self._bad_rows(rows)
+            good = ~bad_c if bad_t is None else ~(bad_c | bad_t)
+            fields = rows[:, hl - g: hl - g + self.dtype.itemsize]
+            everyone = np.count_nonzero(good) == len(good)
+            parts.append((bad_c, bad_t, good,
+                          fields if everyone else np.compress(good, fields, axis=0)))
+        if len(parts) == 1:
+            bad_c, bad_t, good, body = parts[0]
+        else:
+            bad_c, good, body = (np.concatenate([p[k] for p in parts]) for k in (0, 2, 3))
+            bad_t = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
+        return bad_c, bad_t, good, body
+
+    def _bad_windows(self, a: np.ndarray[Any, Any], complete: np.ndarray[Any, Any]) -> tuple[
+            Any, Any]:
+        """:meth:`_bad_rows` by prefix values: the trailer and check field read at each
+        candidate, the check over its span from :mod:`window_checks`."""
+        if self.trailer:
+            WORK.steps += len(complete) * len(self.trailer)
+            bad_t = ~(a[complete[:, None] + self._trailer_cols] == self._trailer_arr).all(axis=1)
+        else:
+            bad_t = None
+        if self.algo is None:
+            bad_c = np.zeros(len(complete), dtype=bool)
+        else:
+            lo, hi = self.span
+            # the tables are built on the first flood (cached per algorithm)
+            got = window_checks(self.algo).values(a, complete + lo, complete + hi)
+            field = a[complete[:, None] + self._check_cols]
+            c = len(self._check_cols)
+            if c in (1, 2, 4, 8):  # the field's bytes read as its integer: one view
+                order = "<" if self.check_order == "little" else ">"
+                want = np.ascontiguousarray(field).view(f"{order}u{c}").ravel()
+            else:
+                want = np.bitwise_or.reduce(field.astype(np.uint64) << self._check_shift, axis=1)
+            bad_c = got != want
+        if bad_t is not None:
+            bad_c &= ~bad_t
+        return bad_c, bad_t
 
     def _bad_rows(self, rows: np.ndarray[Any, Any]) -> tuple[Any, Any]:
         """(bad check, bad trailer or None) of each candidate row; a bad trailer is not
@@ -254,8 +334,13 @@ class FixedReceiver:
     # -- feeding ------------------------------------------------------------------
     def feed(self, data: bytes | bytearray | memoryview) -> list[FixedReceived]:
         """Take the next chunk of the stream; return the frames it completes."""
+        if not data or self._kept(data):
+            return []
         if len(self._buf) + len(data) < max(self.vector_threshold, self.size):
-            return self._feed_small(bytes(data)) if data else []  # a serial port's reads
+            got = self._feed_small(bytes(data))  # a serial port's reads
+            if got is not None:
+                return got
+            return self._feed(data, small=False)
         step = max(self.max_scan, self.size)
         if len(data) <= step:
             return self._feed(data)
@@ -267,11 +352,14 @@ class FixedReceiver:
             out += self._feed(view[i:i + step])
         return out
 
-    def _feed(self, data: bytes | bytearray | memoryview) -> list[FixedReceived]:
+    def _feed(self, data: bytes | bytearray | memoryview, small: bool = True) -> list[
+            FixedReceived]:
         if not data:
             return []
-        if len(self._buf) + len(data) < max(self.vector_threshold, self.size):
-            return self._feed_small(bytes(data))
+        if small and len(self._buf) + len(data) < max(self.vector_threshold, self.size):
+            got = self._feed_small(bytes(data))
+            if got is not None:
+                return got
         offsets, body = self._scan_chunk(data)
         # The records' bytes built in numpy, one bytes object each by tolist(), and map
         # keeps the per-frame loop in C: no Python call per frame.
@@ -286,6 +374,8 @@ class FixedReceiver:
         numpy scanner whatever the chunk's size: for batch users
         (:mod:`~fwbridge.protocols.fixed_columns`). Same frames and counters as
         :meth:`feed`, which a stream may mix with it."""
+        if data and self._kept(data):
+            return np.zeros(0, np.int64), np.zeros((0, self.dtype.itemsize), np.uint8)
         view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
         step = max(self.max_scan, self.size)
         parts = [self._scan_chunk(view[i:i + step]) for i in range(0, len(view), step)]
@@ -316,18 +406,25 @@ class FixedReceiver:
         self._base += scan.keep
         return np.asarray(scan.accepted, dtype=np.int64) + base, scan.body
 
-    def _feed_small(self, data: bytes) -> list[FixedReceived]:
+    def _feed_small(self, data: bytes) -> list[FixedReceived] | None:
         """The ``bytes.find`` scan, the stream accounting and the records in one loop.
 
         Small chunks (a serial port's reads) are mostly per-call cost: this
         makes no scan or accounting objects. The property tests hold it to the
-        numpy scanner and to any chunking.
+        numpy scanner and to any chunking. None (and nothing changed) when its
+        candidates would read more than a few checksum bytes per byte: the
+        numpy scanner judges a flood of candidates in linear time.
         """
         st = self.stats
-        st.bytes += len(data)
         buf = self._buf + data if self._buf else data
         header, size, lo, hi, f0, f1, sum8, pack, cls, ok = self._small
         base, n = self._base, len(buf)
+        # The checksum bytes this loop would read are at most (headers) x (span): past a
+        # few a byte (a flood of candidates), the numpy scan judges them in linear time.
+        # count() misses overlapping headers: a header's length times it bounds them.
+        work = buf.count(header) * len(header) * (hi - lo)
+        if work > 4 * n + (hi - lo):
+            return None
         cov = self._covered - base  # candidates before it are payload, not errors
         cur = cov if cov > 0 else 0  # end of the bytes in frames (stream_accounting's cover)
         gap = self._gap
@@ -366,6 +463,8 @@ class FixedReceiver:
         if keep > cur:
             discarded += keep - cur
             gap = True
+        st.bytes += len(data)
+        WORK.steps += work
         self._gap = gap
         if base + cur > self._covered:
             self._covered = base + cur
@@ -401,7 +500,8 @@ class FixedReceiver:
 
     def finish(self) -> list[FixedReceived]:
         """End of stream: count the held-back tail as discarded (no frame can be in it)."""
-        tail = len(self._buf)
+        tail = len(self._buf) + self._more_len
+        self._more, self._more_len = [], 0
         uncovered = max(0, self._base + tail - max(self._covered, self._base))
         self.stats.discarded += uncovered
         if uncovered:

@@ -12,6 +12,10 @@ A candidate whose length field points past the bytes received holds the
 scan until they arrive (at most the largest frame the description allows)
 or until :meth:`LengthReceiver.finish` ends the stream, which rejects it
 (``truncated``) and scans the bytes behind it again.
+
+From :attr:`LengthReceiver.vector_threshold` bytes on, a scan judges every
+candidate at once in numpy (:mod:`~fwbridge.protocols.length_scan`): linear
+in the buffer whatever its headers and length fields say.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec, Received
 from fwbridge.protocols.held_scan import HeldScan
+from fwbridge.protocols.stream_accounting import WORK
 
 __all__ = ["LengthReceiver", "LengthReceiverStats"]
 
@@ -50,6 +55,8 @@ class LengthReceiver(HeldScan[Received]):
     """
 
     stats: LengthReceiverStats
+    #: Buffers at least this long are scanned by :mod:`~fwbridge.protocols.length_scan`.
+    vector_threshold = 512
 
     def __init__(self, codec: FrameCodec[Any], max_length: int | None = None) -> None:
         d = codec.desc
@@ -67,6 +74,7 @@ class LengthReceiver(HeldScan[Received]):
         self.len_end = codec.len_offset + codec.len_struct.size
         ck = d.checksum
         self.kind = ck.algo.kind if ck else "none"
+        self.algo = ck.algo if ck else None
         self.check_size = ck.size if ck else 0
         self.from_start = 0 if ck and ck.span == "all" else len(d.header)
         self._buf = b""
@@ -76,9 +84,10 @@ class LengthReceiver(HeldScan[Received]):
 
     def finish(self) -> list[Received]:
         """End of stream: reject incomplete candidates; return the frames behind them."""
-        if not self._buf:
+        buf = self._take_held()
+        if not buf:
             return []
-        return self._scan(self._buf, final=True)
+        return self._scan(buf, final=True)
 
     def _check_ok(self, buf: bytes, i: int, end: int) -> bool:
         kind = self.kind
@@ -86,6 +95,7 @@ class LengthReceiver(HeldScan[Received]):
             return True
         b = end - len(self.trailer) - self.check_size
         a = i + self.from_start
+        WORK.steps += b - a
         if kind == "sum8":
             return sum(buf[a:b]) & 0xFF == buf[b]
         if kind == "xor8":
@@ -103,6 +113,8 @@ class LengthReceiver(HeldScan[Received]):
         return n
 
     def _scan(self, buf: bytes, final: bool) -> list[Received]:
+        if len(buf) >= self.vector_threshold:
+            return self._scan_numpy(buf, final)
         st = self.stats
         out: list[Received] = []
         n = len(buf)
@@ -158,6 +170,76 @@ class LengthReceiver(HeldScan[Received]):
                 gap = False
             out.append(make(base + i, *raw(buf, i, end)))
             cur = pos = end
+        if keep > cur:
+            st.discarded += keep - cur
+            gap = True
+        st.frames += len(out)
+        self._gap = gap
+        self._buf = buf[keep:]
+        self._base = base + keep
+        self._need = need
+        return out
+
+    def _scan_numpy(self, buf: bytes, final: bool) -> list[Received]:
+        """:meth:`_scan` with every candidate judged at once (same frames and counters)."""
+        import numpy as np
+
+        from fwbridge.protocols.length_scan import check_matches, gather_int, header_hits, walk
+
+        st = self.stats
+        n = len(buf)
+        a = np.frombuffer(buf, dtype=np.uint8)
+        hits = header_hits(a, [self.header])
+        fmt = self.codec.len_struct.format
+        value = gather_int(a, hits + self.len_at, np.dtype(fmt))
+        lf_ok = hits + self.len_end <= n
+        len_bad = lf_ok & ((value > self.max_length) | (value < self.bias))
+        ends = hits + self.overhead + value - self.bias
+        whole = lf_ok & ~len_bad & (ends <= n)
+        short = ~lf_ok | (lf_ok & ~len_bad & (ends > n))
+        tl = len(self.trailer)
+        tr_bad = np.zeros(len(hits), dtype=bool)
+        if tl:
+            at = np.flatnonzero(whole)
+            rows = a[ends[at][:, None] - tl + np.arange(tl)]
+            tr_bad[at] = ~(rows == np.frombuffer(self.trailer, np.uint8)).all(axis=1)
+        judged = np.flatnonzero(whole & ~tr_bad)
+        ck_bad = np.zeros(len(hits), dtype=bool)
+        if self.kind != "none" and len(judged):
+            c = self.check_size
+            e = ends[judged] - tl - c
+            ok = check_matches(a, self.algo, hits[judged] + self.from_start, e, c,
+                               self.codec.check_order)
+            ck_bad[judged] = ~ok
+        good = whole & ~tr_bad & ~ck_bad
+        w = walk(hits, ends, good, None if final else short)
+        v = w.visited
+        st.length_errors += int(np.count_nonzero(v & len_bad))
+        st.trailer_errors += int(np.count_nonzero(v & tr_bad))
+        st.checksum_errors += int(np.count_nonzero(v & ck_bad))
+        if final:
+            st.truncated += int(np.count_nonzero(v & short))
+        need = 0
+        if w.stop is not None:
+            i = int(hits[w.stop])
+            keep = i
+            need = self.len_end if not lf_ok[w.stop] else int(ends[w.stop]) - i
+        else:
+            keep = n if final else self._hold(buf, w.pos)
+            need = n - keep + 1 if keep < n else 0
+        out: list[Received] = []
+        base = self._base
+        make, raw = self.codec.make_at, self.codec.raw_values
+        cur = 0
+        gap = self._gap
+        for k in w.accepted:
+            i, end = int(hits[k]), int(ends[k])
+            if i > cur or gap:
+                st.resyncs += 1
+                st.discarded += i - cur
+                gap = False
+            out.append(make(base + i, *raw(buf, i, end)))
+            cur = end
         if keep > cur:
             st.discarded += keep - cur
             gap = True

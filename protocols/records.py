@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 
 from fwbridge.protocols.description import FrameDescription
 from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.tuple_view import value_key
 
 __all__ = ["FloatFields", "LabelType", "check_labels", "record_type"]
 
@@ -124,6 +125,26 @@ def _post_init(desc: FrameDescription, names: tuple[str, ...],
     return env["__post_init__"]
 
 
+def _value_methods(names: tuple[str, ...]) -> dict[str, Any]:
+    """``__eq__``, ``__hash__`` and ``_value_key`` of a record as a value: its fields
+    compared as :func:`~fwbridge.protocols.tuple_view.value_key` has them, so a record
+    holding a NaN equals its copy (a pickled one, a decoded one of the same bytes) and
+    hashes alike; records of another class are not equal."""
+
+    def _value_key(self: Any) -> tuple[Any, ...]:
+        return (self.__class__, tuple([value_key(getattr(self, n)) for n in names]))
+
+    def __eq__(self: Any, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return bool(_value_key(self) == _value_key(other))
+
+    def __hash__(self: Any) -> int:
+        return hash(_value_key(self))
+
+    return {"_value_key": _value_key, "__eq__": __eq__, "__hash__": __hash__}
+
+
 def _length_property(desc: FrameDescription) -> property:
     """The length field's value, derived from the data it counts."""
     assert desc.length is not None
@@ -178,6 +199,7 @@ def record_type(desc: FrameDescription, name: str, *, base: type | tuple[type, .
             raise ConfigError(f"{desc.name}: field name {n!r} is not a Python identifier")
     if any(issubclass(b, FloatFields) for b in bases):
         namespace["nonfinite"] = _nonfinite_property(names)
+    namespace.update(_value_methods(names))
     post = _post_init(desc, names, enums)
     if post is not None:
         namespace["__post_init__"] = post

@@ -17,7 +17,22 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:  # an array comes only from a numpy scan: numpy is loaded by then
     import numpy as np
 
-__all__ = ["Accounting", "account"]
+__all__ = ["WORK", "Accounting", "Work", "account"]
+
+
+class Work:
+    """Checksum work, in bytes read (spans checked directly, buffers read by prefix
+    checks, windows judged): a deterministic measure the linearity tests hold to a
+    multiple of the input, whatever the stream."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+
+#: The receivers' checksum work, summed over every receiver of the process.
+WORK = Work()
 
 
 class Accounting(NamedTuple):

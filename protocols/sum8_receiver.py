@@ -12,7 +12,9 @@ one frame plus one chunk.
 
 Two scanners give the same result: a ``bytes.find`` loop for small inputs
 and a numpy pass for large ones (header search, sum-8 via a prefix sum and
-float decoding vectorised over the chunk). This is the receiver
+float decoding vectorised over the chunk; a flood of candidates against a
+large frame has its sums from one prefix sum, so the scan stays linear).
+This is the receiver
 :func:`fwbridge.protocols.engine.receiver_for` picks for a sum-8 description;
 the tests hold it to the generic receiver and the construct schema byte for byte.
 """
@@ -20,14 +22,16 @@ the tests hold it to the generic receiver and the construct schema byte for byte
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache, lru_cache, partial
 from math import isfinite
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from fwbridge.protocols.counters import Counters
-from fwbridge.protocols.stream_accounting import account
+from fwbridge.protocols.description import FrameDescription
+from fwbridge.protocols.stream_accounting import WORK, account
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 from fwbridge.protocols.tuple_view import TupleView
 
@@ -77,6 +81,7 @@ class Sum8Received(TupleView, bytes):
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ("offset",)
     _frame_of: ClassVar[Callable[..., Any]]
+    _pickle_as: ClassVar[tuple[FrameDescription, type | None]]  # not the codec: no cycle
 
     @property
     def offset(self) -> int:
@@ -98,6 +103,11 @@ class Sum8Received(TupleView, bytes):
         """Field name -> value, the offset first (as a named tuple's)."""
         return dict(zip(self._fields, self._values))
 
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The class is made per codec, not importable: a pickle holds the description,
+        # the frame class (when it is importable) and the bytes.
+        return (_rebuilt, (*self._pickle_as, bytes(self)))
 
     def __len__(self) -> int:
         return len(self._fields)
@@ -134,12 +144,30 @@ def received_class(codec: Sum8Codec[Any]) -> type[Sum8Received]:
     namespace: dict[str, Any] = {
         "__slots__": (), "__module__": __name__, "__doc__": Sum8Received.__doc__,
         "_fields": ("offset", *codec.fields), "_frame_of": staticmethod(codec.make),
+        "_pickle_as": (codec.desc, _importable(codec.cls)),
         "_values": property(struct.Struct(f"<q{len(codec.fields)}f").unpack)}
     for k, field_name in enumerate(codec.fields):
         namespace[field_name] = _field(k, field_name)
     cls = type(name, (Sum8Received,), namespace)
     _CLASSES[id(codec)] = (codec, cls)
     return cls
+
+
+def _importable(cls: type) -> type | None:
+    """``cls`` when a pickle can name it (its module has it under its name), else None."""
+    module = sys.modules.get(cls.__module__)
+    return cls if getattr(module, cls.__qualname__, None) is cls else None
+
+
+@lru_cache(maxsize=64)
+def _rebuilt_codec(desc: FrameDescription, cls: type | None) -> Sum8Codec[Any]:
+    return Sum8Codec(desc, cls)
+
+
+def _rebuilt(desc: FrameDescription, cls: type | None, data: bytes) -> Sum8Received:
+    """A pickled record, back: of the codec of ``desc`` and ``cls`` (None: the
+    description's generated frame class)."""
+    return bytes.__new__(received_class(_rebuilt_codec(desc, cls)), data)
 
 
 @dataclass(slots=True)
@@ -213,15 +241,26 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
     # Candidates too near the end to be whole: the last few heads (a frame's worth at most).
     ncomplete = len(hits) - int(np.count_nonzero(heads[max(0, n - size + 1):]))
     complete = hits[:ncomplete]
-    # One gather of every complete candidate's body and checksum byte: cheaper
-    # than a prefix sum over the whole buffer, and the floats come with it.
-    body = a[complete[:, None] + _columns_of(size)]
-    ok = body[:, :-1].sum(axis=1, dtype=np.uint8) == body[:, -1]
+    if ncomplete * size > 4 * n:
+        # A flood of candidates (a header every few bytes against a large frame): the sums
+        # from one prefix sum, O(1) a candidate, and only the accepted rows gathered.
+        WORK.steps += n + ncomplete
+        prefix = np.zeros(n + 1, dtype=np.uint8)
+        np.cumsum(a, dtype=np.uint8, out=prefix[1:])  # wraps at 256, as sum-8 does
+        ok = prefix[complete + size - 1] - prefix[complete + 2] == a[complete + size - 1]
+        accepted = a[complete[ok][:, None] + _columns_of(size)]
+        body = None
+    else:
+        # One gather of every complete candidate's body and checksum byte: cheaper
+        # than a prefix sum over the whole buffer, and the floats come with it.
+        WORK.steps += ncomplete * size
+        body = a[complete[:, None] + _columns_of(size)]
+        ok = body[:, :-1].sum(axis=1, dtype=np.uint8) == body[:, -1]
     errors = 0
     if np.count_nonzero(ok) == ncomplete:  # the common case: no copy of the accepted rows
         acc = complete
         # Contiguous and aligned float32 rows: a slice's copy is cheaper than an index.
-        values = body[:, : 4 * nfields].copy().view("<f4")
+        values = (body if body is not None else accepted)[:, : 4 * nfields].copy().view("<f4")
     else:
         acc = complete[ok]
         # A rejected candidate inside an accepted frame is that frame's payload: the end
@@ -233,7 +272,8 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
             np.maximum(cover, covered, out=cover)
         np.maximum.accumulate(cover, out=cover)
         errors = int(np.count_nonzero(complete >= cover))
-        values = np.compress(ok, body[:, : 4 * nfields], axis=0).view("<f4")  # contiguous
+        values = (np.compress(ok, body[:, : 4 * nfields], axis=0) if body is not None
+                  else accepted[:, : 4 * nfields].copy()).view("<f4")  # contiguous
     if ncomplete < len(hits):
         keep = int(hits[ncomplete])
     elif a[n - 1] == _AA:
@@ -242,7 +282,10 @@ def _scan_numpy(buf: bytes, size: int, nfields: int, covered: int) -> _Scan:
         keep = n
     nonfinite = 0
     # A float64 sum of float32 values cannot overflow: it is finite exactly when they are.
-    if not isfinite(values.sum(dtype=np.float64)):
+    # (inf - inf in the sum is NaN: numpy's warning for it is not the caller's business.)
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = values.sum(dtype=np.float64)
+    if not isfinite(total):
         nonfinite = int(len(acc) - np.count_nonzero(np.isfinite(values).all(axis=1)))
     return _Scan(acc, values, errors, keep, nonfinite)
 
@@ -285,7 +328,7 @@ class Sum8Receiver(Generic[T]):
         """Take the next chunk of the stream; return the frames it completes."""
         if not data:
             return []
-        if len(self._buf) + len(data) < self.vector_threshold:
+        if len(self._buf) + len(data) < self.vector_threshold and self._few(data):
             return self._feed_small(bytes(data))
         base = self._base
         _, scan = self.resolve(bytes(data), True)
@@ -298,6 +341,14 @@ class Sum8Receiver(Generic[T]):
         rows[:, :8] = (acc + base).view(np.uint8).reshape(-1, 8)
         rows[:, 8:] = scan.values.view(np.uint8)
         return list(map(self._new_record, rows.view(self._rows).ravel().tolist()))
+
+    def _few(self, data: bytes | bytearray | memoryview) -> bool:
+        """Whether the small loop's checks stay within a few bytes a byte: each header
+        is a candidate whose sum reads the frame (a flood of them goes to the numpy
+        scanner, which sums by prefixes past a budget)."""
+        heads = self._buf.count(HEADER) + bytes(data).count(HEADER) + 1  # +1: across the cut
+        width = self.codec.size - 3
+        return heads * width <= 4 * (len(self._buf) + len(data)) + 8 * width
 
     def _feed_small(self, data: bytes) -> list[Sum8Received]:
         """:meth:`resolve` with :func:`_scan_python` and the accounting in one loop.
@@ -368,7 +419,7 @@ class Sum8Receiver(Generic[T]):
         Same frames, offsets and counters as :meth:`feed` for any chunking;
         the columns' ``stats`` is this receiver's (live) counters.
         """
-        if len(self._buf) + len(data) < max(self.vector_threshold, 2):
+        if len(self._buf) + len(data) < max(self.vector_threshold, 2) and self._few(data):
             # A serial port's reads: numpy's set-up would cost more than the frames, so the
             # small loop's records (their bytes: offset and fields) are read as the columns.
             rows = np.frombuffer(bytearray().join(self._feed_small(bytes(data))) if data
