@@ -141,13 +141,65 @@ def describe(exc: BaseException) -> str:
     return " ".join(text.split()) or "unexpected failure"
 
 
+def _say_capture_warnings() -> None:
+    """Damage a capture reader got past (a ``CaptureWarning``): one ``warning: FILE: …`` line."""
+    import warnings
+
+    shown = warnings.showwarning
+    said: set[str] = set()  # a file read twice (its kind, then its frames) is said once
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        from fwbridge.bridge.record.damage import CaptureWarning
+
+        if issubclass(category, CaptureWarning):
+            text = " ".join(str(message).split())
+            if text not in said:
+                said.add(text)
+                click.echo(f"warning: {text}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
+def _stop_on_a_failed_output() -> None:
+    """An output the disk refuses (full) stops the verb as a stop signal would (its
+    clean-up and summary run); :func:`_output_failed` then says it and exits 2."""
+    import _thread
+
+    from fwbridge.bridge.record import damage  # small: not the outputs' module itself
+
+    def stop(_: Exception) -> None:
+        if stopping.received() is None:
+            _thread.interrupt_main(signal.SIGTERM)
+
+    damage.on_failure = stop
+
+
+def _output_failed() -> None:
+    """If an output failed (a full disk): its one ``error: FILE: disk full`` line, exit 2.
+    It is why the verb ended, whatever came after it."""
+    from fwbridge.bridge.record.damage import failures
+
+    failed = failures()
+    if failed:
+        with contextlib.suppress(OSError):
+            for exc in dict.fromkeys(str(e) for e in failed):
+                click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: one ``error: …`` line instead of a traceback."""
     args = sys.argv[1:] if argv is None else argv
+    _say_capture_warnings()
+    _stop_on_a_failed_output()
     try:
         with stopping.stop_signals():  # SIGINT, SIGTERM, SIGHUP: one way to stop, every verb
             rc: Any = fwbridge.main(args=args, prog_name="fwbridge", standalone_mode=False)
     except click.exceptions.Abort:  # click's form of a KeyboardInterrupt it caught
+        _output_failed()
         _stopped()
     except click.UsageError as exc:
         if isinstance(exc, _NO_ARGS_IS_HELP) and exc.ctx is not None:
@@ -160,9 +212,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"error: {message}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:  # fail()'s CliError, click's FileError, ...: one line
+        _output_failed()
         click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
+        _output_failed()
         _stopped()
     except (BrokenPipeError, stopping.PipeClosed) as exc:
         if stopping.stdout_closed() or isinstance(exc, BrokenPipeError):
@@ -175,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     except Error as exc:  # raised on purpose: the user can act on it
         if "--debug" in args:
             raise
+        _output_failed()
         click.echo(f"error: {describe(exc)}", err=True)
         sys.exit(2)
     except Exception as exc:  # a bug or an unforeseen OS error: still one line, no class name
@@ -183,8 +238,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(stopping.exit_code())
         if "--debug" in args:
             raise
+        _output_failed()
         click.echo(f"error: {describe(exc)} (--debug shows the traceback)", err=True)
         sys.exit(1)
+    _output_failed()
     code = stopping.exit_code()  # a verb that stopped on a signal ended normally: 128 + N
     sys.exit(code if code is not None else rc if isinstance(rc, int) else 0)
 

@@ -81,6 +81,24 @@ def _text(key: str, value: Any) -> str:
     return str(value)
 
 
+def _output(key: str, value: Any) -> str:
+    """A capture file the bus writes: a new path only (no --force here; a link, even a
+    dangling one, counts as there: it is never written through)."""
+    import os
+
+    from fwbridge.bridge.record.safe_output import OutputError, check_writable
+
+    if os.path.lexists(str(value)):
+        what = "a symbolic link" if os.path.islink(str(value)) else "a file"
+        raise BusKwargError(f"{key}={value}: exists already ({what}); the bus's capture is "
+                            "always a new file: give a new name")
+    try:
+        check_writable(str(value), replace=False)
+    except OutputError as exc:
+        raise BusKwargError(f"{key}={exc}") from None
+    return str(value)
+
+
 #: The fwbridge simulator's keywords (see can_bus.interface.FwBridgeBus).
 FWBRIDGE: dict[str, Callable[[str, Any], Any]] = {
     "pacing": _choice("realtime", "afap"),
@@ -93,7 +111,7 @@ FWBRIDGE: dict[str, Callable[[str, Any], Any]] = {
     "fault_seed": _int(0, 2**63 - 1), "seed": _int(0, 2**63 - 1),
     "epoch": _float(0.0, 1e12),
     "dominant_timeout": _float(1e-6, 10.0),
-    "capture": _text, "name": _text,
+    "capture": _output, "name": _text,
 }
 
 #: Keywords that are gone, and what replaces them.

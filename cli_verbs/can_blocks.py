@@ -25,7 +25,7 @@ from typing import Any
 
 import can
 
-from fwbridge.bridge.record.can_logs import CaptureReadError
+from fwbridge.bridge.record.can_logs import LINE_LIMIT, CaptureReadError
 from fwbridge.can_bus.ids import (
     COMMAND_BASE,
     FEEDBACK_BASE,
@@ -36,7 +36,7 @@ from fwbridge.can_bus.ids import (
 from fwbridge.cli_verbs.can_common import actuator_fields, actuator_text
 from fwbridge.protocols import actuator
 
-__all__ = ["BLOCK_BYTES", "LINE", "CandumpBlocks", "line_blocks"]
+__all__ = ["BLOCK_BYTES", "LINE", "CandumpBlocks", "LineBlocks", "line_blocks"]
 
 #: Bytes of the log read at a time (cut after the block's last newline).
 BLOCK_BYTES = 1 << 18
@@ -50,21 +50,92 @@ FIXED = 6
 _LO, _HI = COMMAND_BASE, FEEDBACK_BASE + MAX_MODULE
 
 
+class LineBlocks:
+    """The file's bytes in blocks of whole lines (the last may lack its newline).
+
+    No line longer than ``limit`` bytes is held: one that outgrows it is read
+    past and counted, as the per-message path's
+    :class:`~fwbridge.bridge.record.can_logs.BoundedLines` does (a plain block's
+    lines are short by their shape; another block's are measured when parsed,
+    :meth:`lines`); :meth:`check` then names the file and the first one.
+    """
+
+    def __init__(self, path: str, limit: int = LINE_LIMIT) -> None:
+        self.path = path
+        self.limit = limit
+        self.long = 0
+        self.first: tuple[int, int] | None = None  # (line number, byte offset)
+        self._line = 0  # lines before the block last yielded
+        self._at = 0  # its byte offset
+
+    def _skipped(self, line: int, at: int) -> None:
+        self.long += 1
+        if self.first is None:
+            self.first = (line, at)
+
+    def __iter__(self) -> Iterator[bytes]:
+        with open(self.path, "rb") as fh:
+            pending = b""
+            skipping = False  # inside an over-long line: dropped up to its newline
+            while True:
+                more = fh.read(BLOCK_BYTES)
+                if not more:
+                    if pending and not skipping:
+                        yield from self._out(pending)
+                    return
+                if skipping:
+                    end = more.find(b"\n")
+                    if end < 0:
+                        self._at += len(more)
+                        continue
+                    self._at += end + 1
+                    self._line += 1
+                    more, skipping = more[end + 1:], False
+                pending += more
+                cut = pending.rfind(b"\n") + 1
+                if cut:
+                    yield from self._out(pending[:cut])
+                    pending = pending[cut:]
+                if len(pending) > self.limit:  # a line with no end in sight
+                    self._skipped(self._line + 1, self._at)
+                    self._at += len(pending)
+                    pending, skipping = b"", True
+
+    def _out(self, block: bytes) -> Iterator[bytes]:
+        line, at = self._line, self._at
+        self._line += block.count(b"\n")
+        self._at += len(block)
+        self.block_start = (line, at)
+        yield block
+
+    def lines(self, block: bytes) -> str:
+        """The block as text for python-can's parser, over-long lines left out and counted."""
+        if len(block) > self.limit:
+            line, at = self.block_start
+            kept = []
+            for n, text in enumerate(block.split(b"\n")):
+                if len(text) > self.limit:
+                    self._skipped(line + n + 1, at)
+                else:
+                    kept.append(text)
+                at += len(text) + 1
+            block = b"\n".join(kept)
+        return block.decode("utf-8")
+
+    def check(self) -> None:
+        """CaptureReadError if a line was too long (after the frames of the others)."""
+        if self.first is not None:
+            line, at = self.first
+            raise CaptureReadError(
+                f"{self.path}: {self.long} line(s) longer than {self.limit} bytes skipped "
+                f"(the first: line {line}, from byte {at})")
+
+
 def line_blocks(path: str) -> Iterator[bytes]:
-    """The file's bytes in blocks of whole lines (the last may lack its newline)."""
-    with open(path, "rb") as fh:
-        pending = b""
-        while True:
-            more = fh.read(BLOCK_BYTES)
-            if not more:
-                if pending:
-                    yield pending
-                return
-            pending += more
-            cut = pending.rfind(b"\n") + 1
-            if cut:
-                yield pending[:cut]
-                pending = pending[cut:]
+    """The file's bytes in blocks of whole lines (:class:`LineBlocks`, then its check)."""
+    blocks = LineBlocks(path)
+    yield from blocks
+    blocks.check()
 
 
 @cache
@@ -87,10 +158,11 @@ def _labels() -> tuple[list[str], list[str], list[str], list[str]]:
     return cmd_text, fault_text, cmd_json, faults_json
 
 
-def _parsed(block: bytes) -> Iterator[can.Message]:
+def _parsed(block: bytes, lines: LineBlocks | None = None) -> Iterator[can.Message]:
     """python-can's parse of a block's lines; its errors as the per-message path reports them."""
     try:
-        yield from can.CanutilsLogReader(io.StringIO(block.decode("utf-8")))
+        text = lines.lines(block) if lines is not None else block.decode("utf-8")
+        yield from can.CanutilsLogReader(io.StringIO(text))
     except (ValueError, IndexError, KeyError, EOFError) as exc:  # what its parser hits
         raise CaptureReadError(f"corrupt or truncated .log data: {exc}") from exc
 
@@ -108,7 +180,9 @@ class CandumpBlocks:
     """
 
     def __init__(self, as_json: bool, stamp: Any, stats: Any, count: int | None,
-                 per_message: Callable[[Iterator[can.Message]], bool]) -> None:
+                 per_message: Callable[[Iterator[can.Message]], bool],
+                 lines: LineBlocks | None = None) -> None:
+        self.lines = lines  # where the blocks come from: it measures a parsed block's lines
         self.as_json = as_json
         self.stamp = stamp
         self.stats = stats
@@ -130,7 +204,7 @@ class CandumpBlocks:
 
     def per_message_block(self, block: bytes) -> bool:
         """A block that is not plain: python-can's parser, line for line."""
-        return self.per_message(_parsed(block))
+        return self.per_message(_parsed(block, self.lines))
 
     def _plain(self, rows: list[tuple[bytes, ...]]) -> tuple[str, bool] | None:
         ids = _actuator_ids()

@@ -166,6 +166,15 @@ def _schemas(path: Path) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _whole(dst: Path) -> None:
+    """Refuse to put a cut output in place: a write the disk refused (full) ends it here."""
+    from fwbridge.bridge.record.damage import failures
+
+    failed = failures(take=True)  # they name the file beside DST: said here as DST's
+    if failed:
+        fail(f"{dst}: {str(failed[0]).rpartition(': ')[2]}")
+
+
 @click.command("convert")
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.argument("out", type=click.Path())
@@ -183,8 +192,9 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
     src, dst = Path(capture), Path(out)
     if not src.is_file():
         fail(f"{src}: no such capture file")
-    if dst.exists():
-        fail(f"{dst}: exists already; give a new name (nothing is overwritten)")
+    if os.path.lexists(dst):  # a symbolic link too, dangling or not: never written through
+        what = " (a symbolic link)" if dst.is_symlink() else ""
+        fail(f"{dst}: exists already{what}; give a new name (nothing is overwritten)")
     fmt = fmt or ("mcap" if dst.suffix.lower() == ".mcap" else "rosbag2")
     from fwbridge.bridge.record.mcap_io import McapError
 
@@ -196,6 +206,7 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
     try:
         if fmt == "mcap":
             n = to_mcap(src, tmp / "out.mcap", bitrate=bitrate)
+            _whole(dst)
             os.replace(tmp / "out.mcap", dst)
             click.echo(f"converted {src} to {dst}" + (f" ({n} packets/frames)" if n else ""),
                        err=True)
@@ -204,6 +215,7 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
         if capture_kind(src) != "mcap":
             mcap_src = tmp / "via.mcap"
             to_mcap(src, mcap_src, bitrate=bitrate)
+        _whole(dst)
         written, skipped = to_rosbag2(mcap_src, tmp / "bag")
         os.replace(tmp / "bag", dst)
         click.echo(f"converted {src} to rosbag2 {dst}: "
@@ -214,9 +226,14 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
         text = str(exc)
         fail(text if text.startswith(f"{src}:") else f"{src}: cannot convert: {text}")
     except OSError as exc:  # named by what the user gave, not by the file beside it
-        fail(f"{src}: cannot convert to {dst}: {exc.strerror or exc}")
+        from fwbridge.bridge.record.safe_output import disk_error
+
+        fail(f"{src}: cannot convert: {disk_error(dst, exc)}")
     except click.ClickException as exc:
         fail(exc.format_message())
+    except KeyboardInterrupt:  # a stop signal, or a write the disk refused (it stops the verb)
+        _whole(dst)
+        raise
     except ImportError as exc:
         fail(f"convert needs the mcap extra (pip install 'fwbridge[mcap]'): {exc}")
     finally:

@@ -9,11 +9,10 @@ the plot shows exactly what a recording holds. matplotlib is the ``plot`` extra.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,9 @@ __all__ = ["BaseSeries", "CanSeries", "base_series", "can_series", "draw", "draw
 
 #: Most windows (seconds) of a CAN plot.
 MAX_WINDOWS = 7 * 24 * 3600
+#: The longest JSON record of a capture read: a bus load lists every ID of its window (at
+#: 1 Mbit/s, ~8000 distinct extended IDs a second, ~700 KB); counters are a few hundred bytes.
+MAX_JSON_RECORD = 16 << 20
 PATH_COLOUR = "#0000ff"  # pure blue: the tests find the path by its pixels
 
 
@@ -49,6 +51,7 @@ class BaseSeries:
     cmd: list[tuple[float, float, float]] = field(default_factory=list)
     counters_t: list[float] = field(default_factory=list)
     counters: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    skipped: int = 0  # JSON records not as the recorder writes them (said in one warning)
 
 
 @dataclass
@@ -63,6 +66,61 @@ class CanSeries:
     bitrate: int | None = None
     totals: dict[str, int] = field(default_factory=dict)  # frames per ID, whole capture
     partial: int = 0  # windows left out of the series: not covered whole by the capture
+    skipped: int = 0  # JSON records not as the recorder writes them (said in one warning)
+
+
+class _JsonRecords:
+    """The JSON records of a capture (counters, bus load, state changes), parsed bounded:
+    one too large, too deep, not JSON or not of the recorder's shape is counted and
+    skipped, and the count said once, as a warning naming the file (:meth:`say`)."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.skipped = 0
+        self._first = ""
+
+    def body(self, data: bytes, topic: str, shape: Callable[[Any], bool]) -> dict[str, Any] | None:
+        from fwbridge.protocols.config_text import parse_json_bytes
+
+        try:
+            body = parse_json_bytes(data, topic, MAX_JSON_RECORD)
+            why = None if shape(body) else "not the recorder's fields"
+        except ValueError as exc:  # TextLimitError, not UTF-8, not JSON
+            body, why = None, " ".join(str(exc).split())[:200]
+        if why is None:
+            return body  # type: ignore[no-any-return]
+        self.skipped += 1
+        if not self._first:
+            self._first = why if why.startswith(f"{topic}:") else f"{topic}: {why}"
+        return None
+
+    def say(self) -> int:
+        if self.skipped:
+            from fwbridge.bridge.record.damage import warn_damage
+
+            warn_damage(self.source, f"{self.skipped} JSON record(s) skipped (the first: "
+                        f"{self._first})")
+        return self.skipped
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _counters_shape(body: Any) -> bool:
+    """``{side: {counter: number}}``, as the serial recorder writes them."""
+    return isinstance(body, dict) and all(
+        isinstance(v, dict) and all(_number(n) for n in v.values()) for v in body.values())
+
+
+def _load_shape(body: Any) -> bool:
+    rate = body.get("bitrate") if isinstance(body, dict) else 0
+    return isinstance(body, dict) and (rate is None or (type(rate) is int and rate > 0))
+
+
+def _state_shape(body: Any) -> bool:
+    return isinstance(body, dict) and all(isinstance(body.get(k), str)
+                                          for k in ("node", "old", "new"))
 
 
 def _mcap_of(path: Path, tmp: Path) -> Path:
@@ -75,12 +133,14 @@ def _mcap_of(path: Path, tmp: Path) -> Path:
     return out
 
 
-def base_series(mcap: Path) -> BaseSeries:
-    """The odometry, commands and counters of an MCAP capture (decoded by rosbags)."""
+def base_series(mcap: Path, source: Path | None = None) -> BaseSeries:
+    """The odometry, commands and counters of an MCAP capture (decoded by rosbags);
+    ``source``: the file it was converted from, the one a skipped record names."""
     from fwbridge.bridge.node import topics
     from fwbridge.bridge.record.mcap_io import read_mcap
 
     s = BaseSeries()
+    records = _JsonRecords(source or mcap)
     t0: float | None = None
     wanted = ("/odom", "/cmd_vel", "/fwbridge/counters", "odom", "cmd_vel")  # also relative
     for rec in read_mcap(mcap, wanted):
@@ -102,12 +162,15 @@ def base_series(mcap: Path) -> BaseSeries:
             s.cmd_t.append(t - t0)
             s.cmd.append((m.linear.x, m.linear.y, m.angular.z))
         else:
-            body = json.loads(rec.data)
+            body = records.body(rec.data, rec.topic, _counters_shape)
+            if body is None:
+                continue
             s.counters_t.append(t - t0)
             for side, values in body.items():
                 for name in ("frames", "checksum_errors", "discarded", "resyncs"):
                     if name in values:
                         s.counters[f"{side} {name}"].append(values[name])
+    s.skipped = records.say()
     return s
 
 
@@ -142,13 +205,18 @@ def can_series(path: Path, bitrate: int | None = None, window: float = 1.0) -> C
     if path.suffix.lower() == ".mcap":
         from fwbridge.bridge.record.mcap_io import read_mcap
 
+        records = _JsonRecords(path)
         for rec in read_mcap(path, ("/fwbridge/can/load", "/fwbridge/can/state")):
-            body = json.loads(rec.data)
-            if rec.topic == "/fwbridge/can/load":
+            load = rec.topic == "/fwbridge/can/load"
+            body = records.body(rec.data, rec.topic, _load_shape if load else _state_shape)
+            if body is None:
+                continue
+            if load:
                 s.bitrate = s.bitrate or body.get("bitrate")
             elif t0 is not None:
                 s.states.append((rec.log_time_ns / 1e9 - t0, body["node"], body["old"],
                                  body["new"]))
+        s.skipped = records.say()
     ids = sorted({i for c in frames for i in c})
     s.totals = {i: sum(c[i] for c in frames) for i in ids}
     # Only whole windows make the series: the last one ends after the last frame and would
@@ -329,26 +397,15 @@ def _style(handle: Any) -> tuple[Any, Any]:
 
 
 def _save(fig: Any, out: Path, dpi: float | None = None) -> None:
-    """Write ``fig`` to ``out`` whole: beside it, then renamed in place."""
+    """Write ``fig`` to ``out`` whole: beside it, then renamed in place (safe_output)."""
     import matplotlib.pyplot as plt
 
-    tmp = ""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".png", dir=out.parent)
-        os.close(fd)
-        fig.savefig(tmp, format="png", dpi=dpi)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it
-        os.replace(tmp, out)
-    except OSError as exc:  # named by OUT, never by the temporary file beside it
-        from fwbridge.bridge.record.safe_output import OutputError
+    from fwbridge.bridge.record.safe_output import write_with
 
-        raise OutputError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    try:
+        write_with(out, lambda fh: fig.savefig(fh, format="png", dpi=dpi))
     finally:
         plt.close(fig)
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def draw_square(res: SquareResult, out: Path, side: float) -> dict[str, Any]:
@@ -400,7 +457,7 @@ def plot_capture(path: Path, out: Path, bitrate: int | None = None) -> dict[str,
     if kind == "can":
         return draw(can_series(path, bitrate), out, f"{path.name}: CAN bus")
     with tempfile.TemporaryDirectory() as tmp:
-        series = base_series(_mcap_of(path, Path(tmp)))
+        series = base_series(_mcap_of(path, Path(tmp)), path)
     return draw(series, out, f"{path.name}: base")
 
 

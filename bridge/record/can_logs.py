@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import re
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from can.io.blf import BLFParseError
 from can.io.logger import MESSAGE_WRITERS
 
 from fwbridge.bridge.record.can_pcapng import PcapngWriter, read_pcap
+from fwbridge.bridge.record.safe_output import open_output, prepare
 from fwbridge.can_bus.ids import ActuatorMessage, from_message
 from fwbridge.protocols.errors import CaptureError, CaptureTruncated, FrameError
 
@@ -80,7 +82,15 @@ def open_writer(path: str | Path, **kwargs: Any) -> can.Listener:
         raise CaptureError(f"{p}: writing {p.suffix} needs the {_WRITER_NEEDS[p.suffix.lower()]} "
                          "package, which is not installed; use one of "
                          + ", ".join(writable_suffixes()))
-    return can.Logger(p, **kwargs)
+    writer: Any = MESSAGE_WRITERS[p.suffix.lower()]
+    if p.suffix.lower() in _TEXT_READERS:  # text logs: a line a write, kept whole on a full disk
+        text = io.TextIOWrapper(open_output(p), encoding="utf-8", write_through=True)
+        listener: can.Listener = writer(text, **kwargs)
+        return listener
+    if p.suffix.lower() == ".blf":
+        blf: can.Listener = writer(open_output(p), **kwargs)
+        return blf
+    return can.Logger(prepare(p), **kwargs)  # python-can opens the path: a link there is gone
 
 
 class CaptureNotFound(CaptureError, FileNotFoundError):
@@ -100,17 +110,183 @@ def read_messages(path: str | Path) -> Iterator[can.Message]:
 
         yield from read_mcap_messages(p)
         return
+    suffix = p.suffix.lower()
     try:
-        with can.LogReader(p) as reader:
-            yield from reader
-            if isinstance(reader, can.BLFReader):
-                _check_blf_length(p, reader)
-            elif p.suffix.lower() == ".asc":
+        if suffix == ".blf":
+            with CheckedBLFReader(p) as blf:
+                yield from blf
+                _check_blf_length(p, blf)
+        elif suffix in _TEXT_READERS:
+            with BoundedLines(p) as lines, _TEXT_READERS[suffix](lines) as text:
+                yield from text
+                lines.check()  # the over-long lines skipped, if any: named after the frames
+            if suffix == ".asc":
                 _check_asc_end(p)
+        else:
+            with can.LogReader(p) as reader:
+                yield from reader
     except CaptureError:
         raise
     except _PARSE_ERRORS as exc:  # python-can's readers raise whatever their parser hit
         raise CaptureReadError(f"corrupt or truncated {p.suffix} data: {exc}") from exc
+
+
+#: The longest line of a text log (bytes): a CAN FD frame's line is under 300.
+LINE_LIMIT = 64 * 1024
+#: The largest BLF object (a log container holds about 128 KiB) and a container inflated.
+BLF_OBJECT_LIMIT = 16 << 20
+#: The largest BLF file header (144 bytes as written; more is reserved space).
+BLF_HEADER_LIMIT = 64 * 1024
+
+_TEXT_READERS: dict[str, Any] = {".log": can.CanutilsLogReader, ".asc": can.ASCReader,
+                                 ".csv": can.CSVReader, ".trc": can.TRCReader}
+
+
+class BoundedLines:
+    """A text log read line by line, no line longer than ``limit`` bytes held in memory.
+
+    What python-can's text readers iterate instead of the file: a longer line
+    is skipped (read past in bounded pieces) and counted; :meth:`check` then
+    names the file, how many there were and where the first began.
+    """
+
+    def __init__(self, path: str | Path, limit: int = LINE_LIMIT) -> None:
+        self.path = Path(path)
+        self.limit = limit
+        self.long = 0
+        self.first: tuple[int, int] | None = None  # (line number, byte offset)
+        self._line = 0
+        self._at = 0
+        self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        while True:
+            raw = self._file.readline(self.limit + 1)
+            if not raw:
+                raise StopIteration
+            start, self._line = self._at, self._line + 1
+            self._at += len(raw)
+            if len(raw) <= self.limit or raw.endswith(b"\n"):
+                return raw.decode("utf-8")
+            while raw and not raw.endswith(b"\n"):  # the rest of the line, a piece at a time
+                raw = self._file.readline(self.limit)
+                self._at += len(raw)
+            self.long += 1
+            if self.first is None:
+                self.first = (self._line, start)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __enter__(self) -> BoundedLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def check(self) -> None:
+        """CaptureReadError if a line was too long (after the frames of the others)."""
+        if self.first is not None:
+            line, at = self.first
+            raise CaptureReadError(
+                f"{self.path}: {self.long} line(s) longer than {self.limit} bytes skipped "
+                f"(the first: line {line}, from byte {at})")
+
+
+class CheckedBLFReader(can.BLFReader):
+    """python-can's BLF reader with every size it reads checked first.
+
+    A damaged file header (its size), object (signature, size) or log
+    container (compression method, what it inflates to) is one
+    :class:`CaptureReadError` naming the file, the field and the byte offset,
+    never a silent end (python-can skips an unknown compression and reads a
+    header of any size) or an allocation of gigabytes.
+    """
+
+    def __init__(self, file: str | Path, **kwargs: Any) -> None:
+        from can.io.blf import FILE_HEADER_STRUCT, systemtime_to_timestamp
+
+        can.io.generic.BinaryIOMessageReader.__init__(self, file, mode="rb")
+        self.path = Path(file)
+        size = self.path.stat().st_size
+        data = self.file.read(FILE_HEADER_STRUCT.size)
+        if data[:4] != b"LOGG":
+            raise CaptureReadError(f"{self.path}: not a BLF file (signature "
+                                   f"{data[:4].hex(' ') or 'missing'} is not LOGG, bytes 0-3)")
+        if len(data) < FILE_HEADER_STRUCT.size:
+            raise CaptureTruncatedRead(f"{self.path}: cut at byte {len(data)}, inside the "
+                                       f"{FILE_HEADER_STRUCT.size}-byte BLF file header")
+        header = FILE_HEADER_STRUCT.unpack(data)
+        header_size = header[1]
+        if not FILE_HEADER_STRUCT.size <= header_size <= min(BLF_HEADER_LIMIT, size):
+            raise CaptureReadError(
+                f"{self.path}: BLF header size {header_size} out of bounds (bytes 4-7: "
+                f"{data[4:8].hex(' ')}; {FILE_HEADER_STRUCT.size} to {BLF_HEADER_LIMIT})")
+        self.file_size = header[10]
+        self.uncompressed_size = header[11]
+        self.object_count = header[12]
+        self.start_timestamp = systemtime_to_timestamp(header[14:22])
+        self.stop_timestamp = systemtime_to_timestamp(header[22:30])
+        self.file.read(header_size - FILE_HEADER_STRUCT.size)
+        self._tail = b""
+        self._pos = 0
+
+    def __iter__(self) -> Generator[can.Message, None, None]:
+        from can.io.blf import (
+            LOG_CONTAINER,
+            LOG_CONTAINER_STRUCT,
+            NO_COMPRESSION,
+            OBJ_HEADER_BASE_STRUCT,
+            ZLIB_DEFLATE,
+        )
+
+        base = OBJ_HEADER_BASE_STRUCT.size
+        while True:
+            at = self.file.tell()
+            data = self.file.read(base)
+            if len(data) < base:
+                break  # the end, or a cut (the header's file size tells: _check_blf_length)
+            signature, _, _, obj_size, obj_type = OBJ_HEADER_BASE_STRUCT.unpack(data)
+            if signature != b"LOBJ":
+                raise CaptureReadError(f"{self.path}: BLF object at byte {at}: signature "
+                                       f"{data[:4].hex(' ')} is not LOBJ (bytes {at}-{at + 3})")
+            if not base <= obj_size <= BLF_OBJECT_LIMIT:
+                raise CaptureReadError(
+                    f"{self.path}: BLF object at byte {at}: size {obj_size} out of bounds "
+                    f"(bytes {at + 8}-{at + 11}: {data[8:12].hex(' ')}; at most "
+                    f"{BLF_OBJECT_LIMIT})")
+            obj_data = self.file.read(obj_size - base)
+            self.file.read(obj_size % 4)  # padding
+            if obj_type != LOG_CONTAINER:
+                continue
+            if len(obj_data) < LOG_CONTAINER_STRUCT.size:
+                break  # cut inside the container's header
+            method, _ = LOG_CONTAINER_STRUCT.unpack_from(obj_data)
+            packed = obj_data[LOG_CONTAINER_STRUCT.size:]
+            if method == NO_COMPRESSION:
+                raw = packed
+            elif method == ZLIB_DEFLATE:
+                inflate = zlib.decompressobj()
+                raw = inflate.decompress(packed, BLF_OBJECT_LIMIT)
+                if inflate.unconsumed_tail:
+                    raise CaptureReadError(
+                        f"{self.path}: BLF container at byte {at} inflates beyond "
+                        f"{BLF_OBJECT_LIMIT} bytes")
+            else:
+                raise CaptureReadError(
+                    f"{self.path}: BLF container at byte {at}: compression method {method} "
+                    f"unknown (bytes {at + base}-{at + base + 1}; 0 none, 2 zlib)")
+            yield from self._parse_container(raw)
+            if len(self._tail) > BLF_OBJECT_LIMIT:
+                raise CaptureReadError(f"{self.path}: BLF object across containers from byte "
+                                       f"{at} longer than {BLF_OBJECT_LIMIT} bytes")
+        self.stop()
 
 
 def _check_blf_length(p: Path, reader: can.BLFReader) -> None:

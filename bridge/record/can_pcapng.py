@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import can
 from can.io.generic import BinaryIOMessageReader, BinaryIOMessageWriter
 from can.typechecking import StringPathLike
 
+from fwbridge.bridge.record.safe_output import open_output
 from fwbridge.protocols.errors import CaptureError
 from fwbridge.protocols.pcapng import (
     INBOUND,
@@ -84,6 +86,8 @@ class PcapngWriter(BinaryIOMessageWriter):
     def __init__(self, file: StringPathLike | BinaryIO, append: bool = False,
                  **kwargs: Any) -> None:
         # A new section is always written; appending one to an existing file is valid pcapng.
+        if isinstance(file, (str, os.PathLike)) and not append:
+            file = cast("BinaryIO", open_output(file))  # a link replaced, never written through
         super().__init__(file, mode="ab" if append else "wb")
         self.file.write(section_header())
         self._ifaces: dict[str, int] = {}
@@ -114,13 +118,19 @@ class PcapngReader(BinaryIOMessageReader):
         super().__init__(file, mode="rb")
 
     def __iter__(self) -> Iterator[can.Message]:
-        yield from parse(self.file.read())
+        yield from _parse(self.file.read)
         self.stop()
 
 
 def read_pcap(path: str | Path) -> Iterator[can.Message]:
-    """CAN messages from a pcapng or classic pcap file with link type 227."""
-    yield from parse(Path(path).read_bytes())
+    """CAN messages from a pcapng or classic pcap file with link type 227 (read a block at
+    a time: memory stays bounded whatever the file's size)."""
+    with open(path, "rb") as f:
+        yield from _parse(f.read)
+
+
+#: The longest packet of a classic pcap file (the largest snap length tools write).
+CLASSIC_PACKET_MAX = 262144
 
 
 def parse(data: bytes) -> Iterator[can.Message]:
@@ -131,12 +141,26 @@ def parse(data: bytes) -> Iterator[can.Message]:
     file raises :class:`CaptureError` (a ``ValueError``) naming the offset,
     after the messages before it.
     """
-    if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
-                    b"\xa1\xb2\x3c\x4d"):
-        yield from _read_classic(data)
+    yield from _parse(io.BytesIO(data).read)
+
+
+def _parse(read: Callable[[int], bytes]) -> Iterator[can.Message]:
+    """:func:`parse` on a stream's ``read``."""
+    magic = read(4)
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
+                 b"\xa1\xb2\x3c\x4d"):
+        yield from _read_classic(magic, read)
         return
+
+    def again(n: int) -> bytes:  # the magic read above, then the stream
+        nonlocal magic
+        if magic:
+            out, magic = magic[:n], magic[n:]
+            return out
+        return read(n)
+
     can_packets, other = 0, set()
-    for pkt in iter_packets(io.BytesIO(data).read):
+    for pkt in iter_packets(again):
         if pkt.linktype == LINKTYPE_CAN_SOCKETCAN:
             can_packets += 1
             is_rx = pkt.flags is None or (pkt.flags & 0x3) != OUTBOUND
@@ -150,21 +174,29 @@ def parse(data: bytes) -> Iterator[can.Message]:
                            "(SocketCAN)")
 
 
-def _read_classic(data: bytes) -> Iterator[can.Message]:
-    if len(data) < 24:
-        raise CaptureError(f"classic pcap: {len(data)}-byte file, shorter than its 24-byte header")
-    magic = data[:4]
+def _read_classic(magic: bytes, read: Callable[[int], bytes]) -> Iterator[can.Message]:
+    rest = read(20)
+    if len(rest) < 20:
+        raise CaptureError(f"classic pcap: {4 + len(rest)}-byte file, shorter than its "
+                           "24-byte header")
     e = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
     frac = 10**9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 10**6
-    linktype = struct.unpack_from(e + "I", data, 20)[0] & 0x0FFFFFFF
+    linktype = struct.unpack_from(e + "I", rest, 16)[0] & 0x0FFFFFFF
     pos = 24
-    while pos < len(data):
-        if pos + 16 > len(data):
+    while True:
+        head = read(16)
+        if not head:
+            return
+        if len(head) < 16:
             raise CaptureError(f"offset {pos}: truncated: the file ends inside a packet header")
-        sec, sub, caplen, _ = struct.unpack_from(e + "IIII", data, pos)
-        if pos + 16 + caplen > len(data):
+        sec, sub, caplen, _ = struct.unpack(e + "IIII", head)
+        if caplen > CLASSIC_PACKET_MAX:
+            raise CaptureError(f"offset {pos}: packet length {caplen} out of bounds (bytes "
+                               f"{pos + 8}-{pos + 11}; at most {CLASSIC_PACKET_MAX})")
+        data = read(caplen)
+        if len(data) < caplen:
             raise CaptureError(f"offset {pos}: truncated or corrupt: a {caplen}-byte packet, but "
-                             f"the file ends {len(data) - pos - 16} bytes into it")
+                               f"the file ends {len(data)} bytes into it")
         if linktype == LINKTYPE_CAN_SOCKETCAN:
-            yield decode_packet(data[pos + 16:pos + 16 + caplen], sec + sub / frac)
+            yield decode_packet(data, sec + sub / frac)
         pos += 16 + caplen

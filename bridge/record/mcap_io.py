@@ -472,10 +472,12 @@ def _data_crc_trouble(stream: IO[bytes]) -> str | None:
             return None
         got = zlib.crc32(block, got)
         left -= len(block)
-    if got != crc:
-        return (f"data section damaged outside the chunks (crc mismatch: {got:08x}, its end "
-                f"says {crc:08x}); every chunk's own CRC held: no message lost")
-    return None
+    return _outside(got, crc) if got != crc else None
+
+
+def _outside(got: int, crc: int) -> str:
+    return (f"data section damaged outside the chunks (crc mismatch: {got:08x}, its end says "
+            f"{crc:08x}); every chunk's own CRC held: no message lost")
 
 
 def _footer_of(stream: IO[bytes]) -> tuple[int, int] | None:
@@ -542,6 +544,9 @@ def _recover(p: Path, stream: IO[bytes], reader: Any, wanted: set[str] | None,
             damaged(why, McapTruncated(f"{p}: {why}"))
             return
         except Exception as exc:
+            if isinstance(getattr(exc, "record", None), DataEnd):  # every chunk held its CRC
+                _said(p, trouble, _outside(getattr(exc, "actual", 0), getattr(exc, "expected", 0)))
+                return
             at = stream.tell()
             if at >= size:
                 why = (f"cut at byte {good} of {size} ({_why(exc)}); "
@@ -564,9 +569,17 @@ def _recover(p: Path, stream: IO[bytes], reader: Any, wanted: set[str] | None,
                 yield McapRecord(topic, schemas.get(schema_id, ""), record.log_time,
                                  bytes(record.data))
         elif isinstance(record, DataEnd | Footer):
-            if trouble is not None:
-                warn_damage(p, f"{trouble}; read by scanning the data section")
+            _said(p, trouble)
             return
+
+
+def _said(p: Path, trouble: str | None, *more: str) -> None:
+    """The damage a scan got past, one warning each: why the summary was not used, and
+    what else was found."""
+    if trouble is not None:
+        warn_damage(p, f"{trouble}; read by scanning the data section")
+    for what in more:
+        warn_damage(p, what)
 
 
 def _records(records: Iterator[Any], chunk_type: Any, breakup: Callable[..., list[Any]]

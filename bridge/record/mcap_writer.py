@@ -108,6 +108,7 @@ class McapWriter:
         self._indexed = index
         self._flush_ns = flush_ns
         self._pos = 0
+        self._crc = 0  # of every byte written: the data section's, then the summary's
         self._schemas: dict[int, bytes] = {}  # id -> record bytes
         self._channels: dict[int, bytes] = {}
         self._chunk_indexes: list[bytes] = []
@@ -124,6 +125,7 @@ class McapWriter:
     def _write(self, data: bytes) -> None:
         self._out.write(data)
         self._pos += len(data)
+        self._crc = zlib.crc32(data, self._crc)
 
     def _new_chunk(self) -> None:
         self._buf = bytearray()
@@ -246,8 +248,9 @@ class McapWriter:
             self._write(bytes(self._buf))
             self._buf = bytearray()
         self.flush()
-        self._write(_record(OP_DATA_END, _U32.pack(0)))
+        self._write(_record(OP_DATA_END, _U32.pack(self._crc)))  # magic to the data end
         summary_start = self._pos
+        self._crc = 0  # the summary's CRC: from its start up to the footer's CRC field
         groups: list[tuple[int, bytes]] = []
         counts = b"".join(_U16.pack(c) + _U64.pack(n) for c, n in sorted(self._counts.items()))
         stats = _record(OP_STATISTICS, b"".join((
@@ -270,6 +273,7 @@ class McapWriter:
             pos += len(data)
         offset_start = self._pos
         self._write(bytes(offsets))
-        self._write(_record(OP_FOOTER, _U64.pack(summary_start) + _U64.pack(offset_start)
-                            + _U32.pack(0)) + MAGIC)
+        footer = _record(OP_FOOTER, _U64.pack(summary_start) + _U64.pack(offset_start)
+                         + _U32.pack(0))[:-4]
+        self._write(footer + _U32.pack(zlib.crc32(footer, self._crc)) + MAGIC)
         self._out.flush()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from fwbridge.bridge.node.sinks import RX, TX, ByteSink, SinkBase
+from fwbridge.bridge.record.safe_output import open_output
 from fwbridge.protocols.errors import CaptureError
 from fwbridge.protocols.pcapng import (
     INBOUND,
@@ -94,7 +95,7 @@ class CaptureWriter(SinkBase):
     ) -> None:
         if isinstance(target, (str, os.PathLike)):
             self.path: Path | None = Path(target)
-            self._stream: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+            self._stream: IO[bytes] = open_output(self.path)  # a link replaced, never followed
         else:
             self.path, self._stream = None, target
         self._clock_ns = clock_ns
