@@ -117,7 +117,7 @@ class _Above(io.TextIOBase):
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+            return self.stream.write(text)  # the stream's own TypeError, as io's contract has it
         with self._line.lock:
             self.pending += text
             if "\n" in self.pending:

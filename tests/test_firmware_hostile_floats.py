@@ -113,7 +113,7 @@ class Odometry(threading.Thread):
             got = self.since(start)
             if pred(got):
                 return got
-            time.sleep(0.01)
+            time.sleep(0.01)  # polling: the condition, within the deadline
         got = self.since(start)
         raise AssertionError(f"{what}: {len(got)} odometry frames since, last "
                              f"{got[-1] if got else None}")
@@ -183,7 +183,7 @@ def drive_hostile(board: Board, odom: Odometry) -> dict[str, int]:
         k += 1
         if reports((0, 0, 0))(odom.since(start)):
             break
-        time.sleep(0.02)
+        time.sleep(0.02)  # pacing: a refused command every 20 ms until the watchdog trips
     odom.wait("the watchdog to stop the base", reports((0, 0, 0)), start)
 
     # From standstill, refused commands do not move it.

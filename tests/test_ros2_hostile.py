@@ -277,7 +277,7 @@ def test_malformed_samples_of_every_kind_are_said_once_a_second(
                               attachment=_attachment(i + 1))
             end = time.monotonic() + 10
             while sub.malformed < before + 300 and time.monotonic() < end:
-                time.sleep(0.02)  # polling the counter, within the deadline
+                time.sleep(0.02)  # polling: the counter, within the deadline
             elapsed = time.monotonic() - start
     finally:
         publisher.undeclare()

@@ -261,7 +261,7 @@ def test_decode_follows_a_resized_window(ten: str, tmp_path: Path) -> None:
                 break
             except OSError:
                 assert time.monotonic() < deadline, term.text
-                time.sleep(0.05)
+                time.sleep(0.05)  # polling: the open, within the deadline
         os.set_blocking(fd, True)
         with os.fdopen(fd, "wb") as pipe:
             pipe.write(frames(ten, [{**VALUES[0], "seq": 1}] * first))
@@ -292,7 +292,7 @@ def _sniffed(term: Terminal, pair: PtyPair, frame: bytes, seq: int) -> list[str]
         if rows:
             return rows
         assert time.monotonic() < deadline and term.proc.poll() is None, term.text
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling: the rows, within the deadline
 
 
 def _check_pairs(line: str, columns: int, real: dict[str, Any]) -> int:

@@ -29,6 +29,8 @@ import os
 import select
 import socket
 
+from fwbridge.protocols.errors import StateError
+
 __all__ = ["BUFFER", "PtyRelay"]
 
 #: Bytes held on each leg (the socket's buffers, the relay's own queues).
@@ -74,7 +76,7 @@ class PtyRelay:
     def far_fd(self) -> int:
         """The socket end for the other process (pass it to the child, then :meth:`handed`)."""
         if self._far is None:
-            raise ValueError("the far end was already handed over")
+            raise StateError("the far end was already handed over")
         return self._far.fileno()
 
     def handed(self) -> None:

@@ -25,6 +25,8 @@ import contextlib
 import socket
 import threading
 
+from fwbridge.protocols.errors import LinkError
+
 __all__ = ["ALIASES", "HEAD_LIMIT", "HandshakeError", "SubprotocolFront", "client_response",
            "upstream_request"]
 
@@ -39,7 +41,7 @@ MAX_CONNECTIONS = 32
 _PROTOCOL = b"sec-websocket-protocol"
 
 
-class HandshakeError(ValueError):
+class HandshakeError(LinkError, ValueError):
     """A handshake head the front does not pass on (too long, not HTTP)."""
 
 
