@@ -57,7 +57,6 @@ ACKs, no queue growing) once nothing refers to the Bus.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from typing import Any
 
 import can
@@ -85,13 +84,9 @@ class FwBridgeBus(can.BusABC):
     def __init__(self, channel: Any = "sim0", can_filters: CanFilters | None = None, *,
                  capture: str | can.Listener | None = None, seed: int = 0,
                  epoch: float | None = None, dominant_timeout: float = 1e-3,
-                 modules: Any = None, local: Any = None, **kwargs: Any) -> None:
+                 modules: Any = None, **kwargs: Any) -> None:
         if modules is not None:
             raise SimBusInitError(MODULES_MOVED)
-        if local is not None:
-            warnings.warn(FutureWarning(
-                f"local= is gone: a channel is this process's own bus unless it is "
-                f"'{SHARED}NAME'"), stacklevel=3)
         # other keywords (python-can's configuration may hold any) are left alone, as before
         s = settings(**{k: v for k, v in kwargs.items() if k in SETTINGS})
         self._node: BusNode = open_node(
@@ -165,7 +160,7 @@ class FwBridgeBus(can.BusABC):
 
     @staticmethod
     def _detect_available_configs() -> list[AutoDetectedConfig]:
-        names = [*channels(), *(SHARED + d["name"] for d in list_daemons())] or ["sim0"]
+        names = [*channels(), *(SHARED + d["name"] for d in list_daemons(strict=False))] or ["sim0"]
         return [{"interface": "fwbridge", "channel": name} for name in sorted(set(names))]
 
     # -- simulator extras ----------------------------------------------------------

@@ -11,7 +11,6 @@ verb reads and shows. ``fw demo`` drives the square on it through the bridge.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -22,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-import tty
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from fwbridge.bridge.link.pty_relay import PtyRelay
 from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
 from fwbridge.cli_verbs.params import DURATION
 from fwbridge.cli_verbs.status_line import StatusLine
+from fwbridge.protocols.config_text import parse_json_bytes
 from fwbridge.protocols.errors import Error
 
 #: The source tree's firmware_ref/ (a checkout; it is not in the wheel).
@@ -69,6 +68,21 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         import ctypes
 
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+
+
+#: The longest counters line read from the board's UART1 (far longer than the firmware's).
+DIAG_LINE = 1 << 16
+
+
+def _diag_status(raw: bytes) -> dict[str, Any] | None:
+    """A counters line of the board: a JSON object stamped with its ``ms``, bounded in bytes
+    and nesting; anything else None (a damaged line is left, the last good one kept)."""
+    try:
+        st = parse_json_bytes(raw, "UART1", DIAG_LINE)
+    except ValueError:  # too long, nested too deeply, not JSON
+        return None
+    ok = isinstance(st, dict) and type(st.get("ms")) is int
+    return st if ok else None
 
 
 class QemuBoard:
@@ -148,6 +162,8 @@ class QemuBoard:
         self._relayer.start()
         # Keep reading QEMU's output (warnings) so it never blocks on a full pipe.
         threading.Thread(target=self._drain, args=(out,), daemon=True).start()
+        import tty  # POSIX, as the relay above: imported here so the CLI loads on Windows
+
         self._diag_fd = os.open(self.diag_port, os.O_RDWR | os.O_NOCTTY)
         tty.setraw(self._diag_fd)
         self._reader = threading.Thread(target=self._read_diag, daemon=True)
@@ -173,13 +189,14 @@ class QemuBoard:
                 return
             buf += chunk
             *lines, buf = buf.split(b"\n")
-            buf = buf[-65536:]  # a line that never ends cannot grow without bound
+            buf = buf[-(DIAG_LINE + 1):]  # a line that never ends: bounded, and refused
             for raw in lines:
                 text = raw.decode(errors="replace").strip()
                 with self._cond:
                     if text.startswith("{"):
-                        with contextlib.suppress(ValueError):
-                            self.latest = json.loads(text)
+                        st = _diag_status(raw)
+                        if st is not None:
+                            self.latest = st
                     elif "ready" in text:
                         self.ready = True
                     self._cond.notify_all()

@@ -436,12 +436,13 @@ def _pid() -> int:
 def _parse_yaml(text: str) -> Any:
     from ruamel.yaml import YAML
 
-    try:
+    shown = repr(text) if len(text) <= 80 else f"{text[:80]!r}… ({len(text)} characters)"
+    try:  # as long as an argument can be (the kernel bounds it); too deep: RecursionError
         data = YAML(typ="safe").load(text)
     except Exception as exc:  # ruamel's parser and scanner errors share no public root
-        fail(f"'YAML': cannot parse {text!r}: {' '.join(str(exc).split())}")
+        fail(f"'YAML': cannot parse {shown}: {' '.join(str(exc).split())[:300]}")
     if data is not None and not isinstance(data, dict):
-        fail(f"'YAML': expected a mapping of fields like '{{linear: {{x: 0.2}}}}', got {text!r}")
+        fail(f"'YAML': expected a mapping of fields like '{{linear: {{x: 0.2}}}}', got {shown}")
     return data
 
 

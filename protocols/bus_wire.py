@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from enum import IntEnum
 from typing import Any, NamedTuple
 
+from fwbridge.protocols.config_text import TextLimitError
+from fwbridge.protocols.config_text import parse_json as parse_json_text
 from fwbridge.protocols.errors import CanFrameError
 
 __all__ = ["HEADER", "MAX_PACKET", "MESSAGE", "Call", "Hello", "Kind", "Message",
@@ -176,11 +178,12 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse_json(body: bytes) -> Any:
-    """A JSON body: UTF-8, no NaN or Infinity, nesting that Python can parse."""
+    """A JSON body: UTF-8, no NaN or Infinity, nested at most 32 deep (what a check of
+    it may print, ``repr``, recurses too)."""
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
-    except RecursionError:
-        raise WireError("JSON nested too deeply") from None
+        return parse_json_text(body.decode("utf-8"), "packet", parse_constant=_reject_constant)
+    except TextLimitError as exc:
+        raise WireError(f"JSON {exc.reason}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         if isinstance(exc, WireError):
             raise

@@ -22,7 +22,7 @@ from typing import Any
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["MAX_DEPTH", "MAX_FILE", "TextLimitError", "check_nesting", "parse_json",
-           "parse_toml", "read_limited"]
+           "parse_json_bytes", "parse_toml", "read_limited"]
 
 #: Deeper than any file of the tool's formats (a robot file is three levels deep at most).
 MAX_DEPTH = 32
@@ -169,14 +169,28 @@ def parse_toml(text: str, source: str, limit: int = MAX_DEPTH) -> dict[str, Any]
     return doc
 
 
-def parse_json(text: str, source: str, limit: int = MAX_DEPTH) -> Any:
+def parse_json(text: str, source: str, limit: int = MAX_DEPTH, *,
+               parse_constant: Callable[[str], Any] | None = None) -> Any:
     """``json.loads(text)`` with the nesting bounded (:class:`TextLimitError`); a syntax error
-    is ``json.JSONDecodeError`` (a ``ValueError``), as before."""
-    check_nesting(text, source, "json", limit)
+    is ``json.JSONDecodeError`` (a ``ValueError``), as before. ``parse_constant``: as
+    json's (NaN, Infinity)."""
+    # No deeper than its openers: most texts (a record of counters) need no scan at all.
+    if text.count("[") + text.count("{") > limit:
+        check_nesting(text, source, "json", limit)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=parse_constant)
     except RecursionError:
         raise TextLimitError(source, 0, "arrays or objects nested too deeply") from None
+
+
+def parse_json_bytes(data: bytes, source: str, size: int = MAX_FILE,
+                     limit: int = MAX_DEPTH) -> Any:
+    """:func:`parse_json` of ``data`` (UTF-8) already in memory (a record of a capture, a
+    line from a peer): more than ``size`` bytes is a :class:`TextLimitError` before any
+    decoding; text that is not UTF-8 or not JSON is a ``ValueError``, as before."""
+    if len(data) > size:
+        raise TextLimitError(source, 0, f"{len(data)} bytes of JSON, more than {size}")
+    return parse_json(data.decode("utf-8"), source, limit)
 
 
 def read_limited(read: Callable[[int], bytes], source: str, limit: int = MAX_FILE) -> bytes:

@@ -53,6 +53,7 @@ from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant, RosService
 from fwbridge.bridge.ros2.rosout import WARN, Rosout
 from fwbridge.bridge.ros2.services import SET_PARAMETERS, typed_parameter_value
+from fwbridge.protocols.config_text import TextLimitError, parse_json
 from fwbridge.protocols.errors import Error, FrameError, LinkError
 from fwbridge.protocols.fish_commands import FishMode, StatusInfo, UserConfig
 
@@ -136,7 +137,9 @@ def _check_one(name: str, value: object) -> tuple[Any, str | None]:
         if len(value) > MAX_STRING:
             return None, f"scenes: {len(value)} characters, at most {MAX_STRING}"
         try:
-            parsed = json.loads(value)
+            parsed = parse_json(value, "scenes")  # nesting bounded: no RecursionError
+        except TextLimitError as exc:
+            return None, f"scenes: {exc.reason}"
         except json.JSONDecodeError as exc:
             return None, f"scenes: not JSON: {exc.msg} at character {exc.pos}"
         if not isinstance(parsed, list):

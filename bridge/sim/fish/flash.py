@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fwbridge.protocols.action_frame import MAX_LENGTH
+from fwbridge.protocols.config_text import TextLimitError, parse_json_bytes, read_limited
 from fwbridge.protocols.crc import crc16
 from fwbridge.protocols.errors import ConfigError, FrameError
 from fwbridge.protocols.fish_commands import (
@@ -34,11 +36,14 @@ from fwbridge.protocols.fish_commands import (
     make_image,
 )
 
-__all__ = ["FACTORY_IMAGE", "FORMAT", "MAX_ACTIONS", "FishFlash", "FlashError", "Upgrade",
-           "write_whole"]
+__all__ = ["FACTORY_IMAGE", "FORMAT", "MAX_ACTIONS", "MAX_FLASH_FILE", "FishFlash", "FlashError",
+           "Upgrade", "write_whole"]
 
 FORMAT = "fwbridge-fish-flash-1"
 MAX_ACTIONS = 16
+#: The largest flash file read: both banks and every action group at their largest, as hex,
+#: with room to spare (a larger file is not one the simulator wrote).
+MAX_FLASH_FILE = 2 * (2 * MAX_IMAGE + MAX_ACTIONS * MAX_LENGTH) + (1 << 16)
 #: The image bank A holds when the flash is new: version 1.0.
 FACTORY_IMAGE = make_image(0x0100, b"fish main controller, factory image")
 
@@ -110,7 +115,9 @@ class FishFlash:
             flash.save()
             return flash
         try:
-            d = json.loads(p.read_text(encoding="utf-8"))
+            with open(p, "rb") as fh:  # bounded: a device or a huge file is not read whole
+                d = parse_json_bytes(read_limited(fh.read, str(p), MAX_FLASH_FILE), str(p),
+                                     MAX_FLASH_FILE)
             if not isinstance(d, dict) or d.get("format") != FORMAT:
                 raise FlashError(f"{p}: not a fish flash file (no \"format\": \"{FORMAT}\")")
             banks = [None if b is None else bytes.fromhex(_text(b, "banks")) for b in
@@ -119,6 +126,8 @@ class FishFlash:
                         [bytes.fromhex(_text(a, "actions"))
                          for a in _list(d["actions"], "actions")][:MAX_ACTIONS],
                         banks, _count(d["active"], "active"), _count(d.get("boots", 0), "boots"))
+        except TextLimitError as exc:
+            raise FlashError(f"{p}: damaged fish flash file: {exc.reason}") from None
         except FlashError as exc:
             if str(exc).startswith(f"{p}:"):
                 raise

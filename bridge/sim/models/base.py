@@ -20,16 +20,21 @@ from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, Webot
 from fwbridge.bridge.sim.world import Board, open_serial
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.config_text import parse_json_bytes
 from fwbridge.protocols.engine import receiver_for
 from fwbridge.protocols.odom_frame import OdomFrame
 
 __all__ = ["FirmwareBase", "LinkCounters"]
 
+#: The longest supervisor line: a command is a small JSON object; longer is garbage.
+_SUP_LINE_MAX = 4096
+
 
 class LinkCounters:
     """The firmware's own view of its link."""
 
-    __slots__ = ("cmd_applied", "cmd_rejected", "odom_refused", "odom_sent", "status_sent")
+    __slots__ = ("cmd_applied", "cmd_rejected", "odom_refused", "odom_sent", "status_sent",
+                 "supervisor_refused")
 
     def __init__(self) -> None:
         self.cmd_applied = 0
@@ -37,6 +42,7 @@ class LinkCounters:
         self.odom_sent = 0
         self.odom_refused = 0  # emitter buffer full
         self.status_sent = 0
+        self.supervisor_refused = 0  # supervisor lines that are not a JSON object (or too deep)
 
     def as_dict(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -118,18 +124,28 @@ class FirmwareBase:
         self.cmd_ms = self.clock.millis()
 
     def _supervisor_input(self, data: bytes) -> None:
-        self._sup_buf += data
-        if len(self._sup_buf) > 4096:  # bounded: a line this long is garbage
-            del self._sup_buf[:-4096]
-        while b"\n" in self._sup_buf:
-            line, _, rest = bytes(self._sup_buf).partition(b"\n")
-            self._sup_buf[:] = rest
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
+        if b"\n" not in data:
+            self._sup_buf += data
+        else:  # one split of what came: linear in it however many lines it holds
+            *lines, tail = (bytes(self._sup_buf) + data).split(b"\n")
+            self._sup_buf[:] = tail
+            for line in lines:
+                if line.strip():
+                    self._supervisor_line(line)
+        if len(self._sup_buf) > _SUP_LINE_MAX:  # bounded; the line it ends is refused
+            del self._sup_buf[:-(_SUP_LINE_MAX + 1)]
+
+    def _supervisor_line(self, line: bytes) -> None:
+        """One supervisor command; a line that is not one (too long, nested too deeply, not
+        a JSON object, a field of the wrong type) is counted and ignored."""
+        try:  # nesting bounded: a line of brackets is refused, never a RecursionError
+            msg = parse_json_bytes(line, "supervisor", _SUP_LINE_MAX)
             if isinstance(msg, dict):
                 self.supervisor_command(msg)
+                return
+        except (KeyError, TypeError, ValueError, OverflowError):
+            pass
+        self.counters.supervisor_refused += 1
 
     def send_status(self) -> None:
         if self.supervisor is None:

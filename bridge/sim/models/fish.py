@@ -86,6 +86,7 @@ from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand, encode
 from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
+from fwbridge.protocols.config_text import parse_json_bytes
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC
 from fwbridge.protocols.engine import action_receiver
@@ -147,6 +148,7 @@ class FishCounters(Counters):
     status_sent: int = 0
     reboots: int = 0
     lost_booting: int = 0  # bytes that arrived while the fish was rebooting
+    supervisor_refused: int = 0  # supervisor lines that are not a command
 
 
 def _shutdown(buses: list[FwBridgeBus]) -> None:
@@ -407,21 +409,28 @@ class RobotFish(FishQueries):
 
     # -- supervisor -----------------------------------------------------------------
     def _supervisor_input(self, data: bytes) -> None:
-        self._sup_buf += data
-        if len(self._sup_buf) > _SUP_LINE_MAX:  # bounded: a line this long is garbage
-            del self._sup_buf[:-_SUP_LINE_MAX]
-        while b"\n" in self._sup_buf:
-            line, _, rest = bytes(self._sup_buf).partition(b"\n")
-            self._sup_buf[:] = rest
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
+        if b"\n" not in data:
+            self._sup_buf += data
+        else:  # one split of what came: linear in it however many lines it holds
+            *lines, tail = (bytes(self._sup_buf) + data).split(b"\n")
+            self._sup_buf[:] = tail
+            for line in lines:
+                if line.strip():
+                    self._supervisor_line(line)
+        if len(self._sup_buf) > _SUP_LINE_MAX:  # bounded; the line it ends is refused
+            del self._sup_buf[:-(_SUP_LINE_MAX + 1)]
+
+    def _supervisor_line(self, line: bytes) -> None:
+        """One supervisor command; a line that is not one (too long, nested too deeply, not
+        a JSON object, a malformed command) is counted and ignored, as a bad frame is."""
+        try:  # nesting bounded: a line of brackets is refused, never a RecursionError
+            msg = parse_json_bytes(line, "supervisor", _SUP_LINE_MAX)
             if isinstance(msg, dict):
-                try:
-                    self.supervisor_command(msg)
-                except (KeyError, TypeError, ValueError):
-                    continue  # a malformed command is ignored, as a bad frame would be
+                self.supervisor_command(msg)
+                return
+        except (KeyError, TypeError, ValueError, OverflowError):
+            pass
+        self.stats.supervisor_refused += 1
 
     def supervisor_command(self, msg: dict[str, Any]) -> None:
         cmd = msg.get("cmd")
