@@ -115,4 +115,48 @@ if TYPE_CHECKING:
     )
 
 
-__getattr__, __dir__ = lazy_exports(__name__)
+#: Public name -> defining module; the TYPE_CHECKING block above names the same.
+_EXPORTS = {
+    "ActionLink": "fwbridge.bridge.link.action_link",
+    "Exchange": "fwbridge.bridge.link.action_link",
+    "LinkFailed": "fwbridge.bridge.link.action_link",
+    "LinkBusy": "fwbridge.bridge.link.transports",
+    "LinkLost": "fwbridge.bridge.link.transports",
+    "LinkNotFound": "fwbridge.bridge.link.transports",
+    "LinkPermissionDenied": "fwbridge.bridge.link.transports",
+    "LinkURLError": "fwbridge.bridge.link.transports",
+    "PortError": "fwbridge.bridge.link.transports",
+    "PtyPair": "fwbridge.bridge.link.transports",
+    "available_ports": "fwbridge.bridge.link.transports",
+    "open_async_streams": "fwbridge.bridge.link.transports",
+    "open_link": "fwbridge.bridge.link.transports",
+    "register_url_handler": "fwbridge.bridge.link.transports",
+    "register_url_handlers": "fwbridge.bridge.link.transports",
+    "AsyncBaseNode": "fwbridge.bridge.node.aio",
+    "LinkPolicy": "fwbridge.bridge.node.backoff",
+    "BaseNodeCore": "fwbridge.bridge.node.base_core",
+    "NodeEvent": "fwbridge.bridge.node.base_core",
+    "BaseNode": "fwbridge.bridge.node.base_node",
+    "Calibration": "fwbridge.bridge.node.config",
+    "RobotConfig": "fwbridge.bridge.node.config",
+    "load_calibration": "fwbridge.bridge.node.config",
+    "load_config": "fwbridge.bridge.node.config",
+    "parse_config": "fwbridge.bridge.node.config",
+    "HardwareInterface": "fwbridge.bridge.node.hardware",
+    "LifecycleState": "fwbridge.bridge.node.hardware",
+    "LinkHardware": "fwbridge.bridge.node.hardware",
+    "GarbageWatch": "fwbridge.bridge.node.health",
+    "Odometry": "fwbridge.bridge.node.odometry",
+    "OdometryIntegrator": "fwbridge.bridge.node.odometry",
+    "CallbackSink": "fwbridge.bridge.node.sinks",
+    "JsonLinesSink": "fwbridge.bridge.node.sinks",
+    "Sink": "fwbridge.bridge.node.sinks",
+    "SinkBase": "fwbridge.bridge.node.sinks",
+    "Sinks": "fwbridge.bridge.node.sinks",
+    "read_capture": "fwbridge.bridge.record.serial_captures",
+    "read_payloads": "fwbridge.bridge.record.serial_captures",
+    "CaptureWriter": "fwbridge.bridge.record.serial_pcapng",
+    "Packet": "fwbridge.bridge.record.serial_pcapng",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -13,7 +13,7 @@
 - :mod:`can_bus.daemon` (with :mod:`~can_bus.daemon_client`, :mod:`~can_bus.daemon_nodes`,
   :mod:`~can_bus.socketcand`): one bus shared by many processes.
 - :mod:`can_bus.sim.nodes`: main controller and actuator modules on any python-can bus,
-  and :func:`~can_bus.sim.nodes.start_modules`.
+  and :func:`~can_bus.sim.nodes.start_modules` (the floor above: not re-exported here).
 - CAN captures (log files, pcapng, MCAP) are in the record room, :mod:`fwbridge.bridge.record`.
 """
 
@@ -73,18 +73,6 @@ if TYPE_CHECKING:
     from fwbridge.can_bus.model import (
         StateChanged as StateChanged,
     )
-    from fwbridge.can_bus.sim.nodes import (
-        ActuatorModule as ActuatorModule,
-    )
-    from fwbridge.can_bus.sim.nodes import (
-        MainController as MainController,
-    )
-    from fwbridge.can_bus.sim.nodes import (
-        NodeRunner as NodeRunner,
-    )
-    from fwbridge.can_bus.sim.nodes import (
-        start_modules as start_modules,
-    )
     from fwbridge.can_bus.simchannel import (
         SimBusError as SimBusError,
     )
@@ -93,8 +81,27 @@ if TYPE_CHECKING:
     )
 
 
-# The CAN captures moved to the record room (fwbridge.bridge.record) with the serial ones.
-_MOVED = dict.fromkeys(("PcapngWriter", "PcapngReader", "read_pcap", "open_writer",
-                        "read_messages"), "fwbridge.bridge.record")
+#: Public name -> defining module; the TYPE_CHECKING block above names the same.
+_EXPORTS = {
+    "Frame": "fwbridge.can_bus.bits",
+    "frame_bits": "fwbridge.can_bus.bits",
+    "frame_length": "fwbridge.can_bus.bits",
+    "ActuatorMessage": "fwbridge.can_bus.ids",
+    "Direction": "fwbridge.can_bus.ids",
+    "command_id": "fwbridge.can_bus.ids",
+    "drain": "fwbridge.can_bus.ids",
+    "feedback_id": "fwbridge.can_bus.ids",
+    "from_message": "fwbridge.can_bus.ids",
+    "to_message": "fwbridge.can_bus.ids",
+    "FwBridgeBus": "fwbridge.can_bus.interface",
+    "BusModel": "fwbridge.can_bus.model",
+    "ErrorFrame": "fwbridge.can_bus.model",
+    "ErrorState": "fwbridge.can_bus.model",
+    "FrameDelivered": "fwbridge.can_bus.model",
+    "Node": "fwbridge.can_bus.model",
+    "StateChanged": "fwbridge.can_bus.model",
+    "SimBusError": "fwbridge.can_bus.simchannel",
+    "SimBusInitError": "fwbridge.can_bus.simchannel",
+}
 
-__getattr__, __dir__ = lazy_exports(__name__, _MOVED)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -36,6 +36,7 @@ __all__ = [
     "crc15",
     "crc15_bits",
     "dlc_to_len",
+    "field_bits",
     "frame_bits",
     "frame_length",
     "len_to_dlc",
@@ -121,7 +122,8 @@ class Frame(NamedTuple):
 
 
 # -- reference implementation ------------------------------------------------
-def _field(value: int, width: int) -> list[int]:
+def field_bits(value: int, width: int) -> list[int]:
+    """``value`` as ``width`` bits, most significant first (as a CAN field is sent)."""
     return [(value >> (width - 1 - i)) & 1 for i in range(width)]
 
 
@@ -132,16 +134,16 @@ def frame_bits(frame: Frame, with_crc: bool = True) -> list[int]:
     can_id, ext, rtr, dlc, data = frame[:5]
     bits = [0]  # SOF
     if ext:
-        bits += [*_field(can_id >> 18, 11), 1, 1]  # base ID, SRR, IDE
-        bits += [*_field(can_id & 0x3FFFF, 18), int(rtr), 0, 0]  # ext ID, RTR, r1, r0
+        bits += [*field_bits(can_id >> 18, 11), 1, 1]  # base ID, SRR, IDE
+        bits += [*field_bits(can_id & 0x3FFFF, 18), int(rtr), 0, 0]  # ext ID, RTR, r1, r0
     else:
-        bits += [*_field(can_id, 11), int(rtr), 0, 0]  # ID, RTR, IDE, r0
-    bits += _field(dlc, 4)
+        bits += [*field_bits(can_id, 11), int(rtr), 0, 0]  # ID, RTR, IDE, r0
+    bits += field_bits(dlc, 4)
     if not rtr:
         for byte in data:
-            bits += _field(byte, 8)
+            bits += field_bits(byte, 8)
     if with_crc:
-        bits += _field(crc15_bits(bits), 15)
+        bits += field_bits(crc15_bits(bits), 15)
     return bits
 
 

@@ -34,7 +34,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from fwbridge.can_bus import bits as _bits
-from fwbridge.can_bus.bits import DLC_LENGTHS, TAIL_BITS, Frame, dlc_to_len, len_to_dlc
+from fwbridge.can_bus.bits import (
+    DLC_LENGTHS,
+    TAIL_BITS,
+    Frame,
+    dlc_to_len,
+    field_bits,
+    len_to_dlc,
+)
 
 # DLC_LENGTHS, dlc_to_len and len_to_dlc are bits.py's (Frame.make checks an FD length
 # with them), and this module's names too.
@@ -68,24 +75,20 @@ def crc_width(frame: Frame) -> int:
 
 
 # -- reference implementation ----------------------------------------------------
-def _field(value: int, width: int) -> list[int]:
-    return [(value >> (width - 1 - i)) & 1 for i in range(width)]
-
-
 def _head_bits(can_id: int, ext: bool, brs: bool, esi: bool, dlc: int) -> list[int]:
     if ext:
-        out = [0, *_field(can_id >> 18, 11), 1, 1, *_field(can_id & 0x3FFFF, 18)]
+        out = [0, *field_bits(can_id >> 18, 11), 1, 1, *field_bits(can_id & 0x3FFFF, 18)]
     else:
-        out = [0, *_field(can_id, 11), 0]  # SOF, ID, RRS
+        out = [0, *field_bits(can_id, 11), 0]  # SOF, ID, RRS
     out += [0, 1, 0]  # standard: IDE, FDF, res; extended: RRS, FDF, res
-    return [*out, int(brs), int(esi), *_field(dlc, 4)]
+    return [*out, int(brs), int(esi), *field_bits(dlc, 4)]
 
 
 def control_bits(frame: Frame) -> list[int]:
     """Unstuffed bits from SOF through the data field."""
     out = _head_bits(frame.can_id, frame.extended, frame.brs, frame.esi, frame.dlc)
     for byte in frame.data:
-        out += _field(byte, 8)
+        out += field_bits(byte, 8)
     return out
 
 
@@ -142,7 +145,7 @@ def wire(frame: Frame) -> FdWire:
     out = [*dyn, 1 - dyn[-1], *sc, parity, 1 - parity]
     stuffed = [*dflags, True, False, False, False, False, True]
     fixed = [False] * len(dyn) + [True, False, False, False, False, True]
-    for i, b in enumerate(_field(crc, width), start=1):
+    for i, b in enumerate(field_bits(crc, width), start=1):
         out.append(b)
         stuffed.append(False)
         fixed.append(False)

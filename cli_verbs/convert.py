@@ -22,39 +22,40 @@ from typing import Any
 import click
 
 from fwbridge.cli_verbs.common import fail
+from fwbridge.protocols.errors import CaptureError
+from fwbridge.protocols.pcapng import LINKTYPE_CAN_SOCKETCAN, MAGIC, first_link_type
 
 __all__ = ["capture_kind", "convert_cmd", "to_mcap"]
 
 #: CAN log suffixes python-can reads, plus ours.
 CAN_SUFFIXES = (".log", ".asc", ".blf", ".csv", ".trc", ".mf4", ".db")
 
+#: Classic pcap's magic numbers (microsecond, nanosecond) as a little- or big-endian
+#: writer left them: the global header's other fields are in the same byte order.
+_PCAP_LITTLE = (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1")
+_PCAP_BIG = (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d")
+
 
 def capture_kind(path: Path) -> str:
     """``"mcap"``, ``"serial"`` (a pcapng of a serial link) or ``"can"``."""
     with open(path, "rb") as f:
-        head = f.read(64)
-    if head[:8] == b"\x89MCAP0\r\n":
-        return "mcap"
-    if head[:4] == b"\x0a\x0d\x0d\x0a" or head[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4"):
-        return "can" if _pcap_link_type(path) == 227 else "serial"
+        head = f.read(24)
+        if head[:8] == b"\x89MCAP0\r\n":
+            return "mcap"
+        if head[:4] == MAGIC:  # the first interface's link type, in the section's byte order
+            f.seek(0)
+            try:
+                linktype = first_link_type(f.read)
+            except CaptureError:
+                linktype = None  # damaged: the serial reader names what and where
+            return "can" if linktype == LINKTYPE_CAN_SOCKETCAN else "serial"
+    if head[:4] in _PCAP_LITTLE + _PCAP_BIG and len(head) == 24:  # link type: bytes 20-23
+        linktype = int.from_bytes(head[20:24], "little" if head[:4] in _PCAP_LITTLE else "big")
+        return "can" if linktype & 0xFFFF == LINKTYPE_CAN_SOCKETCAN else "serial"
     if path.suffix.lower() in CAN_SUFFIXES:
         return "can"
     raise click.ClickException(f"{path}: not a capture fwbridge reads (pcapng, MCAP, "
                                f"{', '.join(CAN_SUFFIXES)})")
-
-
-def _pcap_link_type(path: Path) -> int:
-    import struct
-
-    with open(path, "rb") as f:
-        data = f.read(4096)
-    if data[:4] != b"\x0a\x0d\x0d\x0a":  # classic pcap: link type in the global header
-        return int(struct.unpack_from("<I" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">I",
-                                      data, 20)[0])
-    (shb_len,) = struct.unpack_from("<I", data, 4)
-    if len(data) >= shb_len + 10:
-        return int(struct.unpack_from("<H", data, shb_len + 8)[0])  # first IDB's link type
-    return -1
 
 
 def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:

@@ -6,7 +6,6 @@ import contextlib
 import math
 import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,6 @@ from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import DURATION, SPEED, Baud, Finite
 from fwbridge.cli_verbs.status_line import StatusLine
 from fwbridge.cli_verbs.stopping import silence_stdout, stdout_closed
-from fwbridge.protocols.errors import ConfigError
-from fwbridge.protocols.pacing import parse_pacing
 
 FAULTS = click.option(
     "--faults", default="", metavar="NAME=RATE,...",
@@ -87,18 +84,6 @@ def status_text(st: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-def _old_pace(value: str) -> str:
-    """``--pace`` (realtime|fast): still read, with a deprecation line on stderr."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # said once, below, as one line
-            pacing = parse_pacing(value, "--pace")
-    except ConfigError as exc:
-        fail(str(exc))
-    click.echo(f"warning: --pace is deprecated; use --pacing {pacing}", err=True)
-    return pacing
-
-
 @click.command("sim")
 @click.argument("model", type=click.Choice([*model_names(), "scara"], case_sensitive=False))
 @FAULTS
@@ -110,8 +95,6 @@ def _old_pace(value: str) -> str:
               "allows (deterministic). afap never waits for the host, only for room on the "
               "port: a host that talks in real time sees all of --duration pass in a moment "
               "(drive it with realtime, --speed to go faster).")
-@click.option("--pace", "old_pace", default=None, hidden=True,
-              help="Old spelling of --pacing (fast = afap).")
 @click.option("--speed", type=SPEED, default=1.0,
               show_default=True, help="realtime: simulated seconds per wall-clock second.")
 @click.option("--step-ms", type=click.IntRange(1, 100), default=1, show_default=True,
@@ -139,7 +122,7 @@ def _old_pace(value: str) -> str:
               metavar="FILE", help="fish: keep its flash (user configuration, stored actions, "
               "firmware banks) in FILE across restarts (created when missing).")
 def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: str,
-            old_pace: str | None, speed: float, step_ms: int, baud: int, link_path: str | None,
+            speed: float, step_ms: int, baud: int, link_path: str | None,
             wait_for_host: bool, watchdog_ms: int | None, as_json: bool, record: str | None,
             force: bool, foxglove: bool, foxglove_host: str, foxglove_port: int,
             flash_path: str | None) -> None:
@@ -161,8 +144,6 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
 
         scara_sim(duration, as_json)
         return
-    if old_pace is not None:
-        pacing = _old_pace(old_pace)
     spec = _faults(faults, seed)
     if flash_path is not None and model != "fish":
         fail("--flash is for the fish (its main controller's flash)")

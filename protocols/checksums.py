@@ -24,7 +24,7 @@ Func = Callable[[bytes | bytearray | memoryview], int]
 
 
 def sum8(data: bytes | bytearray | memoryview) -> int:
-    """Sum of the bytes modulo 256."""
+    """Sum of the bytes modulo 256 (the seed firmware's ``checkout``)."""
     return sum(data) & 0xFF
 
 

@@ -28,10 +28,12 @@ from fwbridge.protocols.errors import CaptureError, CaptureTruncated
 
 __all__ = [
     "INBOUND",
+    "LINKTYPE_CAN_SOCKETCAN",
     "MAGIC",
     "OUTBOUND",
     "PcapngPacket",
     "enhanced_packet",
+    "first_link_type",
     "interface_description",
     "iter_packets",
     "section_header",
@@ -41,6 +43,7 @@ __all__ = [
 MAGIC = b"\x0a\x0d\x0d\x0a"
 INBOUND = 1  # epb_flags direction: received by the host (device -> host)
 OUTBOUND = 2  # sent by the host (host -> device)
+LINKTYPE_CAN_SOCKETCAN = 227  # the CAN captures' link type
 
 _SHB, _IDB, _SPB, _EPB = 0x0A0D0D0A, 0x00000001, 0x00000003, 0x00000006
 _BOM = 0x1A2B3C4D
@@ -137,10 +140,10 @@ def _read_exact(read: Callable[[int], bytes], n: int) -> bytes:
     return out
 
 
-def iter_packets(read: Callable[[int], bytes]) -> Iterator[PcapngPacket]:
-    """Every packet of a pcapng stream, in order, read block by block through ``read``."""
+def _blocks(read: Callable[[int], bytes]) -> Iterator[tuple[int, int, bytes, str]]:
+    """Every block of a pcapng stream as (offset, type, body, byte order), its lengths
+    checked; each Section Header Block sets the byte order of the blocks after it."""
     e = "<"
-    ifaces: list[tuple[int, int, str, int]] = []  # linktype, ticks/s, name, offset
     pos = 0
     while True:
         head = _read_exact(read, 8)
@@ -157,7 +160,6 @@ def iter_packets(read: Callable[[int], bytes]) -> Iterator[PcapngPacket]:
             e = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else ""
             if not e:
                 raise CaptureError(f"offset {pos}: bad byte-order magic {bom.hex()}")
-            ifaces = []
             head += bom
         elif pos == 0:
             raise CaptureError("not a pcapng file (no section header block)")
@@ -171,9 +173,33 @@ def iter_packets(read: Callable[[int], bytes]) -> Iterator[PcapngPacket]:
                                    "into it")
         if struct.unpack(e + "I", rest[-4:])[0] != total:
             raise CaptureError(f"offset {pos}: block lengths disagree (leading {total})")
-        body = (head + rest)[8:-4]
+        yield pos, kind, (head + rest)[8:-4], e
+        pos += total
+
+
+def first_link_type(read: Callable[[int], bytes]) -> int | None:
+    """The link type of a pcapng stream's first interface (its first Interface Description
+    Block), in either byte order; None when a packet or the end comes first. What is no
+    pcapng, or is cut or corrupt before that block, raises as :func:`iter_packets` does."""
+    for pos, kind, body, e in _blocks(read):
+        if kind == _IDB:
+            if len(body) < 2:
+                raise CaptureError(f"offset {pos}: malformed pcapng block: interface "
+                                   "description shorter than its link type")
+            return int(struct.unpack_from(e + "H", body)[0])
+        if kind in (_EPB, _SPB):
+            return None
+    return None
+
+
+def iter_packets(read: Callable[[int], bytes]) -> Iterator[PcapngPacket]:
+    """Every packet of a pcapng stream, in order, read block by block through ``read``."""
+    ifaces: list[tuple[int, int, str, int]] = []  # linktype, ticks/s, name, offset
+    for pos, kind, body, e in _blocks(read):
         try:
-            if kind == _IDB:
+            if kind == _SHB:
+                ifaces = []  # a new section declares its own interfaces
+            elif kind == _IDB:
                 linktype = struct.unpack_from(e + "H", body)[0]
                 res, name, offset = 10**6, "", 0
                 for code, val in _options(body[8:], e):
@@ -204,4 +230,3 @@ def iter_packets(read: Callable[[int], bytes]) -> Iterator[PcapngPacket]:
                                    bytes(body[4:4 + min(orig, len(body) - 4)]))
         except struct.error as exc:  # a block shorter than its fixed fields
             raise CaptureError(f"offset {pos}: malformed pcapng block: {exc}") from None
-        pos += total

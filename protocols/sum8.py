@@ -26,17 +26,12 @@ from fwbridge.protocols.errors import (
 )
 from fwbridge.protocols.frame_codec import FrameCodec
 
-__all__ = ["HEADER", "Sum8Codec", "fast_constructor", "fits_sum8", "sum8"]
+__all__ = ["HEADER", "Sum8Codec", "fast_constructor", "fits_sum8"]
 
 HEADER = b"\xaa\x55"
 
 T = TypeVar("T")
 W = TypeVar("W", bound=tuple[Any, ...])
-
-
-def sum8(data: bytes | bytearray | memoryview) -> int:
-    """Sum of the bytes modulo 256 (the seed's ``checkout``)."""
-    return sum(data) & 0xFF
 
 
 def fits_sum8(desc: FrameDescription) -> bool:

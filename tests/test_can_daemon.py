@@ -127,15 +127,6 @@ def test_shared_without_a_daemon_is_one_clear_error(rundir: Path) -> None:
         can.Bus(interface="fwbridge", channel="shared:../x")
 
 
-def test_local_is_gone_with_a_future_warning(rundir: Path) -> None:
-    with pytest.warns(FutureWarning, match="local= is gone"):
-        bus = can.Bus(interface="fwbridge", channel="loc0", local=True)
-    try:
-        assert not bus.shared
-    finally:
-        bus.shutdown()
-
-
 def test_python_can_detects_shared_buses_by_their_channel_form(afap: BusDaemon) -> None:
     found = can.detect_available_configs(interfaces=["fwbridge"])
     assert {"interface": "fwbridge", "channel": "shared:shared"} in found

@@ -28,11 +28,11 @@ from fwbridge.protocols import action_frame, actuator, cmd_frame, odom_frame
 from fwbridge.protocols.action_frame import InstructionType, SubCommand
 from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
+from fwbridge.protocols.checksums import sum8
 from fwbridge.protocols.crc import crc_function
 from fwbridge.protocols.description import DescriptionError, load, loads
 from fwbridge.protocols.errors import ChecksumError, FieldValueError, LengthError
 from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.sum8 import sum8
 from tests.conftest import FIXTURES
 
 FRAMES = FIXTURES / "frames"

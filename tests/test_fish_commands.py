@@ -57,7 +57,7 @@ class PtyFish:
 
     def _start(self) -> None:
         self.model = RobotFish(FishParams(flash=str(self.flash)))
-        self.endpoint = SimEndpoint(self.model, pace="realtime", speed=2.0)
+        self.endpoint = SimEndpoint(self.model, pacing="realtime", speed=2.0)
         self.pty = PtyLink(self.endpoint)
         self.endpoint.start()
         self.port = open_link(self.pty.path, timeout=0.05)

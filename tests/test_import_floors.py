@@ -187,7 +187,8 @@ def test_every_module_is_its_real_file() -> None:
 # inside a function (deferred) or under `if TYPE_CHECKING:` (types only): a circle of any of
 # them is one design bug, whichever import is made late to hide it. The one exception is a
 # package __init__'s `if TYPE_CHECKING:` imports of its own modules: they type its lazy export
-# table (fwbridge/lazy.py), and the package loads none of them at import.
+# table (fwbridge/lazy.py), and the package loads none of them at import. They are arrows all
+# the same for the floors: a package re-exports nothing from a floor above it.
 
 DESIGN = Path(__file__).resolve().parent.parent / "docs" / "DESIGN.md"
 
@@ -250,13 +251,15 @@ def module_imports(modules: Mapping[str, Path]) -> list[Import]:
     return found
 
 
-def module_graph(modules: Mapping[str, Path]) -> dict[str, set[str]]:
-    """Module -> the modules it imports (a package __init__'s lazy-export types left out)."""
+def module_graph(modules: Mapping[str, Path], *, lazy_tables: bool = False,
+                 ) -> dict[str, set[str]]:
+    """Module -> the modules it imports (a package __init__'s lazy-export types left out
+    unless ``lazy_tables``)."""
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for imp in module_imports(modules):
         lazy_table = (imp.type_checking and modules[imp.source].name == "__init__.py"
                       and imp.target.startswith(imp.source + "."))
-        if not lazy_table:
+        if lazy_tables or not lazy_table:
             graph[imp.source].add(imp.target)
     return graph
 
@@ -488,7 +491,7 @@ def test_imports_point_down_the_floors_of_the_design() -> None:
     rooms = [r.name for floor in floors for r in floor]
     assert {"fwbridge", "fwbridge.cli", "fwbridge.protocols"} <= set(rooms)
     assert all(name in modules for name in rooms), "a room of DESIGN.md that is no module"
-    assert floor_breaches(module_graph(modules), floors) == []
+    assert floor_breaches(module_graph(modules, lazy_tables=True), floors) == []
 
 
 def libraries_by_room(modules: Mapping[str, Path], floors: list[list[Room]]) -> dict[str, set[str]]:

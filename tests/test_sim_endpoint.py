@@ -36,7 +36,7 @@ from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
-from tests.helpers import reaped, run_cli
+from tests.helpers import reaped
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_SIM = (
@@ -337,29 +337,6 @@ def test_sim_url_options_and_errors() -> None:
     ):
         with pytest.raises(serial.SerialException, match=message):
             serial.serial_for_url(url)
-
-
-def test_old_pacing_spellings_still_work_with_a_warning() -> None:
-    # One vocabulary (realtime/afap); the old `pacing=afap` is read, and says so.
-    with pytest.warns(FutureWarning, match="pacing"):
-        port = serial.serial_for_url("sim://echo?pace=fast", timeout=0.05)
-    try:
-        assert port.endpoint.pacing == "afap"
-        port.write(b"\x07")
-        assert port.read(1) == b"\x07"
-    finally:
-        port.close()
-    with pytest.warns(FutureWarning, match="pacing"):
-        assert SimEndpoint("echo", pace="fast").pacing == "afap"
-
-
-def test_cli_old_pace_option_prints_one_deprecation_line() -> None:
-    res = run_cli("sim", "echo", "--pace", "fast", "--duration", "0.05", "--json", timeout=60)
-    err = res.stderr.decode()
-    assert res.returncode == 0, err
-    assert "warning: --pace is deprecated; use --pacing afap" in err
-    assert "Traceback" not in err and "FutureWarning" not in err
-    assert json.loads(res.stdout.splitlines()[0])["pacing"] == "afap"
 
 
 class _Wake:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.checksums import sum8
 from fwbridge.protocols.errors import (
     ChecksumError,
     FieldValueError,
@@ -18,7 +19,6 @@ from fwbridge.protocols.errors import (
     HeaderError,
     LengthError,
 )
-from fwbridge.protocols.sum8 import sum8
 from tests.conftest import FIXTURES
 
 f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)

@@ -25,4 +25,13 @@ if TYPE_CHECKING:
     )
 
 
-__getattr__, __dir__ = lazy_exports(__name__)
+#: Public name -> defining module; the TYPE_CHECKING block above names the same.
+_EXPORTS = {
+    "open_writer": "fwbridge.bridge.record.can_logs",
+    "read_messages": "fwbridge.bridge.record.can_logs",
+    "PcapngReader": "fwbridge.bridge.record.can_pcapng",
+    "PcapngWriter": "fwbridge.bridge.record.can_pcapng",
+    "read_pcap": "fwbridge.bridge.record.can_pcapng",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

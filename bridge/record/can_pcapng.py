@@ -32,6 +32,7 @@ from fwbridge.bridge.record.safe_output import open_output
 from fwbridge.protocols.errors import CaptureError
 from fwbridge.protocols.pcapng import (
     INBOUND,
+    LINKTYPE_CAN_SOCKETCAN,
     OUTBOUND,
     enhanced_packet,
     interface_description,
@@ -42,7 +43,6 @@ from fwbridge.protocols.pcapng import (
 __all__ = ["LINKTYPE_CAN_SOCKETCAN", "PcapngReader", "PcapngWriter", "decode_packet",
            "encode_packet", "parse", "read_pcap"]
 
-LINKTYPE_CAN_SOCKETCAN = 227
 CAN_EFF_FLAG, CAN_RTR_FLAG, CAN_ERR_FLAG = 0x80000000, 0x40000000, 0x20000000
 CAN_EFF_MASK = 0x1FFFFFFF
 _FRAME = struct.Struct(">IBBBB8s")

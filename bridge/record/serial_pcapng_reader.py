@@ -12,9 +12,9 @@ bytes for the verbs that take several formats.
 
 from __future__ import annotations
 
+import io
 import os
 import re
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,12 +25,10 @@ from fwbridge.bridge.record.serial_pcapng import (
     Packet,
 )
 from fwbridge.protocols.errors import CaptureError, CaptureTruncated
-from fwbridge.protocols.pcapng import iter_packets
+from fwbridge.protocols.pcapng import LINKTYPE_CAN_SOCKETCAN, first_link_type, iter_packets
 
 __all__ = ["CaptureTruncated", "capture_kind", "read_packets"]
 
-_IDB = 0x00000001
-LINKTYPE_CAN_SOCKETCAN = 227
 _NAMES = {1: "rx", 2: "tx"}  # EPB flags bits 0-1: inbound, outbound
 _CANDUMP = re.compile(rb"^\s*\(\d+\.\d+\)\s+\S+\s+[0-9A-Fa-f]+#")
 
@@ -45,14 +43,12 @@ def _linktype_kind(linktype: int) -> str:
 
 def capture_kind(head: bytes) -> str | None:
     """What kind of capture ``head`` (a file's first bytes) starts; None for raw/hex bytes."""
-    if head[:4] == PCAPNG_MAGIC and len(head) >= 12:
-        e = "<" if head[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+    if head[:4] == PCAPNG_MAGIC:
         try:
-            shb_len = struct.unpack_from(e + "I", head, 4)[0]
-            kind, _, linktype = struct.unpack_from(e + "IIH", head, shb_len)
-        except struct.error:
-            return "serial capture (pcapng)"  # too short to tell: read it as one
-        return _linktype_kind(linktype) if kind == _IDB else "serial capture (pcapng)"
+            linktype = first_link_type(io.BytesIO(head).read)
+        except CaptureError:  # cut short or damaged: read it as one, the reader says where
+            linktype = None
+        return "serial capture (pcapng)" if linktype is None else _linktype_kind(linktype)
     if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
                     b"\xa1\xb2\x3c\x4d"):
         return "classic pcap capture"

@@ -77,4 +77,26 @@ if TYPE_CHECKING:
     )
 
 
-__getattr__, __dir__ = lazy_exports(__name__)
+#: Public name -> defining module; the TYPE_CHECKING block above names the same.
+_EXPORTS = {
+    "SimClock": "fwbridge.bridge.sim.clock",
+    "SimStopped": "fwbridge.bridge.sim.clock",
+    "HostPort": "fwbridge.bridge.sim.endpoint",
+    "Pacer": "fwbridge.bridge.sim.endpoint",
+    "SimEndpoint": "fwbridge.bridge.sim.endpoint",
+    "FaultInjector": "fwbridge.bridge.sim.faults",
+    "FaultSpec": "fwbridge.bridge.sim.faults",
+    "MODELS": "fwbridge.bridge.sim.models",
+    "create_model": "fwbridge.bridge.sim.models",
+    "PtyLink": "fwbridge.bridge.sim.pty_link",
+    "Emitter": "fwbridge.bridge.sim.webots_serial",
+    "Ether": "fwbridge.bridge.sim.webots_serial",
+    "ROBOT_LINK": "fwbridge.bridge.sim.webots_serial",
+    "Receiver": "fwbridge.bridge.sim.webots_serial",
+    "SUPERVISOR_LINK": "fwbridge.bridge.sim.webots_serial",
+    "WebotsSerialDrv": "fwbridge.bridge.sim.webots_serial",
+    "SimRobot": "fwbridge.bridge.sim.world",
+    "World": "fwbridge.bridge.sim.world",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import sys
 import threading
 import time
-import warnings
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -302,13 +301,8 @@ class SimEndpoint:
         faults: FaultSpec | None = None,
         baud: int = -1,
         watchdog_ms: int | None = None,
-        pace: str | None = None,
         quantum_ms: int = 0,
     ) -> None:
-        if pace is not None:  # the old keyword
-            warnings.warn("SimEndpoint(pace=...) is deprecated; use pacing=", FutureWarning,
-                          stacklevel=2)
-            pacing = pace
         self.world = World(step_ms)
         self.model = create_model(model) if isinstance(model, str) else model
         if watchdog_ms is not None:  # None: the model's default

@@ -6,8 +6,7 @@ Registered with pyserial by
 ``serial.serial_for_url("sim://mecanum")`` (or any program that takes a
 port URL) talks to the simulated firmware.
 
-Options (query string): ``pacing=realtime|afap`` (``pace=fast``, the old
-spelling, is read with a warning), ``speed=1.0`` (realtime
+Options (query string): ``pacing=realtime|afap``, ``speed=1.0`` (realtime
 only), ``step_ms=1``, ``quantum_ms=0`` (realtime: run ahead up to MS ms of the
 wall clock and sleep once a quantum, see :mod:`~fwbridge.bridge.sim.endpoint`),
 ``seed=0``, ``baud=-1`` (emulated line rate; -1 none,
@@ -35,7 +34,6 @@ from __future__ import annotations
 import threading
 import time
 import urllib.parse
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -81,10 +79,7 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
         for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
             key = key.lower()
             value = values[-1]
-            if key in ("pacing", "pace"):
-                if key == "pace":
-                    warnings.warn("sim://...?pace= is deprecated; use pacing=realtime|afap",
-                                  FutureWarning, stacklevel=2)
+            if key == "pacing":
                 opts["pacing"] = parse_pacing(value, "pacing")
             elif key == "speed":
                 opts["speed"] = float(value)

@@ -63,4 +63,26 @@ if TYPE_CHECKING:
     )
 
 
-__getattr__, __dir__ = lazy_exports(__name__)
+#: Public name -> defining module; the TYPE_CHECKING block above names the same.
+_EXPORTS = {
+    "ArmLink": "fwbridge.bridge.robots.arm.can_arm",
+    "run_pick_place": "fwbridge.bridge.robots.arm.can_arm",
+    "ArmConfigError": "fwbridge.bridge.robots.arm.config",
+    "load_arm_config": "fwbridge.bridge.robots.arm.config",
+    "parse_arm": "fwbridge.bridge.robots.arm.config",
+    "Joints": "fwbridge.bridge.robots.arm.kinematics",
+    "Pose": "fwbridge.bridge.robots.arm.kinematics",
+    "ScaraGeometry": "fwbridge.bridge.robots.arm.kinematics",
+    "UnreachableError": "fwbridge.bridge.robots.arm.kinematics",
+    "forward": "fwbridge.bridge.robots.arm.kinematics",
+    "inverse": "fwbridge.bridge.robots.arm.kinematics",
+    "inverse_path": "fwbridge.bridge.robots.arm.kinematics",
+    "JointMove": "fwbridge.bridge.robots.arm.motion",
+    "Limits": "fwbridge.bridge.robots.arm.motion",
+    "LinearMove": "fwbridge.bridge.robots.arm.motion",
+    "PickAndPlace": "fwbridge.bridge.robots.arm.pick_place",
+    "PickPlaceConfig": "fwbridge.bridge.robots.arm.pick_place",
+    "SafeZViolation": "fwbridge.bridge.robots.arm.pick_place",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -24,4 +24,13 @@ if TYPE_CHECKING:
     from fwbridge.bridge.sim.fish.controller import FishController as FishController
 
 
-__getattr__, __dir__ = lazy_exports(__name__)
+#: Public name -> defining module; the TYPE_CHECKING block above names the same.
+_EXPORTS = {
+    "FreeBehaviour": "fwbridge.bridge.sim.fish.behaviour",
+    "FishBody": "fwbridge.bridge.sim.fish.body",
+    "FishBodyParams": "fwbridge.bridge.sim.fish.body",
+    "Obstacle": "fwbridge.bridge.sim.fish.body",
+    "FishController": "fwbridge.bridge.sim.fish.controller",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,6 +1,0 @@
-"""Moved to :mod:`fwbridge.bridge.link.transports`; this old name still imports it
-(with a DeprecationWarning)."""
-
-from fwbridge.lazy import moved_module
-
-moved_module(__name__, "fwbridge.bridge.link.transports")
