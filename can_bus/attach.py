@@ -10,7 +10,7 @@ from typing import Any
 import can
 
 from fwbridge.can_bus.bus_node import SHARED, BusNode, Settings, split_channel
-from fwbridge.can_bus.daemon_client import attachable, valid_name
+from fwbridge.can_bus.daemon_client import attachable, runtime_dir, valid_name
 from fwbridge.can_bus.local_node import LocalNode
 from fwbridge.can_bus.remote import RemoteNode
 from fwbridge.can_bus.simchannel import SimBusInitError
@@ -37,6 +37,7 @@ def open_node(channel: Any, s: Settings, *, owner: Any = None,
                 f"{channel}: capture= records a channel of this process; record the shared bus "
                 f"with 'fwbridge can -c {channel} record FILE'")
         if not attachable(name):
+            runtime_dir()  # raises the reason there is none here (no Unix-domain sockets)
             raise SimBusInitError(f"no shared bus {name} is up: start it with "
                                   f"'fwbridge can bus up {name}'")
         return RemoteNode(channel, name, s)

@@ -100,11 +100,11 @@ class BusDaemon:
         self.held: set[Client] = set()
         self.sel: selectors.BaseSelector = (
             selectors.DefaultSelector() if self.ch.afap else selectors.SelectSelector())
+        d = runtime_dir(create=True)  # first: it refuses where there are no Unix sockets
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._stop = False
-        d = runtime_dir(create=True)
         self.path = d / f"{name}.sock"
         self.info_path = d / f"{name}.json"
         self.srv: socket.socket | None = None
@@ -590,7 +590,8 @@ def serve(name: str, *, bitrate: int = 500_000, data_bitrate: int | None = None,
         daemon.stop()
 
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for sig in (getattr(signal, s) for s in ("SIGINT", "SIGTERM", "SIGHUP")
+                    if hasattr(signal, s)):  # those of them this system has
             old[sig] = signal.signal(sig, on_signal)
     try:
         daemon.run(None if ready is None else (lambda: ready(daemon)))

@@ -93,9 +93,10 @@ class RemoteNode:
         self.channel_name = name
         self.tx_queue_size = s.tx_queue_size
         self._fd = s.fd
+        path = channel_socket(name)  # first: it refuses where there are no Unix sockets
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(str(channel_socket(name)))
+            sock.connect(str(path))
         except OSError as exc:
             sock.close()
             raise SimBusInitError(f"bus daemon {name}: {exc}") from None

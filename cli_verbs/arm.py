@@ -193,7 +193,8 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
 def _shared_arm_bus(channel: str) -> None:
     """A fwbridge channel named for the arm must be a shared bus that is up."""
     from fwbridge.can_bus.bus_node import SHARED, split_channel
-    from fwbridge.can_bus.daemon_client import attachable
+    from fwbridge.can_bus.daemon_client import attachable, runtime_dir
+    from fwbridge.protocols.errors import CanError
 
     name, shared = split_channel(channel)
     if not shared:
@@ -201,6 +202,10 @@ def _shared_arm_bus(channel: str) -> None:
              f"another process is on a shared bus, -c {SHARED}{channel}; or leave out -c for "
              "an arm simulated in this process")
     if not attachable(name):
+        try:
+            runtime_dir()  # raises the reason there is none here (no Unix-domain sockets)
+        except CanError as exc:
+            fail(f"-c {channel}: {exc}")
         fail(f"-c {channel}: no shared bus {name} is up, so no arm is on it: start one "
              f"('fwbridge can bus up {name} --bitrate 1000000') and the arm on it "
              f"('CAN_INTERFACE=fwbridge CAN_CHANNEL={channel} fwbridge sim scara'), or leave "

@@ -46,8 +46,9 @@ def generated_here(path: Path, marker: str) -> bool:
     """Whether ``path`` is a regular file (not a symbolic link) that starts with ``marker``,
     the first line this tool writes there: ``gen`` writes it again without ``--force``."""
     head = marker.encode()
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(
-        os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY  # with POSIX's no-FIFO-wait, no-link and no-inherit where they are
+    for name in ("O_NONBLOCK", "O_NOFOLLOW", "O_CLOEXEC", "O_BINARY"):
+        flags |= getattr(os, name, 0)
     try:
         fd = os.open(path, flags)  # a link fails here (ELOOP): it is not ours to replace
     except OSError:

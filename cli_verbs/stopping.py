@@ -34,8 +34,10 @@ __all__ = ["SIGNALS", "PipeClosed", "Stop", "Stopped", "exit_code", "held", "rec
            "silence_stdout", "stdout_closed", "stop_signals", "stoppable", "stopped_by",
            "terminal_gone"]
 
-#: The signals that stop a verb.
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The signals that stop a verb (Windows has no SIGHUP: a closed console window ends the
+#: process there without one).
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                if hasattr(signal, name))
 
 
 class PipeClosed(Exception):
@@ -130,10 +132,14 @@ def stop_signals() -> Iterator[None]:
 
 
 def stdout_closed() -> bool:
-    """True when stdout is a pipe (or socket) whose reader has gone away."""
+    """True when stdout is a pipe (or socket) whose reader has gone away. Without
+    ``poll()`` (Windows) there is no asking: False, and a broken pipe is taken as stdout's
+    by the entry point all the same."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, ValueError, OSError):
+        return False
+    if not hasattr(select, "poll"):
         return False
     poller = select.poll()
     poller.register(fd, select.POLLOUT)

@@ -30,6 +30,7 @@ from fwbridge.cli_verbs.params import RATE, Finite
 from fwbridge.cli_verbs.stopping import stopped_by
 from fwbridge.protocols import cmd_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.errors import needs_posix
 
 QUIT_BYTES = frozenset(b"q\x03\x04")  # q, Ctrl-C, Ctrl-D (raw mode delivers them as bytes)
 CTRL_C = 0x03
@@ -80,6 +81,10 @@ def teleop_cmd(port: str, baud: int, rate: float, linear: float, angular: float)
 
     Ctrl-C stops it too (exit status 130, as for every verb); q and Ctrl-D end it with 0.
     """
+    try:
+        import termios  # noqa: F401 - asked before the port opens: the keys need it
+    except ImportError:
+        fail(needs_posix("the keyboard of teleop (read with select() on a POSIX terminal)"))
     link = open_port(port, baud)
     fd = sys.stdin.fileno()
     period = 1.0 / rate

@@ -35,6 +35,12 @@ def hexbytes(data: bytes | bytearray | memoryview, limit: int = 48) -> str:
     return text
 
 
+def needs_posix(what: str) -> str:
+    """The message of a part that needs POSIX (ptys, Unix-domain sockets, terminal modes)
+    run where there is none (Windows): said when it is used, never at import."""
+    return f"needs Linux/macOS: {what}"
+
+
 __all__ = [
     "ArmError",
     "CanError",
@@ -55,6 +61,7 @@ __all__ = [
     "TrailerError",
     "UnknownName",
     "hexbytes",
+    "needs_posix",
 ]
 
 

@@ -29,7 +29,7 @@ import os
 import select
 import socket
 
-from fwbridge.protocols.errors import StateError
+from fwbridge.protocols.errors import LinkError, StateError, needs_posix
 
 __all__ = ["BUFFER", "PtyRelay"]
 
@@ -41,8 +41,11 @@ class PtyRelay:
     """A pty pair whose device side is relayed to a socket end another process holds."""
 
     def __init__(self, *, check: float = 0.01) -> None:
-        import pty  # POSIX only: imported here so the module still loads on Windows
-        import tty
+        try:
+            import pty  # POSIX only: imported here so the module still loads on Windows
+            import tty
+        except ImportError:
+            raise LinkError(needs_posix("a pty pair (the port of firmware on QEMU)")) from None
 
         self.check = check
         master, slave = pty.openpty()

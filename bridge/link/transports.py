@@ -45,7 +45,7 @@ from fwbridge.bridge.link.link_urls import (
     register_url_handler,
     url_scheme,
 )
-from fwbridge.protocols.errors import LinkError, StateError
+from fwbridge.protocols.errors import LinkError, StateError, needs_posix
 
 if TYPE_CHECKING:  # asyncio loads in the asyncio path only: the blocking node starts faster
     import asyncio
@@ -390,8 +390,8 @@ def _points_at(link: Path, target: str) -> bool:
 def claim_pty_link(link: Path) -> None:
     """Refuse a ``link`` path that holds something other than a stale pty symlink.
 
-    Only a missing path, or a symlink to a ``/dev/pts/N`` that no longer
-    exists (left by a process that was killed), may be replaced: never a
+    Only a missing path, or a symlink to a ``/dev/pts/N`` (macOS: ``/dev/ttysN``) that
+    no longer exists (left by a process that was killed), may be replaced: never a
     user's file, and never a link to a pty that is in use, which may belong
     to another simulation or, after its number was reused, to a terminal.
     """
@@ -401,7 +401,7 @@ def claim_pty_link(link: Path) -> None:
         raise LinkPathTaken(f"{link} exists and is not a symlink: refusing to replace it "
                               "(choose another path)")
     target = os.readlink(link)
-    if not target.startswith("/dev/pts/"):
+    if not target.startswith(("/dev/pts/", "/dev/ttys")):  # Linux's ptys, macOS's
         raise LinkPathTaken(f"{link} is a symlink to {target}, not to a pty: refusing to "
                               "replace it (choose another path)")
     if os.path.exists(target):
@@ -442,8 +442,13 @@ class PtyPair:
         """Create a fresh pair (and point the symlink at it)."""
         if self.plugged:
             raise StateError("pty pair is already plugged in")
-        import pty  # POSIX only: imported here so the module still loads on Windows
-        import tty
+        try:
+            import pty  # POSIX only: imported here so the module still loads on Windows
+            import tty
+        except ImportError:
+            raise LinkError(needs_posix(
+                "a pty pair (a simulated port); elsewhere use a real serial port, or a pair "
+                "of virtual ones (com0com on Windows)")) from None
 
         master, slave = pty.openpty()
         tty.setraw(slave)

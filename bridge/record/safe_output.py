@@ -69,7 +69,7 @@ def disk_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
 
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(
-    os, "O_CLOEXEC", 0)
+    os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 
 
 class OutputFile(io.RawIOBase):
@@ -176,6 +176,8 @@ def open_output(path: str | os.PathLike[str]) -> IO[bytes]:
     Checked before by :func:`check_writable`. Raises OutputError."""
     p = Path(path)
     try:
+        if not hasattr(os, "O_NOFOLLOW") and p.is_symlink():  # Windows: open() would follow
+            p.unlink()
         try:
             fd = os.open(p, _FLAGS, 0o666)
         except OSError as exc:
@@ -209,7 +211,8 @@ def _new_beside(path: Path, suffix: str = ".partial") -> tuple[int, Path]:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     except OSError as exc:
         raise OutputError(f"{path}: cannot be written: {exc.strerror}") from None
-    os.fchmod(fd, 0o666 & ~_umask())  # as open() would make it, not mkstemp's 0600
+    if hasattr(os, "fchmod"):  # Windows has no mode bits to set beyond read-only
+        os.fchmod(fd, 0o666 & ~_umask())  # as open() would make it, not mkstemp's 0600
     return fd, Path(tmp)
 
 

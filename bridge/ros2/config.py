@@ -240,10 +240,22 @@ def read_urdf(path: Path, *, folder: Path | None = None, parts: Sequence[str] = 
     def bad(reason: str) -> ConfigError:  # named after the option, or the table's key
         return ConfigError(f"{option}: {reason}") if option else _Bad("urdf", reason)
 
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO never blocks
+    def link(upto: int) -> ConfigError:
+        return bad(f"{path}: {'/'.join(parts[:upto])} is a symbolic link: a robot file names "
+                   "files in its folder, not links out of it (give the path on the command "
+                   "line: --urdf PATH)")
+
+    flags = os.O_RDONLY  # a FIFO never blocks (POSIX), no newline translation (Windows)
+    for name in ("O_NONBLOCK", "O_NOCTTY", "O_CLOEXEC", "O_BINARY"):
+        flags |= getattr(os, name, 0)
     fd = -1
     try:
         if folder is None:
+            fd = os.open(path, flags)
+        elif os.open not in os.supports_dir_fd:  # Windows: no openat(), each part looked at
+            for i in range(len(parts)):
+                if os.path.islink(os.path.join(folder, *parts[:i + 1])):
+                    raise link(i + 1)
             fd = os.open(path, flags)
         else:
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -255,10 +267,7 @@ def read_urdf(path: Path, *, folder: Path | None = None, parts: Sequence[str] = 
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(
                             os.path.join(folder, *parts[:i + 1])):
-                        raise bad(f"{path}: {'/'.join(parts[:i + 1])} is a symbolic "
-                                  "link: a robot file names files in its folder, not links "
-                                  "out of it (give the path on the command line: --urdf "
-                                  "PATH)") from None
+                        raise link(i + 1) from None
                     raise
                 os.close(fd)
                 fd = nxt

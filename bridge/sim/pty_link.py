@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import select
 import threading
@@ -50,8 +49,7 @@ class _Pipe:
         self.backpressure = backpressure
         self.fd = pair.master_fd
         self.pending = bytearray()
-        flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
-        fcntl.fcntl(self.fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        os.set_blocking(self.fd, False)  # POSIX, as the pair itself
 
 
 class PtyLink:
