@@ -20,8 +20,9 @@ Linear whatever the stream: each scanner reads candidates' spans only while
 that costs a few bytes per input byte (:attr:`FixedReceiver.direct_budget`;
 the small loop gives a flood to the numpy scanner); beyond, every candidate
 is judged by prefix values (:mod:`~fwbridge.protocols.window_checks`), O(1)
-each after one pass over the buffer. A chunk that cannot complete the held
-candidate is only kept, not scanned again.
+each after one pass over the buffer, the prefix values of the held bytes
+kept from the call before. A chunk that cannot complete the held candidate
+is only kept, not scanned again.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from fwbridge.protocols.fixed_checks import (
 from fwbridge.protocols.fixed_received import FixedReceived, received_class
 from fwbridge.protocols.frame_codec import FrameCodec
 from fwbridge.protocols.stream_accounting import WORK, account
-from fwbridge.protocols.window_checks import window_checks
+from fwbridge.protocols.window_checks import StreamPrefix
 
 __all__ = ["FixedReceiver", "FixedReceiverStats"]
 
@@ -123,9 +124,6 @@ class FixedReceiver:
         self._cols = np.arange(self.span[0], d.size)
         c = codec.check_size if ck else 0
         self._check_cols = np.arange(self.span[1], self.span[1] + c)
-        self._check_shift = np.array(
-            [8 * (j if self.check_order == "little" else c - 1 - j) for j in range(c)],
-            dtype=np.uint64)
         self._trailer_cols = np.arange(d.size - len(d.trailer), d.size)
         self._field_cols = np.arange(len(d.header), len(d.header) + self.dtype.itemsize)
         self._trailer_arr = np.frombuffer(d.trailer, np.uint8)
@@ -151,6 +149,7 @@ class FixedReceiver:
         self._base = 0
         self._covered = 0
         self._gap = False
+        self._prefix: StreamPrefix | None = None  # made by the first flood
 
     @property
     def pending(self) -> int:
@@ -286,15 +285,11 @@ class FixedReceiver:
         else:
             lo, hi = self.span
             # the tables are built on the first flood (cached per algorithm)
-            got = window_checks(self.algo).values(a, complete + lo, complete + hi)
-            field = a[complete[:, None] + self._check_cols]
-            c = len(self._check_cols)
-            if c in (1, 2, 4, 8):  # the field's bytes read as its integer: one view
-                order = "<" if self.check_order == "little" else ">"
-                want = np.ascontiguousarray(field).view(f"{order}u{c}").ravel()
-            else:
-                want = np.bitwise_or.reduce(field.astype(np.uint64) << self._check_shift, axis=1)
-            bad_c = got != want
+            if self._prefix is None:
+                self._prefix = StreamPrefix(self.algo)
+            # the held bytes' prefix values kept from the calls before: each byte read once
+            bad_c = ~self._prefix.matches(a, self._base, complete + lo, complete + hi,
+                                          len(self._check_cols), self.check_order)
         if bad_t is not None:
             bad_c &= ~bad_t
         return bad_c, bad_t
@@ -404,6 +399,8 @@ class FixedReceiver:
         st.nonfinite += scan.nonfinite
         self._buf = buf[scan.keep:]
         self._base += scan.keep
+        if self._prefix is not None:
+            self._prefix.drop_before(self._base)
         return np.asarray(scan.accepted, dtype=np.int64) + base, scan.body
 
     def _feed_small(self, data: bytes) -> list[FixedReceived] | None:

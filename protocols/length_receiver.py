@@ -15,7 +15,8 @@ or until :meth:`LengthReceiver.finish` ends the stream, which rejects it
 
 From :attr:`LengthReceiver.vector_threshold` bytes on, a scan judges every
 candidate at once in numpy (:mod:`~fwbridge.protocols.length_scan`): linear
-in the buffer whatever its headers and length fields say.
+in the buffer whatever its headers and length fields say, the prefix values
+of the bytes a candidate holds kept from the call before.
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import reduce
 from operator import xor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec, Received
 from fwbridge.protocols.held_scan import HeldScan
 from fwbridge.protocols.stream_accounting import WORK
+
+if TYPE_CHECKING:
+    from fwbridge.protocols.window_checks import StreamPrefix
 
 __all__ = ["LengthReceiver", "LengthReceiverStats"]
 
@@ -81,6 +85,7 @@ class LengthReceiver(HeldScan[Received]):
         self._base = 0
         self._need = 0
         self._gap = False
+        self._prefix: StreamPrefix | None = None  # made by the first flood
 
     def finish(self) -> list[Received]:
         """End of stream: reject incomplete candidates; return the frames behind them."""
@@ -208,8 +213,14 @@ class LengthReceiver(HeldScan[Received]):
         if self.kind != "none" and len(judged):
             c = self.check_size
             e = ends[judged] - tl - c
+            if self._prefix is None and self.algo is not None:
+                from fwbridge.protocols.window_checks import StreamPrefix
+
+                # the held bytes' prefix values kept from the calls before: each byte
+                # read once, however long a candidate holds it
+                self._prefix = StreamPrefix(self.algo)
             ok = check_matches(a, self.algo, hits[judged] + self.from_start, e, c,
-                               self.codec.check_order)
+                               self.codec.check_order, self._prefix, self._base)
             ck_bad[judged] = ~ok
         good = whole & ~tr_bad & ~ck_bad
         w = walk(hits, ends, good, None if final else short)
@@ -248,4 +259,6 @@ class LengthReceiver(HeldScan[Received]):
         self._buf = buf[keep:]
         self._base = base + keep
         self._need = need
+        if self._prefix is not None:
+            self._prefix.drop_before(self._base)
         return out

@@ -6,11 +6,12 @@ check in turn; a flood of false headers with plausible length fields makes
 that a checksum over a whole frame per header (O(n * frame)). Here every
 candidate of the buffer is judged at once: header search, length field,
 trailer and check vectorised, the check by prefix values
-(:mod:`window_checks`) when reading each span would cost more than a few
-bytes per input byte. What stays sequential is only what depends on the
-frames accepted (a frame is skipped whole, so candidates inside it are
-data): a walk over the accepted candidates and the first one still short
-of bytes, a Python step per frame. Rejections are then counted for the
+(:mod:`window_checks`, kept between the receiver's calls) when reading each
+span would cost more than a few bytes per input byte. What stays
+sequential is only what depends on the frames accepted (a frame is
+skipped whole, so candidates inside it are data): a walk over the
+accepted candidates and the first one still short of bytes, a Python step
+per frame. Rejections are then counted for the
 candidates outside every accepted frame, before the scan stopped: the
 same counters and frames as the loop, which the tests hold it to.
 """
@@ -25,7 +26,7 @@ import numpy as np
 
 from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.stream_accounting import WORK
-from fwbridge.protocols.window_checks import window_checks
+from fwbridge.protocols.window_checks import StreamPrefix, window_checks
 
 __all__ = ["Walk", "check_matches", "gather_int", "header_hits", "walk"]
 
@@ -54,23 +55,36 @@ def gather_int(a: np.ndarray[Any, Any], at: np.ndarray[Any, Any], dtype: np.dtyp
     """The integer of type ``dtype`` at each position ``at`` (positions past the end read
     as 0; callers mask them), as int64."""
     size = dtype.itemsize
-    idx = at[:, None] + np.arange(size)
-    idx = np.where(idx < len(a), idx, 0)
-    rows = np.ascontiguousarray(a[idx])
-    return rows.view(dtype).reshape(len(at)).astype(np.int64)
+    n = len(a)
+    if n < size:
+        return np.zeros(len(at), dtype=np.int64)
+    a = np.ascontiguousarray(a)
+    last = n - size
+    past = len(at) and int(at.max()) > last
+    # the integer at every byte position, overlapping (a view, unaligned): one gather
+    ints = np.ndarray((last + 1,), dtype, a, 0, (1,))
+    got = ints[np.minimum(at, last) if past else at]
+    out: np.ndarray[Any, Any] = got.astype(np.int64)
+    if past:
+        out[at > last] = 0
+    return out
 
 
 def check_matches(a: np.ndarray[Any, Any], algo: Algorithm | None, starts: Any, ends: Any,
-                  size: int, order: str) -> np.ndarray[Any, Any]:
+                  size: int, order: str, held: StreamPrefix | None = None,
+                  base: int = 0) -> np.ndarray[Any, Any]:
     """Whether the check over ``a[starts:ends]`` equals the ``size``-byte field at each
-    end: read directly while the spans are few, by prefix values beyond."""
+    end: read directly while the spans are few, by prefix values beyond (``held``: the
+    receiver's, kept between calls; ``a`` is then the stream from offset ``base``)."""
     k = len(starts)
     if algo is None or not k:
         return np.ones(k, dtype=bool)
-    field = gather_int(a, ends, np.dtype(("<" if order == "little" else ">") + f"u{size}")
-                       ) if size in (1, 2, 4, 8) else _field_int(a, ends, size, order)
     spans = ends - starts
     total = int(spans.sum())
+    if held is not None and total > DIRECT_BUDGET * len(a) + 64:
+        return held.matches(a, base, starts, ends, size, order)
+    field = gather_int(a, ends, np.dtype(("<" if order == "little" else ">") + f"u{size}")
+                       ) if size in (1, 2, 4, 8) else _field_int(a, ends, size, order)
     if total <= DIRECT_BUDGET * len(a) + 64:
         WORK.steps += total
         raw = a.tobytes()
@@ -116,6 +130,11 @@ def walk(hits: np.ndarray[Any, Any], ends: np.ndarray[Any, Any], good: np.ndarra
     goods = np.flatnonzero(good)
     g_at, g_end, g_idx = hits[goods].tolist(), ends[goods].tolist(), goods.tolist()
     shorts = np.flatnonzero(short) if short is not None else goods[:0]
+    # (a flood of them) the walk ends before the furthest good end: no short candidate
+    # after the first one past it can stop it
+    if len(shorts) > 64:
+        last = int(ends[goods].max()) if len(goods) else 0
+        shorts = shorts[:int(np.searchsorted(shorts, np.searchsorted(hits, last))) + 1]
     s_at = hits[shorts].tolist()
     accepted: list[int] = []
     stop: int | None = None
