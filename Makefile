@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint pytest bench clean
+.PHONY: demo test test-fast lint pytest bench clean
 
 # The first run downloads and installs about 60 packages: pip names each one as it goes
 # (a progress bar on a terminal, plain lines in a CI log), so a minute is not silent.
@@ -24,6 +24,12 @@ demo: $(STAMP)
 
 ## test: every test, plus ruff and mypy
 test: lint pytest
+
+## test-fast: ruff, mypy and the in-process tests: every test but those that start a
+## process, open a pty, run QEMU or network namespaces (tests/kinds.py marks them) or are slow
+FAST := not (process or pty or qemu or netns or slow)
+test-fast: override PYTEST_ARGS += -m "$(FAST)"
+test-fast: lint pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,13 +1,15 @@
-"""Shared test settings: Hypothesis profiles and paths."""
+"""Shared test settings: Hypothesis profiles, paths, and the kinds of test (tests/kinds.py)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests import kinds
 
 # The pty fixtures of the bridge tests (``pair``, ``peer``), for every test module;
 # FIXTURES for the modules that take it from here.
@@ -25,10 +27,50 @@ settings.register_profile("long", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+# The kinds of test (tests/kinds.py): marked at collection, held to them while they run.
+_GUARD = kinds.GUARD
+
+
 def pytest_configure(config: object) -> None:
     # python-can's vendored Back2Back suite marks two tests with pytest-timeout's marker
     config.addinivalue_line(  # type: ignore[attr-defined]
         "markers", "timeout(seconds): pytest-timeout's limit (inert without the plugin)")
+    _GUARD.install()
+
+
+def pytest_unconfigure(config: object) -> None:
+    _GUARD.uninstall()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    kinds.mark(items)
+
+
+def _watched(item: pytest.Item) -> Generator[None, object, object]:
+    _GUARD.watching(item)
+    try:
+        result = yield
+    except BaseException as exc:
+        caught = _GUARD.done()
+        if caught is None or (isinstance(exc, pytest.fail.Exception) and exc.msg == caught):
+            raise
+        # what the test did without its mark, not what followed from the refusal
+        raise pytest.fail.Exception(caught, pytrace=False) from exc
+    caught = _GUARD.done()
+    if caught is not None:  # refused in a thread, or caught by the test
+        pytest.fail(caught, pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watched(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watched(item))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -7,10 +7,15 @@ import asyncio
 import pytest
 import serial_asyncio
 
-from fwbridge.bridge.link.transports import open_async_streams, open_link, register_url_handlers
+from fwbridge.bridge.link.transports import open_async_streams, open_link
 from fwbridge.bridge.node.aio import AsyncBaseNode
 from fwbridge.bridge.node.config import parse_config
 from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.sim.scheme import register as offer_sim
+
+pytestmark = pytest.mark.pty  # a sim:// URL opened on the asyncio path is served on a pty
+
+offer_sim()  # this module's links are sim:// URLs (nothing is registered on import)
 
 
 def _loop_errors(loop: asyncio.AbstractEventLoop) -> list[dict[str, object]]:
@@ -21,7 +26,6 @@ def _loop_errors(loop: asyncio.AbstractEventLoop) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("pacing", ["realtime", "afap"])
 def test_pyserial_asyncio_opens_a_sim_url_and_talks_to_it(pacing: str) -> None:
-    register_url_handlers()  # what pyserial needs to know sim:// (nothing is registered on import)
 
     async def echo() -> bytes:
         errors = _loop_errors(asyncio.get_running_loop())
