@@ -5,20 +5,23 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.table import Table
 
-from fwbridge.bridge.robots.arm.can_arm import (
-    PickPlaceRun,
-    arm_specs,
-    drive_pick_place,
-    run_modules,
-    run_pick_place,
+from fwbridge.bridge.robots.arm.arm_runs import (
+    PickPlaceJob,
+    PickPlaceProgress,
+    ScaraBus,
+    afap_refusal,
+    open_scara,
+    pick_place,
+    scara_bus,
+    serve_scara,
 )
+from fwbridge.bridge.robots.arm.can_arm import PickPlaceRun, arm_specs
 from fwbridge.bridge.robots.arm.config import ArmConfigError, load_arm_config
 from fwbridge.bridge.robots.arm.kinematics import (
     Joints,
@@ -28,9 +31,10 @@ from fwbridge.bridge.robots.arm.kinematics import (
     forward,
     inverse,
 )
-from fwbridge.bridge.robots.arm.pick_place import PickAndPlace, PickPlaceConfig
+from fwbridge.bridge.robots.arm.pick_place import PickAndPlace, PickPlaceConfig, Reached
 from fwbridge.cli_verbs.common import Group, console, fail, json_line
 from fwbridge.cli_verbs.params import BITRATE, NEGATIVE_ARGS, Finite
+from fwbridge.protocols.errors import ArmError
 
 #: A coordinate in metres (an arm reaches a metre or so).
 COORD = Finite(-100, 100, unit="m")
@@ -147,44 +151,29 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
         interface = target(BusOptions(None, channel))[0]
     if interface == "fwbridge" and channel:
         _shared_arm_bus(channel)
-    reported = 0
-    ros_arm = _ros2_arm(ros2) if ros2 else None
+    job = PickPlaceJob(task, geom, bitrate=bitrate or 1_000_000, realtime=realtime,
+                       open_bus=None if in_process
+                       else lambda: _open_arm_bus(interface, channel, bitrate),
+                       ros_arm=_ros2_arm(ros2) if ros2 else None)
 
-    def on_step(now: float, t: PickAndPlace, fb: Joints) -> None:
-        nonlocal reported
-        if ros_arm is not None:
-            ros_arm.publish_joints(dict(zip(("theta1", "theta2", "d3", "theta4"), fb)))
-        while reported < len(t.reached):
-            r = t.reached[reported]
-            reported += 1
-            if as_json:
-                json_line({"waypoint": r.phase.value, "time_s": round(r.time, 4),
-                           "error_mm": round(r.error_m * 1000, 3)})
-            else:
-                p = forward(geom, fb)
-                click.echo(f"t={r.time:6.2f}s  {r.phase.value:<14} reached, error "
-                           f"{r.error_m * 1000:.2f} mm   tool ({p.x:+.3f}, {p.y:+.3f}, "
-                           f"{p.z:.3f}) m")
-        if realtime and in_process:
-            time.sleep(cfg.period)
-
-    try:
-        if in_process:
-            run = run_pick_place(cfg, geom, on_step=on_step, bitrate=bitrate or 1_000_000)
+    def on_reached(r: Reached, fb: Joints) -> None:
+        if as_json:
+            json_line({"waypoint": r.phase.value, "time_s": round(r.time, 4),
+                       "error_mm": round(r.error_m * 1000, 3)})
         else:
-            bus = _open_arm_bus(interface, channel, bitrate)
-            try:
-                run = drive_pick_place(bus, task, geom, on_step=on_step)
-            finally:
-                bus.shutdown()
+            p = forward(geom, fb)
+            click.echo(f"t={r.time:6.2f}s  {r.phase.value:<14} reached, error "
+                       f"{r.error_m * 1000:.2f} mm   tool ({p.x:+.3f}, {p.y:+.3f}, "
+                       f"{p.z:.3f}) m")
+
+    progress = PickPlaceProgress()
+    try:
+        run = pick_place(job, on_reached, progress)
     except KeyboardInterrupt:  # a stop signal: what was done, then the entry point's 128 + N
         with contextlib.suppress(OSError):
-            click.echo(f"pick and place: stopped, {reported} waypoints reached", err=True)
+            click.echo(f"pick and place: stopped, {progress.reported} waypoints reached",
+                       err=True)
         raise
-    finally:
-        if ros_arm is not None:
-            time.sleep(0.2)  # the last samples leave before the session closes
-            ros_arm.participant.close()
     _summary(run, as_json)
     if run.task.failure:
         sys.exit(1)
@@ -226,9 +215,7 @@ def _open_arm_bus(interface: str | None, channel: str | None, bitrate: int | Non
     if isinstance(bus, FwBridgeBus) and bus.sim.afap:
         bus.shutdown()
         name = bus.channel_name
-        fail(f"bus {name} is paced afap, and the arm runs in real time: start the bus with "
-             f"--pacing realtime ('fwbridge can bus down {name}; fwbridge can bus up "
-             f"{name} --bitrate 1000000')")
+        fail(afap_refusal(name))
     return bus
 
 
@@ -278,80 +265,58 @@ def scara_sim(duration: float | None, as_json: bool) -> None:
     """``fwbridge sim scara``: the arm's five modules on python-can's configured bus."""
     import can
 
-    geom = ScaraGeometry()
-    cfg: dict[str, Any]
     try:
-        cfg = dict(can.util.load_config())
+        bus = scara_bus(dict(can.util.load_config()))
     except can.CanInterfaceNotImplementedError:
-        cfg = {}  # nothing configured: the in-process simulator
+        bus = scara_bus({})  # nothing configured: the in-process simulator
     except (can.CanError, ValueError) as exc:
         fail(f"python-can configuration: {exc}")
-    from fwbridge.can_bus.bus_node import split_channel
-    from fwbridge.can_bus.interface import FwBridgeBus
     from fwbridge.cli_verbs.can_common import open_error
 
-    interface = cfg.get("interface") or "fwbridge"
-    channel = str(cfg.get("channel") or "sim0")
-    name, shared = split_channel(channel)
-    shared = shared and interface == "fwbridge"
-    # a shared bus runs at its own rate: ask for one only when it is configured
-    rate = cfg.get("bitrate") or (None if shared else 1_000_000)
-    kw: dict[str, Any] = {"interface": interface, "channel": channel}
-    if rate:
-        kw["bitrate"] = rate
     try:
-        modules, buses = run_modules(lambda: can.Bus(**kw), geom)
+        arm = open_scara(bus, ScaraGeometry())
+    except ArmError as exc:
+        fail(str(exc))
     except (can.CanError, OSError, ValueError, ImportError) as exc:
-        fail(f"cannot open the CAN bus: {open_error(interface, channel, exc)}")
-    sim = buses[0].sim if isinstance(buses[0], FwBridgeBus) else None
-    if shared and sim is not None and sim.afap:
-        for b in buses:
-            b.shutdown()
-        fail(f"bus {name} is paced afap, and the arm runs in real time: start the bus with "
-             f"--pacing realtime ('fwbridge can bus down {name}; fwbridge can bus up "
-             f"{name} --bitrate 1000000')")
-    names = ", ".join(f"{s.name}=0x{0x100 + s.module_id:x}" for s in arm_specs(geom))
-    where = f"{interface} {channel}" + (f" at {sim.bitrate} bit/s" if sim is not None else "")
-    start = time.monotonic()
-    next_print = start
-    try:  # from the readiness line on: a stop right after it still shuts the buses down
+        fail(f"cannot open the CAN bus: {open_error(bus.interface, bus.channel, exc)}")
+    names = ", ".join(f"{s.name}=0x{0x100 + s.module_id:x}" for s in arm_specs(ScaraGeometry()))
+
+    def ready() -> None:
         if as_json:
-            json_line({"event": "ready", "bus": where, "shared": shared, "modules": names})
+            json_line({"event": "ready", "bus": arm.where, "shared": bus.shared,
+                       "modules": names})
         else:
-            click.echo(f"SCARA arm modules on {where}: {names}", err=True)
-            if shared:
-                click.echo(f"{channel} is a shared bus (its daemon runs it): drive the arm from "
-                           f"any process with 'fwbridge arm pick-place -i fwbridge -c {channel}'",
-                           err=True)
-            elif interface == "fwbridge":
-                click.echo(f"{channel} is simulated inside this process, so nothing else reaches "
-                           "it; to drive the arm from another process share a bus: 'fwbridge can "
-                           "bus up arm0 --bitrate 1000000', then 'CAN_INTERFACE=fwbridge "
-                           "CAN_CHANNEL=shared:arm0 fwbridge sim scara' and 'fwbridge arm "
-                           "pick-place -i fwbridge -c shared:arm0' (or 'fwbridge arm pick-place' "
-                           "alone, which simulates its own arm)", err=True)
-        while duration is None or time.monotonic() - start < duration:
-            now = time.monotonic() - start
-            for m in modules:
-                m.step(now)
-            if time.monotonic() >= next_print:
-                next_print += 1.0
-                pos = {m.spec.name: round(m.position, 5) for m in modules}
-                if as_json:
-                    json_line({"event": "status", "t": round(now, 3), **pos})
-                else:
-                    click.echo("  ".join(f"{k}={v:+.4f}" for k, v in pos.items()), err=True)
-            time.sleep(0.002)
-    except KeyboardInterrupt:
+            click.echo(f"SCARA arm modules on {arm.where}: {names}", err=True)
+            _scara_hint(bus)
+
+    def status(now: float, pos: dict[str, float]) -> None:
+        if as_json:
+            json_line({"event": "status", "t": round(now, 3), **pos})
+        else:
+            click.echo("  ".join(f"{k}={v:+.4f}" for k, v in pos.items()), err=True)
+
+    res = serve_scara(arm, duration, on_ready=ready, on_status=status)
+    if res.interrupted:
         with contextlib.suppress(OSError):
             sys.stderr.write("\n")  # after the ^C the terminal echoed
-    finally:
-        for b in buses:
-            b.shutdown()
-    ran = round(time.monotonic() - start, 3)
-    pos = {m.spec.name: round(m.position, 5) for m in modules}
     if as_json:
-        json_line({"event": "end", "t": ran, **pos})
+        json_line({"event": "end", "t": res.ran, **res.positions})
     else:
-        click.echo(f"sim scara: ran {ran:.1f} s, modules at "
-                   + "  ".join(f"{k}={v:+.4f}" for k, v in pos.items()), err=True)
+        click.echo(f"sim scara: ran {res.ran:.1f} s, modules at "
+                   + "  ".join(f"{k}={v:+.4f}" for k, v in res.positions.items()), err=True)
+
+
+def _scara_hint(bus: ScaraBus) -> None:
+    """How another process reaches the arm (a shared bus), or why it cannot."""
+    channel = bus.channel
+    if bus.shared:
+        click.echo(f"{channel} is a shared bus (its daemon runs it): drive the arm from "
+                   f"any process with 'fwbridge arm pick-place -i fwbridge -c {channel}'",
+                   err=True)
+    elif bus.interface == "fwbridge":
+        click.echo(f"{channel} is simulated inside this process, so nothing else reaches "
+                   "it; to drive the arm from another process share a bus: 'fwbridge can "
+                   "bus up arm0 --bitrate 1000000', then 'CAN_INTERFACE=fwbridge "
+                   "CAN_CHANNEL=shared:arm0 fwbridge sim scara' and 'fwbridge arm "
+                   "pick-place -i fwbridge -c shared:arm0' (or 'fwbridge arm pick-place' "
+                   "alone, which simulates its own arm)", err=True)

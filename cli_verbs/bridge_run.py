@@ -7,18 +7,14 @@ import contextlib
 import json
 import math
 import sys
-import threading
-from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 import click
 
-from fwbridge.bridge.link.transports import LinkError
-from fwbridge.bridge.node.base_node import BaseNode, NodeEvent
+from fwbridge.bridge.base_run import BaseRunConfig, BaseRunHooks, RunFailed, run_base
+from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.config import ConfigError, load_config
-from fwbridge.bridge.node.hardware import LifecycleError
 from fwbridge.bridge.node.numbers import MAX_ANGULAR, MAX_LINEAR
-from fwbridge.bridge.node.sinks import CallbackSink, JsonLinesSink, Sink
 from fwbridge.cli_verbs.common import (
     FORCE,
     JsonBlocks,
@@ -27,7 +23,7 @@ from fwbridge.cli_verbs.common import (
     warn_listening,
     writable,
 )
-from fwbridge.cli_verbs.link import DURATION, Deadline, Rate, until_interrupted
+from fwbridge.cli_verbs.link import DURATION, Rate, until_interrupted
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import velocity_limit_options, velocity_refused
 from fwbridge.cli_verbs.status_line import StatusLine
@@ -69,34 +65,6 @@ def parse_request(line: str, max_linear: float = MAX_LINEAR,
     if why is not None:
         raise ConfigError(why)
     return vx, vy, wz
-
-
-def _lines(stream: IO[str]) -> Iterator[str]:
-    """``stream``'s lines, a longer one than MAX_LINE cut to MAX_LINE + 1 characters (which
-    parse_request refuses): its rest is read and dropped, so a line without an end cannot
-    fill the memory."""
-    while line := stream.readline(MAX_LINE + 1):
-        if len(line) > MAX_LINE and not line.endswith("\n"):
-            while (rest := stream.readline(MAX_LINE)) and not rest.endswith("\n"):
-                pass
-        yield line
-
-
-def _read_requests(node: BaseNode, refused: list[int], max_linear: float,
-                   max_angular: float) -> None:
-    """Feed velocity requests from stdin lines until end of input. A line that cannot be
-    followed stops the base (a zero request: what it meant is not known, and the request
-    before it is not what the sender wants now) until the next good line; it is counted
-    and named in one error line."""
-    for lineno, line in enumerate(_lines(sys.stdin), 1):
-        try:
-            req = parse_request(line, max_linear, max_angular)
-            if req is not None:
-                node.request(*req)
-        except (ValueError, TypeError) as exc:
-            refused[0] += 1
-            node.request(0.0, 0.0, 0.0)
-            click.echo(f"error: stdin line {lineno} ignored, the base stops: {exc}", err=True)
 
 
 @click.command("bridge")
@@ -152,121 +120,32 @@ def bridge_cmd(config: str, duration: float | None, use_sim: bool | None, record
         fail(str(exc))
     if record:
         writable(record, "--record", force=force)
-    fatal: list[str] = []
-    reader_gone = threading.Event()  # stdout's reader went away (| head): stop the base
-
-    def on_event(event: NodeEvent) -> None:
-        click.echo(f"bridge: {event.message}", err=True)
-        if event.kind == "garbage":
-            fatal.append(event.message.replace("link.baud", f"link.baud in {config}"))
-
-    out = JsonBlocks(0.05)  # lines in blocks, none held longer than 50 ms
-
-    def flush_out() -> None:
-        if reader_gone.is_set():
-            return
-        try:
-            out.flush()
-        except BrokenPipeError:
-            gone()
-
-    def gone() -> None:
-        silence_stdout()
-        reader_gone.set()
-
-    # The verb picks the sinks; the node hands each the same bytes, records and events,
-    # and closes them (last first) after the safe stop, whatever ends the run.
-    sinks: list[Sink] = []
-    pending = None
-    node: BaseNode | None = None
-    if record or foxglove:
-        # The capture goes beside --record until the link works: a failed start leaves it
-        # as it was. (The record room loads with --record only: a plain bridge starts faster.)
-        from fwbridge.bridge.record.safe_output import OutputError, PendingFile
-        from fwbridge.bridge.record.serial_mcap import open_capture
-        from fwbridge.protocols.errors import CaptureError
-
-        live = live_sink(foxglove, foxglove_host, foxglove_port)
-        try:
-            pending = PendingFile(record) if record else None
-            sinks.append(open_capture(
-                record, port=cfg.link_url, description=f"{cfg.baud} baud", live=live,
-                stream=pending.stream if pending else None, decode=False,
-                stats=lambda: node.stats() if node is not None else {},
-                receivers=lambda: node.receiver_stats() if node is not None else {}))
-        except (CaptureError, OutputError) as exc:
-            if live is not None:
-                live.close()
-            if pending is not None:
-                pending.discard()
-            fail(f"--record {exc}" if isinstance(exc, OutputError) else str(exc))
     # JSON lines for a pipe (or when asked); a person at a terminal gets the live line.
     lines = as_json or not sys.stdout.isatty()
-    latest: list[Any] = [None]  # the newest odometry record, for the live line
-    if lines:
-        sinks.append(JsonLinesSink(out, every, on_gone=gone))  # stamp is the node's clock
-
-    def keep(odom: Any) -> None:
-        latest[0] = odom
-
-    sinks.append(CallbackSink(on_event=on_event, on_odometry=None if lines else keep))
-    node = BaseNode(cfg, sinks=sinks, on_event=None,
-                    say=lambda line: click.echo(line, err=True))
-    try:
-        node.start()
-    except (LinkError, ConfigError, LifecycleError) as exc:
-        node.stop()  # closes the sinks
-        if pending is not None:
-            pending.discard()
-        fail(str(exc))
-    except BaseException:  # a stop signal while the link starts: the safe stop all the same
-        node.stop()
-        if pending is not None:
-            pending.discard()
-        raise
-    ros: Any = None
-    refused = [0]  # stdin lines refused (bad syntax or values)
-    deadline = Deadline(duration)
     rate = Rate()
+    hooks = BaseRunHooks(
+        say=lambda line: click.echo(line, err=True),
+        out=JsonBlocks(0.05),  # lines in blocks, none held longer than 50 ms
+        on_gone=silence_stdout,
+        live=live_sink(foxglove, foxglove_host, foxglove_port),  # None without --foxglove
+        status=StatusLine if not lines else contextlib.nullcontext,
+        summary=lambda node, odom: _summary(node, odom, rate, cfg.link_url),
+        interruptible=until_interrupted,
+        start_ros2=(None if ros2_settings is None
+                    else lambda node: _start_ros2(node, ros2_settings)),
+        stdin=sys.stdin, parse_request=parse_request)
+    run_cfg = BaseRunConfig(cfg, config_path=config, duration=duration, record=record,
+                            lines=lines, every=every, cmd_stdin=cmd_stdin,
+                            max_linear=max_linear, max_angular=max_angular, max_line=MAX_LINE)
     try:
-        with StatusLine() if not lines else contextlib.nullcontext() as status, \
-                until_interrupted():  # any stop from here on reaches the safe stop below
-            if pending is not None:
-                pending.publish()
-            source = "simulated endpoint" if cfg.use_sim else "port"
-            click.echo(f"bridge: {source} {cfg.link_url} active, {cfg.rate_hz:g} Hz commands",
-                       err=True)
-            if record:
-                click.echo(f"bridge: recording the link to {record}", err=True)
-            if ros2_settings is not None:
-                ros = _start_ros2(node, ros2_settings)
-            if cmd_stdin:
-                threading.Thread(target=_read_requests,
-                                 args=(node, refused, max_linear, max_angular),
-                                 daemon=True).start()
-            while node.running and not deadline.expired and not fatal:
-                if reader_gone.wait(deadline.left(out.period)):
-                    break
-                flush_out()
-                if status is not None:
-                    status.update(_summary(node, latest[0], rate, cfg.link_url))
-    finally:
-        if ros is not None:
-            ros.stop()
-        node.stop()  # the safe stop: zero velocity, whatever ended the run; sinks closed
-        flush_out()  # the last block of odometry lines
-        if pending is not None:
-            pending.close()
-    stats = node.stats()
-    if cmd_stdin:
-        stats["stdin_refused"] = refused[0]
-    print_counters(stats, "bridge")
-    if ros is not None:
-        print_counters(ros.stats(), "ros2")
-    if fatal:
-        fail(fatal[0])
-    if node.error is not None:
-        fail(str(node.error))
+        result = run_base(run_cfg, hooks)
+    except RunFailed as exc:
+        fail(str(exc))
+    print_counters(result.stats, "bridge")
+    if result.ros2_stats is not None:
+        print_counters(result.ros2_stats, "ros2")
+    if result.error is not None:
+        fail(result.error)
 
 
 def _on_port(cfg: Any, port: str) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,8 +22,9 @@ import click
 from fwbridge.bridge.link.action_link import ActionLink
 from fwbridge.bridge.link.transports import IO_ERRORS
 from fwbridge.bridge.robots.fish_client import FishClient, FishError
+from fwbridge.bridge.robots.fish_serve import FishServeConfig, serve_fish
 from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters, warn_listening
-from fwbridge.cli_verbs.link import BAUD, Deadline, open_port
+from fwbridge.cli_verbs.link import BAUD, open_port
 from fwbridge.cli_verbs.params import DURATION, Finite
 from fwbridge.cli_verbs.ros2 import CONFIG, CONNECT, DISTRO, DOMAIN, LISTEN, ros2_settings
 from fwbridge.cli_verbs.stopping import stoppable
@@ -250,8 +250,6 @@ def serve_cmd(ctx: click.Context, namespace: str | None, node_name: str,
     """
     from fwbridge.bridge.node.config import ConfigError as RobotConfigError
     from fwbridge.bridge.ros2.config import parse_ros2
-    from fwbridge.bridge.ros2.fish import Ros2Fish
-
     port, machine, timeout, retries, baud = ctx.meta["fish"]
     if port is None:
         raise click.UsageError("Missing option '-p' / '--port'.", ctx.meta["fish.ctx"])
@@ -266,29 +264,17 @@ def serve_cmd(ctx: click.Context, namespace: str | None, node_name: str,
     except RobotConfigError as exc:
         fail(str(exc))
     warn_listening("fish serve", s.listen)
-    serial_port = open_port(port, baud)
-    fish = FishClient(ActionLink(serial_port, timeout=timeout, retries=retries), machine)
-    # a call waits for another at most one exchange's budget with a fish that is silent
-    ros = Ros2Fish(fish, s, node_name=node_name, link_url=port,
-                   lock_wait=timeout * (retries + 1),
-                   say=lambda text: click.echo(f"fish serve: {text}", err=True))
-    try:
-        with stoppable():
-            try:
-                ros.start()
-                listening = f", listening on {', '.join(s.listen)}" if s.listen else ""
-                click.echo(f"fish serve: ROS 2 node /{ros.fqn} for the fish on {port} (domain "
-                           f"{s.domain}, {s.distro}), connecting to {', '.join(s.connect)}"
-                           f"{listening}; services {', '.join(ros.service_names)}; "
-                           "/diagnostics", err=True)
-                deadline = Deadline(duration)
-                while not deadline.expired:
-                    time.sleep(deadline.left(0.1))
-            except KeyboardInterrupt:
-                click.echo("", err=True)
-    finally:
-        stats = {**ros.stats(), "attempts": fish.attempts}
-        ros.stop()
-        with contextlib.suppress(*IO_ERRORS):
-            serial_port.close()
-    print_counters(stats, "fish serve")
+    cfg = FishServeConfig(s, port, machine=machine, timeout=timeout, retries=retries,
+                          node_name=node_name, duration=duration)
+
+    def ready(ros: Any) -> None:
+        listening = f", listening on {', '.join(s.listen)}" if s.listen else ""
+        click.echo(f"fish serve: ROS 2 node /{ros.fqn} for the fish on {port} (domain "
+                   f"{s.domain}, {s.distro}), connecting to {', '.join(s.connect)}"
+                   f"{listening}; services {', '.join(ros.service_names)}; "
+                   "/diagnostics", err=True)
+
+    result = serve_fish(cfg, open_port(port, baud), on_ready=ready, interruptible=stoppable,
+                        say=lambda text: click.echo(f"fish serve: {text}", err=True),
+                        on_interrupt=lambda: click.echo("", err=True))
+    print_counters(result.stats, "fish serve")

@@ -27,6 +27,7 @@ from typing import Any
 import click
 
 from fwbridge.bridge.link.pty_relay import PtyRelay
+from fwbridge.bridge.sim.board_run import run_board
 from fwbridge.cli_verbs.common import Group, fail, json_line, print_counters
 from fwbridge.cli_verbs.params import DURATION
 from fwbridge.cli_verbs.status_line import StatusLine
@@ -345,49 +346,45 @@ def run_cmd(link_path: str | None, duration: float | None, as_json: bool, icount
         board.start()
     except BoardError as exc:
         fail(str(exc))
-    link: PortLink | None = None
-    interrupted = False
-    t0 = time.monotonic()
-    try:  # from here every way out stops QEMU and removes the --link
+    links: list[PortLink] = []
+
+    def ready() -> None:  # inside the run: from here every way out stops QEMU
         try:
-            link = PortLink(link_path, board.port)
+            links.append(PortLink(link_path, board.port))
         except OSError as exc:  # LinkPathTaken (an Error) goes up as its own error line
             fail(f"--link: {exc}")
         port = link_path or board.port
-        ready = {"event": "ready", "port": port, "pty": board.port,
-                 "diag_port": board.diag_port, "machine": MACHINE, "cpu": "cortex-m3",
-                 "elf": str(board.elf), "icount": icount, "qemu_pid": board.proc.pid
-                 if board.proc else None}
         if as_json:
-            json_line(ready)
+            json_line({"event": "ready", "port": port, "pty": board.port,
+                       "diag_port": board.diag_port, "machine": MACHINE, "cpu": "cortex-m3",
+                       "elf": str(board.elf), "icount": icount,
+                       "qemu_pid": board.proc.pid if board.proc else None})
         else:
             click.echo(f"fwref firmware on {port} (QEMU {MACHINE}, Cortex-M3; "
                        f"counters: {board.diag_port})")
             click.echo(f"open {port} with any serial program (no baud rate needed); "
                        "Ctrl-C stops", err=True)
         sys.stdout.flush()
-        last_ms = -1
-        with StatusLine() as line:
-            while board.running:
-                if duration is not None and time.monotonic() - t0 >= duration:
-                    break
-                st = board.wait_status(last_ms, timeout=0.2)
-                if st is None:
-                    continue
-                last_ms = st["ms"]
-                line.update(_status_text(st))
-                if as_json:
-                    json_line({"event": "status", "firmware": st})
-        if not board.running and (duration is None or time.monotonic() - t0 < duration):
-            code = board.proc.returncode if board.proc else None
-            fail(f"QEMU stopped on its own (exit status {code})")
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        board.stop()
-        if link is not None:
-            link.close()
-    st = board.latest or {}
+
+    def status(st: dict[str, Any], line: StatusLine) -> None:
+        line.update(_status_text(st))
+        if as_json:
+            json_line({"event": "status", "firmware": st})
+
+    res = run_board(board, duration, on_ready=ready, on_status=status, status=StatusLine,
+                    on_close=lambda: _close(links))
+    if res.ended_early:
+        code = board.proc.returncode if board.proc else None
+        fail(f"QEMU stopped on its own (exit status {code})")
+    _end(res.status, res.interrupted, as_json)
+
+
+def _close(links: list[PortLink]) -> None:
+    for link in links:
+        link.close()
+
+
+def _end(st: dict[str, Any], interrupted: bool, as_json: bool) -> None:
     if as_json:
         json_line({"event": "end", "interrupted": interrupted, "firmware": st})
     elif st:
@@ -407,7 +404,7 @@ def drive_square(port: str, side: float, *, timeout_s: float = 90.0,
     from fwbridge.bridge.node.base_node import BaseNode
     from fwbridge.bridge.node.config import RobotConfig
     from fwbridge.bridge.node.odometry import Odometry
-    from fwbridge.cli_verbs.demo_drive import SquareDriver
+    from fwbridge.bridge.robots.square import SquareDriver
 
     driver = SquareDriver(side=side)
     latest: list[Odometry] = []

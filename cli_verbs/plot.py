@@ -23,7 +23,7 @@ from fwbridge.cli_verbs.common import FORCE, fail, writable
 from fwbridge.protocols.errors import CaptureError
 
 if TYPE_CHECKING:
-    from fwbridge.cli_verbs.demo_drive import SquareResult
+    from fwbridge.bridge.robots.square import SquareResult
 
 __all__ = ["BaseSeries", "CanSeries", "base_series", "can_series", "draw", "draw_square",
            "plot_cmd"]
@@ -308,85 +308,99 @@ def draw(series: BaseSeries | CanSeries, out: Path, title: str) -> dict[str, Any
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 9), dpi=100)
     (a, b), (c, d) = axes
-    geometry: dict[str, Any] = {}
     if isinstance(series, BaseSeries):
-        if series.x:
-            a.plot(series.x[:1], series.y[:1], "o", color="green", label="start", zorder=2)
-        a.plot(series.x, series.y, color=PATH_COLOUR, lw=2, label="odometry path", zorder=3)
-        a.set_aspect("equal", adjustable="datalim")
-        a.set(xlabel="x (m)", ylabel="y (m)", title="path (odom)")
-        _legend_below(a)
-        names = ("vx (m/s)", "vy (m/s)", "wz (rad/s)")
-        for i, (name, meas) in enumerate(zip(names, (series.vx, series.vy, series.wz))):
-            colour = f"C{i}"
-            b.plot(series.t, meas, color=colour, label=f"{name} measured")
-            if series.cmd:
-                b.step(series.cmd_t, [cmd[i] for cmd in series.cmd], where="post", color=colour,
-                       ls="--", alpha=0.7, label=f"{name} commanded")
-        b.set(xlabel="t (s)", title="velocities: commanded (dashed) and measured")
-        _legend_below(b, ncol=3)
-        import numpy as np
-
-        yaw: Any = np.degrees(np.unwrap(np.radians(series.yaw))) if series.yaw else []
-        c.plot(series.t, yaw, color="C3")  # unwrapped: a turn past 180° stays one line
-        c.set(xlabel="t (s)", ylabel="yaw (°)", title="yaw (unwrapped)")
-        if series.counters:
-            _counters(d, series)
-        else:
-            d.set(xlabel="t (s)", title="receiver counters")
-            _note(d, "no counters in this capture")
+        _draw_base(series, a, b, c, d)
     else:
-        unit = "% of bit rate" if series.bitrate else "bit/s"
-        a.plot(series.t, series.load, color=PATH_COLOUR)
-        a.set(xlabel="t (s)", ylabel=f"load ({unit})", title="bus load (whole 1 s windows)")
-        a.set_ylim(bottom=0, top=max([*series.load, 0.0]) * 1.15 or 1.0)  # 0 in view: no zoom
-        n = len(series.per_id)
-        for k, (ident, counts) in enumerate(series.per_id.items()):
-            # the first lines widest: IDs sent at the same rate stay visible one on another
-            b.plot(series.t, counts, label=ident, color=f"C{k % 10}",
-                   ls=("-", "--", ":", "-.")[k // 10 % 4], lw=1.5 + 3.0 * (n - 1 - k) / max(n, 1))
-        b.set(xlabel="t (s)", ylabel="frames per window", title="frames per ID")
-        b.set_ylim(bottom=0)
-        _legend_below(b, ncol=6)
-        level = {"ACTIVE": 0, "PASSIVE": 1, "BUS_OFF": 2}
-        by_node: dict[str, list[tuple[float, int]]] = defaultdict(list)
-        for t, node, _old, new in series.states:
-            by_node[node].append((t, level.get(new, 0)))
-        for node, points in sorted(by_node.items()):
-            c.step([p[0] for p in points], [p[1] for p in points], where="post", label=node)
-        if series.error_frames:
-            c.plot(series.error_frames, [0] * len(series.error_frames), "x", color="red",
-                   label="error frames")
-        c.set(xlabel="t (s)", yticks=[0, 1, 2], yticklabels=["active", "passive", "bus-off"],
-              ylim=(-0.3, 2.3), title="error-state changes")
-        if series.t:
-            c.set_xlim(0, series.t[-1] + 0.5)
-        if by_node or series.error_frames:
-            _legend_below(c, ncol=4)
-        else:
-            _note(c, "no errors: no error frames and no error-state changes")
-        d.bar(list(series.totals), list(series.totals.values()))
-        d.set(title="frames per ID (whole capture)")
-        d.tick_params(axis="x", labelrotation=60)
+        _draw_can(series, a, b, c, d)
     fig.suptitle(title)
     fig.tight_layout()
     fig.canvas.draw()
+    geometry = _geometry(fig, a)
+    _save(fig, out)
+    return geometry
+
+
+def _draw_base(series: BaseSeries, a: Any, b: Any, c: Any, d: Any) -> None:
+    """A base's run: path, velocities, yaw, receiver counters."""
+    if series.x:
+        a.plot(series.x[:1], series.y[:1], "o", color="green", label="start", zorder=2)
+    a.plot(series.x, series.y, color=PATH_COLOUR, lw=2, label="odometry path", zorder=3)
+    a.set_aspect("equal", adjustable="datalim")
+    a.set(xlabel="x (m)", ylabel="y (m)", title="path (odom)")
+    _legend_below(a)
+    names = ("vx (m/s)", "vy (m/s)", "wz (rad/s)")
+    for i, (name, meas) in enumerate(zip(names, (series.vx, series.vy, series.wz))):
+        colour = f"C{i}"
+        b.plot(series.t, meas, color=colour, label=f"{name} measured")
+        if series.cmd:
+            b.step(series.cmd_t, [cmd[i] for cmd in series.cmd], where="post", color=colour,
+                   ls="--", alpha=0.7, label=f"{name} commanded")
+    b.set(xlabel="t (s)", title="velocities: commanded (dashed) and measured")
+    _legend_below(b, ncol=3)
+    import numpy as np
+
+    yaw: Any = np.degrees(np.unwrap(np.radians(series.yaw))) if series.yaw else []
+    c.plot(series.t, yaw, color="C3")  # unwrapped: a turn past 180° stays one line
+    c.set(xlabel="t (s)", ylabel="yaw (°)", title="yaw (unwrapped)")
+    if series.counters:
+        _counters(d, series)
+    else:
+        d.set(xlabel="t (s)", title="receiver counters")
+        _note(d, "no counters in this capture")
+
+
+def _draw_can(series: CanSeries, a: Any, b: Any, c: Any, d: Any) -> None:
+    """A CAN capture: load, frames per ID, error states, totals."""
+    unit = "% of bit rate" if series.bitrate else "bit/s"
+    a.plot(series.t, series.load, color=PATH_COLOUR)
+    a.set(xlabel="t (s)", ylabel=f"load ({unit})", title="bus load (whole 1 s windows)")
+    a.set_ylim(bottom=0, top=max([*series.load, 0.0]) * 1.15 or 1.0)  # 0 in view: no zoom
+    n = len(series.per_id)
+    for k, (ident, counts) in enumerate(series.per_id.items()):
+        # the first lines widest: IDs sent at the same rate stay visible one on another
+        b.plot(series.t, counts, label=ident, color=f"C{k % 10}",
+               ls=("-", "--", ":", "-.")[k // 10 % 4], lw=1.5 + 3.0 * (n - 1 - k) / max(n, 1))
+    b.set(xlabel="t (s)", ylabel="frames per window", title="frames per ID")
+    b.set_ylim(bottom=0)
+    _legend_below(b, ncol=6)
+    level = {"ACTIVE": 0, "PASSIVE": 1, "BUS_OFF": 2}
+    by_node: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for t, node, _old, new in series.states:
+        by_node[node].append((t, level.get(new, 0)))
+    for node, points in sorted(by_node.items()):
+        c.step([p[0] for p in points], [p[1] for p in points], where="post", label=node)
+    if series.error_frames:
+        c.plot(series.error_frames, [0] * len(series.error_frames), "x", color="red",
+               label="error frames")
+    c.set(xlabel="t (s)", yticks=[0, 1, 2], yticklabels=["active", "passive", "bus-off"],
+          ylim=(-0.3, 2.3), title="error-state changes")
+    if series.t:
+        c.set_xlim(0, series.t[-1] + 0.5)
+    if by_node or series.error_frames:
+        _legend_below(c, ncol=4)
+    else:
+        _note(c, "no errors: no error frames and no error-state changes")
+    d.bar(list(series.totals), list(series.totals.values()))
+    d.set(title="frames per ID (whole capture)")
+    d.tick_params(axis="x", labelrotation=60)
+
+
+def _geometry(fig: Any, a: Any) -> dict[str, Any]:
+    """What the tests measure of a drawn figure (see :func:`draw`)."""
 
     def box(artist: Any) -> tuple[float, float, float, float]:
         e = artist.get_window_extent()
         return (e.x0, e.y0, e.x1, e.y1)
 
-    geometry = {"bbox": box(a), "xlim": a.get_xlim(), "ylim": a.get_ylim(),
-                "size": fig.canvas.get_width_height(),
-                "axes": [box(ax) for ax in fig.axes],
-                "legends": [box(ax.get_legend()) for ax in fig.axes if ax.get_legend()],
-                "entries": [[(t.get_text(), *_style(h))
-                             for t, h in zip(lg.get_texts(), lg.legend_handles)]
-                            for lg in (ax.get_legend() for ax in fig.axes) if lg],
-                "notes": [t.get_text() for ax in fig.axes for t in ax.texts
-                          if t.get_gid() == "note"]}
-    _save(fig, out)
-    return geometry
+    return {"bbox": box(a), "xlim": a.get_xlim(), "ylim": a.get_ylim(),
+            "size": fig.canvas.get_width_height(),
+            "axes": [box(ax) for ax in fig.axes],
+            "legends": [box(ax.get_legend()) for ax in fig.axes if ax.get_legend()],
+            "entries": [[(t.get_text(), *_style(h))
+                         for t, h in zip(lg.get_texts(), lg.legend_handles)]
+                        for lg in (ax.get_legend() for ax in fig.axes) if lg],
+            "notes": [t.get_text() for ax in fig.axes for t in ax.texts
+                      if t.get_gid() == "note"]}
 
 
 def _style(handle: Any) -> tuple[Any, Any]:
