@@ -120,6 +120,11 @@ class LazyGroup(click.Group):
 def fwbridge(ctx: click.Context, debug: bool) -> None:
     """Serial and CAN links between a robot's computer and its microcontrollers."""
     ctx.obj = {"debug": debug}
+    # The command offers sim:// wherever a port goes; the link floor names nothing of
+    # the simulated firmware, which starts only when a sim:// URL is opened.
+    from fwbridge.bridge.sim.scheme import register
+
+    register()
 
 
 class _Never(Exception):

@@ -35,11 +35,12 @@ from typing import Any
 import serial
 
 from bench.common import machine, table
-from fwbridge.bridge.link.transports import PtyPair, register_url_handlers
+from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.sim import World
 from fwbridge.bridge.sim.endpoint import HostPort, SimEndpoint
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
@@ -117,7 +118,7 @@ def rtf_pty(seconds: float) -> tuple[float, dict[str, Any]]:
 
 def rtf_url(seconds: float) -> tuple[float, dict[str, Any]]:
     """``sim://mecanum?pacing=afap`` read in-process (simulated time advances inside read)."""
-    register_url_handlers()
+    offer_sim()
     port = serial.serial_for_url("sim://mecanum?pacing=afap", timeout=None)
     port.write(CMD)
     frames = round(seconds * 50)

@@ -11,6 +11,7 @@ import click
 import serial
 
 from fwbridge.bridge.link.transports import LinkError, open_link
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.cli_verbs.common import fail
 from fwbridge.cli_verbs.params import DURATION as DURATION_S
 from fwbridge.cli_verbs.params import Baud
@@ -27,7 +28,11 @@ DURATION = click.option(
 
 
 def open_port(port: str, baud: int, **kwargs: Any) -> serial.SerialBase:
-    """Open a device or URL; a :class:`~bridge.link.transports.LinkError` becomes ``error: …``."""
+    """Open a device or URL; a :class:`~bridge.link.transports.LinkError` becomes ``error: …``.
+
+    The command offers ``sim://`` wherever a port goes (also when a verb runs outside
+    the ``fwbridge`` group that offers it, as an embedding program may run one)."""
+    offer_sim()
     try:
         return open_link(port, baud, **kwargs)
     except LinkError as exc:

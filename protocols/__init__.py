@@ -71,7 +71,8 @@ if TYPE_CHECKING:
     from fwbridge.protocols.arq import (
         parse_answer as parse_answer,
     )
-    from fwbridge.protocols.cmd_frame import CmdFrame as CmdFrame
+    from fwbridge.protocols.builtin_records import CmdFrame as CmdFrame
+    from fwbridge.protocols.builtin_records import OdomFrame as OdomFrame
     from fwbridge.protocols.crc import (
         DEFAULT_CRC as DEFAULT_CRC,
     )
@@ -159,7 +160,6 @@ if TYPE_CHECKING:
     from fwbridge.protocols.hextext import (
         to_hex as to_hex,
     )
-    from fwbridge.protocols.odom_frame import OdomFrame as OdomFrame
     from fwbridge.protocols.pacing import (
         PACINGS as PACINGS,
     )
@@ -215,7 +215,7 @@ _EXPORTS = {
     "StopAndWaitSender": "fwbridge.protocols.arq",
     "make_answer": "fwbridge.protocols.arq",
     "parse_answer": "fwbridge.protocols.arq",
-    "CmdFrame": "fwbridge.protocols.cmd_frame",
+    "CmdFrame": "fwbridge.protocols.builtin_records",
     "DEFAULT_CRC": "fwbridge.protocols.crc",
     "crc16": "fwbridge.protocols.crc",
     "crc_function": "fwbridge.protocols.crc",
@@ -245,7 +245,7 @@ _EXPORTS = {
     "HexTextError": "fwbridge.protocols.hextext",
     "parse_hex": "fwbridge.protocols.hextext",
     "to_hex": "fwbridge.protocols.hextext",
-    "OdomFrame": "fwbridge.protocols.odom_frame",
+    "OdomFrame": "fwbridge.protocols.builtin_records",
     "PACINGS": "fwbridge.protocols.pacing",
     "parse_pacing": "fwbridge.protocols.pacing",
     "PcapngPacket": "fwbridge.protocols.pcapng",

@@ -1,16 +1,18 @@
 """Velocity-command frame, host -> firmware, 15 bytes (PROTOCOLS.md 2, seed 002).
 
 ``AA 55 | vx f32 | vy f32 | wz f32 | sum8``, floats little-endian. The
-record type, codec and schema come from ``protocols/frames/cmd.toml``;
+record type (:mod:`fwbridge.protocols.builtin_records`), codec and schema (the
+engine's) come from ``protocols/frames/cmd.toml``;
 NaN and infinity are handled as in :mod:`protocols.odom_frame`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import cast
 
 from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.engine import FloatFields, record_type, sum8_codec
+from fwbridge.protocols.builtin_records import CmdFrame
+from fwbridge.protocols.engine import codec_for
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "ZERO", "CmdFrame",
@@ -20,25 +22,8 @@ __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "ZERO", "CmdFrame
 DESCRIPTION = builtin("cmd")  # protocols/frames/cmd.toml
 FIELDS = DESCRIPTION.field_names  # wire order: vx, vy, wz
 
-if TYPE_CHECKING:
-    # For the type checker only: the class below is made from the description at run time
-    # (tests/test_sum8_codec.py holds these annotations to the description's fields).
-    from dataclasses import dataclass
-
-    @dataclass(frozen=True, slots=True)
-    class CmdFrame(FloatFields):
-        """Requested body velocities: vx, vy in m/s, wz in rad/s."""
-
-        vx: float = 0.0
-        vy: float = 0.0
-        wz: float = 0.0
-else:
-    CmdFrame = record_type(DESCRIPTION, "CmdFrame", base=FloatFields, module=__name__,
-                           defaults=dict.fromkeys(FIELDS, 0.0),
-                           doc="Requested body velocities: vx, vy in m/s, wz in rad/s.")
-
-
-CODEC: Sum8Codec[CmdFrame] = sum8_codec(DESCRIPTION, CmdFrame)
+#: The engine's one codec of the description (its record type: :class:`CmdFrame`).
+CODEC = cast("Sum8Codec[CmdFrame]", codec_for(DESCRIPTION))
 SIZE = CODEC.size  # 15
 ZERO = CmdFrame()
 

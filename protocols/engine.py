@@ -28,9 +28,9 @@ the description's tables.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterable
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
@@ -56,8 +56,6 @@ T = TypeVar("T")
 #: A description, or the path of its TOML file (``str`` or ``os.PathLike``).
 DescriptionLike = FrameDescription | str | os.PathLike[str]
 
-#: Built-in frames whose module holds the one codec of the family (``CODEC``).
-_CODEC_MODULES = {"odom": "fwbridge.protocols.odom_frame", "cmd": "fwbridge.protocols.cmd_frame"}
 
 
 # -- which path --------------------------------------------------------------------------
@@ -107,6 +105,19 @@ def _builtin_name(desc: FrameDescription) -> str | None:
 
 
 # -- codecs ------------------------------------------------------------------------------
+@cache
+def _builtin_codec(name: str) -> FrameCodec[Any] | None:
+    """The one codec of the built-in description ``name`` when it has a record type of
+    its own (made on first use: the record types are built from the descriptions)."""
+    from fwbridge.protocols.builtin_records import RECORD_TYPES
+
+    cls = RECORD_TYPES.get(name)
+    if cls is None:
+        return None
+    desc = builtin(name)
+    return Sum8Codec(desc, cls) if fits_sum8(desc) else FrameCodec(desc, cls)
+
+
 def sum8_codec(desc: FrameDescription, cls: type[T]) -> Sum8Codec[T]:
     """The sum-8 specialisation for ``desc``; :class:`ConfigError` when it does not fit."""
     return Sum8Codec(desc, cls)
@@ -130,18 +141,21 @@ def codec_for(desc: DescriptionLike, cls: type[Any] | None = None, *,
     read with :func:`~fwbridge.protocols.description.load_description`).
 
     ``cls``: the class of decoded frames (default: the generic codec's named
-    tuple). A built-in frame with a module of its own (odometry, command)
-    asked for without ``cls`` gets that module's ``CODEC``, so each has one
-    codec and one schema.
+    tuple). A built-in description with a record type of its own (odometry,
+    command: :mod:`~fwbridge.protocols.builtin_records`) asked for without
+    ``cls`` gets the one codec made here for it, which
+    :mod:`~fwbridge.protocols.odom_frame` and :mod:`~fwbridge.protocols.cmd_frame`
+    offer as ``CODEC``.
     """
     desc = _description(desc)
     if generic:
         return FrameCodec(desc, cls)
     if cls is None:
         name = _builtin_name(desc)
-        if name in _CODEC_MODULES:
-            codec: FrameCodec[Any] = importlib.import_module(_CODEC_MODULES[name]).CODEC
-            return codec
+        if name is not None:
+            builtin_codec = _builtin_codec(name)
+            if builtin_codec is not None:
+                return builtin_codec
     if fits_sum8(desc):
         return Sum8Codec(desc, cls)
     return FrameCodec(desc, cls)

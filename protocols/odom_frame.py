@@ -4,9 +4,10 @@
 little-endian (the STM32's union byte order) and yaw in **degrees**, as the
 seed's host multiplies it by D2R.
 
-Everything here comes from the description, ``protocols/frames/odom.toml``:
-the record type's fields, the codec and its construct schema
-(:mod:`fwbridge.protocols.engine`).
+Everything here comes from the description, ``protocols/frames/odom.toml``,
+loaded like a user's: the record type's fields
+(:mod:`fwbridge.protocols.builtin_records`), the codec and its construct
+schema (the engine's, :func:`fwbridge.protocols.engine.codec_for`).
 
 NaN and infinity: :func:`decode` accepts them (they are what the wire said)
 and reports them through :attr:`OdomFrame.nonfinite`; receivers count such
@@ -15,11 +16,11 @@ frames. :func:`encode` refuses them unless ``allow_nonfinite=True``.
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING
+from typing import cast
 
 from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.engine import FloatFields, record_type, sum8_codec
+from fwbridge.protocols.builtin_records import OdomFrame
+from fwbridge.protocols.engine import codec_for
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "OdomFrame", "decode",
@@ -29,39 +30,8 @@ __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "OdomFrame", "dec
 DESCRIPTION = builtin("odom")  # protocols/frames/odom.toml
 FIELDS = DESCRIPTION.field_names  # wire order: vx, vy, wz, yaw_deg
 
-
-class OdomProperties(FloatFields):
-    """What an odometry record has besides its fields."""
-
-    __slots__ = ()
-    yaw_deg: float
-
-    @property
-    def yaw_rad(self) -> float:
-        """Yaw in radians (the seed's ``th *= D2R``)."""
-        return math.radians(self.yaw_deg)
-
-
-if TYPE_CHECKING:
-    # For the type checker only: the class below is made from the description at run time
-    # (tests/test_sum8_codec.py holds these annotations to the description's fields).
-    from dataclasses import dataclass
-
-    @dataclass(frozen=True, slots=True)
-    class OdomFrame(OdomProperties):
-        """Body velocities (m/s, rad/s) and the firmware's yaw in degrees."""
-
-        vx: float
-        vy: float
-        wz: float
-        yaw_deg: float
-else:
-    OdomFrame = record_type(
-        DESCRIPTION, "OdomFrame", base=OdomProperties, module=__name__,
-        doc="Body velocities (m/s, rad/s) and the firmware's yaw in degrees.")
-
-
-CODEC: Sum8Codec[OdomFrame] = sum8_codec(DESCRIPTION, OdomFrame)
+#: The engine's one codec of the description (its record type: :class:`OdomFrame`).
+CODEC = cast("Sum8Codec[OdomFrame]", codec_for(DESCRIPTION))
 SIZE = CODEC.size  # 19
 
 

@@ -28,11 +28,12 @@ import pytest
 import serial
 
 from fwbridge.bridge.link.action_link import ActionLink
-from fwbridge.bridge.link.transports import PtyPair, register_url_handlers
+from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.node.base_core import NodeEvent
 from fwbridge.bridge.node.config import RobotConfig, parse_config
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.sim.models.fish import RobotFish
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group, cmd_frame
@@ -467,7 +468,7 @@ class Fish:
     """A fish behind sim://, the host's ActionLink on it, and a CAN spy."""
 
     def __init__(self) -> None:
-        register_url_handlers()
+        offer_sim()
         self.port = serial.serial_for_url(FISH_URL, timeout=0.1)
         self.world = self.port.endpoint.world
         self.model: RobotFish = self.port.endpoint.model
@@ -563,8 +564,8 @@ def can_frame_store() -> Any:
     recorder writes it."""
     from rosbags.typesys import get_types_from_msg
 
-    from fwbridge.bridge.node import topics
     from fwbridge.bridge.record.can_mcap import FRAME_SCHEMA, FRAME_TYPE
+    from fwbridge.bridge.rosmsg import topics
 
     ts: Any = topics.typestore("jazzy")
     if FRAME_TYPE not in ts.types:

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import pytest
 import serial
 
-from fwbridge.bridge.link.transports import register_url_handlers
 from fwbridge.bridge.sim.faults import FaultInjector, FaultSpec
 from fwbridge.bridge.sim.fish.body import Obstacle
 from fwbridge.bridge.sim.models.fish import RobotFish
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group
@@ -41,7 +41,7 @@ from fwbridge.protocols.fish_payloads import (
 )
 from tests.helpers import EXAMPLE, REPEAT, STEPS, Fish
 
-register_url_handlers()  # serial.serial_for_url("sim://…") below
+offer_sim()  # serial.serial_for_url("sim://…") below
 
 
 SIM_URL = "sim://fish?pacing=afap"

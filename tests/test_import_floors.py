@@ -552,3 +552,104 @@ def test_the_library_reader_sees_deferred_imports(tmp_path: Path) -> None:
     found = libraries_by_room({"fwbridge.a": tmp_path / "a.py", "fwbridge.b": tmp_path / "b.py"},
                               floors)
     assert found == {"json": {"a"}, "numpy": {"b"}}
+
+
+# -- no string imports -------------------------------------------------------------------
+#: Calls that load a module named by their first argument.
+_IMPORT_CALLS = frozenset({"import_module", "__import__", "find_spec", "resolve_name"})
+
+#: Strings that may name a fwbridge module, by the module holding them (beside the lazy
+#: tables, ``_EXPORTS`` of a package ``__init__``): the command's verb registry, each
+#: verb's module imported when the verb is asked for (``fwbridge --help`` imports none).
+STRING_IMPORTS_ALLOWED = {"fwbridge.cli": {"f'fwbridge.cli_verbs.{module}'"}}
+
+
+def _is_logger_call(node: ast.Call) -> bool:
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "getLogger") or (
+        isinstance(func, ast.Name) and func.id == "getLogger")
+
+
+def _call_name(node: ast.Call) -> str | None:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else (
+        func.id if isinstance(func, ast.Name) else None)
+
+
+def string_imports(modules: Mapping[str, Path]) -> list[str]:
+    """``module:line: text`` for each string that names a module of ``modules`` the way
+    an import would: a literal naming one (a table of module names, say), or the name
+    given to ``importlib.import_module``/``__import__``/``find_spec`` when it starts with
+    one. Left out: the root's bare name (the command, loggers, the CAN interface), a
+    logger's name, a package ``__init__``'s ``_EXPORTS`` table, docstrings, and
+    :data:`STRING_IMPORTS_ALLOWED`."""
+    roots = {n for n in modules if "." not in n}
+    named = set(modules) - roots
+    found: list[str] = []
+
+    def skipped(tree: ast.AST, path: Path) -> set[int]:
+        """ids of the nodes whose strings are not imports."""
+        out: set[int] = set()
+        for node in ast.walk(tree):
+            subtrees: list[ast.AST] = []
+            if isinstance(node, ast.Call) and _is_logger_call(node):
+                subtrees = [node]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and path.name == "__init__.py":
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets):
+                    subtrees = [node]
+            elif isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                   ast.AsyncFunctionDef)) and ast.get_docstring(node):
+                subtrees = [node.body[0]]
+            for sub in subtrees:
+                out |= {id(n) for n in ast.walk(sub)}
+        return out
+
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        skip = skipped(tree, path)
+        allowed = STRING_IMPORTS_ALLOWED.get(name, set())
+        for node in ast.walk(tree):
+            hit: ast.expr | None = None
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value in named and id(node) not in skip:
+                    hit = node
+            elif (isinstance(node, ast.Call) and _call_name(node) in _IMPORT_CALLS
+                  and node.args and isinstance(node.args[0], ast.JoinedStr)):
+                head = node.args[0].values[0] if node.args[0].values else None
+                if (isinstance(head, ast.Constant) and isinstance(head.value, str)
+                        and head.value.partition(".")[0] in roots):
+                    hit = node.args[0]
+            if hit is not None and ast.unparse(hit) not in allowed:
+                found.append(f"{name}:{hit.lineno}: {ast.unparse(hit)}")
+    return sorted(found)
+
+
+def test_no_module_imports_another_by_a_string() -> None:
+    # An import by string is an arrow the floors cannot see (link/ once served sim:// by
+    # naming the simulated firmware's package; the engine once loaded the frame modules
+    # by name): register or pass the thing in from above instead.
+    from tests.layout import package_modules
+
+    assert string_imports(package_modules()) == []
+
+
+def test_the_string_import_finder_finds_them(tmp_path: Path) -> None:
+    # The control: a table of module names and both import calls are found; a logger's
+    # name, the lazy table of a package __init__, a docstring, the bare root, a name that
+    # is no module and an import call on a third-party name are not.
+    (tmp_path / "fw").mkdir()
+    files = {
+        "fw": ('"""fw.a is here."""\n_EXPORTS = {"A": "fw.a"}\n', "__init__"),
+        "fw.a": ('import importlib, logging\nlog = logging.getLogger("fw.a")\n'
+                 'HANDLERS = {"x": "fw.b"}\nNAME = "fw"\nOTHER = "fw.nothing"\n'
+                 'importlib.import_module("controller")\n', "a"),
+        "fw.b": ('import importlib\ndef f(n):\n    """Loads fw.a."""\n'
+                 '    return importlib.import_module(f"fw.{n}"), __import__("fw.a")\n', "b"),
+    }
+    modules = {}
+    for name, (text, stem) in files.items():
+        modules[name] = tmp_path / "fw" / f"{stem}.py"
+        modules[name].write_text(text)
+    assert string_imports(modules) == ["fw.a:3: 'fw.b'", "fw.b:4: 'fw.a'",
+                                       "fw.b:4: f'fw.{n}'"]

@@ -11,8 +11,8 @@ import serial
 
 import fwbridge.can_bus
 import fwbridge.lazy
-from fwbridge.bridge.link.transports import register_url_handlers
 from fwbridge.bridge.sim.endpoint import SimEndpoint
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.cli_verbs.sim import sim_cmd
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.pacing import parse_pacing
@@ -43,7 +43,7 @@ def test_the_old_pacing_spellings_are_refused() -> None:
         parse_pacing("fast")
     with pytest.raises(TypeError, match="pace"):
         SimEndpoint("echo", pace="fast")  # type: ignore[call-arg]
-    register_url_handlers()
+    offer_sim()
     with pytest.raises(serial.SerialException, match="unknown option 'pace'"):
         serial.serial_for_url("sim://echo?pace=fast")
     assert "--pace" not in {opt for p in sim_cmd.params for opt in p.opts}

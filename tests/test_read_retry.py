@@ -14,9 +14,9 @@ import pytest
 import serial
 
 from fwbridge.bridge.link.action_link import ActionLink
-from fwbridge.bridge.link.transports import register_url_handlers
 from fwbridge.bridge.sim.faults import FaultStats
 from fwbridge.bridge.sim.models.fish import RobotFish
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 from fwbridge.protocols.arq import (
@@ -29,7 +29,7 @@ from fwbridge.protocols.arq import (
 )
 from fwbridge.protocols.fish_payloads import RobotInfo
 
-register_url_handlers()  # serial.serial_for_url("sim://…") below
+offer_sim()  # serial.serial_for_url("sim://…") below
 
 READ = ActionFrame(0, InstructionType.READ_PC, SubCommand.QUERY_ROBOT_INFO)
 

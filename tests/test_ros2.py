@@ -23,9 +23,7 @@ import pytest
 zenoh = pytest.importorskip("zenoh", reason="the ros2 extra (eclipse-zenoh) is not installed")
 pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed")
 
-from fwbridge.bridge.node import topics  # noqa: E402
 from fwbridge.bridge.node.config import ConfigError  # noqa: E402
-from fwbridge.bridge.node.topics import Qos  # noqa: E402
 from fwbridge.bridge.ros2 import keys  # noqa: E402
 from fwbridge.bridge.ros2.config import MAX_URDF, Ros2Settings, load_ros2, parse_ros2  # noqa: E402
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
@@ -36,6 +34,9 @@ from fwbridge.bridge.ros2.router import (  # noqa: E402
     open_router,
     router_config,
 )
+from fwbridge.bridge.rosmsg import topics  # noqa: E402
+from fwbridge.bridge.rosmsg.topics import Qos  # noqa: E402
+from fwbridge.bridge.sim.scheme import register as offer_sim  # noqa: E402
 from tests.helpers import (  # noqa: E402
     ROOT,
     Lines,
@@ -801,6 +802,7 @@ def test_frame_prefix_of_a_robot_file_names_odometry_tf_and_diagnostics() -> Non
 
     settings = parse_ros2({"namespace": "/r9", "frame_prefix": "site_a/r9"})
     got: dict[str, list[Any]] = {"odom": [], "tf": [], "diag": []}
+    offer_sim()
     node = BaseNode(RobotConfig(sim_url="sim://mecanum", use_sim=True, source="<test>"))
     with Participant(connect=(), mode="peer") as p:
         watcher = p.node("watcher")
@@ -837,6 +839,7 @@ def test_ros2_sink_on_the_asyncio_runtime_publishes_and_takes_cmd_vel() -> None:
 
     settings = parse_ros2({"namespace": "/a1"})
     got: dict[str, list[Any]] = {"odom": [], "tf": []}
+    offer_sim()
     node = AsyncBaseNode(RobotConfig(sim_url="sim://mecanum", use_sim=True, source="<test>",
                                      cmd_timeout=30.0), on_event=None)
     with Participant(connect=(), mode="peer") as p:

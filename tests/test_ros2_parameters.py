@@ -326,12 +326,13 @@ def test_the_fish_says_link_lost_on_rosout() -> None:
     a transient_local subscription made afterwards still gets (rcl's QoS)."""
     import serial
 
-    from fwbridge.bridge import ActionLink, register_url_handlers
+    from fwbridge.bridge import ActionLink
     from fwbridge.bridge.robots.fish_client import FishClient
     from fwbridge.bridge.ros2.participant import Participant
     from fwbridge.bridge.ros2.rosout import ROSOUT_QOS
+    from fwbridge.bridge.sim.scheme import register as offer_sim
 
-    register_url_handlers()
+    offer_sim()
     port = serial.serial_for_url("sim://fish", timeout=0.1)
     session = Participant(connect=(), mode="peer")
     from fwbridge.bridge.ros2.fish import Ros2Fish

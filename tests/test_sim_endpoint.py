@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 import serial
 
-from fwbridge.bridge.link.transports import register_url_handlers
 from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.odometry import Odometry
@@ -32,6 +31,7 @@ from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.models.zumo import Zumo
 from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.odom_frame import OdomFrame
@@ -44,7 +44,7 @@ RUN_SIM = (
     "sim_cmd.main(args=sys.argv[1:], prog_name='fwbridge sim')"
 )
 
-register_url_handlers()  # serial.serial_for_url("sim://…") below
+offer_sim()  # serial.serial_for_url("sim://…") below
 
 
 @contextlib.contextmanager
@@ -270,8 +270,9 @@ def test_bridge_tracks_the_pose_through_one_percent_corruption() -> None:
     assert sim["firmware_rx"]["checksum_errors"] > 0
 
 
-def test_use_sim_config_opens_a_sim_url_in_a_fresh_process(tmp_path: Path) -> None:
-    """The seam: a robot TOML with use_sim = true; nothing imports bridge.sim first."""
+def test_use_sim_config_opens_a_sim_url_in_a_fresh_process_once_offered(tmp_path: Path) -> None:
+    """The seam: a robot TOML with use_sim = true, in a process that offers sim:// (the
+    ``fwbridge`` command does); one that does not gets one clear error, no simulation."""
     config = tmp_path / "robot.toml"
     config.write_text(
         'use_sim = true\n[link]\nurl = "/dev/ttyUSB0"\n[sim]\nurl = "sim://echo?pacing=afap"\n'
@@ -280,18 +281,22 @@ def test_use_sim_config_opens_a_sim_url_in_a_fresh_process(tmp_path: Path) -> No
         "import sys\n"
         "from fwbridge.bridge.node.config import load_config\n"
         "from fwbridge.bridge.node.hardware import LinkHardware\n"
+        "if sys.argv[2] == 'offer':\n"
+        "    from fwbridge.bridge.sim import register; register()\n"
         "hw = LinkHardware(load_config(sys.argv[1])); hw.configure()\n"
         "hw.link.write(b'\\xaa\\x55hello'); print(hw.link.read(7).hex()); hw.shutdown()\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(config)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+
+    def run(offer: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, str(config), offer], cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+
+    out = run("offer")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == (b"\xaa\x55hello").hex()
+    out = run("no")
+    assert out.returncode != 0 and out.stdout == ""
+    assert "'sim://' URLs are not offered by this program" in out.stderr
 
 
 def test_base_node_on_a_sim_url() -> None:
@@ -403,7 +408,7 @@ def test_a_host_write_wakes_a_world_sleeping_out_its_quantum() -> None:
 def test_a_realtime_sim_port_is_polled_directly_and_cancel_wakes_it() -> None:
     from fwbridge.bridge.link.transports import poller_for
 
-    register_url_handlers()
+    offer_sim()
     fast = serial.serial_for_url("sim://echo?pacing=afap")
     assert poller_for(fast) is None  # afap: the caller's reads step the world
     fast.close()

@@ -21,6 +21,7 @@ import pytest
 import serial
 
 from fwbridge.bridge.link.transports import open_link
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
@@ -45,6 +46,7 @@ def _odometry_vx(link: Any, sim_seconds: float) -> list[float]:
 @pytest.mark.parametrize("query,stops", [("", True), ("&watchdog=0", False)],
                          ids=["default", "seed-behaviour"])
 def test_simulated_base_stops_when_commands_stop(query: str, stops: bool) -> None:
+    offer_sim()
     link = open_link(f"sim://mecanum?pacing=afap{query}", 115200)
     try:
         for _ in range(25):  # 0.5 s of commands at 50 Hz, then the host is gone

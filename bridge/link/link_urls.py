@@ -7,8 +7,10 @@ file named in the URL (``spy:///dev/x?file=/any/path`` overwrites it),
 whichever port first matches a pattern: none of them is allowed. The
 allowed schemes only ever open a link: a TCP socket (``socket://``,
 ``rfc2217://``), an in-process loopback (``loop://``), a CP2110 USB-UART
-bridge (``cp2110://``), the simulated firmware (``sim://``), and schemes a
-program registers in code with :func:`register_url_handler`.
+bridge (``cp2110://``), the simulated firmware (``sim://``, served once the
+program offers it: ``fwbridge.bridge.sim.register()``), and schemes a program
+registers in code with :func:`register_url_handler`. This floor names no
+module above it: a scheme's handler is registered by the code that offers it.
 
 Pure: no serial port is touched here.
 """
@@ -20,6 +22,7 @@ import re
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = [
+    "OFFERED_SCHEMES",
     "REFUSED_SCHEMES",
     "SAFE_SCHEMES",
     "URL_HANDLERS",
@@ -43,9 +46,18 @@ REFUSED_SCHEMES: dict[str, str] = {
     "hwgrep": "it opens whichever port first matches a pattern",
 }
 
-#: Schemes served by packages outside pyserial: scheme -> package holding
-#: ``protocol_<scheme>``. The simulated endpoints register ``sim`` here.
-URL_HANDLERS: dict[str, str] = {"sim": "fwbridge.bridge.sim"}
+#: Schemes served by packages outside pyserial, registered in code with
+#: :func:`register_url_handler`: scheme -> package holding ``protocol_<scheme>``.
+#: Empty until a program registers one: the simulated firmware serves ``sim`` once
+#: asked to (``fwbridge.bridge.sim.register()``), never because it was imported.
+URL_HANDLERS: dict[str, str] = {}
+
+#: Schemes a link may name (a config file is checked before anything is opened) whose
+#: handler a program offers in code, and what offers it; opening one that nothing
+#: registered is a clear error, not pyserial's "protocol not known".
+OFFERED_SCHEMES: dict[str, str] = {
+    "sim": "the simulated firmware: fwbridge.bridge.sim.register() offers it",
+}
 
 
 class UnsafeURLError(ConfigError):
@@ -68,13 +80,14 @@ def register_url_handler(scheme: str, package: str) -> None:
 
 def allowed_schemes() -> list[str]:
     """Every scheme a link URL may use, sorted."""
-    return sorted(SAFE_SCHEMES | set(URL_HANDLERS))
+    return sorted(SAFE_SCHEMES | set(OFFERED_SCHEMES) | set(URL_HANDLERS))
 
 
 def check_link_url(url: str) -> str | None:
     """The URL's scheme (None for a device path); :class:`UnsafeURLError` if not allowed."""
     scheme = url_scheme(url)
-    if scheme is None or scheme in SAFE_SCHEMES or scheme in URL_HANDLERS:
+    if (scheme is None or scheme in SAFE_SCHEMES or scheme in OFFERED_SCHEMES
+            or scheme in URL_HANDLERS):
         return scheme
     why = REFUSED_SCHEMES.get(scheme)
     reason = f"'{scheme}://' URLs are not allowed ({why})" if why else (

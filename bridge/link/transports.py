@@ -4,9 +4,11 @@ A link is a pyserial object: a device path (``/dev/ttyUSB0``, ``COM3``) or a
 pyserial URL whose scheme is on the allow-list of :mod:`~fwbridge.bridge.link.link_urls`
 (``socket://host:port``, ``loop://``, ``rfc2217://host:port``, ``sim://MODEL?opts``,
 or a scheme registered in code with :func:`register_url_handler`); ``spy://``,
-``alt://`` and ``hwgrep://`` are refused. Nothing is registered with pyserial at
-import: :func:`register_url_handlers` does it, and every opener here calls it
-(call it yourself before ``serial.serial_for_url("sim://…")``).
+``alt://`` and ``hwgrep://`` are refused. ``sim://`` is served once the program
+offers it (``fwbridge.bridge.sim.register()``, which the ``fwbridge`` command
+calls): this floor imports nothing of the simulated firmware. Nothing is
+registered with pyserial at import: :func:`register_url_handlers` does it, and
+every opener here calls it.
 Transports only move bytes; the receivers of ``protocols`` turn them into
 frames.
 
@@ -39,6 +41,7 @@ import serial
 from serial.tools import list_ports
 
 from fwbridge.bridge.link.link_urls import (
+    OFFERED_SCHEMES,
     URL_HANDLERS,
     UnsafeURLError,
     check_link_url,
@@ -136,6 +139,9 @@ def _ensure_handler(scheme: str) -> None:
     """
     package = URL_HANDLERS.get(scheme)
     if package is None:
+        if scheme in OFFERED_SCHEMES:
+            raise LinkURLError(f"'{scheme}://' URLs are not offered by this program "
+                               f"({OFFERED_SCHEMES[scheme]})")
         if _builtin_scheme(scheme):
             return
         raise LinkURLError(f"'{scheme}://' URLs are not available here (pyserial lacks them)")

@@ -22,6 +22,7 @@ from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["SIM_URL", "Fleet"]
@@ -56,6 +57,7 @@ class Fleet:
 
     def start(self) -> None:
         s = self.settings
+        offer_sim()  # a fleet is simulated bases: asked for by whoever starts it
         self.participant = Participant(domain=s.domain, distro=s.distro, connect=s.connect,
                                        listen=s.listen)
         try:

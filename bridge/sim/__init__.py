@@ -1,10 +1,10 @@
 """Simulated firmware endpoints on an emulation of Webots' serial devices.
 
-``sim://MODEL?options`` opens a simulated robot as a serial port: through
-:func:`fwbridge.bridge.link.transports.open_link`, or with
-``serial.serial_for_url`` once
-:func:`fwbridge.bridge.link.transports.register_url_handlers` has run (importing
-this package registers nothing). The pieces:
+``sim://MODEL?options`` opens a simulated robot as a serial port, through
+:func:`fwbridge.bridge.link.transports.open_link` or ``serial.serial_for_url``,
+once :func:`register` has offered the scheme (:mod:`.scheme`; importing this
+package registers nothing, and the link floor below names nothing of it). The
+pieces:
 
 - :mod:`.clock`: step-driven simulated time (``SimTime``);
 - :mod:`.webots_serial`: Emitter/Receiver emulation, ``WebotsSerialDrv``;
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         create_model as create_model,
     )
     from fwbridge.bridge.sim.pty_link import PtyLink as PtyLink
+    from fwbridge.bridge.sim.scheme import register as register
     from fwbridge.bridge.sim.webots_serial import (
         ROBOT_LINK as ROBOT_LINK,
     )
@@ -89,6 +90,7 @@ _EXPORTS = {
     "MODELS": "fwbridge.bridge.sim.models",
     "create_model": "fwbridge.bridge.sim.models",
     "PtyLink": "fwbridge.bridge.sim.pty_link",
+    "register": "fwbridge.bridge.sim.scheme",
     "Emitter": "fwbridge.bridge.sim.webots_serial",
     "Ether": "fwbridge.bridge.sim.webots_serial",
     "ROBOT_LINK": "fwbridge.bridge.sim.webots_serial",

@@ -1,10 +1,10 @@
 """pyserial URL handler for ``sim://MODEL?options``: a simulated endpoint as a serial port.
 
-Registered with pyserial by
-:func:`fwbridge.bridge.link.transports.register_url_handlers` (which
-:func:`~fwbridge.bridge.link.transports.open_link` calls). Then
+Registered with pyserial by :func:`fwbridge.bridge.sim.register` (explicitly:
+nothing registers it at import). Then
+:func:`~fwbridge.bridge.link.transports.open_link` and
 ``serial.serial_for_url("sim://mecanum")`` (or any program that takes a
-port URL) talks to the simulated firmware.
+port URL) talk to the simulated firmware.
 
 Options (query string): ``pacing=realtime|afap``, ``speed=1.0`` (realtime
 only), ``step_ms=1``, ``quantum_ms=0`` (realtime: run ahead up to MS ms of the

@@ -16,10 +16,12 @@ __all__ = ["SimStub", "install_entry_point", "register"]
 
 
 def register() -> None:
-    """Make ``sim://simstub`` available in this process."""
+    """Make ``sim://simstub`` available in this process (and offer ``sim://`` in it)."""
     from fwbridge.bridge.sim.models import register_model
+    from fwbridge.bridge.sim.scheme import register as offer_sim
 
     register_model("simstub", SimStub)
+    offer_sim()
 
 
 def install_entry_point(site: Path) -> Path:
