@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
@@ -300,9 +301,46 @@ def decode_cmd(
         click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None,
                                            wide=wide)
         return
-    opts = {k: v for k, v in (("crc", crc), ("relaxed", relaxed), ("max_length", max_length))
-            if v not in (None, False)}
     source_spec = protocol
+    protocol, dec, opts = _decoder_of(protocol, crc, relaxed, max_length)
+    try:
+        rx = dec.make(opts)
+    except ConfigError as exc:
+        fail(str(exc))
+    chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
+    first = next(chunks, b"")  # input errors come before any output
+    # Rows stream as they are decoded (bounded memory, never cut when piped).
+    from fwbridge.cli_verbs.table_stream import RowWriter
+    from fwbridge.protocols.stream_decode import decode_stream
+
+    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames",
+                                           widths=dec.widths, left=dec.text,
+                                           width=None if wide else -1)
+    take = _frame_printer(protocol, dec, table, as_json)
+    blocks: Any = None
+    if "described" in opts:  # a description: its columns path, when its layout is fixed
+        from fwbridge.cli_verbs.block_rows import column_blocks
+
+        blocks = column_blocks(rx, described(source_spec).codec, protocol, table, take)
+    elif protocol in BLOCK_CODECS and hasattr(rx, "feed_columns"):
+        from fwbridge.cli_verbs.block_rows import ColumnBlocks
+
+        blocks = ColumnBlocks(rx, BLOCK_CODECS[protocol], protocol, table, take)
+    counters = decode_stream(blocks.rx if blocks is not None else rx,
+                             itertools.chain([first], chunks), take,
+                             feed=blocks.take if blocks is not None else None)
+    if table is not None:
+        table.flush()
+    print_counters(counters)
+
+
+def _decoder_of(protocol: str, crc: str | None, relaxed: bool,
+                max_length: int | None) -> tuple[str, Decoder, dict[str, Any]]:
+    """``decode``'s frame family (a description's name), its decoder and its receiver's
+    options; one ``error:`` line for an option the family does not take."""
+    opts: dict[str, Any] = {k: v for k, v in (("crc", crc), ("relaxed", relaxed),
+                                              ("max_length", max_length))
+                            if v not in (None, False)}
     if is_description(protocol):
         protocol, dec = description_decoder(protocol)
         if set(opts) - {"max_length"}:
@@ -313,18 +351,13 @@ def decode_cmd(
         dec = DECODERS[protocol]
     if opts and protocol != "action" and "described" not in opts:
         fail(f"--{next(iter(opts)).replace('_', '-')} applies to --protocol action only")
-    try:
-        rx = dec.make(opts)
-    except ConfigError as exc:
-        fail(str(exc))
-    chunks = read_input(source, fmt, direction, prefer=CARRIER.get(protocol))
-    first = next(chunks, b"")  # input errors come before any output
-    # Rows stream as they are decoded (bounded memory, never cut when piped).
-    from fwbridge.cli_verbs.table_stream import RowWriter
+    return protocol, dec, opts
 
-    table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames",
-                                           widths=dec.widths, left=dec.text,
-                                           width=None if wide else -1)
+
+def _frame_printer(protocol: str, dec: Decoder, table: Any,
+                   as_json: bool) -> Callable[[list[Any]], None]:
+    """What ``decode`` does with a chunk's frames: JSON lines, or the table's rows (an action
+    frame's extras after its row), one write per chunk."""
 
     def take(items: list[Any]) -> None:
         if table is None:  # a chunk's frames as one batch of lines
@@ -342,25 +375,4 @@ def decode_cmd(
         table.out = sys.stdout.write
         sys.stdout.write("".join(lines))
 
-    blocks: Any = None
-    if "described" in opts:  # a description: its columns path, when its layout is fixed
-        from fwbridge.cli_verbs.block_rows import column_blocks
-
-        blocks = column_blocks(rx, described(source_spec).codec, protocol, table, take)
-    elif protocol in BLOCK_CODECS and hasattr(rx, "feed_columns"):
-        from fwbridge.cli_verbs.block_rows import ColumnBlocks
-
-        blocks = ColumnBlocks(rx, BLOCK_CODECS[protocol], protocol, table, take)
-    if blocks is not None:
-        rx = blocks.rx  # the receiver that decodes, and counts
-        blocks.take(first)
-        for chunk in chunks:
-            blocks.take(chunk)
-    else:
-        take(rx.feed(first))
-        for chunk in chunks:
-            take(rx.feed(chunk))
-    take(rx.finish())
-    if table is not None:
-        table.flush()
-    print_counters(rx.stats.as_dict())
+    return take

@@ -136,8 +136,8 @@ def _mcap_of(path: Path, tmp: Path) -> Path:
 def base_series(mcap: Path, source: Path | None = None) -> BaseSeries:
     """The odometry, commands and counters of an MCAP capture (decoded by rosbags);
     ``source``: the file it was converted from, the one a skipped record names."""
-    from fwbridge.bridge.node import topics
     from fwbridge.bridge.record.mcap_io import read_mcap
+    from fwbridge.bridge.rosmsg import topics
 
     s = BaseSeries()
     records = _JsonRecords(source or mcap)

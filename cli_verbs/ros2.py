@@ -8,7 +8,6 @@ see and talk to real ROS 2 nodes on a router, and to fwbridge's own;
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -183,50 +182,6 @@ def topics_cmd(connect: tuple[str, ...], domain: int | None, distro: str | None,
     click.echo(f"nodes: {', '.join(sorted(nodes)) or 'none'}", err=True)
 
 
-def _publishers(p: Any, topic: str, wait: float, msgtype: str | None) -> list[Any]:
-    """The publishers of ``topic`` in the graph (their tokens), asked until one shows or
-    ``wait`` s have passed; none without ``msgtype`` is an error (the type comes from
-    them)."""
-    end = time.monotonic() + wait
-    while True:
-        found = [e for e in p.graph(timeout=0.5)
-                 if e.topic == topic and e.kind == "MP" and e.msgtype]
-        if found:
-            return found
-        if time.monotonic() > end:
-            if msgtype is None:
-                fail(f"{topic}: no publisher in the graph to take the type from (give --type)")
-            return []
-        time.sleep(0.2)
-
-
-#: Most samples a transient_local echo asks each publisher's cache for.
-MAX_HISTORY = 1000
-
-
-def echo_qos(publishers: list[Any], durability: str, reliability: str) -> tuple[Any, str]:
-    """The QoS echo subscribes with, and why: ``auto`` takes the publishers' (from their
-    tokens, as ``ros2 topic echo`` does: transient_local when every publisher is, best
-    effort when any is), the history depth their largest (10 at least)."""
-    from fwbridge.bridge.node.topics import Qos
-    from fwbridge.bridge.ros2.keys import parse_qos
-
-    theirs = [q for q in (parse_qos(e.qos or "") for e in publishers) if q is not None]
-    how = []
-    if durability == "auto":
-        latched = bool(theirs) and all(q.durability == "transient_local" for q in theirs)
-        durability = "transient_local" if latched else "volatile"
-        how.append("durability of the publishers" if theirs else "no publisher yet")
-    if reliability == "auto":
-        best = any(q.reliability == "best_effort" for q in theirs)
-        reliability = "best_effort" if best else "reliable"
-        if theirs and "durability of the publishers" not in how:
-            how.append("reliability of the publishers")
-    depth = max([10] + [min(q.depth, MAX_HISTORY) for q in theirs])
-    why = f" ({', '.join(how)})" if how else ""
-    return Qos(reliability, durability, "keep_last", depth), f"{reliability}, {durability}{why}"
-
-
 @ros2_group.command("echo")
 @click.argument("topic")
 @click.option("--type", "msgtype", default=None, metavar="pkg/msg/Type",
@@ -253,7 +208,8 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
     takes the QoS of the topic's publishers from the graph: a latched topic
     (transient_local) started before echo is printed too.
     """
-    from fwbridge.bridge.node import topics
+    from fwbridge.bridge.ros2.echo import EchoConfig, EchoResult, run_echo
+    from fwbridge.bridge.rosmsg import topics
 
     s = _settings(config, connect, (), domain, distro)
     try:
@@ -261,51 +217,30 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
     except topics.MessageError as exc:
         fail(str(exc))
     p = _participant(s)
-    seen = [0]
-    done = threading.Event()
-    lock = threading.Lock()
 
-    def on_message(msg: Any) -> None:
-        data = topics.message_to_dict(msg)
-        with lock:
-            if done.is_set():
-                return
-            try:
-                if as_json:
-                    json_line(data)
-                else:
-                    click.echo(_yaml(data) + "---")
-            except BrokenPipeError:  # stdout's reader went away (| head): a normal end
-                silence_stdout()
-                done.set()
-                return
-            seen[0] += 1
-            if count is not None and seen[0] >= count:
-                done.set()
+    def show(data: dict[str, Any]) -> bool:
+        try:
+            if as_json:
+                json_line(data)
+            else:
+                click.echo(_yaml(data) + "---")
+        except BrokenPipeError:  # stdout's reader went away (| head): a normal end
+            silence_stdout()
+            return False
+        return True
 
-    try:
-        with stoppable():
-            try:
-                auto = "auto" in (durability, reliability)
-                found = _publishers(p, topic, 3.0 if msgtype is None else 1.0,
-                                    msgtype) if auto or msgtype is None else []
-                mt = msgtype or str(found[0].msgtype)
-                qos, how = echo_qos(found, durability, reliability)
-                if sys.stderr.isatty():
-                    click.echo(f"ros2 echo: {topic} [{mt}], {how}", err=True)
-                node = p.node(f"fwbridge_echo_{_pid()}")
-                node.subscription(topic, mt, on_message, qos, any_hash=True)
-                while not done.wait(0.2):
-                    pass
-            except KeyboardInterrupt:
-                pass
-            except topics.MessageError as exc:
-                fail(str(exc))
-    finally:
-        with lock:
-            done.set()  # a message still arriving prints nothing after the summary
-        p.close()
-    click.echo(f"ros2 echo: {seen[0]} messages on {topic}", err=True)
+    def on_subscribed(name: str, mt: str, how: str) -> None:
+        if sys.stderr.isatty():
+            click.echo(f"ros2 echo: {name} [{mt}], {how}", err=True)
+
+    echo = EchoConfig(topic, msgtype, durability, reliability, count)
+    res = EchoResult(topic)  # counted as messages come: a late stop still has the count
+    with stoppable():
+        try:
+            run_echo(p, echo, show, on_subscribed=on_subscribed, result=res)
+        except topics.MessageError as exc:
+            fail(str(exc))
+    click.echo(f"ros2 echo: {res.seen} messages on {res.topic}", err=True)
 
 
 @ros2_group.command("pub")
@@ -332,7 +267,7 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
     fwbridge ros2 pub /robot1/cmd_vel geometry_msgs/msg/Twist \\
         '{linear: {x: 0.2}}' --rate 20
     """
-    from fwbridge.bridge.node import topics
+    from fwbridge.bridge.rosmsg import topics
 
     s = _settings(config, connect, (), domain, distro)
     try:
@@ -400,8 +335,8 @@ def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: b
         '{parameters: [{name: watchdog_timeout,
                         value: {type: 3, double_value: 0.2}}]}'
     """
-    from fwbridge.bridge.node import topics
     from fwbridge.bridge.ros2.services import register
+    from fwbridge.bridge.rosmsg import topics
 
     s = _settings(config, connect, (), domain, distro)
     try:

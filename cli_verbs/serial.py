@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
 from serial.tools import list_ports
 
 from fwbridge.bridge.link.transports import IO_ERRORS, drop_backlog, read_some
-from fwbridge.bridge.node.health import GarbageWatch
 from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.bridge.record.serial_pcapng import (
     LINKTYPE_USER1,
@@ -19,6 +19,7 @@ from fwbridge.bridge.record.serial_pcapng import (
     TX,
     CaptureError,
 )
+from fwbridge.bridge.record.sniff import SniffConfig, frame_errors, record_frame, run_sniff
 from fwbridge.cli_verbs.codec import DECODERS
 from fwbridge.cli_verbs.common import (
     FORCE,
@@ -31,7 +32,6 @@ from fwbridge.cli_verbs.common import (
 )
 from fwbridge.cli_verbs.frames import (
     DescribedGroup,
-    FrameTap,
     ProtocolParam,
     described,
     description_decoder,
@@ -228,10 +228,6 @@ def decoder_for(protocol: str) -> Decoder:
     fail(f"unknown protocol {protocol!r} (choose from {', '.join(SNIFF_PROTOCOLS)})")
 
 
-def _errors(stats: dict[str, int]) -> int:
-    return sum(v for k, v in stats.items() if k.endswith("_errors"))
-
-
 KEEP_BACKLOG = click.option(
     "--keep-backlog", is_flag=True,
     help="Keep the bytes PORT held back from before it was opened (a device's or a "
@@ -294,11 +290,7 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None, force
     kind = protocol if protocol in ("odom", "cmd") else None
     capture = _open_capture(record, port, baud, live_sink(foxglove, foxglove_host, foxglove_port),
                             link, rx=kind, tx=None, frames=protocol) if record or foxglove else None
-    deadline = Deadline(duration)
     start = time.monotonic()
-    watch = GarbageWatch(garbage_timeout, start)
-    rate = Rate()
-    garbage = None
     fit = LineFit("sniff", wide)  # on a terminal each line fits its width
 
     def emit(item: Any) -> None:
@@ -311,52 +303,25 @@ def sniff_cmd(port: str, protocol: str, as_json: bool, record: str | None, force
             write_line(fit.pairs(f"{when} {item.offset:>10}",
                                  [(c, fields.get(c, "")) for c in dec.columns]))
 
-    try:
+    @contextlib.contextmanager
+    def view() -> Iterator[Callable[[dict[str, int]], None]]:
+        rate = Rate()
         with StatusLine() as status, until_interrupted():
-            # Ready: open and reading (inside the stop block, so a stop right after it
-            # takes the normal way out).
-            click.echo(f"sniffing {port} for {protocol} frames", err=True)
-            while not deadline.expired:
-                try:
-                    data = read_some(link)
-                except IO_ERRORS as exc:
-                    fail(f"{port} went away (unplugged?): {exc}")
-                now = time.monotonic()
-                if data:
-                    if capture is not None:
-                        capture.write(RX, data)
-                    if tap is not None:
-                        tap.feed(data)
-                    for item in rx.feed(data):
-                        emit(item)
-                        _record_frame(capture, tap, item)
-                stats = rx.stats.as_dict()
-                garbage = watch.update(stats["frames"], stats["bytes"], _errors(stats), now)
-                if garbage is not None:
-                    break
-                status.update(
-                    f"{port} {protocol}: {stats['frames']} frames, {rate(stats['frames']):.0f}/s, "
-                    f"{_errors(stats)} errors, {stats['discarded']} bytes discarded"
-                )
-        tail = rx.finish()
-        for item in tail if isinstance(tail, list) else ():
-            emit(item)
-            _record_frame(capture, tap, item)
-    finally:
-        link.close()
-        if capture is not None:
-            capture.close()
-    print_counters(rx.stats.as_dict())
-    if garbage is not None:
-        fail(garbage.message(port, baud, "change it with --baud"))
+            yield lambda stats: status.update(
+                f"{port} {protocol}: {stats['frames']} frames, {rate(stats['frames']):.0f}/s, "
+                f"{frame_errors(stats)} errors, {stats['discarded']} bytes discarded")
 
-
-def _record_frame(capture: Any, tap: FrameTap | None, item: Any) -> None:
-    """Put an accepted frame on the capture's frames interface (pcapng), whole."""
-    if capture is not None and tap is not None and hasattr(capture, "write_frame"):
-        frame = tap.frame(item.offset)
-        if frame is not None:
-            capture.write_frame(RX, frame)
+    config = SniffConfig(duration=duration, garbage_timeout=garbage_timeout)
+    # Ready: open and reading (said inside the view's stop block, so a stop right after
+    # it takes the normal way out).
+    res = run_sniff(link, rx, config, emit, capture=capture, tap=tap, view=view,
+                    on_ready=lambda: click.echo(f"sniffing {port} for {protocol} frames",
+                                                err=True))
+    if res.lost is not None:
+        fail(f"{port} went away (unplugged?): {res.lost}")
+    print_counters(res.stats)
+    if res.garbage is not None:
+        fail(res.garbage.message(port, baud, "change it with --baud"))
 
 
 # -- record / replay ----------------------------------------------------------------
@@ -414,12 +379,12 @@ def record_cmd(port: str, file: str, protocol: str | None, force: bool, keep_bac
                     if rx is not None and tap is not None and data:
                         tap.feed(data)
                         for item in rx.feed(data):
-                            _record_frame(cap, tap, item)
+                            record_frame(cap, tap, item)
                     status.update(f"{port} -> {file}: {cap.packets} packets, {cap.bytes} bytes, "
                                   f"{rate(cap.bytes):.0f} B/s")
             if rx is not None:
                 for item in rx.finish():
-                    _record_frame(cap, tap, item)
+                    record_frame(cap, tap, item)
         finally:
             link.close()
     frames = f", {cap.frames} {name} frames" if protocol else ""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +13,14 @@ import click
 from rich.table import Table
 
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.sim.endpoint import PACINGS, SimEndpoint
+from fwbridge.bridge.robots.demo import SquareConfig, run_square_demo
+from fwbridge.bridge.robots.square import Pose, SquareDriver, SquareResult
+from fwbridge.bridge.sim.endpoint import PACINGS
 from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.kinematics import wrap_deg
 from fwbridge.bridge.sim.models import model_names
-from fwbridge.bridge.sim.pty_link import PtyLink
+from fwbridge.bridge.sim.session import SimHooks, SimRunConfig, SimStartError, run_sim
 from fwbridge.cli_verbs.common import FORCE, console, fail, json_line, print_counters, writable
-from fwbridge.cli_verbs.demo_drive import SquareDriver, SquareResult, run_square
 from fwbridge.cli_verbs.live import FOXGLOVE, live_sink
 from fwbridge.cli_verbs.params import DURATION, SPEED, Baud, Finite
 from fwbridge.cli_verbs.status_line import StatusLine
@@ -149,93 +150,68 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
         fail("--flash is for the fish (its main controller's flash)")
     if record:
         writable(record, "--record", force=force)
-    robot: Any = model
-    endpoint: SimEndpoint | None = None
+    config = SimRunConfig(
+        model=model, faults=spec, pacing=pacing, speed=speed, step_ms=step_ms, baud=baud,
+        link_path=link_path, wait_for_host=wait_for_host, watchdog_ms=watchdog_ms,
+        flash_path=flash_path, duration_ms=None if duration is None else round(duration * 1000))
+    hooks = _sim_hooks(config, as_json, lambda _link: _capture(
+        record, foxglove, foxglove_host, foxglove_port, None, f"sim://{model}"))
     try:
-        if flash_path is not None:
-            from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
-
-            robot = RobotFish(FishParams(flash=flash_path))
-        endpoint = SimEndpoint(robot, pacing=pacing, speed=speed, step_ms=step_ms, faults=spec,
-                               baud=baud, watchdog_ms=watchdog_ms)
-        link = PtyLink(endpoint, link_path=link_path)
-    except (ValueError, OSError) as exc:
-        # A failed start shuts down what it opened (the fish's CAN nodes), quietly.
-        _close_model(endpoint.model if endpoint is not None else robot)
+        res = run_sim(config, hooks)
+    except SimStartError as exc:
         fail(str(exc))
-    try:
-        capture = _capture(record, foxglove, foxglove_host, foxglove_port, link, f"sim://{model}")
-    except BaseException:  # a failed start: the model's parts (the fish's CAN nodes) go too
-        endpoint.stop()
-        link.close()
-        raise
-    link.tap = capture.write if capture is not None else None
-    stop = endpoint.stop_event
-    interrupted = False
-    clock0: float | None = None
-    try:  # from here every stop removes what was created (the ptys, the --link)
-        ready = {
-            "event": "ready", "model": model, "port": link.path,
-            "supervisor_port": link.supervisor_path, "pacing": pacing, "step_ms": step_ms,
-            "faults": str(spec), "seed": seed,
-        }
+    st = res.status
+    if res.error is not None:
+        fail(f"simulation stopped: {type(res.error).__name__}: {res.error}")
+    if as_json:
+        json_line({"event": "end", "interrupted": res.interrupted, **st})
+        return
+    click.echo(status_text(st), err=True)
+    if pacing == "afap":
+        click.echo(f"afap: {st['t'] / 1000:.2f} s simulated in {res.wall_s:.2f} s", err=True)
+    print_counters(st["link"], "host port")
+    if "firmware" in st:
+        print_counters(st["firmware"], "firmware")
+        print_counters(st["firmware_rx"], "firmware receiver")
+    for direction, stats in st.get("faults", {}).items():
+        print_counters(stats, f"faults {direction}")
+
+
+def _sim_hooks(config: SimRunConfig, as_json: bool, open_tap: Any) -> SimHooks:
+    """What ``sim`` shows of a run: the ready lines, the status line, a JSON status a second."""
+
+    def on_ready(ready: dict[str, Any]) -> None:
+        port, sup = ready["port"], ready["supervisor_port"]
         if as_json:
             json_line(ready)
         else:
-            click.echo(f"{model} firmware on {link.path} (supervisor: {link.supervisor_path}), "
-                       f"{pacing}, step {step_ms} ms, faults: {spec}")
-            click.echo(f"open {link.path} with any serial program (no baud rate needed); "
+            click.echo(f"{config.model} firmware on {port} (supervisor: {sup}), "
+                       f"{config.pacing}, step {config.step_ms} ms, faults: {config.faults}")
+            click.echo(f"open {port} with any serial program (no baud rate needed); "
                        "Ctrl-C stops", err=True)
-        if pacing == "afap":
+        if config.pacing == "afap":
             click.echo(AFAP_WITH_A_HOST, err=True)
-        if wait_for_host:
-            link.wait_for_host(stop)
-        clock0 = time.monotonic()
-        endpoint.start(None if duration is None else round(duration * 1000))
+
+    @contextlib.contextmanager
+    def status_view() -> Iterator[Callable[[dict[str, Any]], None]]:
         last_json = time.monotonic()
         with StatusLine() as line:
-            while endpoint.running:
-                time.sleep(0.1)  # the status line's period
-                if stdout_closed():  # the reader went away (| head): end as the other verbs
-                    silence_stdout()  # the summary still goes to stderr; no broken pipe
-                    break
-                st = endpoint.status()
+            def update(st: dict[str, Any]) -> None:
+                nonlocal last_json
                 line.update(status_text(st))
                 if as_json and time.monotonic() - last_json >= 1.0:
                     last_json = time.monotonic()
                     json_line({"event": "status", **st})
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        wall = time.monotonic() - clock0 if clock0 is not None else 0.0
-        endpoint.stop()
-        _close_model(endpoint.model)
-        link.close()
-        if capture is not None:
-            capture.close()
-    st = endpoint.status()
-    st["wall_s"] = round(wall, 3)  # from the clock's start (the host's first byte) to the end
-    if endpoint.error is not None and not isinstance(endpoint.error, KeyboardInterrupt):
-        fail(f"simulation stopped: {type(endpoint.error).__name__}: {endpoint.error}")
-    if as_json:
-        json_line({"event": "end", "interrupted": interrupted, **st})
-    else:
-        click.echo(status_text(st), err=True)
-        if pacing == "afap":
-            click.echo(f"afap: {st['t'] / 1000:.2f} s simulated in {wall:.2f} s", err=True)
-        print_counters(st["link"], "host port")
-        if "firmware" in st:
-            print_counters(st["firmware"], "firmware")
-            print_counters(st["firmware_rx"], "firmware receiver")
-        for direction, stats in st.get("faults", {}).items():
-            print_counters(stats, f"faults {direction}")
+            yield update
 
+    def stop_requested() -> bool:
+        if stdout_closed():  # the reader went away (| head): end as the other verbs
+            silence_stdout()  # the summary still goes to stderr; no broken pipe
+            return True
+        return False
 
-def _close_model(model: Any) -> None:
-    """Shut a model's parts down (the fish's CAN nodes), not left to the collector."""
-    close = getattr(model, "close", None)
-    if callable(close):
-        close()
+    return SimHooks(on_ready=on_ready, status_view=status_view, stop_requested=stop_requested,
+                    open_tap=open_tap)
 
 
 def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any,
@@ -259,7 +235,6 @@ def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any
 
 
 # -- demo -----------------------------------------------------------------------------
-Pose = tuple[float, float, float]
 
 
 def _pose_text(driver: SquareDriver, odom: Odometry | None, truth: Pose, t: float) -> str:
@@ -348,55 +323,34 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
             import matplotlib  # noqa: F401
         except ImportError:
             fail("--plot needs matplotlib: pip install 'fwbridge[plot]'")
-    driver = SquareDriver(side=side)
-    stop = threading.Event()
-    t0 = time.monotonic()
-    last_print = [0.0]
-    live = console.is_terminal and not as_json
-
+    if ros2:
+        _ros2_ready()
+    config = SquareConfig(side=side, faults=spec, ros2=ros2, connect=connect)
     if not as_json:
         click.echo(f"fwbridge demo: simulated mecanum base, bridge node on a pty, "
                    f"{side:g} m square (faults: {spec})")
-
-    def on_tick(drv: SquareDriver, odom: Odometry | None, truth: Pose) -> None:
-        now = time.monotonic() - t0
-        if as_json:
-            if odom is not None and now - last_print[0] >= 0.2:
-                last_print[0] = now
-                json_line({"event": "odometry", "t": round(now, 3), "side": drv.leg + 1,
-                           "phase": drv.phase, "x": odom.x, "y": odom.y, "yaw": odom.yaw,
-                           "truth": list(truth)})
-            return
-        every = 0.1 if live else 1.0
-        if now - last_print[0] < every:
-            return
-        last_print[0] = now
-        text = _pose_text(drv, odom, truth, now)
-        if status is not None:
-            status.update(text, force=True)
-        else:
-            click.echo(text)
-
     # the node decodes the link and hands the capture its records: decoded once
     capture = _capture(record, foxglove, foxglove_host, foxglove_port, None, "demo",
                        decode=False)
-    sinks = [capture] if capture is not None else []
-    # The pose on one live line (fitted to the window, cleared at the end) on a terminal.
-    status = StatusLine() if live else None
+    view = _DemoView(as_json, live=console.is_terminal and not as_json)
     try:
-        with status if status is not None else contextlib.nullcontext():
+        with view:
             if ros2:
-                res = _square_ros2(driver, spec, on_tick, stop, connect, sinks)
-            else:
-                res = run_square(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
-                                 sinks=sinks)
+                click.echo("through ROS 2: square_driver -> /robot1/cmd_vel -> base_bridge -> "
+                           "/robot1/odom -> square_driver", err=True)
+            res = run_square_demo(config, on_tick=view.on_tick,
+                                  sinks=[capture] if capture is not None else [])
     except KeyboardInterrupt:  # a stop signal: the run's own clean-up stopped the base
-        stop.set()
         click.echo("demo: stopped before the square was done", err=True)
         return
     finally:
         if capture is not None:
             capture.close()
+    _demo_end(res, side, plot, as_json)
+
+
+def _demo_end(res: SquareResult, side: float, plot: str | None, as_json: bool) -> None:
+    """The plot, the summary (a table or the end's JSON line) and the exit status."""
     if plot:
         from fwbridge.cli_verbs.plot import draw_square
 
@@ -415,16 +369,50 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
         fail("the square was not completed (see the statistics above)")
 
 
-def _square_ros2(driver: SquareDriver, spec: FaultSpec, on_tick: Any, stop: threading.Event,
-                 connect: tuple[str, ...], sinks: Any = ()) -> SquareResult:
+class _DemoView:
+    """What ``demo`` shows while it drives: the pose on one live line on a terminal
+    (fitted to the window, cleared at the end), a line a second otherwise, or JSON
+    odometry lines five times a second."""
+
+    def __init__(self, as_json: bool, live: bool) -> None:
+        self.as_json = as_json
+        self.t0 = time.monotonic()
+        self.last_print = 0.0
+        self.every = 0.1 if live else 1.0
+        self.status = StatusLine() if live else None
+
+    def __enter__(self) -> _DemoView:
+        if self.status is not None:
+            self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.__exit__(*exc)
+
+    def on_tick(self, drv: SquareDriver, odom: Odometry | None, truth: Pose) -> None:
+        now = time.monotonic() - self.t0
+        if self.as_json:
+            if odom is not None and now - self.last_print >= 0.2:
+                self.last_print = now
+                json_line({"event": "odometry", "t": round(now, 3), "side": drv.leg + 1,
+                           "phase": drv.phase, "x": odom.x, "y": odom.y, "yaw": odom.yaw,
+                           "truth": list(truth)})
+            return
+        if now - self.last_print < self.every:
+            return
+        self.last_print = now
+        text = _pose_text(drv, odom, truth, now)
+        if self.status is not None:
+            self.status.update(text, force=True)
+        else:
+            click.echo(text)
+
+
+def _ros2_ready() -> None:
+    """--ros2's libraries are there (one line naming the extra otherwise)."""
     try:
         import rosbags  # noqa: F401
         import zenoh  # noqa: F401
     except ImportError:
         fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
-    from fwbridge.cli_verbs.demo_ros2 import run_square_ros2
-
-    click.echo("through ROS 2: square_driver -> /robot1/cmd_vel -> base_bridge -> "
-               "/robot1/odom -> square_driver", err=True)
-    return run_square_ros2(driver=driver, faults=spec, on_tick=on_tick, stop=stop,
-                           connect=connect, sinks=sinks)

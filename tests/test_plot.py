@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from fwbridge.cli_verbs.demo_drive import SquareResult
+from fwbridge.bridge.robots.square import SquareResult
 from fwbridge.cli_verbs.plot import BaseSeries, can_series, draw, draw_square
 
 

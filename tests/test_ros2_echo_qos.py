@@ -23,12 +23,12 @@ pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed
 
 from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.config import RobotConfig
-from fwbridge.bridge.node.topics import Qos
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import Ros2Settings
+from fwbridge.bridge.ros2.echo import echo_qos
 from fwbridge.bridge.ros2.keys import parse_qos, qos_key
 from fwbridge.bridge.ros2.router import open_router
-from fwbridge.cli_verbs.ros2 import echo_qos
+from fwbridge.bridge.rosmsg.topics import Qos
 from tests.helpers import Lines, run_cli, spawn_verb, wait_until
 from tests.terminal import Terminal
 

@@ -10,8 +10,8 @@ import math
 
 import pytest
 
+from fwbridge.bridge.robots.square import SquareDriver, run_square, square_tolerance
 from fwbridge.bridge.sim.models.mecanum import MecanumParams
-from fwbridge.cli_verbs.demo_drive import SquareDriver, run_square, square_tolerance
 
 
 def test_square_tolerance_comes_from_the_model() -> None:

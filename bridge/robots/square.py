@@ -1,11 +1,13 @@
 """Drive a base around a square on its odometry, and measure how well the square closes.
 
 :class:`SquareDriver` is the pure control logic (pose in, velocity out);
-:func:`run_square` runs it end to end: the mecanum simulation on a pty in
-real time, the bridge's :class:`~bridge.node.base_node.BaseNode` on that pty
-(the ``use_sim`` seam: the node opens the pty like any port), and the
-driver feeding the node's velocity requests from its odometry. The result
-compares the node's odometry with the simulation's true pose.
+:func:`steer_square` steers it on the freshest odometry until the square is
+done (or stopped) and then stops the base; :func:`run_square` runs it end to
+end: the mecanum simulation on a pty in real time, the bridge's
+:class:`~bridge.node.base_node.BaseNode` on that pty (the ``use_sim`` seam:
+the node opens the pty like any port), and the driver feeding the node's
+velocity requests from its odometry. The result compares the node's odometry
+with the simulation's true pose.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.pty_link import PtyLink
 
-__all__ = ["SquareDriver", "SquareResult", "run_square", "square_tolerance"]
+__all__ = ["OdomSlot", "SquareDriver", "SquareResult", "Tick", "run_square", "square_tolerance",
+           "steer_square"]
 
 Pose = tuple[float, float, float]
+Tick = Callable[["SquareDriver", Odometry | None, Pose], None]
 
 
 def _wrap(a: float) -> float:
@@ -192,13 +196,80 @@ class SquareResult:
         return math.degrees(_wrap(self.truth_end[2]))
 
 
+class OdomSlot:
+    """The latest odometry, handed from the thread that receives it to the one that steers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._odom: Odometry | None = None
+        self.count = 0
+
+    def put(self, odom: Odometry) -> None:
+        with self._lock:
+            self._odom = odom
+            self.count += 1
+
+    def put_made(self, make: Callable[[int], Odometry]) -> None:
+        """Put ``make(n)``, n the count of records put so far, this one included."""
+        with self._lock:
+            self.count += 1
+            self._odom = make(self.count)
+
+    def get(self) -> Odometry | None:
+        with self._lock:
+            return self._odom
+
+
+def steer_square(
+    driver: SquareDriver, truth: Callable[[], Pose], odometry: OdomSlot,
+    send: Callable[[float, float, float], None], result: SquareResult, *,
+    rate_hz: float = 50.0, timeout_s: float = 90.0, on_tick: Tick | None = None,
+    stop: threading.Event | None = None,
+) -> SquareResult:
+    """Steer ``driver`` on the fresh odometry of ``odometry`` at ``rate_hz``, ``send`` its
+    commands, until the square is done, ``stop`` is set or ``timeout_s`` passed; then send
+    zero velocity, let the base settle and fill in ``result``'s paths and ends."""
+    stop = stop or threading.Event()
+    t0 = time.monotonic()
+    period = 1.0 / rate_hz
+    next_tick, last, seq = t0, t0, -1
+    while not driver.done and not stop.is_set():
+        now = time.monotonic()
+        if now - t0 > timeout_s:
+            break
+        odom = odometry.get()
+        # Steer on fresh odometry only; when it stops, so do the requests, and
+        # the node's watchdog stops the base.
+        if odom is not None and odom.seq != seq:
+            seq = odom.seq
+            pose = (odom.x, odom.y, odom.yaw)
+            send(*driver.update(pose, now - last, (odom.vx, odom.vy, odom.wz)))
+            last = now
+            result.odom_path.append((now - t0, *pose))
+        where = truth()
+        result.truth_path.append((now - t0, *where))
+        if on_tick is not None:
+            on_tick(driver, odom, where)
+        next_tick += period
+        stop.wait(max(0.0, next_tick - time.monotonic()))
+    result.completed = driver.done
+    send(0.0, 0.0, 0.0)
+    stop.wait(0.4)  # let the base settle and the last frames arrive
+    odom = odometry.get()
+    if odom is not None:
+        result.odom_end = (odom.x, odom.y, odom.yaw)
+    result.truth_end = truth()
+    result.seconds = time.monotonic() - t0
+    return result
+
+
 def run_square(
     *,
     driver: SquareDriver | None = None,
     faults: FaultSpec | None = None,
     rate_hz: float = 50.0,
     timeout_s: float = 90.0,
-    on_tick: Callable[[SquareDriver, Odometry | None, Pose], None] | None = None,
+    on_tick: Tick | None = None,
     stop: threading.Event | None = None,
     sinks: Sequence[Sink] = (),
 ) -> SquareResult:
@@ -206,64 +277,21 @@ def run_square(
     ``sinks`` (a capture, a live view) get the node's bytes and records; the node
     closes them when it stops."""
     driver = driver or SquareDriver()
-    stop = stop or threading.Event()
     result = SquareResult()
     model = MecanumBase()
     endpoint = SimEndpoint(model, pacing="realtime", faults=faults)
     result.tolerance = square_tolerance(driver, model.params)
-    latest: list[Odometry] = []
-    lock = threading.Lock()
-
-    def on_odometry(odom: Odometry) -> None:
-        with lock:
-            if latest:
-                latest[0] = odom
-            else:
-                latest.append(odom)
-
+    latest = OdomSlot()
     with PtyLink(endpoint, supervisor=False) as link:
         endpoint.start()
         # The use_sim seam: the node opens the simulated endpoint's pty like any port.
         config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
-        node = BaseNode(config, sinks=sinks, on_odometry=on_odometry,
+        node = BaseNode(config, sinks=sinks, on_odometry=latest.put,
                         on_event=result.events.append)
         node.start()
-        t0 = time.monotonic()
-        period = 1.0 / rate_hz
         try:
-            next_tick = t0
-            last = t0
-            seq = -1
-            while not driver.done and not stop.is_set():
-                now = time.monotonic()
-                if now - t0 > timeout_s:
-                    break
-                with lock:
-                    odom = latest[0] if latest else None
-                # Steer on fresh odometry only; when it stops, so do the requests, and
-                # the node's watchdog stops the base.
-                if odom is not None and odom.seq != seq:
-                    seq = odom.seq
-                    pose = (odom.x, odom.y, odom.yaw)
-                    cmd = driver.update(pose, now - last, (odom.vx, odom.vy, odom.wz))
-                    last = now
-                    node.request(*cmd)
-                    result.odom_path.append((now - t0, *pose))
-                truth = model.pose
-                result.truth_path.append((now - t0, *truth))
-                if on_tick is not None:
-                    on_tick(driver, odom, truth)
-                next_tick += period
-                stop.wait(max(0.0, next_tick - time.monotonic()))
-            result.completed = driver.done
-            node.request(0.0, 0.0, 0.0)
-            stop.wait(0.4)  # let the base settle and the last frames arrive
-            with lock:
-                odom = latest[0] if latest else None
-            if odom is not None:
-                result.odom_end = (odom.x, odom.y, odom.yaw)
-            result.truth_end = model.pose
-            result.seconds = time.monotonic() - t0
+            steer_square(driver, lambda: model.pose, latest, node.request, result,
+                         rate_hz=rate_hz, timeout_s=timeout_s, on_tick=on_tick, stop=stop)
             result.node_stats = node.stats()
         finally:
             node.stop()
