@@ -15,7 +15,12 @@ the chunks, uncompressed, messages by topic).
 Goals: 0 frames lost; MCAP bytes per frame <= 1.5x BLF's; MCAP CPU per
 frame <= 1.0x BLF's.
 
-Usage: python -m bench.bench_mcap [--seconds S] [--quick]
+Then the serial recorder's odometry (``SerialRecorder``, a base node's MCAP sink):
+the thread CPU per record of writing its ``/odom`` and ``/tf`` through the one
+encoder the ROS 2 sink publishes with (``bridge/rosmsg/odometry_cdr``), beside the
+same recorder encoding each record as rosbags messages (the baseline, same run).
+
+Usage: python -m bench.bench_mcap [--seconds S] [--quick] [--records N]
 """
 
 from __future__ import annotations
@@ -31,7 +36,11 @@ from typing import Any
 import can
 
 from bench.common import machine, table
+from fwbridge.bridge.node.odometry import Odometry, quaternion_from_yaw
 from fwbridge.bridge.record.can_mcap import McapCanWriter, read_mcap_messages
+from fwbridge.bridge.record.mcap_io import McapSink, Streams
+from fwbridge.bridge.record.serial_mcap import SerialRecorder
+from fwbridge.bridge.rosmsg import odometry_cdr
 from fwbridge.can_bus.interface import FwBridgeBus
 
 BITRATE = 1_000_000
@@ -138,10 +147,33 @@ def mcap_bytes(path: Path) -> tuple[dict[str, int], dict[str, int]]:
     return kinds, per_topic
 
 
+def serial_odometry(records: int, folder: Path) -> dict[str, float]:
+    """Thread CPU ns per odometry record of the serial recorder into an MCAP file, with
+    the one encoder and with rosbags messages (the baseline), closing included."""
+    odoms = [Odometry(seq=i, stamp=i * 0.02, dt=0.02, x=1e-3 * i, y=-1e-3 * i, yaw=1e-3 * i,
+                      orientation=quaternion_from_yaw(1e-3 * i), vx=0.3, vy=0.0, wz=0.1)
+             for i in range(records)]
+    out: dict[str, float] = {}
+    for name in ("one encoder", "rosbags messages"):
+        streams = Streams([McapSink(folder / f"odom {name}.mcap")])
+        rec = SerialRecorder(streams, raw=False)
+        if name == "rosbags messages":
+            rec._odometry = odometry_cdr.RosbagsOdometry("odom", "base_link", "jazzy")
+        rec.odometry(odoms[0], 0)  # warm: rosbags' classes, the first chunk
+        t0 = time.thread_time_ns()
+        for i, odom in enumerate(odoms):
+            rec.odometry(odom, 1_700_000_000_000_000_000 + 20_000_000 * i)
+        streams.close()
+        out[name] = (time.thread_time_ns() - t0) / records
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--quick", action="store_true", help="5 s instead of 30")
+    ap.add_argument("--records", type=int, default=20_000,
+                    help="odometry records for the serial recorder's part")
     args = ap.parse_args(argv)
     seconds = 5.0 if args.quick else args.seconds
     print(f"# CAN recording at 1 Mbit/s, 100 % load, {seconds:g} s real time\n")
@@ -184,6 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"CPU per frame: MCAP {mcap[5]:,.0f} ns vs BLF {blf[5]:,.0f} ns = {cpu_ratio:.2f}x "
           f"(goal <= {CPU_GOAL}x: {verdict(cpu_ratio, CPU_GOAL)})")
     print(f"frames lost: MCAP {mcap[3]}, BLF {blf[3]} (goal 0: {'MET' if lost == 0 else 'MISSED'})")
+    with tempfile.TemporaryDirectory() as tmp:
+        odom = serial_odometry(max(args.records, 1), Path(tmp))
+    one, generic = odom["one encoder"], odom["rosbags messages"]
+    print(f"\n# serial recorder, {args.records:,} odometry records (/odom + /tf) to MCAP\n")
+    print(table(["encoding", "CPU ns per record"],
+                [[name, round(ns)] for name, ns in odom.items()]))
+    print(f"\nCPU per record: one encoder {one:,.0f} ns vs rosbags messages {generic:,.0f} ns"
+          f" = {one / generic:.2f}x")
     return 0
 
 

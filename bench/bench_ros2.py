@@ -128,8 +128,8 @@ def child_sims(count: int) -> None:
 
 def child_cmd_vel(endpoint: str, count: int) -> None:
     """20 Hz geometry_msgs/Twist to /robot1..N/cmd_vel, as a ROS 2 node would."""
-    from fwbridge.bridge.node import topics
     from fwbridge.bridge.ros2.participant import Participant
+    from fwbridge.bridge.rosmsg import topics
 
     p = Participant(connect=[endpoint], wait=10)
     node = p.node("teleop")
@@ -163,13 +163,13 @@ def latency(samples: int, blocks: int = 20, gap: float = 0.002) -> dict[str, dic
     import zenoh
 
     from fwbridge.bridge.link.transports import PtyPair
-    from fwbridge.bridge.node import topics
     from fwbridge.bridge.node.base_node import BaseNode
     from fwbridge.bridge.node.config import parse_config
     from fwbridge.bridge.node.odometry import OdometryIntegrator
     from fwbridge.bridge.ros2.base import Ros2Base
     from fwbridge.bridge.ros2.config import Ros2Settings
     from fwbridge.bridge.ros2.participant import zenoh_config
+    from fwbridge.bridge.rosmsg import topics
     from fwbridge.protocols import odom_frame
 
     frame = odom_frame.encode(odom_frame.OdomFrame(0.2, 0.0, 0.1, 12.5))

@@ -225,9 +225,9 @@ def _ros2_arm(connect: tuple[str, ...]) -> Any:
         import zenoh  # noqa: F401
     except ImportError:
         fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
-    from fwbridge.bridge.node import topics
     from fwbridge.bridge.ros2.arm import Ros2Arm
     from fwbridge.bridge.ros2.participant import Participant
+    from fwbridge.bridge.rosmsg import topics
 
     topics.typestore()  # loaded now, not inside the first control step
     participant = Participant(connect=connect, wait=3.0)

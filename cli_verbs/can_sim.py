@@ -172,8 +172,8 @@ class _Health:
         if self.writer is None or now < self.due:
             return
         self.due = now + 1.0
-        from fwbridge.bridge.node import topics
         from fwbridge.bridge.record.serial_mcap import ros_spec
+        from fwbridge.bridge.rosmsg import topics
 
         streams = self.writer.streams
         if self.channel is None:

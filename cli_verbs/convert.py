@@ -105,8 +105,8 @@ def to_rosbag2(src_mcap: Path, out: Path) -> tuple[Counter[str], set[str]]:
     from rosbags.rosbag2 import Writer
     from rosbags.typesys import get_types_from_msg
 
-    from fwbridge.bridge.node import topics
     from fwbridge.bridge.record.mcap_io import read_mcap
+    from fwbridge.bridge.rosmsg import topics
 
     store = topics.typestore("jazzy")
     schemas = _schemas(src_mcap)

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from fwbridge.bridge.link.transports import PtyPair
-from fwbridge.bridge.node import numbers, topics
+from fwbridge.bridge.node import numbers
+from fwbridge.bridge.rosmsg import topics
 from fwbridge.cli_verbs.bridge_run import MAX_LINE, parse_request
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.errors import ConfigError

@@ -27,7 +27,6 @@ from hypothesis import strategies as st  # noqa: E402
 from mcap.reader import make_reader  # noqa: E402
 
 from fwbridge.bridge.link.transports import PtyPair  # noqa: E402
-from fwbridge.bridge.node import topics  # noqa: E402
 from fwbridge.bridge.record.can_mcap import (  # noqa: E402
     FRAME_SCHEMA,
     FRAME_TYPE,
@@ -37,6 +36,7 @@ from fwbridge.bridge.record.can_mcap import (  # noqa: E402
 from fwbridge.bridge.record.mcap_io import read_mcap  # noqa: E402
 from fwbridge.bridge.record.serial_captures import read_capture  # noqa: E402
 from fwbridge.bridge.record.serial_mcap import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
+from fwbridge.bridge.rosmsg import topics  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
 from tests.helpers import can_frame_store as store  # noqa: E402
@@ -384,7 +384,7 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
 CLIENT = r"""
 import asyncio, json, struct, sys
 import websockets
-from fwbridge.bridge.node import topics
+from fwbridge.bridge.rosmsg import topics
 
 async def main(url, want):
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1",
@@ -530,7 +530,7 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
 FLEET_CLIENT = r"""
 import asyncio, json, struct, sys
 import websockets
-from fwbridge.bridge.node import topics
+from fwbridge.bridge.rosmsg import topics
 
 async def main(url):
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"]) as ws:

@@ -7,9 +7,9 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.odometry import Odometry, quaternion_from_yaw
-from fwbridge.bridge.node.odometry_cdr import templates
+from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg.odometry_cdr import templates
 
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 frame_ids = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40)

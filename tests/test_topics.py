@@ -1,4 +1,4 @@
-"""The mapping between node records and ROS 2 messages (fwbridge.bridge.node.topics)."""
+"""The mapping between node records and ROS 2 messages (fwbridge.bridge.rosmsg.topics)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.odometry import OdometryIntegrator, quaternion_from_yaw
+from fwbridge.bridge.rosmsg import topics
 from fwbridge.protocols.odom_frame import OdomFrame
 
 
@@ -27,7 +27,7 @@ def _record(yaw_deg: float = 90.0):
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, fwbridge.bridge.node.topics; "
+    code = ("import sys, fwbridge.bridge.rosmsg.topics; "
             "print('rosbags' in sys.modules, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

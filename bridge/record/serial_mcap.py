@@ -10,7 +10,7 @@ of a :class:`~fwbridge.bridge.record.mcap_io.Streams`:
   and write, unchanged, as ``std_msgs/msg/UInt8MultiArray`` (CDR), log time =
   the moment they crossed the link: what ``replay`` plays back;
 - the decoded frames as the ROS 2 bridge publishes them (one mapping,
-  :mod:`fwbridge.bridge.node.topics`, names fully qualified as rosbag2 has
+  :mod:`fwbridge.bridge.rosmsg.topics`, names fully qualified as rosbag2 has
   them): odometry frames -> ``/odom`` (``nav_msgs/msg/Odometry``,
   integrated as seed 002) and ``/tf``; velocity commands -> ``/cmd_vel``
   (``geometry_msgs/msg/Twist``);
@@ -35,7 +35,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from fwbridge.bridge.node.config import Calibration
 from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
@@ -52,6 +52,9 @@ from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureError, CaptureWr
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.engine import receiver_for
 from fwbridge.protocols.sum8_receiver import ReceiverStats, Sum8Receiver
+
+if TYPE_CHECKING:
+    from fwbridge.bridge.rosmsg.odometry_cdr import OdometryEncoder
 
 __all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "FrameDecoder", "JointStates",
            "SerialCapture",
@@ -123,9 +126,15 @@ def decode_raw(cdr: bytes) -> bytes:
 
 
 def _topics() -> Any:
-    from fwbridge.bridge.node import topics
+    from fwbridge.bridge.rosmsg import topics
 
     return topics
+
+
+def _odometry_encoder(frame_id: str, child_frame_id: str) -> OdometryEncoder:
+    from fwbridge.bridge.rosmsg.odometry_cdr import odometry_encoder
+
+    return odometry_encoder(frame_id, child_frame_id)
 
 
 def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
@@ -193,6 +202,8 @@ class SerialRecorder(SinkBase):
         keys += ["cmd_vel"] if "cmd" in (rx, tx) else []
         for key in [*keys, "diagnostics"]:
             self._ros[key] = streams.channel(ros_spec(key, ns or "/"))
+        # the odometry's two messages by the encoder the ROS 2 node publishes them with
+        self._odometry = _odometry_encoder(**self._frames) if "odom" in self._ros else None
         self._counters = streams.channel(spaced(COUNTERS))
         self._period = int(counter_period * 1e9)
         self._next: int | None = None
@@ -236,14 +247,12 @@ class SerialRecorder(SinkBase):
 
     def odometry(self, odom: Odometry, ts: int) -> None:
         """One odometry record as ``odom`` and ``/tf`` (stamp: ``ts``, ns since the epoch)."""
-        if "odom" not in self._ros:
+        encoder = self._odometry
+        if encoder is None:
             return
-        topics = _topics()
         stamp = ts / 1e9
-        odom_msg = topics.serialize(topics.odometry_message(odom, stamp=stamp, **self._frames),
-                                    "nav_msgs/msg/Odometry")
-        tf_msg = topics.serialize(topics.transform_message(odom, stamp=stamp, **self._frames),
-                                  "tf2_msgs/msg/TFMessage")
+        odom_msg = encoder.odometry(odom, stamp)
+        tf_msg = encoder.transform(odom, stamp)
         with self._lock:
             self.streams.log(self._ros["odom"], odom_msg, ts)
             self.streams.log(self._ros["tf"], tf_msg, ts)

@@ -7,5 +7,6 @@ tokens and attachments, pure), :mod:`~fwbridge.bridge.ros2.config` (the
 publishers, subscriptions), :mod:`~fwbridge.bridge.ros2.base` (the base node
 in ROS 2), :mod:`~fwbridge.bridge.ros2.fish` (the robot fish in ROS 2: its
 status and configuration as services) and :mod:`~fwbridge.bridge.ros2.fleet`
-(simulated bases in one process). The message mapping itself is :mod:`fwbridge.bridge.node.topics`.
+(simulated bases in one process). The message mapping itself is
+:mod:`fwbridge.bridge.rosmsg`.
 """

@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fwbridge.bridge.node import topics
 from fwbridge.bridge.ros2.participant import Participant
+from fwbridge.bridge.rosmsg import topics
 
 __all__ = ["Ros2Arm", "arm_link_health"]
 

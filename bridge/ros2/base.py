@@ -7,7 +7,7 @@ either runtime (:class:`~fwbridge.bridge.node.base_node.BaseNode`,
 
 - each odometry record -> ``nav_msgs/Odometry`` on ``odom`` and the
   ``odom -> base_link`` transform on ``/tf`` (messages from
-  :mod:`fwbridge.bridge.node.topics`), both frames with the settings'
+  :mod:`fwbridge.bridge.rosmsg.topics`), both frames with the settings'
   ``frame_prefix`` (``robot1/odom -> robot1/base_link``): robots sharing
   ``/tf`` keep their own frames;
 - ``geometry_msgs/Twist`` on ``cmd_vel`` -> ``node.request(vx, vy, wz)``, so the
@@ -67,11 +67,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fwbridge.bridge.node import odometry_cdr, topics
 from fwbridge.bridge.node.base_core import NodeEvent
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
-from fwbridge.bridge.node.topics import Qos
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.parameters import Parameter, ParameterServer
 from fwbridge.bridge.ros2.participant import Participant
@@ -83,6 +81,8 @@ from fwbridge.bridge.ros2.services import (
     SET_PARAMETERS,
     parameter_value,
 )
+from fwbridge.bridge.rosmsg import odometry_cdr, topics
+from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["DIAGNOSTICS_PERIOD", "MAX_PARAMETERS", "QUIET_EVENTS", "STATIC_FRAMES",
            "TF_STATIC_QOS", "TRIGGER", "WATCHDOG_PARAMETER", "WATCHDOG_RANGE", "Ros2Base"]
@@ -130,7 +130,7 @@ class Ros2Base(SinkBase):
         self._thread: threading.Thread | None = None
         self._reachable: bool | None = None
         self._stopped = False
-        self._templates: odometry_cdr.OdometryTemplates | None = None
+        self._odometry: odometry_cdr.OdometryEncoder | None = None
         # cmd_vel's limits: parameters that may tighten them at run time
         self.max_linear, self.max_angular = topics.MAX_LINEAR, topics.MAX_ANGULAR
         self._log_handler: logging.Handler | None = None
@@ -141,10 +141,9 @@ class Ros2Base(SinkBase):
             self.participant = Participant(domain=s.domain, distro=s.distro, connect=s.connect,
                                            listen=s.listen)
         self.ros = self.participant.node(s.node_name, s.namespace)
-        # the odometry's two messages from a template of this robot's frames (the
-        # generic path when the template does not give its bytes)
-        self._templates = odometry_cdr.templates(s.frame("odom"), s.frame("base_link"),
-                                                 self.distro)
+        # the odometry's two messages by the one encoder the recorders use too
+        self._odometry = odometry_cdr.odometry_encoder(s.frame("odom"), s.frame("base_link"),
+                                                       self.distro)
         spec = topics.TOPICS
         self.odom_pub = self.ros.publisher(s.topic("odom"), spec["odom"].msgtype,
                                            spec["odom"].qos)
@@ -208,21 +207,15 @@ class Ros2Base(SinkBase):
     # -- node -> ROS ------------------------------------------------------------------
     def on_odometry(self, odom: Odometry) -> None:
         stamp = topics.wall_stamp(odom.stamp)
-        s, d = self.settings, self.distro
+        s = self.settings
         try:
             if not self.odom_pub.is_declared:
                 self.odom_pub.unsent += 1  # no session yet: skip building the messages
                 return
-            fast = self._templates
-            if fast is not None:
-                self.odom_pub.publish_cdr(fast.odometry(odom, stamp))
-                self.tf_pub.publish_cdr(fast.transform(odom, stamp))
-            else:
-                frames = {"frame_id": s.frame("odom"), "child_frame_id": s.frame("base_link")}
-                self.odom_pub.publish(topics.odometry_message(odom, stamp=stamp, distro=d,
-                                                              **frames))
-                self.tf_pub.publish(topics.transform_message(odom, stamp=stamp, distro=d,
-                                                             **frames))
+            encoder = self._odometry
+            assert encoder is not None  # set by start(), before the node's sinks see this
+            self.odom_pub.publish_cdr(encoder.odometry(odom, stamp))
+            self.tf_pub.publish_cdr(encoder.transform(odom, stamp))
             self.published += 1
         except Exception:  # the network side must never stop the serial side
             self.publish_errors += 1

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbridge.bridge.node.config import ConfigError
-from fwbridge.bridge.node.topics import DISTROS, TOPICS
+from fwbridge.bridge.rosmsg.topics import DISTROS, TOPICS
 
 if sys.version_info >= (3, 11):
     import tomllib

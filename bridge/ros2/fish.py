@@ -48,11 +48,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from fwbridge.bridge.node import topics
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant, RosService
 from fwbridge.bridge.ros2.rosout import WARN, Rosout
 from fwbridge.bridge.ros2.services import SET_PARAMETERS, typed_parameter_value
+from fwbridge.bridge.rosmsg import topics
 from fwbridge.protocols.config_text import TextLimitError, parse_json
 from fwbridge.protocols.errors import Error, FrameError, LinkError
 from fwbridge.protocols.fish_commands import FishMode, StatusInfo, UserConfig

@@ -35,8 +35,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fwbridge.bridge.node import topics
-from fwbridge.bridge.node.topics import Qos
 from fwbridge.bridge.ros2.services import (
     PARAMETER_BOOL,
     PARAMETER_DOUBLE,
@@ -45,6 +43,8 @@ from fwbridge.bridge.ros2.services import (
     register,
     typed_parameter_value,
 )
+from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["DESCRIBE_PARAMETERS", "GET_PARAMETERS", "GET_PARAMETER_TYPES", "LIST_PARAMETERS",
            "MAX_NAMES", "PARAMETER_EVENTS", "PARAMETER_EVENTS_QOS", "SET_PARAMETERS_ATOMICALLY",

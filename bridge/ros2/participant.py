@@ -27,8 +27,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fwbridge.bridge.node import topics
-from fwbridge.bridge.node.topics import MessageError, Qos
 from fwbridge.bridge.ros2.keys import (
     Attachment,
     Entity,
@@ -40,6 +38,8 @@ from fwbridge.bridge.ros2.keys import (
     resolve_name,
 )
 from fwbridge.bridge.ros2.services import MAX_ITEMS, MAX_REQUEST, Throttle, request_refusal
+from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg.topics import MessageError, Qos
 
 __all__ = ["Participant", "RosClient", "RosNode", "RosPublisher", "RosService",
            "RosSubscription", "zenoh_config"]

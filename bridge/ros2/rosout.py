@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fwbridge.bridge.node import topics
-from fwbridge.bridge.node.topics import Qos
+from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["BURST", "ERROR", "FATAL", "LOG", "MAX_TEXT", "RATE", "ROSOUT_QOS", "WARN",
            "RateLimit", "Rosout"]

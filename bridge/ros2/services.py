@@ -40,8 +40,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from fwbridge.bridge.node import topics
-from fwbridge.bridge.node.topics import MessageError, Qos
+from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg.topics import MessageError, Qos
 
 __all__ = ["MAX_ITEMS", "MAX_REQUEST", "PARAMETER_BOOL", "PARAMETER_DOUBLE",
            "PARAMETER_INTEGER", "PARAMETER_STRING", "SERVICES", "SERVICE_QOS", "SET_PARAMETERS",

@@ -1,8 +1,11 @@
-"""One robot's ``nav_msgs/Odometry`` and ``tf2_msgs/TFMessage``, serialised from a template.
+"""One robot's ``nav_msgs/Odometry`` and ``tf2_msgs/TFMessage`` as CDR: the one encoder.
 
-A private specialisation of :func:`~fwbridge.bridge.node.topics.odometry_message` and
-:func:`~fwbridge.bridge.node.topics.transform_message` followed by
-:func:`~fwbridge.bridge.node.topics.serialize`: for one pair of frame ids, every byte of
+:func:`odometry_encoder` is what every user of the odometry's two messages calls (the
+ROS 2 base node publishing them, the MCAP recorder and the live view writing them), so
+each carries the same bytes for the same record. It is a specialisation of
+:func:`~fwbridge.bridge.rosmsg.topics.odometry_message` and
+:func:`~fwbridge.bridge.rosmsg.topics.transform_message` followed by
+:func:`~fwbridge.bridge.rosmsg.topics.serialize`: for one pair of frame ids, every byte of
 the two messages but the stamp, the pose and the twist is the same, so the CDR is laid
 out once and each odometry record only packs its numbers into a copy. Building a
 message of rosbags' classes and serialising it costs about 30 times more, for each
@@ -11,7 +14,7 @@ robot at its odometry rate: a fleet feels it.
 The layout follows CDR's rules (little endian, each primitive aligned to its size
 from the start of the data, after the 4-byte encapsulation header); the template is
 checked against the generic path when it is made, and :func:`templates` gives None
-when they differ (the generic path then stays in use).
+when they differ (:func:`odometry_encoder` then encodes through the generic path).
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
+from typing import Protocol
 
-from fwbridge.bridge.node import topics
 from fwbridge.bridge.node.odometry import Odometry
+from fwbridge.bridge.rosmsg import topics
 
-__all__ = ["OdometryTemplates", "templates"]
+__all__ = ["OdometryEncoder", "OdometryTemplates", "RosbagsOdometry", "odometry_encoder",
+           "templates"]
 
 _HEADER = b"\x00\x01\x00\x00"  # CDR little endian, no options
 _STAMP = struct.Struct("<iI")
@@ -48,6 +53,18 @@ def _stamp(stamp: float) -> tuple[int, int]:
     """builtin_interfaces/Time of ``stamp`` seconds, as :func:`topics.ros_time` makes it."""
     sec = math.floor(stamp)
     return int(sec), min(round((stamp - sec) * 1e9), 999_999_999)
+
+
+class OdometryEncoder(Protocol):
+    """The odometry's two messages of one robot (its frame ids), as CDR bytes."""
+
+    def odometry(self, odom: Odometry, stamp: float) -> bytes:
+        """nav_msgs/Odometry of ``odom`` at ``stamp`` (s since the epoch)."""
+        ...
+
+    def transform(self, odom: Odometry, stamp: float) -> bytes:
+        """tf2_msgs/TFMessage of the one transform of ``odom`` at ``stamp``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -118,14 +135,36 @@ def templates(frame_id: str, child_frame_id: str,
     """The templates of one robot's frame ids, or None when they do not give the bytes
     the generic path gives (the caller keeps the generic path)."""
     t = _layout(frame_id, child_frame_id)
-    frames = {"frame_id": frame_id, "child_frame_id": child_frame_id}
-    generic_odom = topics.serialize(
-        topics.odometry_message(_PROBE, stamp=_PROBE_STAMP, distro=distro, **frames),
-        "nav_msgs/msg/Odometry", distro)
-    generic_tf = topics.serialize(
-        topics.transform_message(_PROBE, stamp=_PROBE_STAMP, distro=distro, **frames),
-        "tf2_msgs/msg/TFMessage", distro)
-    if (t.odometry(_PROBE, _PROBE_STAMP) != generic_odom
-            or t.transform(_PROBE, _PROBE_STAMP) != generic_tf):
+    generic = RosbagsOdometry(frame_id, child_frame_id, distro)
+    if (t.odometry(_PROBE, _PROBE_STAMP) != generic.odometry(_PROBE, _PROBE_STAMP)
+            or t.transform(_PROBE, _PROBE_STAMP) != generic.transform(_PROBE, _PROBE_STAMP)):
         return None
     return t
+
+
+@dataclass(frozen=True)
+class RosbagsOdometry:
+    """The messages built of rosbags' classes and serialised by rosbags (the reference
+    the templates are checked against; used when a template does not match it)."""
+
+    frame_id: str
+    child_frame_id: str
+    distro: str
+
+    def odometry(self, odom: Odometry, stamp: float) -> bytes:
+        msg = topics.odometry_message(odom, stamp=stamp, frame_id=self.frame_id,
+                                      child_frame_id=self.child_frame_id, distro=self.distro)
+        return topics.serialize(msg, "nav_msgs/msg/Odometry", self.distro)
+
+    def transform(self, odom: Odometry, stamp: float) -> bytes:
+        msg = topics.transform_message(odom, stamp=stamp, frame_id=self.frame_id,
+                                       child_frame_id=self.child_frame_id, distro=self.distro)
+        return topics.serialize(msg, "tf2_msgs/msg/TFMessage", self.distro)
+
+
+def odometry_encoder(frame_id: str = "odom", child_frame_id: str = "base_link",
+                     distro: str = "jazzy") -> OdometryEncoder:
+    """The encoder of one robot's odometry messages: its template (:func:`templates`),
+    or the generic path when the template does not give the generic path's bytes."""
+    fast = templates(frame_id, child_frame_id, distro)
+    return fast if fast is not None else RosbagsOdometry(frame_id, child_frame_id, distro)

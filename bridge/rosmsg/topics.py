@@ -4,11 +4,13 @@ Everything that turns a node's records into ROS 2 messages, or a ROS 2
 message into a node request, lives here, so the Zenoh participant
 (:mod:`fwbridge.bridge.ros2`) and any recorder (MCAP) publish the same
 bytes under the same names and types. Messages are the typed classes of the
-``rosbags`` typestore; CDR is rosbags' own; nothing is hand-encoded.
+``rosbags`` typestore; CDR is rosbags' own, but for the odometry's two messages,
+whose one encoder (:mod:`~fwbridge.bridge.rosmsg.odometry_cdr`) lays them out from a
+template checked against rosbags' bytes.
 
 How to use it::
 
-    from fwbridge.bridge.node import topics
+    from fwbridge.bridge.rosmsg import topics
 
     spec = topics.TOPICS["odom"]                  # name "odom", nav_msgs/msg/Odometry, QoS
     msg = topics.odometry_message(record, stamp=topics.wall_stamp(record.stamp))
