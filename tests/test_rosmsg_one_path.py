@@ -76,7 +76,7 @@ def _published(records: list[Odometry], prefix: str,
                 with lock:
                     if all(len(seen) >= len(records) for seen in got.values()):
                         break
-                time.sleep(0.01)  # polling the subscriber's thread, with a deadline
+                time.sleep(0.01)  # polling: the subscriber's thread, with a deadline
         finally:
             bridge.stop()
             sub.undeclare()
