@@ -80,6 +80,28 @@ def open_serial(board: Board, link: LinkChannels = ROBOT_LINK) -> WebotsSerialDr
     return drv
 
 
+class SupervisorLines:
+    """The supervisor link's text lines, from chunks of any size: one split per chunk
+    (linear in it however many lines it holds) and a partial line held to ``limit``
+    bytes (a longer one keeps its last ``limit + 1`` bytes, so its reader refuses it)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The whole, non-blank lines that ``data`` completes."""
+        lines: list[bytes] = []
+        if b"\n" not in data:
+            self._held += data
+        else:
+            *lines, tail = (bytes(self._held) + data).split(b"\n")
+            self._held[:] = tail
+        if len(self._held) > self.limit:
+            del self._held[:-(self.limit + 1)]
+        return [line for line in lines if line.strip()]
+
+
 class SimRobot:
     """One robot in a :class:`World`: the board its model runs on (devices and clock)."""
 

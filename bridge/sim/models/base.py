@@ -17,7 +17,7 @@ from typing import Any
 
 from fwbridge.bridge.sim.kinematics import wrap_deg
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
-from fwbridge.bridge.sim.world import Board, open_serial
+from fwbridge.bridge.sim.world import Board, SupervisorLines, open_serial
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
 from fwbridge.protocols.config_text import parse_json_bytes
@@ -67,7 +67,7 @@ class FirmwareBase:
         self.serial: WebotsSerialDrv | None = None
         self.supervisor: WebotsSerialDrv | None = None
         self._rx = receiver_for(cmd_frame.CODEC)
-        self._sup_buf = bytearray()
+        self._sup_lines = SupervisorLines(_SUP_LINE_MAX)
         self._next_odom = 0
         self._next_status = 0
 
@@ -124,16 +124,8 @@ class FirmwareBase:
         self.cmd_ms = self.clock.millis()
 
     def _supervisor_input(self, data: bytes) -> None:
-        if b"\n" not in data:
-            self._sup_buf += data
-        else:  # one split of what came: linear in it however many lines it holds
-            *lines, tail = (bytes(self._sup_buf) + data).split(b"\n")
-            self._sup_buf[:] = tail
-            for line in lines:
-                if line.strip():
-                    self._supervisor_line(line)
-        if len(self._sup_buf) > _SUP_LINE_MAX:  # bounded; the line it ends is refused
-            del self._sup_buf[:-(_SUP_LINE_MAX + 1)]
+        for line in self._sup_lines.feed(data):
+            self._supervisor_line(line)
 
     def _supervisor_line(self, line: bytes) -> None:
         """One supervisor command; a line that is not one (too long, nested too deeply, not

@@ -79,7 +79,7 @@ from fwbridge.bridge.sim.fish.queries import FishQueries
 from fwbridge.bridge.sim.fish.senses import Light, Senses
 from fwbridge.bridge.sim.fish.system import SYSTEM_SUBS, SystemCommands
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, WebotsSerialDrv
-from fwbridge.bridge.sim.world import Board, open_serial
+from fwbridge.bridge.sim.world import Board, SupervisorLines, open_serial
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController
 from fwbridge.protocols import action_group
@@ -192,7 +192,7 @@ class RobotFish(FishQueries):
         self.supervisor: WebotsSerialDrv | None = None
         self.buses: list[FwBridgeBus] = []
         self.modules: dict[int, ActuatorModule] = {}
-        self._sup_buf = bytearray()
+        self._sup_lines = SupervisorLines(_SUP_LINE_MAX)
         self._last_rx = 0.0
         self._t0 = 0.0
         self._next_status = 0
@@ -409,16 +409,8 @@ class RobotFish(FishQueries):
 
     # -- supervisor -----------------------------------------------------------------
     def _supervisor_input(self, data: bytes) -> None:
-        if b"\n" not in data:
-            self._sup_buf += data
-        else:  # one split of what came: linear in it however many lines it holds
-            *lines, tail = (bytes(self._sup_buf) + data).split(b"\n")
-            self._sup_buf[:] = tail
-            for line in lines:
-                if line.strip():
-                    self._supervisor_line(line)
-        if len(self._sup_buf) > _SUP_LINE_MAX:  # bounded; the line it ends is refused
-            del self._sup_buf[:-(_SUP_LINE_MAX + 1)]
+        for line in self._sup_lines.feed(data):
+            self._supervisor_line(line)
 
     def _supervisor_line(self, line: bytes) -> None:
         """One supervisor command; a line that is not one (too long, nested too deeply, not
