@@ -25,7 +25,7 @@ from typing import Any
 
 import can
 
-from fwbridge.bridge.record.can_logs import LINE_LIMIT, CaptureReadError
+from fwbridge.bridge.record.can_logs import LINE_LIMIT, CaptureReadError, LongLineCount
 from fwbridge.can_bus.ids import (
     COMMAND_BASE,
     FEEDBACK_BASE,
@@ -50,7 +50,7 @@ FIXED = 6
 _LO, _HI = COMMAND_BASE, FEEDBACK_BASE + MAX_MODULE
 
 
-class LineBlocks:
+class LineBlocks(LongLineCount):
     """The file's bytes in blocks of whole lines (the last may lack its newline).
 
     No line longer than ``limit`` bytes is held: one that outgrows it is read
@@ -61,17 +61,9 @@ class LineBlocks:
     """
 
     def __init__(self, path: str, limit: int = LINE_LIMIT) -> None:
-        self.path = path
-        self.limit = limit
-        self.long = 0
-        self.first: tuple[int, int] | None = None  # (line number, byte offset)
+        super().__init__(path, limit)
         self._line = 0  # lines before the block last yielded
         self._at = 0  # its byte offset
-
-    def _skipped(self, line: int, at: int) -> None:
-        self.long += 1
-        if self.first is None:
-            self.first = (line, at)
 
     def __iter__(self) -> Iterator[bytes]:
         with open(self.path, "rb") as fh:
@@ -97,7 +89,7 @@ class LineBlocks:
                     yield from self._out(pending[:cut])
                     pending = pending[cut:]
                 if len(pending) > self.limit:  # a line with no end in sight
-                    self._skipped(self._line + 1, self._at)
+                    self.skipped(self._line + 1, self._at)
                     self._at += len(pending)
                     pending, skipping = b"", True
 
@@ -115,20 +107,12 @@ class LineBlocks:
             kept = []
             for n, text in enumerate(block.split(b"\n")):
                 if len(text) > self.limit:
-                    self._skipped(line + n + 1, at)
+                    self.skipped(line + n + 1, at)
                 else:
                     kept.append(text)
                 at += len(text) + 1
             block = b"\n".join(kept)
         return block.decode("utf-8")
-
-    def check(self) -> None:
-        """CaptureReadError if a line was too long (after the frames of the others)."""
-        if self.first is not None:
-            line, at = self.first
-            raise CaptureReadError(
-                f"{self.path}: {self.long} line(s) longer than {self.limit} bytes skipped "
-                f"(the first: line {line}, from byte {at})")
 
 
 def line_blocks(path: str) -> Iterator[bytes]:

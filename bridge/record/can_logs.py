@@ -142,7 +142,31 @@ _TEXT_READERS: dict[str, Any] = {".log": can.CanutilsLogReader, ".asc": can.ASCR
                                  ".csv": can.CSVReader, ".trc": can.TRCReader}
 
 
-class BoundedLines:
+class LongLineCount:
+    """The over-long lines a bounded reader of ``path`` skipped: how many, and where the
+    first began; :meth:`check` names them once the other lines' frames are out."""
+
+    def __init__(self, path: str | Path, limit: int) -> None:
+        self.path = path
+        self.limit = limit
+        self.long = 0
+        self.first: tuple[int, int] | None = None  # (line number, byte offset)
+
+    def skipped(self, line: int, at: int) -> None:
+        self.long += 1
+        if self.first is None:
+            self.first = (line, at)
+
+    def check(self) -> None:
+        """CaptureReadError if a line was too long (after the frames of the others)."""
+        if self.first is not None:
+            line, at = self.first
+            raise CaptureReadError(
+                f"{self.path}: {self.long} line(s) longer than {self.limit} bytes skipped "
+                f"(the first: line {line}, from byte {at})")
+
+
+class BoundedLines(LongLineCount):
     """A text log read line by line, no line longer than ``limit`` bytes held in memory.
 
     What python-can's text readers iterate instead of the file: a longer line
@@ -151,10 +175,7 @@ class BoundedLines:
     """
 
     def __init__(self, path: str | Path, limit: int = LINE_LIMIT) -> None:
-        self.path = Path(path)
-        self.limit = limit
-        self.long = 0
-        self.first: tuple[int, int] | None = None  # (line number, byte offset)
+        super().__init__(Path(path), limit)
         self._line = 0
         self._at = 0
         self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
@@ -174,9 +195,7 @@ class BoundedLines:
             while raw and not raw.endswith(b"\n"):  # the rest of the line, a piece at a time
                 raw = self._file.readline(self.limit)
                 self._at += len(raw)
-            self.long += 1
-            if self.first is None:
-                self.first = (self._line, start)
+            self.skipped(self._line, start)
 
     def __bool__(self) -> bool:
         return True
@@ -189,14 +208,6 @@ class BoundedLines:
 
     def close(self) -> None:
         self._file.close()
-
-    def check(self) -> None:
-        """CaptureReadError if a line was too long (after the frames of the others)."""
-        if self.first is not None:
-            line, at = self.first
-            raise CaptureReadError(
-                f"{self.path}: {self.long} line(s) longer than {self.limit} bytes skipped "
-                f"(the first: line {line}, from byte {at})")
 
 
 class CheckedBLFReader(can.BLFReader):
