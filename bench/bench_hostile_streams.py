@@ -41,6 +41,7 @@ import argparse
 import random
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench.common import best_of, machine, table
@@ -55,40 +56,9 @@ from fwbridge.protocols.frame_receiver import FixedReceiver
 from fwbridge.protocols.length_receiver import LengthReceiver
 from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
 
-FIXED = """[frame]
-name = "big"
-header = "5A A5"
-byte_order = "little"
-[[field]]
-name = "payload"
-type = "bytes"
-size = 4096
-[checksum]
-algorithm = "crc-32"
-span = "payload"
-byte_order = "little"
-"""
-
-LENGTH = """[frame]
-name = "bigl"
-header = "5A A5"
-byte_order = "little"
-[[field]]
-name = "len"
-type = "u16"
-[[field]]
-name = "data"
-type = "bytes"
-[length]
-field = "len"
-counts = "data"
-data = "data"
-max = 4096
-[checksum]
-algorithm = "crc-32"
-span = "payload"
-byte_order = "little"
-"""
+#: The two big CRC-32 shapes (also the linearity tests' descriptions).
+FIXED = (Path(__file__).parent / "frames" / "hostile_fixed.toml").read_text()
+LENGTH = (Path(__file__).parent / "frames" / "hostile_length.toml").read_text()
 
 CHUNK = 4096
 GOAL = 0.3

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.bench_hostile_streams import FIXED, LENGTH
 from fwbridge.protocols import action_frame as af
 from fwbridge.protocols import length_scan
 from fwbridge.protocols.action_frame import ActionFrame
@@ -31,41 +32,6 @@ from fwbridge.protocols.stream_accounting import WORK
 from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
 from fwbridge.protocols.window_checks import window_checks
 from tests.frame_strategies import descriptions, feed, streams
-
-FIXED = """[frame]
-name = "big"
-header = "5A A5"
-byte_order = "little"
-[[field]]
-name = "payload"
-type = "bytes"
-size = 4096
-[checksum]
-algorithm = "crc-32"
-span = "payload"
-byte_order = "little"
-"""
-
-LENGTH = """[frame]
-name = "bigl"
-header = "5A A5"
-byte_order = "little"
-[[field]]
-name = "len"
-type = "u16"
-[[field]]
-name = "data"
-type = "bytes"
-[length]
-field = "len"
-counts = "data"
-data = "data"
-max = 4096
-[checksum]
-algorithm = "crc-32"
-span = "payload"
-byte_order = "little"
-"""
 
 #: An AA 55 / float32 / sum-8 frame of 1 KiB: the sum-8 receiver's shape, made large.
 SUM8 = "\n".join(['[frame]', 'name = "wide"', 'header = "AA 55"', 'byte_order = "little"']

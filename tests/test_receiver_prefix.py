@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench.bench_hostile_streams import FIXED, LENGTH
 from fwbridge.protocols.checksums import algorithm, algorithm_names
 from fwbridge.protocols.description import loads
 from fwbridge.protocols.engine import codec_for, receiver_for
@@ -17,34 +18,6 @@ from fwbridge.protocols.fixed_columns import columns_receiver
 from fwbridge.protocols.length_scan import gather_int
 from fwbridge.protocols.stream_accounting import WORK
 from fwbridge.protocols.window_checks import StreamPrefix
-
-HEAD = """[frame]
-name = "big"
-header = "5A A5"
-byte_order = "little"
-"""
-CRC32 = """[checksum]
-algorithm = "crc-32"
-span = "payload"
-byte_order = "little"
-"""
-FIXED = HEAD + """[[field]]
-name = "payload"
-type = "bytes"
-size = 4096
-""" + CRC32
-LENGTH = HEAD + """[[field]]
-name = "len"
-type = "u16"
-[[field]]
-name = "data"
-type = "bytes"
-[length]
-field = "len"
-counts = "data"
-data = "data"
-max = 4096
-""" + CRC32
 
 
 def _feed(rx: Any, data: bytes, chunk: int) -> None:
