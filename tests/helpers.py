@@ -571,3 +571,60 @@ def can_frame_store() -> Any:
     if FRAME_TYPE not in ts.types:
         ts.register(get_types_from_msg(FRAME_SCHEMA.split("\n" + "=" * 80)[0], FRAME_TYPE))
     return ts
+
+
+class OdometryReader(threading.Thread):
+    """Reads a board's odometry frames from ``fd`` with the host's receiver, in a thread;
+    :meth:`wait` polls what it has for a condition, within a deadline."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(daemon=True)
+        from fwbridge.protocols import odom_frame
+        from fwbridge.protocols.sum8_receiver import Sum8Receiver
+
+        self.fd = fd
+        self.rx = Sum8Receiver(odom_frame.CODEC)
+        self.frames: list[Any] = []
+        self.lock = threading.Lock()
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        import select
+
+        while not self.halt.is_set():
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                data = os.read(self.fd, 4096)
+            except OSError:
+                return
+            got = [r.frame for r in self.rx.feed(data)]
+            with self.lock:
+                self.frames.extend(got)
+
+    @property
+    def count(self) -> int:
+        with self.lock:
+            return len(self.frames)
+
+    def since(self, k: int) -> list[Any]:
+        with self.lock:
+            return self.frames[k:]
+
+    def wait(self, what: str, pred: Callable[[list[Any]], bool], start: int,
+             deadline: float = 20.0) -> list[Any]:
+        """Frames from ``start`` on once ``pred`` holds for them; fails after ``deadline``."""
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            got = self.since(start)
+            if pred(got):
+                return got
+            time.sleep(0.01)  # polling: the condition, within the deadline
+        got = self.since(start)
+        raise AssertionError(f"{what}: {len(got)} odometry frames since, last "
+                             f"{got[-1] if got else None}")
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(2.0)

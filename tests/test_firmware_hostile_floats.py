@@ -17,7 +17,6 @@ import json
 import math
 import os
 import queue
-import select
 import signal
 import struct
 import subprocess
@@ -29,12 +28,10 @@ from contextlib import contextmanager, suppress
 from typing import Any, Protocol
 
 from fwbridge.bridge.sim.kinematics import wrap_deg
-from fwbridge.protocols import odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
-from tests.helpers import reaped
+from tests.helpers import OdometryReader, reaped
 from tests.qemu_fw import FwRun, fw_run
 
 DEADLINE = 20.0  # seconds; only a hung run gets near it
@@ -72,57 +69,6 @@ def odom_bits(f: OdomFrame) -> tuple[int, int, int]:
     return bits(f.vx), bits(f.vy), bits(f.wz)
 
 
-class Odometry(threading.Thread):
-    """Reads the board's odometry with the host's receiver."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__(daemon=True)
-        self.fd = fd
-        self.rx = Sum8Receiver(odom_frame.CODEC)
-        self.frames: list[OdomFrame] = []
-        self.lock = threading.Lock()
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            ready, _, _ = select.select([self.fd], [], [], 0.05)
-            if not ready:
-                continue
-            try:
-                data = os.read(self.fd, 4096)
-            except OSError:
-                return
-            got = [r.frame for r in self.rx.feed(data)]
-            with self.lock:
-                self.frames.extend(got)
-
-    @property
-    def count(self) -> int:
-        with self.lock:
-            return len(self.frames)
-
-    def since(self, k: int) -> list[OdomFrame]:
-        with self.lock:
-            return self.frames[k:]
-
-    def wait(self, what: str, pred: Callable[[list[OdomFrame]], bool], start: int,
-             deadline: float = DEADLINE) -> list[OdomFrame]:
-        """Frames from ``start`` on once ``pred`` holds for them; fails after ``deadline``."""
-        end = time.monotonic() + deadline
-        while time.monotonic() < end:
-            got = self.since(start)
-            if pred(got):
-                return got
-            time.sleep(0.01)  # polling: the condition, within the deadline
-        got = self.since(start)
-        raise AssertionError(f"{what}: {len(got)} odometry frames since, last "
-                             f"{got[-1] if got else None}")
-
-    def stop(self) -> None:
-        self.halt.set()
-        self.join(2.0)
-
-
 class Board(Protocol):
     timeout_ms: int
 
@@ -138,7 +84,7 @@ def check_never_reported(frames: list[OdomFrame]) -> None:
         assert -180.0 <= f.yaw_deg < 180.0, f
 
 
-def drive_hostile(board: Board, odom: Odometry) -> dict[str, int]:
+def drive_hostile(board: Board, odom: OdometryReader) -> dict[str, int]:
     """Every hostile value in every field, each after a good command; then refused
     commands alone (the watchdog must stop the base); then refused commands from
     standstill. Returns how many frames of each kind went out."""
@@ -257,7 +203,7 @@ def harness(fw: Firmware, timeout_ms: int) -> Iterator[Harness]:
 def test_harness_survives_every_float_class_and_its_watchdog_stops_the_base(
         firmware: Firmware) -> None:
     with harness(firmware, timeout_ms=500) as h:
-        odom = Odometry(h.master)
+        odom = OdometryReader(h.master)
         odom.start()
         try:
             sent = drive_hostile(h, odom)
@@ -298,7 +244,7 @@ def test_board_survives_every_float_class_and_its_watchdog_stops_the_base() -> N
         try:
             tty.setraw(fd)
             board = Qemu(run, fd)
-            odom = Odometry(fd)
+            odom = OdometryReader(fd)
             odom.start()
             try:
                 sent = drive_hostile(board, odom)

@@ -14,7 +14,6 @@ import json
 import os
 import queue
 import re
-import select
 import signal
 import struct
 import subprocess
@@ -26,10 +25,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from fwbridge.protocols import odom_frame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.fwref import FIRMWARE
-from tests.helpers import reaped, spawn_verb
+from tests.helpers import OdometryReader, reaped, spawn_verb
 from tests.qemu_fw import DEADLINE, QEMU_BUILD, fw_run, qemu_build
 
 RATE_HZ = 50  # the firmware's odometry rate (the harness's default)
@@ -61,39 +58,16 @@ def test_golden_vectors_on_the_cortex_m3() -> None:
     assert "ok   test_golden_action" in out and "ok   test_golden_actuator" in out
 
 
-class PortReader(threading.Thread):
+class PortReader(OdometryReader):
     """Reads odometry on the board's port with the host's receiver; counts frames."""
 
     def __init__(self, path: str) -> None:
-        super().__init__(daemon=True)
-        self.fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
-        tty.setraw(self.fd)
-        self.rx = Sum8Receiver(odom_frame.CODEC)
-        self.frames: list[odom_frame.OdomFrame] = []
-        self.lock = threading.Lock()
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            ready, _, _ = select.select([self.fd], [], [], 0.1)
-            if not ready:
-                continue
-            try:
-                data = os.read(self.fd, 4096)
-            except OSError:
-                return
-            got = [r.frame for r in self.rx.feed(data)]
-            with self.lock:
-                self.frames.extend(got)
-
-    @property
-    def count(self) -> int:
-        with self.lock:
-            return len(self.frames)
+        fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+        tty.setraw(fd)
+        super().__init__(fd)
 
     def close(self) -> None:
-        self.halt.set()
-        self.join(2.0)
+        self.stop()
         os.close(self.fd)
 
 
