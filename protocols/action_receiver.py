@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from fwbridge.protocols.action_frame import (
     HEADER,
@@ -58,6 +58,9 @@ from fwbridge.protocols.crc import DEFAULT_CRC, crc_function, preset
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.held_scan import HeldScan
 from fwbridge.protocols.stream_accounting import WORK
+
+if TYPE_CHECKING:
+    from fwbridge.protocols.window_checks import StreamPrefix
 
 __all__ = [
     "DEFAULT_MAX_LENGTH",
@@ -164,6 +167,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
         self._firsts = frozenset(firsts)
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
+        self._prefix: StreamPrefix | None = None  # made by the first flood
         self._need = 0  # bytes self._buf must hold before a scan can decide anything
         self._gap = False  # bytes were discarded since the last frame
 
@@ -362,8 +366,13 @@ class ActionReceiver(HeldScan[ActionReceived]):
         judged = np.flatnonzero(whole & ~tr_bad)
         crc_ok = np.zeros(len(hits), dtype=bool)
         if len(judged):
+            if self._prefix is None:
+                from fwbridge.protocols.window_checks import StreamPrefix
+
+                # as the length receiver: the held bytes' prefix values kept between calls
+                self._prefix = StreamPrefix(self._algo)
             crc_ok[judged] = check_matches(a, self._algo, hits[judged] + 2, ends[judged] - 4, 2,
-                                           "little")
+                                           "little", self._prefix, self._base)
         shaped = whole & ~tr_bad  # length and trailer right: judged by header and CRC
         good = shaped if self.relaxed else shaped & primary & crc_ok
         w = walk(hits, ends, good, None if final else short)
@@ -413,4 +422,6 @@ class ActionReceiver(HeldScan[ActionReceived]):
         self._buf = buf[keep:]
         self._base = base + keep
         self._need = need
+        if self._prefix is not None:
+            self._prefix.drop_before(self._base)
         return out
