@@ -1,4 +1,5 @@
-"""The docs' code blocks as tests: README.md and docs/*.md (tests/doc_examples.py)."""
+"""The docs' code blocks as tests: README.md, docs/*.md, firmware_ref/README.md
+(tests/doc_examples.py)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
-"""The docs are executed: README.md and docs/*.md, their code blocks as written.
+"""The docs are executed: README.md, docs/*.md and firmware_ref/README.md, their code
+blocks as written.
 
-sybil collects the blocks (the root conftest.py hands it README.md and docs/*.md):
+sybil collects the blocks (the root conftest.py hands it DOCUMENTS):
 
 - ```python blocks run in order, one namespace per document; a block written as
   a doctest (``>>>``) has its output checked (``...`` stands for anything).
 - ```toml blocks must parse; one whose first line is ``# NAME.toml`` is also
   written as NAME in the document's scratch directory, for the commands after it.
 - ```sh blocks run line by line with bash in the document's scratch directory
-  (``examples/``, ``docs/`` and ``tests/`` of the repository reachable there),
+  (``examples/``, ``docs/``, ``tests/`` and ``firmware_ref/`` of the repository
+  reachable there),
   this interpreter's bin directory first on PATH. A line must exit 0; a
   comment ``# -> TEXT`` is what it prints, stdout then stderr (``…`` stands
   for anything); a ``# -> error: …`` line must print that on stderr and exit 2.
@@ -53,7 +55,7 @@ else:  # the same parser before 3.11
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = ("README.md", "docs/*.md")
+DOCUMENTS = ("README.md", "docs/*.md", "firmware_ref/README.md")
 STATE = "_doc_state"  # the document namespace's key of its DocState
 
 # Until Ctrl-C, serving the lines after them: the simulations (one that records is a
@@ -68,16 +70,21 @@ UNTIL_STOPPED = re.compile(
     r"|fwbridge ros2 (echo|pub)\b(?!.*--count)"
     r"|fwbridge ros2 router\b"
     r"|fwbridge fish .*\bserve\b(?!.*--duration)"
-    r"|python -m can\.logger\b)"
+    r"|python -m can\.logger\b"
+    r"|qemu-system-arm\b)"
 )
 # Started, for the commands whose first line of output comes before they are: the
 # bridge prints odometry while it starts, and says "active" once it runs.
-# can.logger is in its loop (where Ctrl-C ends it quietly) once it prints a frame.
+# can.logger is in its loop (where Ctrl-C ends it quietly) once it prints a frame; QEMU
+# runs the board once it names its UART's pty.
 STARTED = {"fwbridge bridge": re.compile(r"^bridge: .* active,", re.M),
            "fwbridge ros2 router": re.compile(r"^router: listening on", re.M),
-           "python -m can.logger": re.compile(r"^Timestamp:", re.M)}
-#: What `fwbridge fw ...` needs; a block that uses it skips without them.
-BOARD_TOOLS = ("qemu-system-arm", "arm-none-eabi-gcc")
+           "python -m can.logger": re.compile(r"^Timestamp:", re.M),
+           "qemu-system-arm": re.compile(r"char device redirected to /dev/pts/")}
+#: What a block that names the emulated board or the C firmware's build needs: it skips
+#: without them and says why, as the firmware tests do.
+TOOLS = (("fwbridge fw ", "the emulated board", ("qemu-system-arm", "arm-none-eabi-gcc")),
+         ("make -C firmware_ref", "the C firmware", ("make", "cc")))
 PLACEHOLDER_PTY = "/dev/pts/7"
 PTY = re.compile(r"/dev/pts/\d+")
 READY_TIMEOUT = 30.0  # seconds for a simulation's first line (its port)
@@ -290,11 +297,12 @@ def run_line(cmd: Command, state: DocState) -> str | None:
 
 def stopped_failure(where: str, bg: Background, rc: int) -> str | None:
     # fwbridge's verbs exit 130 after Ctrl-C (README); other programs (python-can's
-    # tools) as they do, 0 for can.logger.
-    want = {130} if bg.text.startswith("fwbridge") else {0, 130}
+    # tools, QEMU) as they do: 0 for can.logger, QEMU dies of the signal.
+    ours = bg.text.startswith("fwbridge")
+    want = {130} if ours else {0, 130, -signal.SIGINT}
     err = "".join(bg.err)
     if rc not in want or "error:" in err or "Traceback" in err:
-        return f"{where}\nexit {rc} after SIGINT (want {min(want)})\n{bg.output()}"
+        return f"{where}\nexit {rc} after SIGINT (want {130 if ours else 0})\n{bg.output()}"
     return None
 
 
@@ -302,10 +310,10 @@ def evaluate_sh(example: Example) -> None:
     import pytest
 
     state: DocState = example.namespace[STATE]
-    if "fwbridge fw " in str(example.parsed):
-        missing = [t for t in BOARD_TOOLS if shutil.which(t) is None]
-        if missing:  # as the QEMU tests do: skip and say why
-            pytest.skip(f"the emulated board needs {', '.join(missing)} (Debian packages)")
+    for marker, what, tools in TOOLS:
+        missing = [t for t in tools if shutil.which(t) is None]
+        if marker in str(example.parsed) and missing:
+            pytest.skip(f"{what} needs {', '.join(missing)} (Debian packages)")
     failures: list[str] = []
     known: list[str] = []
     passed_known: list[str] = []
@@ -357,7 +365,7 @@ class Markdown(Document):
 def setup(namespace: dict[str, Any]) -> None:
     path = Path(namespace["__file__"])
     scratch = Path(tempfile.mkdtemp(prefix="fwbridge-doc-"))
-    for name in ("examples", "docs", "tests"):
+    for name in ("examples", "docs", "tests", "firmware_ref"):
         (scratch / name).symlink_to(ROOT / name)
     run = scratch / ".run"
     run.mkdir(mode=0o700)
@@ -385,8 +393,8 @@ def teardown(namespace: dict[str, Any]) -> None:
 
 
 def is_document(path: Path) -> bool:
-    """README.md and docs/*.md of this repository, nothing else."""
-    return path == ROOT / "README.md" or (path.parent == ROOT / "docs" and path.suffix == ".md")
+    """The DOCUMENTS of this repository, nothing else."""
+    return any(path.match(str(ROOT / pattern)) for pattern in DOCUMENTS)
 
 
 def documents_sybil() -> Sybil:

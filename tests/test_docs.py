@@ -21,7 +21,8 @@ from tests.doc_examples import (
     teardown,
 )
 
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+        ROOT / "firmware_ref" / "README.md"]
 SKIP = re.compile(r"<!-- skip: next \"(.+?)\" -->\n(.*?)\n```", re.S)
 
 
@@ -49,9 +50,11 @@ def test_the_docs_are_collected_and_nothing_else() -> None:
     assert all(is_document(p) for p in DOCS)
     assert not is_document(ROOT / "tests" / "README.md")
     assert not is_document(ROOT / "docs" / "foxglove" / "base.json")
+    assert not is_document(ROOT / "docs" / "foxglove" / "README.md")
     sybil = documents_sybil()
-    counts = {p.name: len(list(sybil.parse(p).examples())) for p in DOCS}
-    assert counts["README.md"] >= 15 and counts["simulation.md"] >= 8, counts
+    counts = {str(p.relative_to(ROOT)): len(list(sybil.parse(p).examples())) for p in DOCS}
+    assert counts["README.md"] >= 15 and counts["docs/simulation.md"] >= 8, counts
+    assert counts["firmware_ref/README.md"] >= 4, counts
 
 
 def test_every_skipped_block_says_so_to_its_readers() -> None:
@@ -131,3 +134,18 @@ def test_a_verb_stopped_by_ctrl_c_must_exit_130_and_quietly() -> None:
     assert stopped_failure("doc.md:1", verb, 130) is not None  # type: ignore[arg-type]
     tool = SimpleNamespace(text="python -m can.logger -i fwbridge", err=[], output=lambda: "")
     assert stopped_failure("doc.md:1", tool, 0) is None  # type: ignore[arg-type]
+
+
+def test_the_firmware_pages_c_excerpts_name_what_src_has() -> None:
+    """firmware_ref/README.md's ```c blocks are excerpts of an STM32 project (HAL calls,
+    statements out of their functions) that no compiler takes alone: every ``fw_``/``FW_``
+    name they use is one firmware_ref/src declares, so a renamed or removed one fails here."""
+    firmware = ROOT / "firmware_ref"
+    code = "\n".join(re.findall(r"^```c\n(.*?)^```", (firmware / "README.md").read_text(),
+                                re.S | re.M))
+    included = re.findall(r'^#include "(.+?)"', code, re.M)
+    assert included and all((firmware / "src" / name).is_file() for name in included), included
+    used = set(re.findall(r"\b(?:fw|FW)_\w+\b(?!\.h)", code))
+    assert {"fw_cmd_plausible", "fw_wrap_deg", "FW_CMD_MAX_SPEED"} <= used, used
+    src = "\n".join(p.read_text() for p in sorted((firmware / "src").glob("*.[ch]")))
+    assert sorted(n for n in used if not re.search(rf"\b{n}\b(?!\.h)", src)) == []
