@@ -1,4 +1,5 @@
-"""An independent ROS 2 parameter client for the tests: plain Zenoh + rosbags, no fwbridge.
+"""An independent ROS 2 parameter client for the tests: plain Zenoh + rosbags, no fwbridge
+(the session and message helpers of :mod:`tests.ros2_peer`).
 
     python tests/ros2_param_peer.py ENDPOINT
 
@@ -29,14 +30,17 @@ import struct
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import zenoh
 from rosbags.interfaces import Nodetype
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys import get_types_from_msg
 
-STORE = get_typestore(Stores.ROS2_JAZZY)
+if not __package__:  # run as a script: the checkout's root, for the peer module beside
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.ros2_peer import SET_PARAMETERS_HASH, STORE, TRIGGER_HASH, plain, session
 
 SERVICES = {
     "rcl_interfaces/srv/ListParameters": (
@@ -53,7 +57,7 @@ SERVICES = {
         "RIHS01_845b484d71eb0673dae682f2e3ba3c4851a65a3dcfb97bddd82c5b57e91e4cff",
         "string[] names", "rcl_interfaces/msg/ParameterDescriptor[] descriptors"),
     "rcl_interfaces/srv/SetParameters": (
-        "RIHS01_56eed9a67e169f9cb6c1f987bc88f868c14a8fc9f743a263bc734c154015d7e0",
+        SET_PARAMETERS_HASH,
         "rcl_interfaces/msg/Parameter[] parameters",
         "rcl_interfaces/msg/SetParametersResult[] results"),
     "rcl_interfaces/srv/SetParametersAtomically": (
@@ -61,7 +65,7 @@ SERVICES = {
         "rcl_interfaces/msg/Parameter[] parameters",
         "rcl_interfaces/msg/SetParametersResult result"),
     "std_srvs/srv/Trigger": (
-        "RIHS01_eeff2cd6fa5ad9d27cdf4dec64818317839b62f212a91e6b5304b634b2062c5f",
+        TRIGGER_HASH,
         "", "bool success\nstring message"),
 }
 OUT = threading.Lock()
@@ -70,27 +74,6 @@ OUT = threading.Lock()
 def say(obj: dict[str, Any]) -> None:
     with OUT:
         print(json.dumps(obj), flush=True)
-
-
-def session(endpoint: str) -> zenoh.Session:
-    cfg = zenoh.Config()
-    cfg.insert_json5("mode", '"peer"')
-    cfg.insert_json5("scouting/multicast/enabled", "false")
-    cfg.insert_json5("connect/endpoints", json.dumps([endpoint]))
-    cfg.insert_json5("listen/endpoints", "[]")
-    cfg.insert_json5("timestamping/enabled", "true")
-    return zenoh.open(cfg)
-
-
-def plain(msg: object) -> object:
-    if hasattr(msg, "__dataclass_fields__"):
-        names = [k for k in msg.__dataclass_fields__ if not k.startswith("__")]
-        return {k: plain(getattr(msg, k)) for k in names}
-    if hasattr(msg, "tolist"):
-        return msg.tolist()
-    if isinstance(msg, list):
-        return [plain(v) for v in msg]
-    return msg
 
 
 _DTYPES = {"bool": bool, "byte": np.uint8, "uint8": np.uint8, "int8": np.int8,

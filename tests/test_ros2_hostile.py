@@ -25,7 +25,7 @@ pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed
 from zenoh.ext import Int64, z_deserialize, z_serialize  # noqa: E402
 
 from fwbridge.bridge.ros2 import keys, services  # noqa: E402
-from fwbridge.bridge.ros2.base import MAX_PARAMETERS  # noqa: E402
+from fwbridge.bridge.ros2.base_parameters import MAX_PARAMETERS  # noqa: E402
 from fwbridge.bridge.ros2.config import Ros2Settings  # noqa: E402
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
 from fwbridge.bridge.ros2.router import open_router  # noqa: E402

@@ -29,6 +29,7 @@ from fwbridge.bridge.ros2.parameters import MAX_NAMES, Parameter, ParameterTable
 from fwbridge.bridge.ros2.rosout import RateLimit, Rosout
 from fwbridge.bridge.ros2.router import open_router
 from fwbridge.bridge.ros2.services import service_type_hash
+from fwbridge.bridge.sim.scheme import register as offer_sim
 from tests.helpers import ROOT, Lines, wait_until
 from tests.ros2_param_peer import SERVICES
 
@@ -217,6 +218,7 @@ def robot() -> Iterator[tuple[Peer, Ros2Base]]:
                                   ("rosout", "0/rosout/**", "rcl_interfaces/msg/Log")):
             peer.send({"sub": key, "type": msgtype, "tag": tag})
             peer.lines.wait_for(f'{{"subscribed": "{tag}"}}')
+        offer_sim()  # the node's link: sim:// is offered by whoever asks for it
         node = BaseNode(RobotConfig(sim_url="sim://mecanum", use_sim=True, rate_hz=50.0),
                         on_event=None)
         node.start()
@@ -330,7 +332,6 @@ def test_the_fish_says_link_lost_on_rosout() -> None:
     from fwbridge.bridge.robots.fish_client import FishClient
     from fwbridge.bridge.ros2.participant import Participant
     from fwbridge.bridge.ros2.rosout import ROSOUT_QOS
-    from fwbridge.bridge.sim.scheme import register as offer_sim
 
     offer_sim()
     port = serial.serial_for_url("sim://fish", timeout=0.1)

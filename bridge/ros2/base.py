@@ -28,15 +28,11 @@ either runtime (:class:`~fwbridge.bridge.node.base_node.BaseNode`,
   up), ``~/stop`` (``Trigger``: zero velocity now, until the next
   ``cmd_vel``) and ``~/set_watchdog`` (``rcl_interfaces/srv/SetParameters``
   with the double parameter ``watchdog_timeout``, seconds: the watchdog's
-  ``cmd_timeout``, within :data:`WATCHDOG_RANGE`, at once; anything else is
+  ``cmd_timeout``, at once, as ``~/set_parameters`` sets it; anything else is
   refused, ``successful`` false and the reason);
 - the node's parameters (:mod:`fwbridge.bridge.ros2.parameters`: ``ros2 param
-  list|get|set|describe``): ``watchdog_timeout``, ``max_linear_speed`` and
-  ``max_angular_speed`` (the cmd_vel limits, at most :data:`topics.MAX_LINEAR` and
-  :data:`topics.MAX_ANGULAR`: only tightened at run time) change the running node;
-  the settings read at start (``rate_hz``, ``watchdog``, ``garbage_timeout``,
-  ``link_url``, ``frame_prefix``) are read-only; each change is an event on
-  ``/parameter_events``, where the start announces them all;
+  list|get|set|describe``; which they are: :mod:`fwbridge.bridge.ros2.base_parameters`);
+  each change is an event on ``/parameter_events``, where the start announces them all;
 - ``/rosout`` (:mod:`fwbridge.bridge.ros2.rosout`): the node's warnings, its events
   at the level ``log_event`` gives them and the ROS side's own warnings
   (``fwbridge.ros2`` records naming this node's namespace; all of them in the
@@ -61,40 +57,32 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from fwbridge.bridge.node.base_core import NodeEvent
+from fwbridge.bridge.node.numbers import MAX_ANGULAR, MAX_LINEAR
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
+from fwbridge.bridge.ros2.base_parameters import (
+    MAX_PARAMETERS,
+    WATCHDOG_PARAMETER,
+    base_parameters,
+)
 from fwbridge.bridge.ros2.config import Ros2Settings
-from fwbridge.bridge.ros2.parameters import Parameter, ParameterServer
+from fwbridge.bridge.ros2.parameters import ParameterServer
 from fwbridge.bridge.ros2.participant import Participant
 from fwbridge.bridge.ros2.rosout import ERROR, WARN, Rosout
-from fwbridge.bridge.ros2.services import (
-    PARAMETER_BOOL,
-    PARAMETER_DOUBLE,
-    PARAMETER_STRING,
-    SET_PARAMETERS,
-    parameter_value,
-)
+from fwbridge.bridge.ros2.services import SET_PARAMETERS
 from fwbridge.bridge.rosmsg import odometry_cdr, topics
 from fwbridge.bridge.rosmsg.topics import Qos
 
-__all__ = ["DIAGNOSTICS_PERIOD", "MAX_PARAMETERS", "QUIET_EVENTS", "STATIC_FRAMES",
-           "TF_STATIC_QOS", "TRIGGER", "WATCHDOG_PARAMETER", "WATCHDOG_RANGE", "Ros2Base"]
+__all__ = ["DIAGNOSTICS_PERIOD", "QUIET_EVENTS", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER",
+           "Ros2Base"]
 
 TRIGGER = "std_srvs/srv/Trigger"
-#: The parameter ``~/set_watchdog`` sets: the watchdog's cmd_timeout, a double in seconds.
-WATCHDOG_PARAMETER = "watchdog_timeout"
-#: What ``~/set_watchdog`` accepts (s): shorter trips between the commands of an operator
-#: at 10 Hz on a busy network; longer lets a base run on blind for too long.
-WATCHDOG_RANGE = (0.05, 5.0)
-#: Parameters one ``~/set_watchdog`` request may hold; more are all refused.
-MAX_PARAMETERS = 16
 #: tf2's static broadcaster: latched (transient_local), the last message only.
 TF_STATIC_QOS = Qos("reliable", "transient_local", "keep_last", 1)
 #: The base's fixed frames on /tf_static: parent, child, translation (m). The IMU whose
@@ -132,8 +120,8 @@ class Ros2Base(SinkBase):
         self._stopped = False
         self._odometry: odometry_cdr.OdometryEncoder | None = None
         # cmd_vel's limits: parameters that may tighten them at run time
-        self.max_linear, self.max_angular = topics.MAX_LINEAR, topics.MAX_ANGULAR
-        self._log_handler: logging.Handler | None = None
+        self.max_linear, self.max_angular = MAX_LINEAR, MAX_ANGULAR
+        self.rosout: Rosout | None = None  # made by start(), with the node's other entities
 
     def start(self) -> None:
         s = self.settings
@@ -157,12 +145,12 @@ class Ros2Base(SinkBase):
                                                 TF_STATIC_QOS)
         self.status_srv = self.ros.service("~/get_status", TRIGGER, self._get_status)
         self.stop_srv = self.ros.service("~/stop", TRIGGER, self._stop_now)
+        self.parameters = ParameterServer(self.ros, base_parameters(self), self.distro)
         self.watchdog_srv = self.ros.service("~/set_watchdog", SET_PARAMETERS,
-                                             self._set_watchdog, max_items=MAX_PARAMETERS)
-        self.parameters = ParameterServer(self.ros, self.parameter_table(), self.distro)
+                                             self.parameters.setter(WATCHDOG_PARAMETER),
+                                             max_items=MAX_PARAMETERS)
         self.rosout = Rosout(self.ros, self.distro)
-        self._log_handler = self.rosout.handler(self._speaks_for_node)
-        log.addHandler(self._log_handler)
+        self.rosout.attach(log)  # the node's warnings, and this node's of the ROS side
         self.description_pub = None
         if s.robot_description is not None:
             rd = spec["robot_description"]
@@ -184,8 +172,8 @@ class Ros2Base(SinkBase):
         self._stopped = True
         self._stop.set()
         self.node.sinks.remove(self)
-        if self._log_handler is not None:
-            log.removeHandler(self._log_handler)
+        if self.rosout is not None:
+            self.rosout.detach()
         if self._thread is not None:
             self._thread.join(2.0)
         if self.participant is not None:
@@ -223,7 +211,7 @@ class Ros2Base(SinkBase):
                 log.exception("%s: publishing odometry failed", s.node_name)
 
     def on_event(self, event: NodeEvent) -> None:
-        if event.kind not in QUIET_EVENTS:  # log_event's levels: the rest are warnings
+        if self.rosout is not None and event.kind not in QUIET_EVENTS:  # the rest: warnings
             self.rosout.log(ERROR if event.kind == "gave-up" else WARN, event.message,
                             function=event.kind)
         if event.kind == "watchdog":
@@ -261,93 +249,6 @@ class Ros2Base(SinkBase):
         self.node.send_now()
         return self._trigger_response(True, "zero velocity requested")
 
-    def _set_watchdog(self, request: Any) -> Any:
-        """``~/set_watchdog``: one result per parameter, in order (SetParameters')."""
-        params = list(request.parameters)
-        if len(params) > MAX_PARAMETERS:
-            why = f"at most {MAX_PARAMETERS} parameters in one request, got {len(params)}"
-            results = [self._parameter_result(False, why) for _ in params]
-        else:
-            results = [self._set_parameter(p) for p in params]
-        cls = topics.typestore(self.distro).types[SET_PARAMETERS + "_Response"]
-        return cls(results=results)
-
-    def _set_parameter(self, param: Any) -> Any:
-        name, value = parameter_value(param)
-        if name != WATCHDOG_PARAMETER:
-            return self._parameter_result(False, f"unknown parameter {name[:64]!r} (this "
-                                          f"service sets {WATCHDOG_PARAMETER}, in seconds)")
-        if not isinstance(value, float):
-            given = "an integer (write 1.0 for 1 s)" if isinstance(value, int) else "not a double"
-            return self._parameter_result(False, f"{WATCHDOG_PARAMETER} must be a double "
-                                          f"(ParameterValue type 3), got {given}")
-        lo, hi = WATCHDOG_RANGE
-        if not (math.isfinite(value) and lo <= value <= hi):
-            return self._parameter_result(False, f"{WATCHDOG_PARAMETER} must be {lo:g} to "
-                                          f"{hi:g} s, got {value:g}: unchanged")
-        old = self.node.config.cmd_timeout
-        self.node.set_cmd_timeout(value)
-        self.cmd_sub.set_max_age(value)  # a cmd_vel older than the watchdog's timeout is stale
-        self.parameters.changed([WATCHDOG_PARAMETER])
-        return self._parameter_result(True, f"{WATCHDOG_PARAMETER} {value:g} s (was {old:g} s)")
-
-    def _parameter_result(self, successful: bool, reason: str) -> Any:
-        cls = topics.typestore(self.distro).types["rcl_interfaces/msg/SetParametersResult"]
-        return cls(successful=successful, reason=reason)
-
-    # -- parameters and /rosout ----------------------------------------------------------
-    def parameter_table(self) -> list[Parameter]:
-        """The node's settings as ROS 2 parameters (see the module)."""
-        config, s = self.node.config, self.settings
-        at_start = "the robot file's, read when the node starts"
-
-        def watchdog(value: float) -> str:
-            old = self.node.config.cmd_timeout
-            self.node.set_cmd_timeout(value)
-            self.cmd_sub.set_max_age(value)
-            return f"{WATCHDOG_PARAMETER} {value:g} s (was {old:g} s)"
-
-        def limit(attr: str, name: str, unit: str) -> Callable[[float], str]:
-            def apply(value: float) -> str:
-                old = getattr(self, attr)
-                setattr(self, attr, value)
-                return f"{name} {value:g} {unit} (was {old:g} {unit})"
-            return apply
-
-        lo, hi = WATCHDOG_RANGE
-        return [
-            Parameter(WATCHDOG_PARAMETER, PARAMETER_DOUBLE,
-                      "the watchdog's cmd_timeout (s): zero velocity this long after the "
-                      "last cmd_vel", lambda: self.node.config.cmd_timeout, watchdog,
-                      lo, hi, " s"),
-            Parameter("max_linear_speed", PARAMETER_DOUBLE,
-                      "cmd_vel's |linear.x|, |linear.y| beyond this (m/s) are refused",
-                      lambda: self.max_linear, limit("max_linear", "max_linear_speed", "m/s"),
-                      0.0, topics.MAX_LINEAR, " m/s"),
-            Parameter("max_angular_speed", PARAMETER_DOUBLE,
-                      "cmd_vel's |angular.z| beyond this (rad/s) is refused",
-                      lambda: self.max_angular,
-                      limit("max_angular", "max_angular_speed", "rad/s"),
-                      0.0, topics.MAX_ANGULAR, " rad/s"),
-            Parameter("rate_hz", PARAMETER_DOUBLE, "command frames a second on the link",
-                      lambda: config.rate_hz, read_only_why=at_start),
-            Parameter("watchdog", PARAMETER_BOOL, "the watchdog zeroes a stale command",
-                      lambda: config.watchdog, read_only_why=at_start),
-            Parameter("garbage_timeout", PARAMETER_DOUBLE,
-                      "seconds of bytes without a frame before the link is reported",
-                      lambda: config.garbage_timeout, read_only_why=at_start),
-            Parameter("link_url", PARAMETER_STRING, "the serial link the node opened",
-                      lambda: config.link_url, read_only_why=at_start),
-            Parameter("frame_prefix", PARAMETER_STRING, "the prefix of the TF frames",
-                      lambda: s.frame_prefix, read_only_why=at_start),
-        ]
-
-    def _speaks_for_node(self, record: logging.LogRecord) -> bool:
-        """A ``fwbridge.ros2`` record is this node's when it names the node's namespace
-        (its topics, its services); in the root namespace, every one is."""
-        ns = self.settings.namespace.rstrip("/")
-        return not ns or f"{ns}/" in record.getMessage()
-
     # -- diagnostics and the router ------------------------------------------------------
     def stats(self) -> dict[str, int]:
         sub = self.cmd_sub.stats()
@@ -359,7 +260,8 @@ class Ros2Base(SinkBase):
                 "cmd_vel_refused": sub["refused"], "cmd_vel_stale": sub["stale"],
                 "requests_refused": sum(srv.refused for srv in services),
                 "requests_failed": sum(srv.failed for srv in services),
-                **self.parameters.stats(), **self.rosout.stats()}
+                **self.parameters.stats(),
+                **(self.rosout.stats() if self.rosout is not None else {})}
 
     def diagnostics(self) -> Any:
         s = self.settings

@@ -49,8 +49,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from fwbridge.bridge.ros2.config import Ros2Settings
-from fwbridge.bridge.ros2.participant import Participant, RosService
+from fwbridge.bridge.ros2.participant import Participant
 from fwbridge.bridge.ros2.rosout import WARN, Rosout
+from fwbridge.bridge.ros2.service_ends import RosService
 from fwbridge.bridge.ros2.services import SET_PARAMETERS, typed_parameter_value
 from fwbridge.bridge.rosmsg import topics
 from fwbridge.protocols.config_text import TextLimitError, parse_json

@@ -12,6 +12,7 @@ nodes of one process do), so the same fleet on two machines is one
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -87,15 +88,17 @@ class Fleet:
         return on_event
 
     def stop(self) -> None:
-        """Every robot stops (zero velocity, safe stop), then the session closes."""
-        for bridge in self.bridges:
-            bridge.stop()
-        for node in self.nodes:
-            node.stop()
-        if self.participant is not None:
-            self.participant.close()
-        self.bridges.clear()
-        self.nodes.clear()
+        """Every robot stops (zero velocity, safe stop), then the session closes: each
+        step runs even when one before it failed (an ExitStack, last pushed first)."""
+        with contextlib.ExitStack() as steps:
+            if self.participant is not None:
+                steps.callback(self.participant.close)
+            for node in reversed(self.nodes):
+                steps.callback(node.stop)
+            for bridge in reversed(self.bridges):
+                steps.callback(bridge.stop)
+            self.bridges.clear()
+            self.nodes.clear()
 
     def stats(self) -> dict[str, dict[str, int]]:
         return {b.settings.namespace: {**b.node.stats(), **b.stats()} for b in self.bridges}

@@ -19,7 +19,10 @@ rules rclcpp's parameter services follow. :class:`ParameterServer` puts it on a
 - ``/parameter_events`` (``rcl_interfaces/msg/ParameterEvent``, reliable, volatile,
   keep last 1000 as ``rmw_qos_profile_parameter_events``): the node's parameters
   as ``new_parameters`` once at start (:meth:`ParameterServer.announce`), then one
-  event per accepted change with the new values as ``changed_parameters``.
+  event per accepted change with the new values as ``changed_parameters``;
+- a ``SetParameters`` service of the node's own for some of its parameters (the base's
+  ``~/set_watchdog``): :meth:`ParameterServer.setter`, the same checks, events and
+  counts.
 
 Requests are untrusted: at most :data:`MAX_NAMES` names or parameters in one
 (more are refused whole), names quoted back cut to 64 characters.
@@ -31,7 +34,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,16 +151,20 @@ class ParameterTable:
         found = sorted({n.rsplit(".", 1)[0] for n in names if "." in n})
         return names, found
 
-    def refusal(self, name: str, kind: int, value: Value | None) -> str | None:
+    def refusal(self, name: str, kind: int, value: Value | None,
+                only: Collection[str] | None = None) -> str | None:
+        if only is not None and name not in only:
+            return (f"unknown parameter {name[:_QUOTE]!r} (this service sets "
+                    f"{', '.join(only)}; ~/set_parameters the node's others)")
         param = self.parameters.get(name)
         if param is None:
             return f"unknown parameter {name[:_QUOTE]!r} (ros2 param list names this node's)"
         return param.refusal(kind, value)
 
-    def set(self, items: Sequence[tuple[str, int, Value | None]]
-            ) -> tuple[list[tuple[bool, str]], list[str]]:
+    def set(self, items: Sequence[tuple[str, int, Value | None]],
+            only: Collection[str] | None = None) -> tuple[list[tuple[bool, str]], list[str]]:
         """Each (name, type, value) on its own, in order: the results, and the names
-        changed."""
+        changed; with ``only``, the names there only (a service of one setting)."""
         if len(items) > MAX_NAMES:
             too_many = f"at most {MAX_NAMES} parameters in one request, got {len(items)}"
             self.refused += len(items)
@@ -165,7 +172,7 @@ class ParameterTable:
         results: list[tuple[bool, str]] = []
         changed: list[str] = []
         for name, kind, value in items:
-            why = self.refusal(name, kind, value)
+            why = self.refusal(name, kind, value, only)
             if why is not None:
                 self.refused += 1
                 results.append((False, why))
@@ -321,12 +328,17 @@ class ParameterServer:
         return self._types_of()["rcl_interfaces/msg/SetParametersResult"](
             successful=ok, reason=reason[:300])
 
-    def _set(self, request: Any) -> Any:
+    def _set(self, request: Any, only: Collection[str] | None = None) -> Any:
         with self._lock:
-            results, changed = self.table.set(self._items(request))
+            results, changed = self.table.set(self._items(request), only)
         self.changed(changed)
         return self._types_of()[SET_PARAMETERS + "_Response"](
             results=[self._result(ok, why) for ok, why in results])
+
+    def setter(self, *names: str) -> Callable[[Any], Any]:
+        """A ``SetParameters`` handler for ``names`` only (a service of the node's own
+        for one setting): each set as ``~/set_parameters`` sets it, events and all."""
+        return lambda request: self._set(request, names)
 
     def _set_atomically(self, request: Any) -> Any:
         with self._lock:

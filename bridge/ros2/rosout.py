@@ -10,7 +10,9 @@ of warnings is rate-limited (:class:`RateLimit`, :data:`RATE` a second after a
 burst of :data:`BURST`): those over the limit are counted (``rosout_suppressed``)
 and the next one that goes out says how many were left out. :meth:`Rosout.handler`
 is a :class:`logging.Handler` that passes on the WARNING-and-above records of a
-logger, those a filter says are the node's.
+logger, those a filter says are the node's; :meth:`Rosout.attach` puts one on a logger
+that several nodes share (when the node starts, not at import), taking the records
+that name the node's namespace.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class Rosout:
         self._left_out = 0
         self._lock = threading.Lock()
         self._busy = threading.local()  # a failure to publish logs: not back to /rosout
+        self._attached: tuple[logging.Logger, logging.Handler] | None = None
 
     def log(self, level: int, text: str, *, file: str = "", function: str = "",
             line: int = 0) -> bool:
@@ -109,6 +112,25 @@ class Rosout:
         """A handler that publishes a logger's WARNING-and-above records (those
         ``accept`` takes) here; add it to the loggers that speak for the node."""
         return _Handler(self, accept)
+
+    def speaks_for_node(self, record: logging.LogRecord) -> bool:
+        """A record of a logger shared by nodes is this node's when it names the node's
+        namespace (its topics, its services); in the root namespace, every one is."""
+        ns = self.ros.namespace.rstrip("/")
+        return not ns or f"{ns}/" in record.getMessage()
+
+    def attach(self, logger: logging.Logger) -> None:
+        """Publish ``logger``'s warnings that are this node's (:meth:`speaks_for_node`)
+        until :meth:`detach`: a handler, so nothing is done for records not logged."""
+        self.detach()
+        self._attached = (logger, self.handler(self.speaks_for_node))
+        logger.addHandler(self._attached[1])
+
+    def detach(self) -> None:
+        if self._attached is not None:
+            logger, handler = self._attached
+            logger.removeHandler(handler)
+            self._attached = None
 
     def stats(self) -> dict[str, int]:
         return {"rosout_published": self.published, "rosout_suppressed": self.suppressed}

@@ -17,7 +17,8 @@ who connect depend on:
 One difference, on purpose: rmw_zenohd listens on ``tcp/[::]:7447``, every
 interface; this router listens on ``tcp/127.0.0.1:7447`` unless given other
 endpoints, since nothing should be reachable from other machines unless asked
-(:func:`is_loopback` tells which endpoints are).
+(:func:`~fwbridge.bridge.link.link_urls.is_loopback_address` tells which endpoints
+are).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 
 from fwbridge.protocols.errors import ConfigError
 
-__all__ = ["DEFAULT_LISTEN", "is_loopback", "open_router", "router_config", "zenoh_error"]
+__all__ = ["DEFAULT_LISTEN", "open_router", "router_config", "zenoh_error"]
 
 #: Where the router listens by default: rmw_zenohd's port, on loopback only.
 DEFAULT_LISTEN = ("tcp/127.0.0.1:7447",)
@@ -60,14 +61,6 @@ def router_config(listen: Sequence[str] = DEFAULT_LISTEN, connect: Sequence[str]
         cfg.insert_json5("connect/exit_on_failure", "false")
         cfg.insert_json5("connect/retry", json.dumps(RETRY))
     return cfg
-
-
-def is_loopback(endpoint: str) -> bool:
-    """True when ``endpoint`` is reachable from this machine only: a loopback address,
-    a name that resolves to loopback addresses only, or a Unix socket."""
-    from fwbridge.bridge.link.link_urls import is_loopback_address  # every listener's check
-
-    return is_loopback_address(endpoint)
 
 
 def zenoh_error(exc: BaseException) -> str:

@@ -23,14 +23,14 @@
   the store: those are described as the store has them) is the one rosidl
   generates.
 
-:func:`double_parameter_request`, :func:`parameters_request`, :func:`parameter_value`
-and :func:`typed_parameter_value` build and read ``SetParameters``' parameters: the
+:func:`double_parameter_request`, :func:`parameters_request` and
+:func:`typed_parameter_value` build and read ``SetParameters``' parameters: the
 standard way ROS 2 tools change a node's setting.
 
 Requests are untrusted: :func:`request_refusal` bounds one before it is decoded (its
 bytes, :data:`MAX_REQUEST`; the items of a leading sequence such as
 ``SetParameters``' parameters), and :class:`Throttle` keeps what a flood of bad
-requests prints to one line a second.
+requests prints to one line a second, each reason quoted by :func:`printable`.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from typing import Any
 from fwbridge.bridge.rosmsg import topics
 from fwbridge.bridge.rosmsg.topics import MessageError, Qos
 
-__all__ = ["MAX_ITEMS", "MAX_REQUEST", "PARAMETER_BOOL", "PARAMETER_DOUBLE",
+__all__ = ["MAX_ITEMS", "MAX_REASON", "MAX_REQUEST", "PARAMETER_BOOL", "PARAMETER_DOUBLE",
            "PARAMETER_INTEGER", "PARAMETER_STRING", "SERVICES", "SERVICE_QOS", "SET_PARAMETERS",
-           "Throttle", "double_parameter_request", "leading_sequence", "parameter_value",
-           "parameters_request", "register", "request_refusal", "service_type_hash",
+           "Throttle", "double_parameter_request", "leading_sequence", "parameters_request",
+           "printable", "register", "request_refusal", "service_type_hash",
            "typed_parameter_value"]
 
 #: rmw_qos_profile_services_default.
@@ -129,6 +129,17 @@ class Throttle:
         """What was counted and not reported yet (then nothing is)."""
         count, self._pending = self._pending, 0
         return count
+
+
+#: Characters of a reason quoted in a log line or an error reply.
+MAX_REASON = 200
+
+
+def printable(text: str) -> str:
+    """``text`` clipped to :data:`MAX_REASON` characters, control characters escaped:
+    a reason may quote bytes a peer sent."""
+    text = text[:MAX_REASON] + ("…" if len(text) > MAX_REASON else "")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _defs(srvtype: str) -> dict[str, Any]:
@@ -219,17 +230,6 @@ def double_parameter_request(name: str, value: float, distro: str = "jazzy") -> 
     request_type, _ = register(SET_PARAMETERS, distro)
     return topics.message_from_dict(request_type, {"parameters": [
         {"name": name, "value": {"type": PARAMETER_DOUBLE, "double_value": value}}]}, distro)
-
-
-def parameter_value(param: Any) -> tuple[str, object]:
-    """(name, value) of an ``rcl_interfaces/msg/Parameter``, the value by its type:
-    a float for a double, an int for an integer, None for anything else."""
-    value = param.value
-    if value.type == PARAMETER_DOUBLE:
-        return str(param.name), float(value.double_value)
-    if value.type == PARAMETER_INTEGER:
-        return str(param.name), int(value.integer_value)
-    return str(param.name), None
 
 
 def parameters_request(values: Mapping[str, bool | int | float | str],

@@ -49,12 +49,6 @@ def _string(buf: bytearray, text: str) -> None:
     buf.extend(raw)
 
 
-def _stamp(stamp: float) -> tuple[int, int]:
-    """builtin_interfaces/Time of ``stamp`` seconds, as :func:`topics.ros_time` makes it."""
-    sec = math.floor(stamp)
-    return int(sec), min(round((stamp - sec) * 1e9), 999_999_999)
-
-
 class OdometryEncoder(Protocol):
     """The odometry's two messages of one robot (its frame ids), as CDR bytes."""
 
@@ -81,7 +75,7 @@ class OdometryTemplates:
     def odometry(self, odom: Odometry, stamp: float) -> bytes:
         """nav_msgs/Odometry of ``odom`` at ``stamp`` (s since the epoch)."""
         out = bytearray(self.odom)
-        sec, nsec = _stamp(stamp)
+        sec, nsec = topics.time_parts(stamp)
         _STAMP.pack_into(out, 4, sec, nsec)
         qx, qy, qz, qw = odom.orientation
         _SEVEN.pack_into(out, self.odom_pose, odom.x, odom.y, 0.0, qx, qy, qz, qw)
@@ -91,20 +85,28 @@ class OdometryTemplates:
     def transform(self, odom: Odometry, stamp: float) -> bytes:
         """tf2_msgs/TFMessage of the one transform of ``odom`` at ``stamp``."""
         out = bytearray(self.tf)
-        sec, nsec = _stamp(stamp)
+        sec, nsec = topics.time_parts(stamp)
         _STAMP.pack_into(out, self.tf_stamp, sec, nsec)
         qx, qy, qz, qw = odom.orientation
         _SEVEN.pack_into(out, self.tf_pose, odom.x, odom.y, 0.0, qx, qy, qz, qw)
         return bytes(out)
 
 
+def _stamped_frames(buf: bytearray, frame_id: str, child_frame_id: str) -> int:
+    """A header (a zero stamp, ``frame_id``) and ``child_frame_id``, padded for the
+    doubles after them, as both messages begin; the stamp's offset."""
+    at = len(buf)
+    buf.extend(_STAMP.pack(0, 0))
+    _string(buf, frame_id)
+    _string(buf, child_frame_id)
+    _align(buf, 8)
+    return at
+
+
 def _layout(frame_id: str, child_frame_id: str) -> OdometryTemplates:
     pose_cov, twist_cov = (struct.pack("<36d", *c) for c in topics.covariances())
     odom = bytearray(_HEADER)
-    odom.extend(_STAMP.pack(0, 0))
-    _string(odom, frame_id)
-    _string(odom, child_frame_id)
-    _align(odom, 8)
+    _stamped_frames(odom, frame_id, child_frame_id)
     odom_pose = len(odom)
     odom.extend(bytes(_SEVEN.size))
     odom.extend(pose_cov)
@@ -113,11 +115,7 @@ def _layout(frame_id: str, child_frame_id: str) -> OdometryTemplates:
     odom.extend(twist_cov)
     tf = bytearray(_HEADER)
     tf.extend(_COUNT.pack(1))
-    tf_stamp = len(tf)
-    tf.extend(_STAMP.pack(0, 0))
-    _string(tf, frame_id)
-    _string(tf, child_frame_id)
-    _align(tf, 8)
+    tf_stamp = _stamped_frames(tf, frame_id, child_frame_id)
     tf_pose = len(tf)
     tf.extend(bytes(_SEVEN.size))
     return OdometryTemplates(bytes(odom), bytes(tf), odom_pose, odom_twist, tf_stamp, tf_pose)

@@ -73,6 +73,7 @@ __all__ = [
     "ros_time",
     "ros_type_name",
     "serialize",
+    "time_parts",
     "transform_message",
     "type_hash",
     "typestore",
@@ -257,11 +258,17 @@ def wall_stamp(monotonic_stamp: float) -> float:
     return time.time() - (time.monotonic() - monotonic_stamp)
 
 
+def time_parts(stamp: float) -> tuple[int, int]:
+    """(sec, nanosec) of builtin_interfaces/Time for ``stamp`` seconds since the epoch
+    (nanoseconds rounded, never a whole second)."""
+    sec = math.floor(stamp)
+    return int(sec), min(round((stamp - sec) * 1e9), 999_999_999)
+
+
 def ros_time(stamp: float, distro: str = "jazzy") -> Any:
     """builtin_interfaces/Time of ``stamp`` seconds since the epoch."""
-    sec = math.floor(stamp)
-    nanosec = min(round((stamp - sec) * 1e9), 999_999_999)
-    return _cls("builtin_interfaces/msg/Time", distro)(sec=int(sec), nanosec=nanosec)
+    sec, nanosec = time_parts(stamp)
+    return _cls("builtin_interfaces/msg/Time", distro)(sec=sec, nanosec=nanosec)
 
 
 def _header(stamp: float, frame_id: str, distro: str) -> Any:
