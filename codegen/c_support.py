@@ -7,7 +7,7 @@ import unicodedata
 import crcmod
 
 from fwbridge.protocols.checksums import Algorithm
-from fwbridge.protocols.description import FieldSpec, FrameDescription
+from fwbridge.protocols.description import HIDDEN_CATEGORIES, FieldSpec, FrameDescription
 
 __all__ = ["Frame", "c_type", "check_expr", "checksum_c", "comment", "get_expr", "hex_list",
            "len_get", "put_stmt", "uint24", "upper"]
@@ -16,9 +16,6 @@ _CTYPES = {"u8": "uint8_t", "i8": "int8_t", "u16": "uint16_t", "i16": "int16_t",
            "u32": "uint32_t", "i32": "int32_t", "u64": "uint64_t", "i64": "int64_t",
            "f32": "float", "f64": "double"}
 _UTYPES = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
-#: Characters that do not show what they are: controls, format characters (bidirectional
-#: overrides, zero widths), surrogates, private use, line and paragraph separators.
-_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 
 
 def comment(text: str) -> str:
@@ -30,8 +27,9 @@ def comment(text: str) -> str:
     splices lines) or as text that reads otherwise than it compiles (a bidirectional override:
     trojan source, and gcc's -Wbidi-chars). Such characters are written as ``<U+202E>``.
     """
-    flat = "".join(f"<U+{ord(ch):04X}>" if ch == "\\" or unicodedata.category(ch) in _HIDDEN
-                   else ch for ch in text)
+    flat = "".join(f"<U+{ord(ch):04X}>"
+                   if ch == "\\" or unicodedata.category(ch) in HIDDEN_CATEGORIES else ch
+                   for ch in text)
     while "*/" in flat or "/*" in flat or "??" in flat:
         flat = flat.replace("*/", "* /").replace("/*", "/ *").replace("??", "? ?")
     return flat

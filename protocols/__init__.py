@@ -182,7 +182,7 @@ if TYPE_CHECKING:
         section_header as section_header,
     )
     from fwbridge.protocols.sum8 import Sum8Codec as Sum8Codec
-    from fwbridge.protocols.sum8_receiver import (
+    from fwbridge.protocols.sum8_received import (
         Sum8Received as Sum8Received,
     )
     from fwbridge.protocols.sum8_receiver import (
@@ -254,7 +254,7 @@ _EXPORTS = {
     "iter_packets": "fwbridge.protocols.pcapng",
     "section_header": "fwbridge.protocols.pcapng",
     "Sum8Codec": "fwbridge.protocols.sum8",
-    "Sum8Received": "fwbridge.protocols.sum8_receiver",
+    "Sum8Received": "fwbridge.protocols.sum8_received",
     "Sum8Receiver": "fwbridge.protocols.sum8_receiver",
     "decode_columns": "fwbridge.protocols.sum8_receiver",
 }

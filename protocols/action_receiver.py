@@ -60,7 +60,7 @@ from fwbridge.protocols.held_scan import HeldScan
 from fwbridge.protocols.stream_accounting import WORK
 
 if TYPE_CHECKING:
-    from fwbridge.protocols.window_checks import StreamPrefix
+    from fwbridge.protocols.stream_prefix import StreamPrefix
 
 __all__ = [
     "DEFAULT_MAX_LENGTH",
@@ -307,15 +307,8 @@ class ActionReceiver(HeldScan[ActionReceived]):
             frame = make(buf[i + 2], type_of[buf[i + 3]], sub_of[buf[i + 6]], buf[i + 7 : end - 4])
             append(new(ActionReceived, (base + i, frame, defects)))
             cur = pos = end
-        if keep > cur:
-            st.discarded += keep - cur
-            gap = True
-        st.frames += len(out)
         WORK.steps += min(spent, budget)
-        self._gap = gap
-        self._buf = buf[keep:]
-        self._base = base + keep
-        self._need = need
+        self._close_scan(buf, len(out), cur, gap, keep, need)
         return out
 
     def _crc_verdicts(self, buf: bytes) -> dict[int, bool]:
@@ -366,13 +359,8 @@ class ActionReceiver(HeldScan[ActionReceived]):
         judged = np.flatnonzero(whole & ~tr_bad)
         crc_ok = np.zeros(len(hits), dtype=bool)
         if len(judged):
-            if self._prefix is None:
-                from fwbridge.protocols.window_checks import StreamPrefix
-
-                # as the length receiver: the held bytes' prefix values kept between calls
-                self._prefix = StreamPrefix(self._algo)
             crc_ok[judged] = check_matches(a, self._algo, hits[judged] + 2, ends[judged] - 4, 2,
-                                           "little", self._prefix, self._base)
+                                           "little", self._stream_prefix(self._algo), self._base)
         shaped = whole & ~tr_bad  # length and trailer right: judged by header and CRC
         good = shaped if self.relaxed else shaped & primary & crc_ok
         w = walk(hits, ends, good, None if final else short)
@@ -398,30 +386,14 @@ class ActionReceiver(HeldScan[ActionReceived]):
         new = tuple.__new__
         base = self._base
         make, type_of, sub_of = make_unchecked, TYPE_OF, SUB_OF
-        cur = 0
-        gap = self._gap
-        for k in w.accepted:
-            i, end = int(hits[k]), int(ends[k])
+        relaxed = self.relaxed
+        for k, i, end in zip(w.accepted, w.starts.tolist(), w.stops.tolist()):
             defects: tuple[str, ...] = ()
-            if self.relaxed and not (primary[k] and crc_ok[k]):
+            if relaxed and not (primary[k] and crc_ok[k]):
                 defects = (("crc",) if primary[k] else
                            ("header",) if crc_ok[k] else ("header", "crc"))
                 st.relaxed_accepts += 1
-            if i > cur or gap:
-                st.resyncs += 1
-                st.discarded += i - cur
-                gap = False
             frame = make(buf[i + 2], type_of[buf[i + 3]], sub_of[buf[i + 6]], buf[i + 7:end - 4])
             out.append(new(ActionReceived, (base + i, frame, defects)))
-            cur = end
-        if keep > cur:
-            st.discarded += keep - cur
-            gap = True
-        st.frames += len(out)
-        self._gap = gap
-        self._buf = buf[keep:]
-        self._base = base + keep
-        self._need = need
-        if self._prefix is not None:
-            self._prefix.drop_before(self._base)
+        self._close_walk(buf, w.starts, w.stops, keep, need)
         return out

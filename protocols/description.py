@@ -38,6 +38,7 @@ from fwbridge.protocols.errors import ConfigError
 __all__ = [
     "BYTE_ORDERS",
     "COUNTS",
+    "HIDDEN_CATEGORIES",
     "SPANS",
     "TYPES",
     "CanMessage",
@@ -83,10 +84,11 @@ MAX_DOC = 1000
 #: printable characters without the ones those languages would read as an end: a C comment
 #: ends at ``*/``, a DBC string at ``"`` (DBC has no escape), a Lua string at a newline.
 _BAD_TEXT = re.compile(r'["\\]|\*/|/\*')
-#: Unicode categories refused in text: controls, format characters (the bidirectional
-#: overrides and isolates that make code read otherwise than it compiles, zero widths),
-#: surrogates, private use, line and paragraph separators.
-_BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+#: Unicode categories refused in text (and escaped by the generators, for descriptions made
+#: in code): controls, format characters (the bidirectional overrides and isolates that make
+#: code read otherwise than it compiles, zero widths), surrogates, private use, line and
+#: paragraph separators.
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 
 
 class DescriptionError(ConfigError):
@@ -203,7 +205,7 @@ def bad_text(value: str) -> str | None:
     """What makes ``value`` unfit for generated code (the first such character or
     delimiter, named by its code point), or None."""
     for ch in value:
-        if unicodedata.category(ch) in _BAD_CATEGORIES:
+        if unicodedata.category(ch) in HIDDEN_CATEGORIES:
             return code_point(ch)
     m = _BAD_TEXT.search(value)
     if m is None:

@@ -57,7 +57,6 @@ T = TypeVar("T")
 DescriptionLike = FrameDescription | str | os.PathLike[str]
 
 
-
 # -- which path --------------------------------------------------------------------------
 def _field_shape(desc: FrameDescription) -> list[tuple[Any, ...]]:
     return [(f.name, f.type, f.byte_order if f.type != "u8" else "", f.scale, f.offset,

@@ -45,8 +45,9 @@ from fwbridge.protocols.fixed_checks import (
 )
 from fwbridge.protocols.fixed_received import FixedReceived, received_class
 from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.held_scan import HeldBytes
 from fwbridge.protocols.stream_accounting import WORK, account
-from fwbridge.protocols.window_checks import StreamPrefix
+from fwbridge.protocols.stream_prefix import StreamPrefix
 
 __all__ = ["FixedReceiver", "FixedReceiverStats"]
 
@@ -75,7 +76,7 @@ class _Scan:
     nonfinite: int = 0
 
 
-class FixedReceiver:
+class FixedReceiver(HeldBytes):
     """Byte stream in, :class:`FixedReceived` records out, for one fixed-size description.
 
     A record reads as the ``(offset, frame)`` pair of a :class:`Received`
@@ -151,24 +152,16 @@ class FixedReceiver:
         self._gap = False
         self._prefix: StreamPrefix | None = None  # made by the first flood
 
-    @property
-    def pending(self) -> int:
-        """Bytes held back for the next call (always less than one frame)."""
-        return len(self._buf) + self._more_len
-
     def _kept(self, data: bytes | bytearray | memoryview) -> bool:
         """Keep ``data`` without a scan when the held candidate still lacks bytes (True):
         a large frame read a few bytes at a time is not copied and searched again with
         every read. Otherwise join what was kept to the held bytes (False)."""
         if (len(self._buf) + self._more_len + len(data) < self.size
                 and self._buf.startswith(self.header)):
-            self._more.append(bytes(data))
-            self._more_len += len(data)
+            self._keep(bytes(data))
             self.stats.bytes += len(data)
             return True
-        if self._more_len:
-            self._buf = b"".join([self._buf, *self._more])
-            self._more, self._more_len = [], 0
+        self._take_held()
         return False
 
     # -- candidate checks ---------------------------------------------------------
@@ -284,12 +277,10 @@ class FixedReceiver:
             bad_c = np.zeros(len(complete), dtype=bool)
         else:
             lo, hi = self.span
-            # the tables are built on the first flood (cached per algorithm)
-            if self._prefix is None:
-                self._prefix = StreamPrefix(self.algo)
             # the held bytes' prefix values kept from the calls before: each byte read once
-            bad_c = ~self._prefix.matches(a, self._base, complete + lo, complete + hi,
-                                          len(self._check_cols), self.check_order)
+            held = self._stream_prefix(self.algo)
+            bad_c = ~held.matches(a, self._base, complete + lo, complete + hi,
+                                  len(self._check_cols), self.check_order)
         if bad_t is not None:
             bad_c &= ~bad_t
         return bad_c, bad_t

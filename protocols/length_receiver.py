@@ -33,7 +33,7 @@ from fwbridge.protocols.held_scan import HeldScan
 from fwbridge.protocols.stream_accounting import WORK
 
 if TYPE_CHECKING:
-    from fwbridge.protocols.window_checks import StreamPrefix
+    from fwbridge.protocols.stream_prefix import StreamPrefix
 
 __all__ = ["LengthReceiver", "LengthReceiverStats"]
 
@@ -175,14 +175,7 @@ class LengthReceiver(HeldScan[Received]):
                 gap = False
             out.append(make(base + i, *raw(buf, i, end)))
             cur = pos = end
-        if keep > cur:
-            st.discarded += keep - cur
-            gap = True
-        st.frames += len(out)
-        self._gap = gap
-        self._buf = buf[keep:]
-        self._base = base + keep
-        self._need = need
+        self._close_scan(buf, len(out), cur, gap, keep, need)
         return out
 
     def _scan_numpy(self, buf: bytes, final: bool) -> list[Received]:
@@ -213,14 +206,9 @@ class LengthReceiver(HeldScan[Received]):
         if self.kind != "none" and len(judged):
             c = self.check_size
             e = ends[judged] - tl - c
-            if self._prefix is None and self.algo is not None:
-                from fwbridge.protocols.window_checks import StreamPrefix
-
-                # the held bytes' prefix values kept from the calls before: each byte
-                # read once, however long a candidate holds it
-                self._prefix = StreamPrefix(self.algo)
+            held = None if self.algo is None else self._stream_prefix(self.algo)
             ok = check_matches(a, self.algo, hits[judged] + self.from_start, e, c,
-                               self.codec.check_order, self._prefix, self._base)
+                               self.codec.check_order, held, self._base)
             ck_bad[judged] = ~ok
         good = whole & ~tr_bad & ~ck_bad
         w = walk(hits, ends, good, None if final else short)
@@ -238,27 +226,9 @@ class LengthReceiver(HeldScan[Received]):
         else:
             keep = n if final else self._hold(buf, w.pos)
             need = n - keep + 1 if keep < n else 0
-        out: list[Received] = []
         base = self._base
         make, raw = self.codec.make_at, self.codec.raw_values
-        cur = 0
-        gap = self._gap
-        for k in w.accepted:
-            i, end = int(hits[k]), int(ends[k])
-            if i > cur or gap:
-                st.resyncs += 1
-                st.discarded += i - cur
-                gap = False
-            out.append(make(base + i, *raw(buf, i, end)))
-            cur = end
-        if keep > cur:
-            st.discarded += keep - cur
-            gap = True
-        st.frames += len(out)
-        self._gap = gap
-        self._buf = buf[keep:]
-        self._base = base + keep
-        self._need = need
-        if self._prefix is not None:
-            self._prefix.drop_before(self._base)
+        out = [make(base + i, *raw(buf, i, end))
+               for i, end in zip(w.starts.tolist(), w.stops.tolist())]
+        self._close_walk(buf, w.starts, w.stops, keep, need)
         return out

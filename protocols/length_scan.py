@@ -6,7 +6,8 @@ check in turn; a flood of false headers with plausible length fields makes
 that a checksum over a whole frame per header (O(n * frame)). Here every
 candidate of the buffer is judged at once: header search, length field,
 trailer and check vectorised, the check by prefix values
-(:mod:`window_checks`, kept between the receiver's calls) when reading each
+(:mod:`window_checks`, kept between the receiver's calls in a
+:mod:`stream_prefix`) when reading each
 span would cost more than a few bytes per input byte. What stays
 sequential is only what depends on the frames accepted (a frame is
 skipped whole, so candidates inside it are data): a walk over the
@@ -26,7 +27,8 @@ import numpy as np
 
 from fwbridge.protocols.checksums import Algorithm
 from fwbridge.protocols.stream_accounting import WORK
-from fwbridge.protocols.window_checks import StreamPrefix, window_checks
+from fwbridge.protocols.stream_prefix import StreamPrefix
+from fwbridge.protocols.window_checks import window_checks
 
 __all__ = ["Walk", "check_matches", "gather_int", "header_hits", "walk"]
 
@@ -111,13 +113,16 @@ def _field_int(a: np.ndarray[Any, Any], at: np.ndarray[Any, Any], size: int,
 class Walk:
     """The frames a scan accepts and where it stops.
 
-    ``accepted``: indexes into the candidates, in order; ``stop``: the index of the
+    ``accepted``: indexes into the candidates, in order, ``starts`` and ``stops`` their
+    frames' spans (arrays); ``stop``: the index of the
     candidate that holds the scan (short of bytes), or None; ``visited``: the
     candidates the per-candidate loop would have judged (outside every accepted
     frame, before the stop); ``pos``: where the loop's search would go on.
     """
 
     accepted: list[int]
+    starts: np.ndarray[Any, Any]
+    stops: np.ndarray[Any, Any]
     stop: int | None
     visited: np.ndarray[Any, Any]
     pos: int
@@ -150,9 +155,9 @@ def walk(hits: np.ndarray[Any, Any], ends: np.ndarray[Any, Any], good: np.ndarra
         accepted.append(g_idx[k])
         pos = g_end[k]
     limit = int(hits[stop]) if stop is not None else None
+    starts = hits[accepted]
+    stops = ends[accepted]
     if accepted:
-        starts = hits[accepted]
-        stops = ends[accepted]
         owner = np.searchsorted(starts, hits, side="right") - 1
         covered = (owner >= 0) & (hits < stops[np.maximum(owner, 0)])
         visited = ~covered
@@ -162,4 +167,4 @@ def walk(hits: np.ndarray[Any, Any], ends: np.ndarray[Any, Any], good: np.ndarra
         visited &= hits < limit
     if stop is None and len(hits) and visited[-1]:
         pos = max(pos, int(hits[-1]) + 1)
-    return Walk(accepted, stop, visited, pos)
+    return Walk(accepted, starts, stops, stop, visited, pos)

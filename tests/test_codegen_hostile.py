@@ -21,28 +21,16 @@ from pathlib import Path
 import pytest
 
 from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.description import DescriptionError, FrameDescription, load, loads
+from fwbridge.protocols.description import FrameDescription, load, loads
 from fwbridge.protocols.description_names import DBC_KEYWORDS
 from tests.c_harness import CFLAGS, compiler
 from tests.conftest import FIXTURES
+from tests.description_refusals import IMU, description_files, gen_error, one_error, refused
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
 HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
-
-IMU = """\
-[frame]
-name = "imu"
-header = "5A A5"
-{frame}
-[[field]]
-name = "ax"
-type = "i16"
-{field}
-[checksum]
-algorithm = "sum8"
-"""
 
 CAN = """\
 [frame]
@@ -67,35 +55,6 @@ sender = "{sender}"
 def _can(frame: str = "", field: str = "", msg: str = "m", sender: str = "ecu",
          more: str = "") -> str:
     return CAN.format(frame=frame, field=field, msg=msg, sender=sender, more=more)
-
-
-def _refused(text: str, source: str = "x.toml") -> str:
-    with pytest.raises(DescriptionError) as info:
-        loads(text, source)
-    return str(info.value)
-
-
-def _files(tmp_path: Path, *texts: str) -> list[str]:
-    paths = []
-    for k, text in enumerate(texts):
-        p = tmp_path / f"d{k}.toml"
-        p.write_text(text, encoding="utf-8")
-        paths.append(str(p))
-    return paths
-
-
-def _one_error(proc: subprocess.CompletedProcess[bytes]) -> str:
-    err = proc.stderr.decode()
-    assert proc.returncode == 2, (proc.returncode, err)
-    assert err.startswith("error: ") and err.count("\n") == 1, err
-    return err
-
-
-def _gen_error(tmp_path: Path, verb: str, *texts: str) -> str:
-    out = tmp_path / {"wireshark": "out.lua", "dbc": "out.dbc"}.get(verb, "c")
-    err = _one_error(run_cli("gen", verb, *_files(tmp_path, *texts), "-o", str(out)))
-    assert not out.exists()
-    return err
 
 
 def _cc(cc: str, tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -123,7 +82,7 @@ def test_hidden_characters_in_text_are_refused_naming_key_and_code_point(
         char: str, frame: str, field: str, key: str) -> None:
     c = f"\\u{ord(char):04X}" if unicodedata.category(char) == "Cc" else char  # TOML escape
     text = IMU.format(frame=frame.format(c=c), field=field.format(c=c))
-    err = _refused(text)
+    err = refused(text)
     assert f": {key}: U+{ord(char):04X}" in err, err
     assert char not in err  # the error line shows the code point, not the character
 
@@ -132,15 +91,15 @@ def test_hidden_characters_in_text_are_refused_naming_key_and_code_point(
 def test_hidden_characters_in_can_signal_text_are_refused(key: str) -> None:
     more = ('[[can.signal]]\nname = "ab"\ntype = "u16"\nbyte = 0\nreplaces = ["a", "b"]\n'
             f'{key} = "x\u202ey"\n')
-    assert f": can.signal[1].{key}: U+202E (RIGHT-TO-LEFT OVERRIDE)" in _refused(_can(more=more))
+    assert f": can.signal[1].{key}: U+202E (RIGHT-TO-LEFT OVERRIDE)" in refused(_can(more=more))
 
 
 def test_gen_refuses_a_bidi_override_with_one_error_line(tmp_path: Path) -> None:
     text = IMU.format(frame='doc = "safe \u202e evil"', field="")
     for verb in ("c", "wireshark"):
-        assert "frame.doc: U+202E (RIGHT-TO-LEFT OVERRIDE)" in _gen_error(tmp_path, verb, text)
+        assert "frame.doc: U+202E (RIGHT-TO-LEFT OVERRIDE)" in gen_error(tmp_path, verb, text)
     can = _can(field='unit = "m\u2066s"')
-    assert "field[1].unit: U+2066 (LEFT-TO-RIGHT ISOLATE)" in _gen_error(tmp_path, "dbc", can)
+    assert "field[1].unit: U+2066 (LEFT-TO-RIGHT ISOLATE)" in gen_error(tmp_path, "dbc", can)
 
 
 @pytest.mark.parametrize(("text", "key"), [
@@ -155,12 +114,12 @@ def test_gen_refuses_a_bidi_override_with_one_error_line(tmp_path: Path) -> None
 ])
 def test_names_are_ascii_identifiers_so_no_hidden_character_passes(text: str, key: str) -> None:
     """Names become identifiers: only ASCII letters, digits and _ (checked, not escaped)."""
-    err = _refused(text.replace("{frame}", "").replace("{field}", ""))
+    err = refused(text.replace("{frame}", "").replace("{field}", ""))
     assert f": {key}: " in err and "\u202e" not in err and "\u2066" not in err, err
 
 
 def test_an_unknown_key_with_hidden_characters_is_shown_escaped() -> None:
-    err = _refused(IMU.format(frame='"do\u202ec" = "x"', field=""))
+    err = refused(IMU.format(frame='"do\u202ec" = "x"', field=""))
     assert "frame.'do\\u202ec': unknown key" in err and "\u202e" not in err, err
 
 
@@ -338,10 +297,10 @@ def test_dbc_keywords_as_names_are_refused_and_would_break_the_dbc(tmp_path: Pat
     from fwbridge.codegen.dbc import generate
 
     sender = "Vector__XXX" if word == "VECTOR__XXX" else word
-    err = _refused(_can(sender=sender))
+    err = refused(_can(sender=sender))
     assert f"can.message[1].sender: {sender!r} is a word of the DBC grammar" in err
     if word.lower().replace("_", "a")[0].isalpha():
-        msg_err = _refused(_can(msg=word.lower()))
+        msg_err = refused(_can(msg=word.lower()))
         assert f"can.message[1].name: CAN message {word.lower()!r}" in msg_err
         assert "word of the DBC grammar" in msg_err
     # What the refusal keeps out: the same DBC with the word in the names' places.
@@ -360,9 +319,9 @@ def test_dbc_keywords_as_names_are_refused_and_would_break_the_dbc(tmp_path: Pat
 
 
 def test_gen_dbc_refuses_a_keyword_with_one_error_line(tmp_path: Path) -> None:
-    err = _gen_error(tmp_path, "dbc", _can(msg="sg_"))
+    err = gen_error(tmp_path, "dbc", _can(msg="sg_"))
     assert "d0.toml" in err and "can.message[1].name" in err and "'sg_'" in err
-    err = _gen_error(tmp_path, "dbc", _can(sender="BO_"))
+    err = gen_error(tmp_path, "dbc", _can(sender="BO_"))
     assert "can.message[1].sender: 'BO_'" in err
 
 
@@ -371,15 +330,15 @@ def test_one_can_id_twice_is_refused_in_a_description_and_across_them(tmp_path: 
     from fwbridge.codegen.dbc import generate
 
     two = _can(more='[[can.message]]\nname = "m2"\nid = 0x0FF\nnodes = [0, 3]\n')
-    err = _gen_error(tmp_path, "dbc", two)
+    err = gen_error(tmp_path, "dbc", two)
     assert "d0.toml:" in err and "can.message[2].id: CAN ID 0x100 (message 'm2_1')" in err
     assert "message 'm' (can.message[1])" in err
     other = _can(msg="n").replace('name = "wheel"', 'name = "wheel2"')
-    err = _gen_error(tmp_path, "dbc", _can(), other)
+    err = gen_error(tmp_path, "dbc", _can(), other)
     assert "d1.toml: can.message[1].id: CAN ID 0x100 (message 'n')" in err
     assert "is already message 'm' of" in err and "d0.toml" in err
     extended = other.replace('id = 0x100', 'id = 0x100\nextended = true')
-    proc = run_cli("gen", "dbc", *_files(tmp_path, _can(), extended), "-o",
+    proc = run_cli("gen", "dbc", *description_files(tmp_path, _can(), extended), "-o",
                    str(tmp_path / "ok.dbc"))
     assert proc.returncode == 0, proc.stderr  # an extended 0x100 is another ID
     assert len(cantools.database.load_file(str(tmp_path / "ok.dbc")).messages) == 2
@@ -395,7 +354,7 @@ def test_one_can_id_twice_is_refused_in_a_description_and_across_them(tmp_path: 
 def test_non_finite_can_signal_numbers_are_refused(tmp_path: Path, key: str, value: str) -> None:
     more = ('[[can.signal]]\nname = "ab"\ntype = "u16"\nbyte = 0\nreplaces = ["a", "b"]\n'
             f'{key} = {value}\n')
-    err = _gen_error(tmp_path, "dbc", _can(more=more))
+    err = gen_error(tmp_path, "dbc", _can(more=more))
     assert "d0.toml:" in err and f"can.signal[1].{key}: {float(value)!r}" in err
 
 
@@ -403,7 +362,7 @@ def test_a_scale_whose_range_is_not_finite_is_refused_by_gen_dbc(tmp_path: Path)
     cantools = pytest.importorskip("cantools")
     from fwbridge.codegen.dbc import generate
 
-    err = _gen_error(tmp_path, "dbc", _can(field="scale = 1e307"))
+    err = gen_error(tmp_path, "dbc", _can(field="scale = 1e307"))
     assert "d0.toml: field[1].scale: 1e+307 on 8 bits" in err and "inf" in err
     # What the refusal keeps out: the numbers as Python writes them, which cantools refuses.
     text = generate([loads(_can(field="scale = 2.0"))])
@@ -416,7 +375,7 @@ def test_a_scale_whose_range_is_not_finite_is_refused_by_gen_dbc(tmp_path: Path)
 
 def test_field_scales_and_offsets_stay_refused_when_not_finite() -> None:
     for key, value in (("scale", "inf"), ("offset", "nan")):
-        assert f"field[1].{key}: {float(value)!r}" in _refused(_can(field=f"{key} = {value}"))
+        assert f"field[1].{key}: {float(value)!r}" in refused(_can(field=f"{key} = {value}"))
 
 
 # -- nesting and size of what the tool reads ----------------------------------------------------
@@ -430,7 +389,7 @@ DOTTED = "[link]\n" + "x" + ".y" * 3000 + " = 1\n"
 def test_a_deeply_nested_robot_file_is_one_error_line(tmp_path: Path, text: str) -> None:
     robot = tmp_path / "robot.toml"
     robot.write_text(text)
-    err = _one_error(run_cli("bridge", str(robot), "--duration", "0.1"))
+    err = one_error(run_cli("bridge", str(robot), "--duration", "0.1"))
     assert f"{robot}:" in err and "nested more than 32 deep" in err
 
 
@@ -451,7 +410,7 @@ def test_every_robot_file_reader_bounds_nesting(tmp_path: Path) -> None:
 def test_a_robot_file_over_a_megabyte_is_one_error_line(tmp_path: Path) -> None:
     robot = tmp_path / "robot.toml"
     robot.write_text("#" * (1 << 20) + "\nuse_sim = true\n")
-    err = _one_error(run_cli("bridge", str(robot), "--duration", "0.1"))
+    err = one_error(run_cli("bridge", str(robot), "--duration", "0.1"))
     assert "more than 1048576 bytes" in err
 
 
@@ -465,14 +424,14 @@ def test_a_deeply_nested_json_config_is_one_error_line(tmp_path: Path) -> None:
         load_calibration(calib)
     fish = tmp_path / "fish.json"
     fish.write_text('{"a": ' * 5000 + "1" + "}" * 5000)
-    err = _one_error(run_cli("fish", "--port", "sim://fish", "config", "set", str(fish)))
+    err = one_error(run_cli("fish", "--port", "sim://fish", "config", "set", str(fish)))
     assert "nested more than 32 deep" in err
 
 
 def test_a_description_nested_by_dotted_keys_is_one_error_line(tmp_path: Path) -> None:
     text = IMU.format(frame="doc" + ".a" * 3000 + " = 1", field="")
-    assert "frame.doc" not in _refused(text)  # refused before it is read as a doc
-    err = _gen_error(tmp_path, "c", text)
+    assert "frame.doc" not in refused(text)  # refused before it is read as a doc
+    err = gen_error(tmp_path, "c", text)
     assert "d0.toml:4: toml: a dotted key of more than 32 parts" in err
 
 
@@ -516,7 +475,7 @@ def test_gen_writes_its_own_output_again_without_force(tmp_path: Path, verb: str
     assert {n: (tmp_path / n).read_text() for n in outs} == before
     mine = tmp_path / outs[-1]
     mine.write_text("hand-written, not generated\n")
-    err = _one_error(run_cli("gen", verb, spec, "-o", str(out)))
+    err = one_error(run_cli("gen", verb, spec, "-o", str(out)))
     assert "was not generated by fwbridge" in err and "--force" in err
     assert mine.read_text() == "hand-written, not generated\n"
     forced = run_cli("gen", verb, spec, "-o", str(out), "--force")
@@ -530,7 +489,7 @@ def test_gen_never_writes_through_a_link_to_its_own_output(tmp_path: Path) -> No
     kept = target.read_text()
     link = tmp_path / "link.lua"
     link.symlink_to(target)
-    err = _one_error(run_cli("gen", "wireshark", "odom", "cmd", "-o", str(link)))
+    err = one_error(run_cli("gen", "wireshark", "odom", "cmd", "-o", str(link)))
     assert "symbolic link" in err
     assert link.is_symlink() and target.read_text() == kept
     proc = run_cli("gen", "wireshark", "odom", "cmd", "-o", str(link), "--force")

@@ -22,47 +22,9 @@ from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.description import DescriptionError, FrameDescription, loads
 from fwbridge.protocols.description_names import C_RESERVED_NAMES, generated_names
 from tests.c_harness import CFLAGS, compiler
+from tests.description_refusals import gen_error, imu, refused
 from tests.frame_strategies import descriptions
 from tests.helpers import run_cli
-
-IMU = """\
-[frame]
-name = "imu"
-header = "5A A5"
-{frame}
-[[field]]
-name = "ax"
-type = "i16"
-{field}
-[checksum]
-algorithm = "sum8"
-"""
-
-
-def _imu(frame: str = "", field: str = "") -> str:
-    return IMU.format(frame=frame, field=field)
-
-
-def _refused(text: str, source: str = "x.toml") -> str:
-    with pytest.raises(DescriptionError) as info:
-        loads(text, source)
-    return str(info.value)
-
-
-def _gen_error(tmp_path: Path, verb: str, *texts: str) -> str:
-    """``fwbridge gen VERB`` on description files: one error line, exit 2."""
-    paths = []
-    for k, text in enumerate(texts):
-        p = tmp_path / f"d{k}.toml"
-        p.write_text(text)
-        paths.append(str(p))
-    out = tmp_path / ("out.lua" if verb == "wireshark" else "out.dbc" if verb == "dbc" else "c")
-    proc = run_cli("gen", verb, *paths, "-o", str(out))
-    err = proc.stderr.decode()
-    assert proc.returncode == 2, (proc.returncode, err)
-    assert err.startswith("error: ") and err.count("\n") == 1, err
-    assert "Traceback" not in err
-    return err
 
 
 # -- text that reaches generated code ------------------------------------------------------------
@@ -74,12 +36,12 @@ def _gen_error(tmp_path: Path, verb: str, *texts: str) -> str:
 ])
 def test_text_that_would_escape_a_comment_or_string_is_refused(frame: str, field: str,
                                                                key: str) -> None:
-    assert f": {key}: " in _refused(_imu(frame, field))
+    assert f": {key}: " in refused(imu(frame, field))
 
 
 def test_doc_is_type_checked_one_error_line(tmp_path: Path) -> None:
-    assert "x.toml:4: frame.doc: expected a string" in _refused(_imu("doc = { a = 1 }"))
-    err = _gen_error(tmp_path, "c", _imu("doc = { a = 1 }"))
+    assert "x.toml:4: frame.doc: expected a string" in refused(imu("doc = { a = 1 }"))
+    err = gen_error(tmp_path, "c", imu("doc = { a = 1 }"))
     assert "frame.doc: expected a string" in err
 
 
@@ -89,7 +51,7 @@ def test_a_c_comment_terminator_in_text_cannot_reach_the_generated_c(tmp_path: P
 
     from fwbridge.codegen.c import generate
 
-    desc = loads(_imu(), "imu.toml")
+    desc = loads(imu(), "imu.toml")
     bad = dataclasses.replace(desc, doc="IMU frame */\n#define memcmp(a, b, n) 0\n/* ", fields=(
         dataclasses.replace(desc.fields[0], unit="m */ int injected_by_unit = 42; /* x"),))
     files = generate([bad], "fw")
@@ -131,8 +93,8 @@ def test_a_quote_and_newline_in_text_cannot_add_a_dbc_message(tmp_path: Path) ->
 def test_dbc_sender_must_be_a_node_name(tmp_path: Path) -> None:
     can = ('[frame]\nname = "w"\n[[field]]\nname = "a"\ntype = "u8"\n[can]\n[[can.message]]\n'
            'name = "m"\nid = 0x100\nsender = "x\\"\\nBO_ 2046 evil: 8 y"\n')
-    assert "can.message[1].sender" in _refused(can)
-    assert "can.message[1].sender" in _gen_error(tmp_path, "dbc", can)
+    assert "can.message[1].sender" in refused(can)
+    assert "can.message[1].sender" in gen_error(tmp_path, "dbc", can)
 
 
 # -- names the generated code would define twice ----------------------------------------------
@@ -161,7 +123,7 @@ def _fields(*fields: str, name: str = "mm", extra: str = "") -> str:
 ])
 def test_names_the_generated_code_would_define_twice_are_refused_at_load(text: str,
                                                                         where: str) -> None:
-    assert where in _refused(text)
+    assert where in refused(text)
 
 
 @pytest.mark.parametrize("second", ["a_put", "a_max"])
@@ -170,7 +132,7 @@ def test_frames_whose_generated_names_collide_are_refused_by_gen_c(tmp_path: Pat
     a = _fields('name = "x"\ntype = "u8"', name="a", extra='[checksum]\nalgorithm = "crc-8"\n')
     b = _fields('name = "x"\ntype = "u8"', name=second,
                 extra='[checksum]\nalgorithm = "crc-8"\n')
-    err = _gen_error(tmp_path, "c", a, b)
+    err = gen_error(tmp_path, "c", a, b)
     assert "d1.toml" in err and "d0.toml" in err
     assert not (tmp_path / "c").exists()
 
@@ -294,24 +256,24 @@ def test_a_large_frame_with_a_wide_crc_is_received_in_bounded_memory() -> None:
 
 def test_a_fixed_frame_is_at_most_64_kib() -> None:
     text = _fields(*[f'name = "b{k}"\ntype = "bytes"\nsize = 4096' for k in range(20)])
-    assert "frames are at most 64 KiB" in _refused(text)
+    assert "frames are at most 64 KiB" in refused(text)
 
 
 def test_many_fields_and_deep_nesting_are_one_error_line(tmp_path: Path) -> None:
     many = '[frame]\nname = "a"\nheader = "5A"\nfield = [' + ", ".join(
         f'{{name = "f{k}", type = "u8"}}' for k in range(40000)) + "]\n"
-    assert "characters; a description has at most 1048576" in _refused(many)
+    assert "characters; a description has at most 1048576" in refused(many)
     fewer = "field = [" + ", ".join(f'{{name = "f{k}", type = "u8"}}' for k in range(5000)) + (
         ']\n[frame]\nname = "a"\nheader = "5A"\n')
-    assert "x.toml:1: field: 5000 fields; at most 1024" in _refused(fewer)
+    assert "x.toml:1: field: 5000 fields; at most 1024" in refused(fewer)
     nodes = '[[can.message]]\nname = "m{k}"\nid = {k}\nnodes = [0, 255]\n'
     flood = _fields('name = "a"\ntype = "u8"', extra="[can]\n" + "".join(
         nodes.format(k=k) for k in range(300))).replace('header = "5A"\n', "")
-    assert "can.message" in _refused(flood)
+    assert "can.message" in refused(flood)
     deep = '[frame]\nname = "a"\nheader = "5A"\ndoc = ' + "[" * 5000 + "]" * 5000 + "\n"
-    assert "nested" in _refused(deep)
+    assert "nested" in refused(deep)
     for text in (many, fewer, deep, flood):
-        _gen_error(tmp_path, "c", text)
+        gen_error(tmp_path, "c", text)
 
 
 # -- decoding ------------------------------------------------------------------------------------
@@ -402,13 +364,13 @@ def test_the_names_checked_are_the_names_the_generators_write(desc: FrameDescrip
 
 
 def test_quoted_keys_and_long_values_stay_one_short_line(tmp_path: Path) -> None:
-    err = _refused(_fields('name = "m"\ntype = "u8"\nenum = { "1\\n" = "a" }'))
+    err = refused(_fields('name = "m"\ntype = "u8"\nenum = { "1\\n" = "a" }'))
     assert "\n" not in err and "field[1].enum" in err
-    err = _refused(_imu(f'doc = "{"x" * 100000}"'))
+    err = refused(imu(f'doc = "{"x" * 100000}"'))
     assert "frame.doc: at most 1000 characters" in err
-    err = _refused(_fields(f'name = "{"m" * 100000}"\ntype = "u8"'))
+    err = refused(_fields(f'name = "{"m" * 100000}"\ntype = "u8"'))
     assert len(err) < 700 and "\n" not in err
-    err = _gen_error(tmp_path, "c", _fields('name = "m"\ntype = [' + "1, " * 100000 + "2]"))
+    err = gen_error(tmp_path, "c", _fields('name = "m"\ntype = [' + "1, " * 100000 + "2]"))
     assert len(err) < 700
 
 
@@ -447,4 +409,4 @@ def test_the_generated_c_compiles_in_the_default_gnu_dialect_where_linux_is_a_ma
         generate([renamed], "bad")
     monkeypatch.setattr(c, "clash_error", lambda *args: None)  # what the check prevents:
     assert "expected identifier" in compiles([renamed], "bad").stderr
-    assert "linux" in str(_refused(_fields('name = "linux"\ntype = "u8"')))
+    assert "linux" in str(refused(_fields('name = "linux"\ntype = "u8"')))

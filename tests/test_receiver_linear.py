@@ -33,10 +33,17 @@ from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
 from fwbridge.protocols.window_checks import window_checks
 from tests.frame_strategies import descriptions, feed, streams
 
+
+def _little_frame(name: str, header: str, check: str, fields: list[str]) -> str:
+    """A little-endian frame's description, its check over the payload; ``fields`` are
+    the ``[[field]]`` tables' keys."""
+    return "\n".join(['[frame]', f'name = "{name}"', f'header = "{header}"',
+                      'byte_order = "little"', *(f'[[field]]\n{f}' for f in fields),
+                      '[checksum]', f'algorithm = "{check}"', 'span = "payload"', ''])
+
+
 #: An AA 55 / float32 / sum-8 frame of 1 KiB: the sum-8 receiver's shape, made large.
-SUM8 = "\n".join(['[frame]', 'name = "wide"', 'header = "AA 55"', 'byte_order = "little"']
-                 + [f'[[field]]\nname = "f{k}"\ntype = "f32"' for k in range(256)]
-                 + ['[checksum]', 'algorithm = "sum8"', 'span = "payload"'])
+SUM8 = _little_frame("wide", "AA 55", "sum8", [f'name = "f{k}"\ntype = "f32"' for k in range(256)])
 
 
 def desc(text: str) -> FrameDescription:
@@ -256,24 +263,8 @@ def test_window_checks_equal_the_checksum_of_each_window(name: str) -> None:
 
 
 # -- no numpy warning reaches a caller ------------------------------------------------
-FLOATS = """[frame]
-name = "fl"
-header = "A5"
-byte_order = "little"
-[[field]]
-name = "a"
-type = "f32"
-[[field]]
-name = "b"
-type = "f64"
-[[field]]
-name = "c"
-type = "u32"
-scale = 1e300
-[checksum]
-algorithm = "xor8"
-span = "payload"
-"""
+FLOATS = _little_frame("fl", "A5", "xor8", ['name = "a"\ntype = "f32"', 'name = "b"\ntype = "f64"',
+                                           'name = "c"\ntype = "u32"\nscale = 1e300'])
 
 
 def _hostile_floats(count: int) -> bytes:
@@ -327,20 +318,8 @@ def test_no_numpy_warning_escapes_the_receivers() -> None:
         np.seterr(**old)
 
 
-_ODOM = """[frame]
-name = "od"
-header = "AA 55"
-byte_order = "little"
-[[field]]
-name = "x"
-type = "f32"
-[[field]]
-name = "y"
-type = "f32"
-[checksum]
-algorithm = "sum8"
-span = "payload"
-"""
+_ODOM = _little_frame("od", "AA 55", "sum8",
+                      ['name = "x"\ntype = "f32"', 'name = "y"\ntype = "f32"'])
 
 
 def _odom_values(count: int) -> list[tuple[float, float]]:

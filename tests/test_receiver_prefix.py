@@ -17,7 +17,7 @@ from fwbridge.protocols.engine import codec_for, receiver_for
 from fwbridge.protocols.fixed_columns import columns_receiver
 from fwbridge.protocols.length_scan import gather_int
 from fwbridge.protocols.stream_accounting import WORK
-from fwbridge.protocols.window_checks import StreamPrefix
+from fwbridge.protocols.stream_prefix import StreamPrefix
 
 
 def _feed(rx: Any, data: bytes, chunk: int) -> None:
