@@ -38,7 +38,8 @@ import can
 from bench.common import machine, table
 from fwbridge.bridge.node.odometry import Odometry, quaternion_from_yaw
 from fwbridge.bridge.record.can_mcap import McapCanWriter, read_mcap_messages
-from fwbridge.bridge.record.mcap_io import McapSink, Streams
+from fwbridge.bridge.record.channel_streams import Streams
+from fwbridge.bridge.record.mcap_sink import McapSink
 from fwbridge.bridge.record.serial_mcap import SerialRecorder
 from fwbridge.bridge.rosmsg import odometry_cdr
 from fwbridge.can_bus.interface import FwBridgeBus

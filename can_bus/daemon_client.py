@@ -328,19 +328,25 @@ class Connection:
             if self._shut:
                 raise SimBusError("the node is shut down") from None
             # flags only: the lock may be held by a thread waiting for send_lock
-            if self.gone is None and self.error is None:
-                self.gone = "connection closed" if isinstance(
-                    exc, BrokenPipeError | ConnectionResetError) else (exc.strerror or str(exc))
+            self._lost("connection closed" if isinstance(
+                exc, BrokenPipeError | ConnectionResetError) else (exc.strerror or str(exc)))
             self.closed = True
             raise self.gone_error() from None
         finally:
             self.out.clear()
 
-    def gone_error(self) -> SimBusError:
-        """What an operation raises once the connection ended."""
+    def _lost(self, how: str) -> None:
+        """The connection ended: the daemon went away, unless this end closed it or the
+        daemon said why first (then that is what is said)."""
+        if not self._shut and self.error is None and self.gone is None:
+            self.gone = how
+
+    def gone_error(self, shut: str | None = None) -> SimBusError:
+        """What an operation raises once the connection ended: :class:`DaemonGone` when
+        the daemon went away, else ``shut`` (the caller's words), else the daemon's error."""
         if self.gone is not None:
             return DaemonGone(f"shared bus {self.name!r}: daemon gone ({self.gone})")
-        return SimBusError(self.error or "the node is shut down")
+        return SimBusError(shut or self.error or "the node is shut down")
 
     def _flush_loop(self) -> None:
         while not self.closed:
@@ -415,8 +421,7 @@ class Connection:
         except (OSError, ValueError):
             chunk = b""
         if not chunk:
-            if not self._shut and self.error is None and self.gone is None:
-                self.gone = "connection closed"
+            self._lost("connection closed")
             self._end()
             return
         msgs: list[can.Message] = []

@@ -222,11 +222,8 @@ class RemoteNode:
                 conn.idle()  # submitted: whatever it sends next need not hold the bus
 
     def _ended(self) -> SimBusError:
-        """What an operation on a node whose connection ended raises: the daemon gone, or
-        this node shut down."""
-        if self._conn.gone is not None:
-            return self._conn.gone_error()
-        return SimBusError(f"{self.channel_info}: bus is shut down")
+        """What an operation on a node whose connection ended raises."""
+        return self._conn.gone_error(f"{self.channel_info}: bus is shut down")
 
     def flush(self) -> None:
         self._conn.call("flush")

@@ -294,8 +294,8 @@ def _raw_fields(msg: can.Message, channel: str, t: float) -> dict[str, Any]:
 
 def _writer(file: str | None, bus: can.BusABC, bitrate: int | None, live: Any) -> Any:
     """The capture (any format; MCAP and live views with joint_states); one error line."""
-    from fwbridge.bridge.record.mcap_io import McapError
-    from fwbridge.bridge.record.serial_mcap import can_writer
+    from fwbridge.bridge.record.can_joint_states import can_writer
+    from fwbridge.bridge.record.mcap_sink import McapError
     rate = bitrate or (bus.sim.bitrate if isinstance(bus, FwBridgeBus) else None)
     try:
         return can_writer(file, bitrate=rate, live=live, channel=bus_label(bus))

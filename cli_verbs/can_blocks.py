@@ -36,7 +36,7 @@ from fwbridge.can_bus.ids import (
 from fwbridge.cli_verbs.can_common import actuator_fields, actuator_text
 from fwbridge.protocols import actuator
 
-__all__ = ["BLOCK_BYTES", "LINE", "CandumpBlocks", "LineBlocks", "line_blocks"]
+__all__ = ["BLOCK_BYTES", "LINE", "CandumpBlocks", "LineBlocks"]
 
 #: Bytes of the log read at a time (cut after the block's last newline).
 BLOCK_BYTES = 1 << 18
@@ -113,13 +113,6 @@ class LineBlocks(LongLineCount):
                 at += len(text) + 1
             block = b"\n".join(kept)
         return block.decode("utf-8")
-
-
-def line_blocks(path: str) -> Iterator[bytes]:
-    """The file's bytes in blocks of whole lines (:class:`LineBlocks`, then its check)."""
-    blocks = LineBlocks(path)
-    yield from blocks
-    blocks.check()
 
 
 @cache

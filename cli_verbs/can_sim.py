@@ -144,8 +144,8 @@ def _open_writer(path: str) -> Any:
 
 def _mcap_writer(capture: str | None, bus: can.BusABC, opts: Any, foxglove: bool, host: str,
                  port: int) -> Any:
-    from fwbridge.bridge.record.mcap_io import McapError
-    from fwbridge.bridge.record.serial_mcap import can_writer
+    from fwbridge.bridge.record.can_joint_states import can_writer
+    from fwbridge.bridge.record.mcap_sink import McapError
     from fwbridge.cli_verbs.live import live_sink
 
     path = capture if capture and _mcap_name(capture) else None
@@ -172,7 +172,7 @@ class _Health:
         if self.writer is None or now < self.due:
             return
         self.due = now + 1.0
-        from fwbridge.bridge.record.serial_mcap import ros_spec
+        from fwbridge.bridge.record.serial_channels import ros_spec
         from fwbridge.bridge.rosmsg import topics
 
         streams = self.writer.streams

@@ -21,6 +21,8 @@ from typing import Any
 
 import click
 
+from fwbridge.bridge.record.mcap_sink import looks_like_mcap
+from fwbridge.bridge.record.serial_pcapng_reader import PCAP_BIG, PCAP_LITTLE
 from fwbridge.cli_verbs.common import fail
 from fwbridge.protocols.errors import CaptureError
 from fwbridge.protocols.pcapng import LINKTYPE_CAN_SOCKETCAN, MAGIC, first_link_type
@@ -30,17 +32,12 @@ __all__ = ["capture_kind", "convert_cmd", "to_mcap"]
 #: CAN log suffixes python-can reads, plus ours.
 CAN_SUFFIXES = (".log", ".asc", ".blf", ".csv", ".trc", ".mf4", ".db")
 
-#: Classic pcap's magic numbers (microsecond, nanosecond) as a little- or big-endian
-#: writer left them: the global header's other fields are in the same byte order.
-_PCAP_LITTLE = (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1")
-_PCAP_BIG = (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d")
-
 
 def capture_kind(path: Path) -> str:
     """``"mcap"``, ``"serial"`` (a pcapng of a serial link) or ``"can"``."""
     with open(path, "rb") as f:
         head = f.read(24)
-        if head[:8] == b"\x89MCAP0\r\n":
+        if looks_like_mcap(head):
             return "mcap"
         if head[:4] == MAGIC:  # the first interface's link type, in the section's byte order
             f.seek(0)
@@ -49,8 +46,8 @@ def capture_kind(path: Path) -> str:
             except CaptureError:
                 linktype = None  # damaged: the serial reader names what and where
             return "can" if linktype == LINKTYPE_CAN_SOCKETCAN else "serial"
-    if head[:4] in _PCAP_LITTLE + _PCAP_BIG and len(head) == 24:  # link type: bytes 20-23
-        linktype = int.from_bytes(head[20:24], "little" if head[:4] in _PCAP_LITTLE else "big")
+    if head[:4] in PCAP_LITTLE + PCAP_BIG and len(head) == 24:  # link type: bytes 20-23
+        linktype = int.from_bytes(head[20:24], "little" if head[:4] in PCAP_LITTLE else "big")
         return "can" if linktype & 0xFFFF == LINKTYPE_CAN_SOCKETCAN else "serial"
     if path.suffix.lower() in CAN_SUFFIXES:
         return "can"
@@ -62,14 +59,14 @@ def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:
     """Write the MCAP of a serial or CAN capture to ``out`` (a new file); messages in."""
     kind = capture_kind(src)
     if kind == "mcap":
-        from fwbridge.bridge.record.mcap_io import read_mcap
+        from fwbridge.bridge.record.mcap_reader import read_mcap
 
         for _ in read_mcap(src):  # read whole first: a damaged file is not "converted"
             pass
         shutil.copyfile(src, out)
         return 0
     if kind == "serial":
-        from fwbridge.bridge.record.mcap_io import McapSink
+        from fwbridge.bridge.record.mcap_sink import McapSink
         from fwbridge.bridge.record.serial_captures import read_capture
         from fwbridge.bridge.record.serial_mcap import SerialCapture
 
@@ -85,9 +82,9 @@ def to_mcap(src: Path, out: Path, *, bitrate: int | None = None) -> int:
         finally:
             cap.streams.close()
         return cap.packets
+    from fwbridge.bridge.record.can_joint_states import JointStates
     from fwbridge.bridge.record.can_logs import read_messages
     from fwbridge.bridge.record.can_mcap import McapCanWriter
-    from fwbridge.bridge.record.serial_mcap import JointStates
 
     writer = McapCanWriter(out, bitrate=bitrate, extend=[JointStates])
     n = 0
@@ -105,18 +102,18 @@ def to_rosbag2(src_mcap: Path, out: Path) -> tuple[Counter[str], set[str]]:
     from rosbags.rosbag2 import Writer
     from rosbags.typesys import get_types_from_msg
 
-    from fwbridge.bridge.record.mcap_io import read_mcap
+    from fwbridge.bridge.record.mcap_reader import Declared, read_mcap
     from fwbridge.bridge.rosmsg import topics
 
     store = topics.typestore("jazzy")
-    schemas = _schemas(src_mcap)
+    schemas: Declared = {}  # filled by the read, each channel before its first message
     written: Counter[str] = Counter()
     skipped: set[str] = set()
     writer = Writer(out, version=9)
     writer.open()
     conns: dict[str, Any] = {}
     try:
-        for rec in read_mcap(src_mcap):
+        for rec in read_mcap(src_mcap, channels=schemas):
             encoding, text = schemas.get(rec.topic, ("", ""))
             if encoding != "cdr":
                 skipped.add(rec.topic)
@@ -133,38 +130,6 @@ def to_rosbag2(src_mcap: Path, out: Path) -> tuple[Counter[str], set[str]]:
     finally:
         writer.close()
     return written, skipped
-
-
-def _schemas(path: Path) -> dict[str, tuple[str, str]]:
-    """topic -> (message encoding, schema text) of an MCAP file."""
-    from mcap.reader import make_reader
-    from mcap.stream_reader import StreamReader
-
-    out: dict[str, tuple[str, str]] = {}
-    with open(path, "rb") as f:
-        summary = None
-        try:
-            summary = make_reader(f).get_summary()
-        except Exception:
-            summary = None
-        if summary is not None:
-            for ch in summary.channels.values():
-                schema = summary.schemas.get(ch.schema_id)
-                out[ch.topic] = (ch.message_encoding, schema.data.decode() if schema else "")
-            return out
-        f.seek(0)
-        from mcap.records import Channel, Schema
-
-        texts: dict[int, str] = {}
-        try:
-            for record in StreamReader(f).records:
-                if isinstance(record, Schema):
-                    texts[record.id] = record.data.decode()
-                elif isinstance(record, Channel):
-                    out[record.topic] = (record.message_encoding, texts.get(record.schema_id, ""))
-        except Exception:
-            pass
-    return out
 
 
 def _whole(dst: Path) -> None:
@@ -197,7 +162,7 @@ def convert_cmd(capture: str, out: str, fmt: str | None, bitrate: int | None) ->
         what = " (a symbolic link)" if dst.is_symlink() else ""
         fail(f"{dst}: exists already{what}; give a new name (nothing is overwritten)")
     fmt = fmt or ("mcap" if dst.suffix.lower() == ".mcap" else "rosbag2")
-    from fwbridge.bridge.record.mcap_io import McapError
+    from fwbridge.bridge.record.mcap_sink import McapError
 
     try:  # the temporary directory beside OUT is never named: OUT is what the user gave
         tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.",

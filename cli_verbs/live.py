@@ -29,7 +29,8 @@ def live_sink(enabled: bool, host: str, port: int) -> Any:
     """The Foxglove sink the options ask for (None without ``--foxglove``); says where."""
     if not enabled:
         return None
-    from fwbridge.bridge.record.mcap_io import FoxgloveSink, McapError
+    from fwbridge.bridge.record.live_view import FoxgloveSink
+    from fwbridge.bridge.record.mcap_sink import McapError
 
     try:
         sink = FoxgloveSink(host, port)

@@ -75,15 +75,16 @@ class _JsonRecords:
     skipped, and the count said once, as a warning naming the file (:meth:`say`)."""
 
     def __init__(self, source: Path) -> None:
+        from fwbridge.protocols.config_text import parse_json_bytes
+
         self.source = source
         self.skipped = 0
         self._first = ""
+        self._parse = parse_json_bytes  # imported once a capture, not once a record
 
     def body(self, data: bytes, topic: str, shape: Callable[[Any], bool]) -> dict[str, Any] | None:
-        from fwbridge.protocols.config_text import parse_json_bytes
-
         try:
-            body = parse_json_bytes(data, topic, MAX_JSON_RECORD)
+            body = self._parse(data, topic, MAX_JSON_RECORD)
             why = None if shape(body) else "not the recorder's fields"
         except ValueError as exc:  # TextLimitError, not UTF-8, not JSON
             body, why = None, " ".join(str(exc).split())[:200]
@@ -136,7 +137,7 @@ def _mcap_of(path: Path, tmp: Path) -> Path:
 def base_series(mcap: Path, source: Path | None = None) -> BaseSeries:
     """The odometry, commands and counters of an MCAP capture (decoded by rosbags);
     ``source``: the file it was converted from, the one a skipped record names."""
-    from fwbridge.bridge.record.mcap_io import read_mcap
+    from fwbridge.bridge.record.mcap_reader import read_mcap
     from fwbridge.bridge.rosmsg import topics
 
     s = BaseSeries()
@@ -203,7 +204,7 @@ def can_series(path: Path, bitrate: int | None = None, window: float = 1.0) -> C
                                       msg.is_remote_frame, msg.dlc,
                                       b"" if msg.is_remote_frame else bytes(msg.data)))
     if path.suffix.lower() == ".mcap":
-        from fwbridge.bridge.record.mcap_io import read_mcap
+        from fwbridge.bridge.record.mcap_reader import read_mcap
 
         records = _JsonRecords(path)
         for rec in read_mcap(path, ("/fwbridge/can/load", "/fwbridge/can/state")):
@@ -464,7 +465,7 @@ def plot_capture(path: Path, out: Path, bitrate: int | None = None) -> dict[str,
 
     kind = capture_kind(path)
     if kind == "mcap":
-        from fwbridge.bridge.record.mcap_io import read_mcap
+        from fwbridge.bridge.record.mcap_reader import read_mcap
 
         topics = {r.topic for r, _ in zip(read_mcap(path), range(2000))}
         kind = "can" if "/from_can_bus" in topics or "/to_can_bus" in topics else "serial"
@@ -485,7 +486,7 @@ def plot_capture(path: Path, out: Path, bitrate: int | None = None) -> dict[str,
 def plot_cmd(capture: str, out: str, force: bool, bitrate: int | None) -> None:
     """Draw CAPTURE: a base's path, velocities, yaw and counters; a CAN bus's load,
     frames per ID and error states."""
-    from fwbridge.bridge.record.mcap_io import McapError
+    from fwbridge.bridge.record.mcap_sink import McapError
     from fwbridge.bridge.record.serial_pcapng import CaptureError
 
     src = Path(capture)

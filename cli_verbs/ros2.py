@@ -461,7 +461,7 @@ def _fleet_view(fleet: Any, enabled: bool, host: str, port: int) -> Any:
     sink = live_sink(enabled, host, port)
     if sink is None:
         return None
-    from fwbridge.bridge.record.mcap_io import Streams
+    from fwbridge.bridge.record.channel_streams import Streams
     from fwbridge.bridge.record.serial_mcap import watch_node
 
     streams = Streams([sink])

@@ -7,11 +7,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib
+import json
 import os
 import queue
 import re
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import termios
@@ -34,6 +36,7 @@ from fwbridge.bridge.node.config import RobotConfig, parse_config
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.scheme import register as offer_sim
+from fwbridge.can_bus.daemon import BusDaemon
 from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.protocols import action_frame, action_group, cmd_frame
@@ -390,6 +393,18 @@ def peer(pair: PtyPair) -> Iterator[FirmwarePeer]:
     yield p
     p.stop()
 
+
+@pytest.fixture
+def mecanum() -> Iterator[str]:
+    """A ``fwbridge sim mecanum`` (realtime) to point the host verbs at: its port."""
+    proc = spawn_verb("sim", "mecanum", "--json", stdout=subprocess.PIPE,
+                      stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    with reaped(proc):
+        yield str(json.loads(proc.stdout.readline())["port"])
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
+
 # -- CAN: is there a usable vcan0? -----------------------------------------------------
 def vcan_reason() -> str | None:
     """Why the socketcan tests cannot run here, or None when vcan0 is usable."""
@@ -510,6 +525,22 @@ def shared_bus(name: str, *options: str) -> Iterator[str]:
         run_verb("can", "bus", "down", name)
 
 
+def bus_daemon(name: str, **options: Any) -> Iterator[tuple[BusDaemon, threading.Thread]]:
+    """A shared bus daemon in this process, running on a thread until the generator is
+    closed or resumed (a fixture's ``for dm, _ in bus_daemon(...): yield dm``); the
+    thread is given for tests that check it outlived what they sent."""
+    dm = BusDaemon(name, **options)
+    dm.open()
+    t = threading.Thread(target=dm.run, daemon=True)
+    t.start()
+    try:
+        yield dm, t
+    finally:
+        dm.stop()
+        t.join(5)
+        dm.close()
+
+
 class Lines:
     """The lines a process writes on a pipe, read by a thread, so a test waits for one
     with a bounded timeout instead of sleeping."""
@@ -531,6 +562,15 @@ class Lines:
         for line in self.seen:
             if text in line:
                 return line
+        return self._next(lambda line: text in line, f"no line with {text!r}", timeout)
+
+    def next_line(self, start: str, timeout: float = 30.0) -> str:
+        """The next line not read before that starts with ``start``: a report asked for
+        again is a new line, never one seen before."""
+        return self._next(lambda line: line.startswith(start), f"no new line {start!r}…",
+                          timeout)
+
+    def _next(self, want: Callable[[str], bool], missing: str, timeout: float) -> str:
         end = time.monotonic() + timeout
         while True:
             try:
@@ -538,9 +578,9 @@ class Lines:
             except queue.Empty:
                 line = None
             if line is None:
-                raise AssertionError(f"no line with {text!r}; got: {''.join(self.seen)[-3000:]}")
+                raise AssertionError(f"{missing}; got: {''.join(self.seen)[-3000:]}")
             self.seen.append(line)
-            if text in line:
+            if want(line):
                 return line
 
     def drain(self) -> str:

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -29,27 +28,15 @@ from fwbridge.can_bus.daemon import BusDaemon
 from fwbridge.can_bus.daemon_client import daemon_info
 from fwbridge.can_bus.interface import FwBridgeBus, SimBusInitError
 from fwbridge.can_bus.sim.nodes import start_modules
-from tests.helpers import wait_for_line
+from tests.helpers import bus_daemon, wait_for_line
 
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
 
 
-def _daemon(name: str, **kw: object) -> Iterator[BusDaemon]:
-    dm = BusDaemon(name, **kw)  # type: ignore[arg-type]
-    dm.open()
-    t = threading.Thread(target=dm.run, daemon=True)
-    t.start()
-    try:
-        yield dm
-    finally:
-        dm.stop()
-        t.join(5)
-        dm.close()
-
-
 @pytest.fixture
 def afap(rundir: Path) -> Iterator[BusDaemon]:
-    yield from _daemon("shared", bitrate=500_000, data_bitrate=2_000_000, pacing="afap")
+    for dm, _ in bus_daemon("shared", bitrate=500_000, data_bitrate=2_000_000, pacing="afap"):
+        yield dm
 
 
 def test_buses_attach_and_arbitrate_exactly_through_the_daemon(afap: BusDaemon) -> None:
@@ -260,8 +247,8 @@ def test_bus_up_detach_then_down(rundir: Path) -> None:
 
 
 def test_socketcand_clients_attach_on_loopback(rundir: Path) -> None:
-    gen = _daemon("scd", socketcand=0)
-    dm = next(gen)
+    gen = bus_daemon("scd", socketcand=0)
+    dm, _ = next(gen)
     try:
         assert dm.tcp is not None and dm.tcp.getsockname()[0] == "127.0.0.1"
         port = dm.socketcand_port

@@ -23,6 +23,7 @@ from fwbridge.can_bus.daemon_client import daemon_info, runtime_dir
 from fwbridge.can_bus.model import BusModel, FrameDelivered
 from fwbridge.can_bus.simchannel import SimBusInitError
 from fwbridge.protocols.bus_wire import Kind, PacketReader
+from tests.helpers import bus_daemon
 
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
 
@@ -34,22 +35,9 @@ def pk(kind: str, body: bytes = b"") -> bytes:
 HELLO = pk("H", json.dumps({"name": "rogue"}).encode())
 
 
-def _daemon(name: str, **kw: object) -> Iterator[tuple[BusDaemon, threading.Thread]]:
-    dm = BusDaemon(name, **kw)  # type: ignore[arg-type]
-    dm.open()
-    t = threading.Thread(target=dm.run, daemon=True)
-    t.start()
-    try:
-        yield dm, t
-    finally:
-        dm.stop()
-        t.join(5)
-        dm.close()
-
-
 @pytest.fixture
 def afap(rundir: Path) -> Iterator[tuple[BusDaemon, threading.Thread]]:
-    yield from _daemon("shared", pacing="afap", hold_limit=0.5)
+    yield from bus_daemon("shared", pacing="afap", hold_limit=0.5)
 
 
 def _answer(sock: socket.socket, timeout: float = 5.0) -> list[tuple[Kind, bytes]]:
@@ -151,7 +139,7 @@ def test_a_node_that_leaves_with_its_frame_on_the_wire(leaver: int) -> None:
 
 
 def test_a_socketcand_flood_is_bounded_and_counted(rundir: Path) -> None:
-    gen = _daemon("scd", socketcand=0)
+    gen = bus_daemon("scd", socketcand=0)
     dm, thread = next(gen)
     try:
         with socket.create_connection(("127.0.0.1", dm.socketcand_port or 0), timeout=5) as s:
@@ -196,7 +184,7 @@ def test_the_runtime_directory_is_never_a_link(tmp_path: Path,
 def test_nodes_that_exit_with_frames_in_flight_leave_the_daemon_whole(
         rundir: Path, pacing: str, capfd: pytest.CaptureFixture[str],
         caplog: pytest.LogCaptureFixture) -> None:
-    gen = _daemon("leave", pacing=pacing)
+    gen = bus_daemon("leave", pacing=pacing)
     dm, thread = next(gen)
     try:
         sniffer = can.Bus(interface="fwbridge", channel="shared:leave")

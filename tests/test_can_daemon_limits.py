@@ -16,25 +16,11 @@ from typing import Any
 import can
 import pytest
 
-from fwbridge.can_bus.daemon import BusDaemon
 from fwbridge.can_bus.daemon_client import DaemonGone, daemon_info
 from fwbridge.can_bus.daemon_nodes import FAIR_SHARE, OUT_LIMIT
-from tests.helpers import wait_until
+from tests.helpers import bus_daemon, wait_until
 
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
-
-
-def _daemon(name: str, **kw: Any) -> Iterator[BusDaemon]:
-    dm = BusDaemon(name, **kw)
-    dm.open()
-    t = threading.Thread(target=dm.run, daemon=True)
-    t.start()
-    try:
-        yield dm
-    finally:
-        dm.stop()
-        t.join(5)
-        dm.close()
 
 
 def _connect(port: int, rcvbuf: int | None = None) -> socket.socket:
@@ -60,8 +46,8 @@ def _report(name: str) -> dict[str, Any]:
 
 
 def test_socketcand_clients_past_the_limit_are_refused(rundir: Path) -> None:
-    gen = _daemon("lim", socketcand=0, max_clients=3)
-    dm = next(gen)
+    gen = bus_daemon("lim", socketcand=0, max_clients=3)
+    dm, _ = next(gen)
     port = dm.socketcand_port or 0
     served: list[socket.socket] = []
     try:
@@ -96,9 +82,9 @@ def test_idle_clients_stay_within_the_queue_budget(rundir: Path) -> None:
     daemon queues for them all stay within its budget (each would hold OUT_LIMIT), and the
     frames beyond are dropped and counted."""
     budget, idle = 1 << 20, 10
-    gen = _daemon("idle", socketcand=0, bitrate=1_000_000, queue_budget=budget,
-                  max_clients=idle + 2)
-    dm = next(gen)
+    gen = bus_daemon("idle", socketcand=0, bitrate=1_000_000, queue_budget=budget,
+                     max_clients=idle + 2)
+    dm, _ = next(gen)
     port = dm.socketcand_port or 0
     socks: list[socket.socket] = []
     try:

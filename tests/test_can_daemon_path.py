@@ -20,30 +20,20 @@ from fwbridge.can_bus.daemon import BusDaemon
 from fwbridge.can_bus.daemon_nodes import QUEUE_BUDGET, Client
 from fwbridge.protocols import bus_wire
 from fwbridge.protocols.bus_wire import Kind, PacketReader
-
-
-def _daemon(name: str, **kw: object) -> Iterator[BusDaemon]:
-    dm = BusDaemon(name, **kw)  # type: ignore[arg-type]
-    dm.open()
-    t = threading.Thread(target=dm.run, daemon=True)
-    t.start()
-    try:
-        yield dm
-    finally:
-        dm.stop()
-        t.join(5)
-        dm.close()
+from tests.helpers import bus_daemon
 
 
 @pytest.fixture
 def afap(rundir: Path) -> Iterator[BusDaemon]:
     # a node may hold bus time for a minute: holding is never cut short in these tests
-    yield from _daemon("path", pacing="afap", hold_limit=60.0)
+    for dm, _ in bus_daemon("path", pacing="afap", hold_limit=60.0):
+        yield dm
 
 
 @pytest.fixture
 def realtime(rundir: Path) -> Iterator[BusDaemon]:
-    yield from _daemon("path", bitrate=125_000, pacing="realtime")
+    for dm, _ in bus_daemon("path", bitrate=125_000, pacing="realtime"):
+        yield dm
 
 
 def _msg(i: int) -> can.Message:
@@ -198,7 +188,7 @@ def test_kept_frames_leave_in_order_once_ended(ends: list[float], cut: float) ->
 def test_fd_frames_of_every_length_cross_the_daemon(rundir: Path) -> None:
     """An FD frame's DLC is its length in python-can (up to 64): the wire takes them all
     (a frame of more than 15 bytes was refused, and its sender dropped)."""
-    for dm in _daemon("fdpath", pacing="afap", data_bitrate=2_000_000):
+    for dm, _ in bus_daemon("fdpath", pacing="afap", data_bitrate=2_000_000):
         a = can.Bus(interface="fwbridge", channel="shared:fdpath", fd=True)
         b = can.Bus(interface="fwbridge", channel="shared:fdpath", fd=True)
         try:

@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("mcap")
 pytest.importorskip("rosbags")
 
-from fwbridge.bridge.record.mcap_io import McapError, McapSink, McapTruncated, read_mcap
+from fwbridge.bridge.record.mcap_reader import McapTruncated, read_mcap
+from fwbridge.bridge.record.mcap_sink import McapError, McapSink
 from fwbridge.bridge.record.serial_mcap import SerialCapture
 from fwbridge.protocols import odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame

@@ -29,7 +29,8 @@ from mcap.stream_reader import CRCValidationError, StreamReader
 from fwbridge.bridge.record.can_logs import CaptureReadError, read_messages
 from fwbridge.bridge.record.can_mcap import McapCanWriter
 from fwbridge.bridge.record.damage import CaptureWarning
-from fwbridge.bridge.record.mcap_io import McapSink, read_mcap
+from fwbridge.bridge.record.mcap_reader import read_mcap
+from fwbridge.bridge.record.mcap_sink import McapSink
 from fwbridge.bridge.record.serial_mcap import SerialCapture
 from fwbridge.protocols import odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from fwbridge.bridge.record.can_mcap import LOAD, STATE, CanRecorder
+from fwbridge.bridge.record.channel_streams import ChannelSpec, Streams
 from fwbridge.bridge.record.live_front import client_response, upstream_request
-from fwbridge.bridge.record.mcap_io import ChannelSpec, Streams
-from fwbridge.bridge.record.serial_mcap import COUNTERS
+from fwbridge.bridge.record.serial_channels import COUNTERS
 
 OLD, NEW = "foxglove.websocket.v1", "foxglove.sdk.v1"
 #: Every JSON channel the project emits.
@@ -69,7 +69,7 @@ def live() -> Iterator[tuple[str, threading.Event]]:
     """A live view on a free loopback port, logging a load and a counters message every
     20 ms until the test ends; its URL."""
     pytest.importorskip("foxglove")
-    from fwbridge.bridge.record.mcap_io import FoxgloveSink
+    from fwbridge.bridge.record.live_view import FoxgloveSink
 
     sink = FoxgloveSink("127.0.0.1", 0)
     streams = Streams([sink])
@@ -234,23 +234,19 @@ def foxglove_datatypes(schema: Any, name: str) -> dict[str, list[tuple[str, str,
             kind = sub.get("type") if isinstance(sub, dict) else None
             if kind == "string" and sub.get("contentEncoding") not in (None, "base64"):
                 raise ValueError(f"{type_name}.{field}: contentEncoding")
+            is_array = kind == "array"
+            if is_array:  # the same rules for its items, less arrays of arrays
+                sub = sub.get("items") or {}
+                kind = sub.get("type")
+                if kind == "string" and sub.get("contentEncoding") is not None:
+                    raise ValueError(f"{type_name}.{field}: contentEncoding in an array")
             if isinstance(kind, str) and kind in SCALARS:
-                fields.append((field, SCALARS[kind], False))
+                fields.append((field, SCALARS[kind], is_array))
             elif kind == "object":
                 walk(sub, f"{type_name}.{field}")
-                fields.append((field, f"{type_name}.{field}", False))
-            elif kind == "array":
-                items = sub.get("items") or {}
-                item = items.get("type")
-                if item == "string" and items.get("contentEncoding") is not None:
-                    raise ValueError(f"{type_name}.{field}: contentEncoding in an array")
-                if isinstance(item, str) and item in SCALARS:
-                    fields.append((field, SCALARS[item], True))
-                elif item == "object":
-                    walk(items, f"{type_name}.{field}")
-                    fields.append((field, f"{type_name}.{field}", True))
-                else:
-                    raise ValueError(f"{type_name}.{field}: array item type {item!r}")
+                fields.append((field, f"{type_name}.{field}", is_array))
+            elif is_array:
+                raise ValueError(f"{type_name}.{field}: array item type {kind!r}")
             else:
                 raise ValueError(f"{type_name}.{field}: unsupported field type {kind!r}")
         types[type_name] = fields
@@ -348,7 +344,7 @@ def test_the_front_bounds_connections_and_heads() -> None:
     import socket
 
     from fwbridge.bridge.record.live_front import HEAD_LIMIT
-    from fwbridge.bridge.record.mcap_io import FoxgloveSink
+    from fwbridge.bridge.record.live_view import FoxgloveSink
 
     sink = FoxgloveSink("127.0.0.1", 0)
     sink.front.max_connections = 1

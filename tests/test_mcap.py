@@ -33,9 +33,9 @@ from fwbridge.bridge.record.can_mcap import (  # noqa: E402
     decode_frame,
     encode_frame,
 )
-from fwbridge.bridge.record.mcap_io import read_mcap  # noqa: E402
+from fwbridge.bridge.record.mcap_reader import read_mcap  # noqa: E402
 from fwbridge.bridge.record.serial_captures import read_capture  # noqa: E402
-from fwbridge.bridge.record.serial_mcap import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
+from fwbridge.bridge.record.serial_channels import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
 from fwbridge.bridge.rosmsg import topics  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
@@ -135,7 +135,7 @@ def test_can_frame_cdr_is_rosbags_cdr(can_id: int, ext: bool, rtr: bool, data: b
                           st.floats(0, 2**31 - 1)), max_size=20))
 def test_recorder_writes_encode_frame_bytes(frames: list[tuple[int, bytes, bool, float]]) -> None:
     from fwbridge.bridge.record.can_mcap import CanRecorder
-    from fwbridge.bridge.record.mcap_io import Streams
+    from fwbridge.bridge.record.channel_streams import Streams
 
     got: list[bytes] = []
 

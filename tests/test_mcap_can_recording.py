@@ -35,7 +35,7 @@ from fwbridge.bridge.record.can_mcap import (
     McapCanWriter,
     read_mcap_messages,
 )
-from fwbridge.bridge.record.mcap_io import McapTruncated, read_mcap
+from fwbridge.bridge.record.mcap_reader import McapTruncated, read_mcap
 from fwbridge.bridge.record.mcap_writer import McapWriter
 from tests.helpers import can_frame_store as store
 

@@ -23,7 +23,9 @@ pytest.importorskip("mcap", reason="the mcap extra is not installed")
 from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.odometry import Odometry, quaternion_from_yaw
-from fwbridge.bridge.record.mcap_io import McapSink, Streams, read_mcap
+from fwbridge.bridge.record.channel_streams import Streams
+from fwbridge.bridge.record.mcap_reader import read_mcap
+from fwbridge.bridge.record.mcap_sink import McapSink
 from fwbridge.bridge.record.serial_mcap import SerialRecorder
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import parse_ros2

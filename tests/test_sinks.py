@@ -203,7 +203,7 @@ COUNTED = {"/fwbridge/counters", "/diagnostics"}
 
 def _through_the_node(path: Path) -> list[list[Any]]:
     """The steps through a BaseNode's record path (its tap and its reads), unstarted."""
-    from fwbridge.bridge.record.mcap_io import McapSink
+    from fwbridge.bridge.record.mcap_sink import McapSink
     from fwbridge.bridge.record.serial_mcap import SerialCapture
 
     now = [MAKER.T0 / 1e9]
@@ -236,7 +236,7 @@ def test_the_recorder_writes_the_node_records_as_before(tmp_path: Path) -> None:
     want = GOLDEN["node"]
     assert [m for m in got if m[0] not in COUNTED] == [m for m in want if m[0] not in COUNTED]
     assert {"/odom", "/tf", "/cmd_vel", "/fwbridge/serial/rx"} <= {m[0] for m in got}
-    from fwbridge.bridge.record.mcap_io import read_mcap
+    from fwbridge.bridge.record.mcap_reader import read_mcap
 
     last = [r for r in read_mcap(tmp_path / "node.mcap", ["/fwbridge/counters"])][-1]
     assert json.loads(last.data)["rx"]["frames"] == 90  # the node's receiver, counted once
@@ -244,7 +244,7 @@ def test_the_recorder_writes_the_node_records_as_before(tmp_path: Path) -> None:
 
 def test_a_link_without_a_node_is_decoded_as_before(tmp_path: Path) -> None:
     from fwbridge.bridge.node.base_core import BaseNodeCore
-    from fwbridge.bridge.record.mcap_io import McapSink
+    from fwbridge.bridge.record.mcap_sink import McapSink
     from fwbridge.bridge.record.serial_mcap import SerialCapture
 
     path = tmp_path / "decoded.mcap"

@@ -12,7 +12,7 @@ Channels (documented in docs/MCAP.md):
 - ``/fwbridge/can/state`` (JSON): a node's fault-confinement state change
   (error-active / error-passive / bus-off, TEC, REC), where the bus reports it.
 - with ``extend`` (the CLI's recordings): ``/joint_states`` and the like, from
-  the layer that knows ROS 2 (:mod:`fwbridge.bridge.record.serial_mcap`).
+  the layer that knows ROS 2 (:mod:`fwbridge.bridge.record.can_joint_states`).
 
 Files are compact by default (no message or chunk indexes: under half the
 bytes; ``index=True`` for a file Foxglove seeks at any size; docs/MCAP.md).
@@ -38,7 +38,9 @@ from typing import Any
 import can
 from can.io.generic import MessageReader, MessageWriter
 
-from fwbridge.bridge.record.mcap_io import ChannelSpec, McapError, McapSink, Streams, read_mcap
+from fwbridge.bridge.record.channel_streams import ChannelSpec, Streams
+from fwbridge.bridge.record.mcap_reader import Declared, read_mcap
+from fwbridge.bridge.record.mcap_sink import McapError, McapSink
 from fwbridge.can_bus.bits import Frame, frame_length
 from fwbridge.protocols.errors import CaptureError
 
@@ -153,7 +155,7 @@ class CanRecorder:
     """Turns CAN frames (and state changes) into the channels of a :class:`Streams`.
 
     ``extend``: factories of more per-frame channels from a higher floor (the
-    ROS 2 ``joint_states`` of :mod:`fwbridge.bridge.record.serial_mcap`), each
+    ROS 2 ``joint_states`` of :mod:`fwbridge.bridge.record.can_joint_states`), each
     called with the streams and then given every data frame (``on_message``).
 
     ``batch``: frames are recorded ``batch`` at a time (and at least every
@@ -380,7 +382,7 @@ class McapCanReader(MessageReader):
 
 def read_mcap_messages(path: str | os.PathLike[str]) -> Iterator[can.Message]:
     """The CAN frames of an MCAP file (both directions), in time order."""
-    declared: set[str] = set()
+    declared: Declared = {}
     frames = 0
     for rec in read_mcap(path, (RX_TOPIC, TX_TOPIC), channels=declared):
         try:
@@ -390,7 +392,7 @@ def read_mcap_messages(path: str | os.PathLike[str]) -> Iterator[can.Message]:
                             f"{exc}") from None
         frames += 1
         yield msg
-    if not frames and declared and not declared & {RX_TOPIC, TX_TOPIC}:
+    if not frames and declared and not declared.keys() & {RX_TOPIC, TX_TOPIC}:
         serial = any("/fwbridge/serial/" in t for t in declared)
         raise McapError(f"{path}: wrong kind of capture: "
                         + ("a serial capture (MCAP), not a CAN capture"

@@ -61,10 +61,14 @@ def check_writable(path: str | os.PathLike[str], *, replace: bool = True) -> Pat
     return p
 
 
+#: The write errors that mean no room: said by these words.
+_NO_ROOM = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
+            errno.EFBIG: "file too large"}
+
+
 def disk_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
     """The one error for a write that failed: ``FILE: disk full`` and the like."""
-    why = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
-           errno.EFBIG: "file too large"}.get(exc.errno or 0, exc.strerror or str(exc))
+    why = _NO_ROOM.get(exc.errno or 0, exc.strerror or str(exc))
     return OutputError(f"{os.fspath(path)}: {why}")
 
 
@@ -234,7 +238,7 @@ def write_with(path: str | os.PathLike[str], fill: Callable[[IO[bytes]], object]
         os.replace(tmp, p)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        if exc.errno in _NO_ROOM:
             raise disk_error(p, exc) from None
         raise OutputError(f"{p}: cannot be written: {exc.strerror or exc}") from None
     except BaseException:

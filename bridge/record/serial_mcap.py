@@ -4,7 +4,7 @@ One recorder, :class:`SerialRecorder`, takes what a link carried (each read
 ``rx`` and write ``tx`` with its time) and what it decoded to (a base node's
 records: it is one of the node's sinks, :mod:`fwbridge.bridge.node.sinks`; on a link
 without a node, :class:`FrameDecoder` decodes for it) and writes, to every sink
-of a :class:`~fwbridge.bridge.record.mcap_io.Streams`:
+of a :class:`~fwbridge.bridge.record.channel_streams.Streams`:
 
 - ``/fwbridge/serial/rx`` and ``/fwbridge/serial/tx``: the bytes of each read
   and write, unchanged, as ``std_msgs/msg/UInt8MultiArray`` (CDR), log time =
@@ -21,7 +21,8 @@ of a :class:`~fwbridge.bridge.record.mcap_io.Streams`:
 :class:`SerialCapture` is that recorder on an MCAP file and/or a live view,
 with :class:`~fwbridge.bridge.record.serial_pcapng.CaptureWriter`'s interface (``write``,
 ``close``, ``packets``, ``bytes``), so every verb that records pcapng
-records MCAP by the file's suffix (:func:`open_capture`).
+records MCAP by the file's suffix (:func:`open_capture`). The channels themselves
+(schemas, the raw bytes' codec) are :mod:`~fwbridge.bridge.record.serial_channels`'.
 """
 
 from __future__ import annotations
@@ -29,106 +30,32 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
-import math
 import os
-import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from fwbridge.bridge.node.config import Calibration
 from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
 from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
-from fwbridge.bridge.record.mcap_io import (
-    ChannelSpec,
-    McapError,
-    McapSink,
-    Sink,
-    Streams,
-    read_mcap,
-)
-from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureError, CaptureWriter, Packet
+from fwbridge.bridge.record.channel_streams import ChannelSpec, Sink, Streams
+from fwbridge.bridge.record.mcap_sink import McapError, McapSink
+from fwbridge.bridge.record.serial_channels import COUNTERS, RAW, encode_raw, ros_spec, ros_topics
+from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.engine import receiver_for
-from fwbridge.protocols.sum8_receiver import ReceiverStats, Sum8Receiver
+from fwbridge.protocols.errors import CaptureError
+from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 if TYPE_CHECKING:
     from fwbridge.bridge.rosmsg.odometry_cdr import OdometryEncoder
 
-__all__ = ["COUNTERS", "RAW", "RAW_SCHEMA", "RAW_TYPE", "FrameDecoder", "JointStates",
-           "SerialCapture",
-           "SerialRecorder", "can_writer", "decode_raw", "encode_raw", "open_capture",
-           "read_mcap_packets", "watch_node"]
+__all__ = ["COUNTER_PERIOD", "FrameDecoder", "SerialCapture", "SerialRecorder", "open_capture",
+           "watch_node"]
 
-RAW_TYPE = "std_msgs/msg/UInt8MultiArray"
-_SEP = "=" * 80
-#: ros2msg schema of the raw channels (a standard type: ``ros2 bag play`` replays it).
-RAW_SCHEMA = (
-    "std_msgs/MultiArrayLayout layout\nuint8[] data\n"
-    f"{_SEP}\nMSG: std_msgs/MultiArrayLayout\nstd_msgs/MultiArrayDimension[] dim\n"
-    "uint32 data_offset\n"
-    f"{_SEP}\nMSG: std_msgs/MultiArrayDimension\nstring label\nuint32 size\nuint32 stride\n"
-)
-RAW = {
-    RX: ChannelSpec("/fwbridge/serial/rx", RAW_TYPE, "ros2msg", RAW_SCHEMA, "cdr"),
-    TX: ChannelSpec("/fwbridge/serial/tx", RAW_TYPE, "ros2msg", RAW_SCHEMA, "cdr"),
-}
-_TOPIC_DIR = {spec.topic: d for d, spec in RAW.items()}
-
-def _counts(names: list[str], description: str) -> dict[str, Any]:
-    """An object of integer counters. Foxglove's JSON-schema parser needs ``properties``
-    on every object and one type per field; a counter not listed still shows (in the
-    raw message), it is only not offered for plots."""
-    return {"type": "object", "description": description,
-            "properties": {name: {"type": "integer"} for name in names}}
-
-
-_RECEIVER = [f.name for f in dataclasses.fields(ReceiverStats)]
-#: The bridge node's own counters (``BaseCore.stats``), before its receiver's.
-_NODE = ["commands", "odometry", "skipped_nonfinite", "watchdog_trips", "reconnects"]
-COUNTERS = ChannelSpec("/fwbridge/counters", "fwbridge.Counters", "jsonschema", json.dumps({
-    "type": "object", "title": "Receiver and node counters (totals so far)",
-    "properties": {"rx": _counts(_RECEIVER, "receiver of the device's frames"),
-                   "tx": _counts(_RECEIVER, "receiver of the host's frames"),
-                   "node": _counts(_NODE + _RECEIVER, "the bridge node's counters")},
-}), "json")
-_RAW_HEAD = b"\x00\x01\x00\x00" + struct.pack("<II", 0, 0)  # CDR LE; no dims, offset 0
 #: Seconds between two counter records.
 COUNTER_PERIOD = 1.0
-
-
-def encode_raw(data: bytes) -> bytes:
-    """``data`` as a CDR ``std_msgs/msg/UInt8MultiArray`` (checked against rosbags)."""
-    return b"".join((_RAW_HEAD, struct.pack("<I", len(data)), data))
-
-
-def decode_raw(cdr: bytes) -> bytes:
-    """The bytes of a CDR ``std_msgs/msg/UInt8MultiArray`` with an empty layout."""
-    if cdr[:2] != b"\x00\x01" or len(cdr) < 16:
-        raise CaptureError(f"not a little-endian CDR UInt8MultiArray: {bytes(cdr[:16]).hex(' ')}")
-    ndim, _offset, n = struct.unpack_from("<III", cdr, 4)
-    if ndim:  # written by another tool: walk the dimensions (label, size, stride)
-        pos = 8
-        for _ in range(ndim):
-            pos += -(pos) % 4
-            (length,) = struct.unpack_from("<I", cdr, 4 + pos)
-            pos += 4 + length
-            pos += -(pos) % 4
-            pos += 8
-        (n,) = struct.unpack_from("<I", cdr, 8 + pos)
-        start = 12 + pos
-    else:
-        start = 16
-    if start + n > len(cdr):
-        raise CaptureError(f"UInt8MultiArray says {n} bytes, has {len(cdr) - start}")
-    return bytes(cdr[start:start + n])
-
-
-def _topics() -> Any:
-    from fwbridge.bridge.rosmsg import topics
-
-    return topics
 
 
 def _odometry_encoder(frame_id: str, child_frame_id: str) -> OdometryEncoder:
@@ -137,22 +64,10 @@ def _odometry_encoder(frame_id: str, child_frame_id: str) -> OdometryEncoder:
     return odometry_encoder(frame_id, child_frame_id)
 
 
-def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
-    """The MCAP channel of one of the bridge's ROS 2 topics (name, type, schema).
-
-    Names are fully qualified, as ``ros2 bag record`` writes them: the
-    bridge's relative ``odom`` in ``namespace`` (default the root: ``/odom``).
-    """
-    topics = _topics()
-    spec = topics.TOPICS[key]
-    name = spec.name if spec.name.startswith("/") else f"{namespace.rstrip('/')}/{spec.name}"
-    return ChannelSpec(name, spec.msgtype, "ros2msg", topics.message_definition(spec.msgtype),
-                       "cdr")
-
 
 def _wall_ns(monotonic_stamp: float) -> int:
     """A node record's monotonic stamp as ns since the epoch (topics.wall_stamp)."""
-    stamp: float = _topics().wall_stamp(monotonic_stamp)
+    stamp: float = ros_topics().wall_stamp(monotonic_stamp)
     return round(stamp * 1e9)
 
 
@@ -261,7 +176,7 @@ class SerialRecorder(SinkBase):
         """A velocity command written at ``ts_ns`` as ``cmd_vel``."""
         if "cmd_vel" not in self._ros:
             return
-        topics = _topics()
+        topics = ros_topics()
         twist = topics.message_from_dict("geometry_msgs/msg/Twist", {
             "linear": {"x": frame.vx, "y": frame.vy}, "angular": {"z": frame.wz}})
         msg = topics.serialize(twist, "geometry_msgs/msg/Twist")
@@ -280,7 +195,7 @@ class SerialRecorder(SinkBase):
         body = self.counters()
         self.streams.log(self._counters, json.dumps(body).encode(), ts)
         if "diagnostics" in self._ros:
-            topics = _topics()
+            topics = ros_topics()
             statuses = [topics.node_status(f"fwbridge {self.port} {name}", values,
                                            connected=True, hardware_id=self.port)
                         for name, values in body.items()]
@@ -498,75 +413,3 @@ class _Tee(SinkBase):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-#: Shortest interval between two joint_states messages from CAN feedback, s.
-JOINT_PERIOD = 0.02
-
-
-class JointStates:
-    """``/joint_states`` from the actuator modules' feedback on a CAN bus (joint
-    ``module<k>``, the struct's angle in radians), at most every ``JOINT_PERIOD``;
-    a :class:`~fwbridge.bridge.record.can_mcap.CanRecorder` extension."""
-
-    def __init__(self, streams: Streams) -> None:
-        topics = _topics()
-        self.streams = streams
-        self._channel = streams.channel(ros_spec("joint_states"))
-        self._positions: dict[int, float] = {}
-        self._due = 0.0
-        self._topics = topics
-
-    def on_message(self, msg: Any) -> None:
-        from fwbridge.can_bus.ids import FEEDBACK_BASE, MAX_MODULE
-
-        can_id = msg.arbitration_id
-        if (msg.is_extended_id or msg.is_remote_frame or msg.dlc != 8
-                or not FEEDBACK_BASE <= can_id <= FEEDBACK_BASE + MAX_MODULE):
-            return
-        angle = msg.data[0] - 256 if msg.data[0] > 127 else msg.data[0]  # int8 degrees
-        self._positions[can_id - FEEDBACK_BASE] = math.radians(angle)
-        if msg.timestamp < self._due:
-            return
-        self._due = msg.timestamp + JOINT_PERIOD
-        topics = self._topics
-        positions = {f"module{k}": self._positions[k] for k in sorted(self._positions)}
-        out = topics.joint_state_message(positions, stamp=msg.timestamp)
-        self.streams.log(self._channel, topics.serialize(out, "sensor_msgs/msg/JointState"),
-                         round(msg.timestamp * 1e9))
-
-
-def can_writer(path: str | None, *, bitrate: int | None = None, live: Sink | None = None,
-               channel: str = "can0") -> Any:
-    """A CAN capture for the CLI: ``open_writer``'s formats, or for ``.mcap`` (and a live
-    view) the MCAP writer with ``joint_states`` added. Raises ValueError/OSError/McapError."""
-    from fwbridge.bridge.record.can_logs import open_writer
-    from fwbridge.bridge.record.can_mcap import McapCanWriter
-
-    if path is not None and not path.lower().endswith(".mcap"):
-        if live is not None:
-            raise McapError("a live view records CAN to .mcap files only (or to none)")
-        return open_writer(path)
-    return McapCanWriter(path or "", bitrate=bitrate, live=live, channel=channel,
-                         extend=[JointStates])
-
-
-def read_mcap_packets(path: str | os.PathLike[str]) -> Iterator[Packet]:
-    """The reads and writes of an MCAP serial capture, as pcapng's :class:`Packet`."""
-    declared: set[str] = set()
-    packets = 0
-    try:
-        for rec in read_mcap(path, _TOPIC_DIR, channels=declared):
-            packet = Packet(rec.log_time_ns, _TOPIC_DIR[rec.topic], decode_raw(rec.data))
-            packets += 1
-            yield packet
-    except McapError:
-        raise  # it names the file, and says whether it was cut (CaptureTruncated)
-    except (ValueError, struct.error) as exc:
-        raise CaptureError(f"{path}: packet {packets + 1} does not decode: {exc}") from None
-    if not packets and declared and not declared & set(_TOPIC_DIR):
-        on_can = {"/from_can_bus", "/to_can_bus"} & declared
-        raise CaptureError(f"{path}: wrong kind of capture: "
-                           + ("a CAN capture (MCAP), not a serial capture (decode it with "
-                              "'fwbridge can decode')" if on_can
-                              else f"no serial bytes (topics: {', '.join(sorted(declared))})"))

@@ -199,18 +199,20 @@ def _run(cfg: SwimConfig, hooks: SwimHooks, buses: list[can.BusABC]) -> SwimResu
                         until=None if cfg.duration is None else t_start + cfg.duration)
     runner.start()
     label = f"{cfg.interface}:{buses[0].channel_info}"
-    hooks.on_started(label)
-    with hooks.status() as status, hooks.interruptible():
-        hooks.on_ready(label)  # running: ready
-        while runner.running:
-            time.sleep(0.05)  # the status line's period
-            if hooks.reader_gone():  # the reader went away (| head): end as the other verbs
-                break
-            now = runner.now()
-            if status is not None:
-                status.update(status_text(ctrl, now, now - t_start, sim))
-            hooks.on_tick(ctrl, now, sim)
-    runner.stop()
+    try:  # stopped on every way out (a stop the status lets through too), before the buses
+        hooks.on_started(label)
+        with hooks.status() as status, hooks.interruptible():
+            hooks.on_ready(label)  # running: ready
+            while runner.running:
+                time.sleep(0.05)  # the status line's period
+                if hooks.reader_gone():  # the reader went away (| head): end as the others
+                    break
+                now = runner.now()
+                if status is not None:
+                    status.update(status_text(ctrl, now, now - t_start, sim))
+                hooks.on_tick(ctrl, now, sim)
+    finally:
+        runner.stop()
     if runner.error is not None:
         return SwimResult(label, error=runner.error)
     now = runner.now()
