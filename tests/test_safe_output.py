@@ -256,3 +256,37 @@ def test_can_sim_bad_bus_options_leave_the_capture(tmp_path: Path) -> None:
                    "--force", "--duration", "0.2")
     assert "bitrate_typo" in one_error_line(res)
     _untouched(keep)
+
+
+def test_a_file_written_by_one_thread_and_flushed_by_another_keeps_every_write(
+        tmp_path: Path) -> None:
+    """A run publishes (flushes) its capture while the reader thread records into it:
+    neither may fail, and every write lands once, in order."""
+    import threading
+
+    from fwbridge.bridge.record.safe_output import open_output
+
+    out = open_output(tmp_path / "shared.bin")
+    chunks = [i.to_bytes(4, "big") * 40 for i in range(20000)]
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def flusher() -> None:
+        try:
+            while not done.is_set():
+                out.flush()
+                out.tell()
+        except BaseException as exc:  # reported by the assertion below
+            failures.append(exc)
+
+    thread = threading.Thread(target=flusher)
+    thread.start()
+    try:
+        for chunk in chunks:
+            out.write(chunk)
+    finally:
+        done.set()
+        thread.join()
+        out.close()
+    assert failures == []
+    assert (tmp_path / "shared.bin").read_bytes() == b"".join(chunks)

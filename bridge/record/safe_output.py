@@ -24,6 +24,7 @@ import contextlib
 import errno
 import io
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, cast
@@ -85,7 +86,8 @@ class OutputFile(io.RawIOBase):
     and closed, so it reads up to there (a capture's last whole record);
     ``FILE: disk full`` goes to :func:`~fwbridge.bridge.record.damage.output_failed`, and
     later writes are dropped: a recorder on any thread goes on without a
-    traceback, and its verb ends with that one error line.
+    traceback, and its verb ends with that one error line. Safe to share between
+    threads: a run publishes (flushes) the file while its reader thread records.
     """
 
     def __init__(self, fd: int, path: Path, buffer: int = 8192) -> None:
@@ -97,6 +99,8 @@ class OutputFile(io.RawIOBase):
         self._limit = buffer
         self._durable = 0  # bytes on disk, each write whole
         self._pos = 0  # where the buffer goes (the file's offset)
+        # reentrant: close() flushes, seek() flushes, under the same lock
+        self._lock = threading.RLock()
 
     @property
     def name(self) -> str:
@@ -109,14 +113,16 @@ class OutputFile(io.RawIOBase):
         return True  # python-can's BLF writer puts its header in at the end
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        self.flush()
-        if self._fd is None:
-            return self._pos if self.failed is not None else self.fileno()
-        self._pos = os.lseek(self._fd, offset, whence)
-        return self._pos
+        with self._lock:
+            self.flush()
+            if self._fd is None:
+                return self._pos if self.failed is not None else self.fileno()
+            self._pos = os.lseek(self._fd, offset, whence)
+            return self._pos
 
     def tell(self) -> int:
-        return self._pos + len(self._buf)
+        with self._lock:
+            return self._pos + len(self._buf)
 
     def fileno(self) -> int:
         if self._fd is None:
@@ -124,33 +130,34 @@ class OutputFile(io.RawIOBase):
         return self._fd
 
     def write(self, data: Any) -> int:
-        if self.failed is not None:
-            return len(data)  # the file ends at its cut; the failure was noted (damage.failures())
-        if self._fd is None:
-            raise OutputError(f"{self.path}: write to a closed file")
-        self._buf += data
-        if len(self._buf) >= self._limit:
-            self._drain()
-        return len(data)
+        with self._lock:
+            if self.failed is not None:
+                return len(data)  # the file ends at its cut; noted once (damage.failures())
+            if self._fd is None:
+                raise OutputError(f"{self.path}: write to a closed file")
+            self._buf += data
+            if len(self._buf) >= self._limit:
+                self._drain()
+            return len(data)
 
     def flush(self) -> None:
-        if self._buf and self._fd is not None:  # after a failure nothing is left to write
-            self._drain()
+        with self._lock:
+            if self._buf and self._fd is not None:  # after a failure nothing is left to write
+                self._drain()
 
     def _drain(self) -> None:
-        view = memoryview(self._buf)
+        # the buffer is taken whole before writing: a view of it never blocks a resize
+        pending, self._buf = self._buf, bytearray()
         done = 0
-        try:
-            while done < len(view):
-                done += os.write(self.fileno(), view[done:])
-        except OSError as exc:
-            view.release()
-            self._fail(exc)
-            return
-        view.release()
+        with memoryview(pending) as view:
+            try:
+                while done < len(view):
+                    done += os.write(self.fileno(), view[done:])
+            except OSError as exc:
+                self._fail(exc)
+                return
         self._pos += done
         self._durable = max(self._durable, self._pos)
-        self._buf.clear()
 
     def _fail(self, exc: OSError) -> None:
         """Cut back to the last whole write, close, and note it once (``damage.failures()``)."""
@@ -165,13 +172,14 @@ class OutputFile(io.RawIOBase):
         output_failed(self.failed)
 
     def close(self) -> None:
-        try:
-            self.flush()
-        finally:
-            if self._fd is not None:
-                fd, self._fd = self._fd, None
-                os.close(fd)
-            super().close()
+        with self._lock:
+            try:
+                self.flush()
+            finally:
+                if self._fd is not None:
+                    fd, self._fd = self._fd, None
+                    os.close(fd)
+                super().close()
 
 
 def open_output(path: str | os.PathLike[str]) -> IO[bytes]:
