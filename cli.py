@@ -52,6 +52,11 @@ SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
     ("send", "action"): ("fish", "send_action_cmd"),
     ("can", "sim"): ("can_sim", "sim_cmd"),
     ("can", "bus"): ("can_daemon", "bus_group"),
+    ("can", "sniff"): ("can_sniff", "sniff_cmd"),
+    ("can", "record"): ("can_sniff", "record_cmd"),
+    ("can", "replay"): ("can_files", "replay_cmd"),
+    ("can", "decode"): ("can_files", "decode_cmd"),
+    ("can", "busload"): ("can_busload", "busload_cmd"),
 }
 
 
@@ -121,10 +126,11 @@ def fwbridge(ctx: click.Context, debug: bool) -> None:
     """Serial and CAN links between a robot's computer and its microcontrollers."""
     ctx.obj = {"debug": debug}
     # The command offers sim:// wherever a port goes; the link floor names nothing of
-    # the simulated firmware, which starts only when a sim:// URL is opened.
+    # the simulated firmware, which starts only when a sim:// URL is opened. Its openers
+    # hand the scheme to pyserial: `fwbridge encode cmd` does not import pyserial.
     from fwbridge.bridge.sim.scheme import register
 
-    register()
+    register(pyserial=False)
 
 
 class _Never(Exception):

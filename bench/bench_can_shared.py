@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         env={**os.environ, "FWBRIDGE_RUNTIME_DIR": rundir}, stderr=subprocess.PIPE, text=True)
     try:
         os.environ["FWBRIDGE_RUNTIME_DIR"] = rundir
-        from fwbridge.can_bus.daemon_client import daemon_info
+        from fwbridge.can_bus.daemon_dir import daemon_info
 
         while daemon_info("benchbus") is None:
             time.sleep(0.05)

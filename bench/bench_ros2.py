@@ -129,15 +129,15 @@ def child_sims(count: int) -> None:
 def child_cmd_vel(endpoint: str, count: int) -> None:
     """20 Hz geometry_msgs/Twist to /robot1..N/cmd_vel, as a ROS 2 node would."""
     from fwbridge.bridge.ros2.participant import Participant
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr, plain_data
 
     p = Participant(connect=[endpoint], wait=10)
     node = p.node("teleop")
     pubs = [node.publisher(f"/robot{k}/cmd_vel", "geometry_msgs/msg/Twist")
             for k in range(1, count + 1)]
-    twist = topics.message_from_dict("geometry_msgs/msg/Twist",
+    twist = plain_data.message_from_dict("geometry_msgs/msg/Twist",
                                      {"linear": {"x": 0.05}, "angular": {"z": 0.1}})
-    data = topics.serialize(twist, "geometry_msgs/msg/Twist")
+    data = cdr.serialize(twist, "geometry_msgs/msg/Twist")
     print("ready", flush=True)
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
@@ -169,13 +169,13 @@ def latency(samples: int, blocks: int = 20, gap: float = 0.002) -> dict[str, dic
     from fwbridge.bridge.ros2.base import Ros2Base
     from fwbridge.bridge.ros2.config import Ros2Settings
     from fwbridge.bridge.ros2.participant import zenoh_config
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr, topics
     from fwbridge.protocols import odom_frame
 
     frame = odom_frame.encode(odom_frame.OdomFrame(0.2, 0.0, 0.1, 12.5))
     rec = OdometryIntegrator().update(odom_frame.decode(frame), 0.0)
     assert rec is not None
-    payload = topics.serialize(topics.odometry_message(rec, stamp=time.time()),
+    payload = cdr.serialize(topics.odometry_message(rec, stamp=time.time()),
                                "nav_msgs/msg/Odometry")
     endpoint = _free_endpoint()
     router = _child("router", endpoint)

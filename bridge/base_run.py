@@ -170,15 +170,12 @@ def _start(node: BaseNode, pending: Any) -> None:
 
     try:
         node.start()
-    except (LinkError, ConfigError, LifecycleError) as exc:
+    except BaseException as exc:  # a stop signal while the link starts too: the safe stop
         node.stop()  # closes the sinks
         if pending is not None:
             pending.discard()
-        raise RunFailed(str(exc)) from None
-    except BaseException:  # a stop signal while the link starts: the safe stop all the same
-        node.stop()
-        if pending is not None:
-            pending.discard()
+        if isinstance(exc, (LinkError, ConfigError, LifecycleError)):
+            raise RunFailed(str(exc)) from None
         raise
 
 

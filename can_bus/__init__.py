@@ -10,8 +10,9 @@
   Bus class over two nodes (:mod:`~can_bus.bus_node`, chosen by :mod:`~can_bus.attach`):
   this process's channel (:mod:`~can_bus.local_node`, :mod:`~can_bus.simchannel`) or,
   with ``channel="shared:NAME"``, a shared bus's daemon (:mod:`~can_bus.remote`).
-- :mod:`can_bus.daemon` (with :mod:`~can_bus.daemon_client`, :mod:`~can_bus.daemon_nodes`,
-  :mod:`~can_bus.socketcand`): one bus shared by many processes.
+- :mod:`can_bus.daemon` (with :mod:`~can_bus.daemon_bus`, :mod:`~can_bus.daemon_nodes`,
+  :mod:`~can_bus.socketcand`; :mod:`~can_bus.daemon_dir` and
+  :mod:`~can_bus.daemon_client` on the nodes' side): one bus shared by many processes.
 - :mod:`can_bus.sim.nodes`: main controller and actuator modules on any python-can bus,
   and :func:`~can_bus.sim.nodes.start_modules` (the floor above: not re-exported here).
 - CAN captures (log files, pcapng, MCAP) are in the record room, :mod:`fwbridge.bridge.record`.

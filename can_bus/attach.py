@@ -10,7 +10,7 @@ from typing import Any
 import can
 
 from fwbridge.can_bus.bus_node import SHARED, BusNode, Settings, split_channel
-from fwbridge.can_bus.daemon_client import attachable, runtime_dir, valid_name
+from fwbridge.can_bus.daemon_dir import attachable, runtime_dir, valid_name
 from fwbridge.can_bus.local_node import LocalNode
 from fwbridge.can_bus.remote import RemoteNode
 from fwbridge.can_bus.simchannel import SimBusInitError

@@ -1,8 +1,9 @@
 """The shared bus daemon's side of its nodes: each attached client (socket, buffers, afap
 state) and the channel that packs each delivery once for all its receivers.
 
-Apart from :mod:`can_bus.daemon` (the loop, the packets, bus time) so that both stay
-small; the daemon is seen here only through :class:`NodeHost`, so nothing imports back.
+Apart from :mod:`can_bus.daemon` (the loop) and :mod:`can_bus.daemon_bus` (the packets,
+bus time) so that each stays small; the daemon is seen here only through
+:class:`NodeHost`, so nothing imports back.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ from can.typechecking import AutoDetectedConfig, CanFilters
 
 from fwbridge.can_bus.attach import open_node
 from fwbridge.can_bus.bus_node import SETTINGS, SHARED, BusNode, settings
-from fwbridge.can_bus.daemon_client import list_daemons
+from fwbridge.can_bus.daemon_dir import list_daemons
 from fwbridge.can_bus.local_node import SHUTDOWN_LINGER
 from fwbridge.can_bus.model import StateChanged
 from fwbridge.can_bus.simchannel import SimBusError, SimBusInitError, channels

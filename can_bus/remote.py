@@ -31,7 +31,8 @@ import can
 from can import BusState, CanOperationError
 
 from fwbridge.can_bus.bus_node import Settings
-from fwbridge.can_bus.daemon_client import Connection, channel_socket, pack_message
+from fwbridge.can_bus.daemon_client import Connection, pack_message
+from fwbridge.can_bus.daemon_dir import channel_socket
 from fwbridge.can_bus.simchannel import SimBusError, SimBusInitError, make_frame
 from fwbridge.protocols import bus_wire
 from fwbridge.protocols.bus_wire import Hello, Kind

@@ -11,7 +11,7 @@
 Only raw mode is served (no broadcast manager, no control mode); classic frames
 only; error frames are not forwarded. A socketcand node never holds afap bus time.
 A client that sends faster than the bus carries loses its newest frames beyond
-:data:`~can_bus.daemon.TX_LIMIT` queued (counted, shown by ``bus list``). At most
+:data:`~can_bus.daemon_nodes.TX_LIMIT` queued (counted, shown by ``bus list``). At most
 ``max_clients`` clients (16 unless told) are served at once, and none while the daemon's
 queue budget is spent: one more is answered ``< error ... >`` and closed (counted as
 ``refused`` in the bus's JSON).

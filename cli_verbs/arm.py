@@ -182,7 +182,7 @@ def pick_place_cmd(pick: tuple[float, float, float], place: tuple[float, float, 
 def _shared_arm_bus(channel: str) -> None:
     """A fwbridge channel named for the arm must be a shared bus that is up."""
     from fwbridge.can_bus.bus_node import SHARED, split_channel
-    from fwbridge.can_bus.daemon_client import attachable, runtime_dir
+    from fwbridge.can_bus.daemon_dir import attachable, runtime_dir
     from fwbridge.protocols.errors import CanError
 
     name, shared = split_channel(channel)
@@ -227,9 +227,9 @@ def _ros2_arm(connect: tuple[str, ...]) -> Any:
         fail("--ros2 needs the ros2 extra: pip install 'fwbridge[ros2]'")
     from fwbridge.bridge.ros2.arm import Ros2Arm
     from fwbridge.bridge.ros2.participant import Participant
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr
 
-    topics.typestore()  # loaded now, not inside the first control step
+    cdr.typestore()  # loaded now, not inside the first control step
     participant = Participant(connect=connect, wait=3.0)
     if not participant.is_open:
         participant.close()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fwbridge.cli_verbs.frames import flag_text
-from fwbridge.cli_verbs.row_fit import ELLIPSIS, float_text
+from fwbridge.cli_verbs.row_fit import ELLIPSIS, elide, float_text
 from fwbridge.cli_verbs.table_stream import GAP
 
 if TYPE_CHECKING:
@@ -188,8 +188,7 @@ class ColumnBlocks:
             if kind in ("flags", "enum", "bytes"):
                 strings = self._strings(f, kind, col)
                 if not pipe:  # on a terminal a long text is cut to its column
-                    cut = max(width - 1, 0)
-                    strings = [s if len(s) <= width else s[:cut] + "…" for s in strings]
+                    strings = [s if len(s) <= width else elide(s, width) for s in strings]
                 elif i < last and max(map(len, strings)) > width:
                     return None
                 if i == last:

@@ -49,7 +49,7 @@ def up_cmd(name: str, bitrate: int, data_bitrate: int | None, pacing: str,
            socketcand: int | None, max_clients: int, queue_budget: int, detach: bool) -> None:
     """Start the shared bus NAME (default sim0)."""
     from fwbridge.can_bus.daemon import serve
-    from fwbridge.can_bus.daemon_client import daemon_info, runtime_dir, valid_name
+    from fwbridge.can_bus.daemon_dir import daemon_info, runtime_dir, valid_name
 
     if not valid_name(name):
         fail(f"bus name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
@@ -118,7 +118,7 @@ def down_cmd(name: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per bus.")
 def list_cmd(as_json: bool) -> None:
     """The shared buses that are up."""
-    from fwbridge.can_bus.daemon_client import list_daemons
+    from fwbridge.can_bus.daemon_dir import list_daemons
 
     found = list_daemons()
     for info in found:

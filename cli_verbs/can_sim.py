@@ -173,15 +173,15 @@ class _Health:
             return
         self.due = now + 1.0
         from fwbridge.bridge.record.serial_channels import ros_spec
-        from fwbridge.bridge.rosmsg import topics
+        from fwbridge.bridge.rosmsg import cdr, diagnostics
 
         streams = self.writer.streams
         if self.channel is None:
             self.channel = streams.channel(ros_spec("diagnostics"))
         stamp = (sim.epoch + now) if sim is not None else time.time()
-        msg = topics.diagnostics_message(topics.module_health_statuses(ctrl.report(now)),
+        msg = diagnostics.diagnostics_message(diagnostics.module_health_statuses(ctrl.report(now)),
                                          stamp=stamp)
-        streams.log(self.channel, topics.serialize(msg, "diagnostic_msgs/msg/DiagnosticArray"),
+        streams.log(self.channel, cdr.serialize(msg, "diagnostic_msgs/msg/DiagnosticArray"),
                     round(stamp * 1e9))
 
 

@@ -225,10 +225,11 @@ def read_input(path: str, fmt: str, direction: str | None = None,
             hint = " (decode it with 'fwbridge can decode')" if "CAN" in kind else ""
             fail(f"{path}: a {kind}, not a serial capture or byte stream{hint}")
         if fmt == "auto":
+            from fwbridge.bridge.record.mcap_sink import looks_like_mcap
             from fwbridge.bridge.record.serial_pcapng import looks_like_pcapng
 
             fmt = ("pcapng" if looks_like_pcapng(first)
-                   else "mcap" if first[:8] == b"\x89MCAP0\r\n"
+                   else "mcap" if looks_like_mcap(first)
                    else "hex" if looks_like_hex(first) else "raw")
         if fmt in ("pcapng", "mcap"):  # read_payloads reads both (MCAP: its raw channels)
             if path == "-":
@@ -296,7 +297,7 @@ def decode_cmd(
     counters to stderr at the end.
     """
     if protocol == "actuator":  # a CAN capture, not a byte stream
-        from fwbridge.cli_verbs.can import decode_cmd as can_decode
+        from fwbridge.cli_verbs.can_files import decode_cmd as can_decode
 
         click.get_current_context().invoke(can_decode, file=source, as_json=as_json, count=None,
                                            wide=wide)

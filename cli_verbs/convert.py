@@ -22,10 +22,15 @@ from typing import Any
 import click
 
 from fwbridge.bridge.record.mcap_sink import looks_like_mcap
-from fwbridge.bridge.record.serial_pcapng_reader import PCAP_BIG, PCAP_LITTLE
 from fwbridge.cli_verbs.common import fail
 from fwbridge.protocols.errors import CaptureError
-from fwbridge.protocols.pcapng import LINKTYPE_CAN_SOCKETCAN, MAGIC, first_link_type
+from fwbridge.protocols.pcapng import (
+    LINKTYPE_CAN_SOCKETCAN,
+    MAGIC,
+    PCAP_BIG,
+    PCAP_LITTLE,
+    first_link_type,
+)
 
 __all__ = ["capture_kind", "convert_cmd", "to_mcap"]
 
@@ -103,9 +108,9 @@ def to_rosbag2(src_mcap: Path, out: Path) -> tuple[Counter[str], set[str]]:
     from rosbags.typesys import get_types_from_msg
 
     from fwbridge.bridge.record.mcap_reader import Declared, read_mcap
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr
 
-    store = topics.typestore("jazzy")
+    store = cdr.typestore("jazzy")
     schemas: Declared = {}  # filled by the read, each channel before its first message
     written: Counter[str] = Counter()
     skipped: set[str] = set()

@@ -97,8 +97,10 @@ class QemuBoard:
     ``wait_status(pred)`` waits for one that satisfies pred.
     """
 
-    def __init__(self, elf: Path, *, icount: str | None = None, machine: str = MACHINE) -> None:
+    def __init__(self, elf: Path, *, icount: str | None = None, machine: str = MACHINE,
+                 link: str | None = None) -> None:
         self.elf = elf
+        self.link = link  # a symlink to the port, made and removed with it
         self.icount = icount
         self.machine = machine
         self.proc: subprocess.Popen[bytes] | None = None
@@ -127,13 +129,22 @@ class QemuBoard:
             raise BoardError(f"{QEMU} is not installed (apt-get install qemu-system-arm)")
         if not self.elf.exists():
             raise BoardError(f"{self.elf}: no such file")
-        relay = self._relay = PtyRelay()
-        self.proc = subprocess.Popen(self.argv(relay.far_fd), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_die_with_parent,
-                                     pass_fds=(relay.far_fd,))
-        relay.handed()
-        assert self.proc.stdout is not None
+        relay = self._relay = PtyRelay(link=self.link)
+        try:  # every way out of a failed or stopped start stops QEMU and closes the relay
+            self.proc = subprocess.Popen(self.argv(relay.far_fd), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         start_new_session=True, preexec_fn=_die_with_parent,
+                                         pass_fds=(relay.far_fd,))
+            relay.handed()
+            self._follow(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _follow(self, timeout: float) -> None:
+        """Wait for QEMU's ptys, then read its diagnostics port and relay the link."""
+        relay = self._relay
+        assert self.proc is not None and self.proc.stdout is not None and relay is not None
         out = self.proc.stdout.fileno()
         ports: dict[int, str] = {}
         said: list[str] = []
@@ -142,12 +153,10 @@ class QemuBoard:
         while 1 not in ports:
             left = end - time.monotonic()
             if left <= 0:
-                self.stop()
                 raise BoardError(f"QEMU gave no ptys within {timeout:g} s")
             ready, _, _ = select.select([out], [], [], left)
             chunk = os.read(out, 4096) if ready else b""
             if ready and not chunk:
-                self.stop()
                 raise BoardError("QEMU exited: " + (" ".join(said)[-300:] or "no message"))
             buf += chunk
             *lines, buf = buf.split(b"\n")
@@ -252,28 +261,6 @@ class QemuBoard:
         self.stop()
 
 
-class PortLink:
-    """``--link PATH``: a symlink to the board's pty, removed at the end (ours only)."""
-
-    def __init__(self, path: str | None, target: str) -> None:
-        from fwbridge.bridge.link.transports import claim_pty_link
-
-        self.path = Path(path) if path is not None else None
-        self.target = target
-        if self.path is not None:
-            claim_pty_link(self.path)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(target)
-            tmp.replace(self.path)
-
-    def close(self) -> None:
-        if self.path is not None:
-            with contextlib.suppress(OSError):
-                if os.readlink(self.path) == self.target:
-                    self.path.unlink()
-
-
 def _f32(bits: int) -> float:
     import struct
 
@@ -295,12 +282,12 @@ def _status_text(st: dict[str, Any]) -> str:
             f"stack={st['stack_used']}/{st['stack_size']}B")
 
 
-def _board(elf: str | None, icount: str | None) -> QemuBoard:
+def _board(elf: str | None, icount: str | None, link: str | None = None) -> QemuBoard:
     try:
         path = Path(elf) if elf is not None else build_elf()
     except BoardError as exc:
         fail(str(exc))
-    return QemuBoard(path, icount=icount)
+    return QemuBoard(path, icount=icount, link=link)
 
 
 ICOUNT = click.option(
@@ -341,18 +328,15 @@ def run_cmd(link_path: str | None, duration: float | None, as_json: bool, icount
     --duration.
     """
     _check_icount(icount)
-    board = _board(elf, icount)
+    board = _board(elf, icount, link_path)
     try:
         board.start()
     except BoardError as exc:
         fail(str(exc))
-    links: list[PortLink] = []
+    except OSError as exc:  # the --link path (a LinkPathTaken names it and says why)
+        fail(str(exc) if isinstance(exc, Error) else f"--link: {exc}")
 
     def ready() -> None:  # inside the run: from here every way out stops QEMU
-        try:
-            links.append(PortLink(link_path, board.port))
-        except OSError as exc:  # LinkPathTaken (an Error) goes up as its own error line
-            fail(f"--link: {exc}")
         port = link_path or board.port
         if as_json:
             json_line({"event": "ready", "port": port, "pty": board.port,
@@ -371,17 +355,11 @@ def run_cmd(link_path: str | None, duration: float | None, as_json: bool, icount
         if as_json:
             json_line({"event": "status", "firmware": st})
 
-    res = run_board(board, duration, on_ready=ready, on_status=status, status=StatusLine,
-                    on_close=lambda: _close(links))
+    res = run_board(board, duration, on_ready=ready, on_status=status, status=StatusLine)
     if res.ended_early:
         code = board.proc.returncode if board.proc else None
         fail(f"QEMU stopped on its own (exit status {code})")
     _end(res.status, res.interrupted, as_json)
-
-
-def _close(links: list[PortLink]) -> None:
-    for link in links:
-        link.close()
 
 
 def _end(st: dict[str, Any], interrupted: bool, as_json: bool) -> None:

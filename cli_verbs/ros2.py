@@ -209,12 +209,12 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
     (transient_local) started before echo is printed too.
     """
     from fwbridge.bridge.ros2.echo import EchoConfig, EchoResult, run_echo
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr, topics
 
     s = _settings(config, connect, (), domain, distro)
     try:
         topic = topics.full_topic_name(topic)
-    except topics.MessageError as exc:
+    except cdr.MessageError as exc:
         fail(str(exc))
     p = _participant(s)
 
@@ -238,7 +238,7 @@ def echo_cmd(topic: str, msgtype: str | None, count: int | None, as_json: bool,
     with stoppable():
         try:
             run_echo(p, echo, show, on_subscribed=on_subscribed, result=res)
-        except topics.MessageError as exc:
+        except cdr.MessageError as exc:
             fail(str(exc))
     click.echo(f"ros2 echo: {res.seen} messages on {res.topic}", err=True)
 
@@ -267,15 +267,15 @@ def pub_cmd(topic: str, msgtype: str, values: str, rate: float | None, times: in
     fwbridge ros2 pub /robot1/cmd_vel geometry_msgs/msg/Twist \\
         '{linear: {x: 0.2}}' --rate 20
     """
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr, plain_data, topics
 
     s = _settings(config, connect, (), domain, distro)
     try:
-        msg = topics.message_from_dict(msgtype, _parse_yaml(values), s.distro)
+        msg = plain_data.message_from_dict(msgtype, _parse_yaml(values), s.distro)
         if msgtype == "geometry_msgs/msg/Twist":
             topics.velocity_request(msg)  # refuse NaN/huge here, not only at the robot
         topic = topics.full_topic_name(topic)
-    except topics.MessageError as exc:
+    except cdr.MessageError as exc:
         fail(str(exc))
     from fwbridge.cli_verbs.status_line import StatusLine
 
@@ -336,13 +336,13 @@ def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: b
                         value: {type: 3, double_value: 0.2}}]}'
     """
     from fwbridge.bridge.ros2.services import register
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr, plain_data
 
     s = _settings(config, connect, (), domain, distro)
     try:
         request_type, _ = register(srvtype, s.distro)
-        request = topics.message_from_dict(request_type, _parse_yaml(values), s.distro)
-    except topics.MessageError as exc:
+        request = plain_data.message_from_dict(request_type, _parse_yaml(values), s.distro)
+    except cdr.MessageError as exc:
         fail(str(exc))
     service = service if service.startswith("/") else "/" + service
     p = _participant(s)
@@ -351,11 +351,11 @@ def call_cmd(service: str, srvtype: str, values: str, timeout: float, as_json: b
             client = p.node(f"fwbridge_call_{_pid()}").client(service, srvtype)
             try:
                 response = client.call(request, timeout)
-            except topics.MessageError as exc:
+            except cdr.MessageError as exc:
                 fail(str(exc))
     finally:
         p.close()
-    data = topics.message_to_dict(response)
+    data = plain_data.message_to_dict(response)
     if as_json:
         json_line(data)
     else:

@@ -20,16 +20,17 @@ with the same pieces (:func:`float_text`, :func:`elide`).
 
 from __future__ import annotations
 
+import io
+import os
 import re
-import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-__all__ = ["ELLIPSIS", "FLOAT_MIN", "MIN_TEXT", "WIDE", "WIDE_OPTION", "LineFit", "elide",
-           "float_text", "hidden_hint", "stdout_columns"]
+__all__ = ["ELLIPSIS", "FLOAT_MIN", "MIN_TEXT", "WIDE", "WIDE_OPTION", "LineFit", "columns",
+           "elide", "float_text", "hidden_hint", "is_terminal", "stdout_columns"]
 
 ELLIPSIS = "…"
 #: Narrowest a text value gets before fields are dropped.
@@ -48,14 +49,29 @@ _LINE_DIGITS = 3
 _FIELD = re.compile(r" (?=[A-Za-z_][A-Za-z0-9_]*=)")
 
 
+def is_terminal(stream: Any) -> bool:
+    """``stream`` writes to a terminal (False for a closed or fd-less stream)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def columns(stream: Any) -> int:
+    """The width of the window ``stream`` writes to: ``COLUMNS`` when set, else the
+    terminal's (asked at each call: a resized window is followed), else 80."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return 80
+
+
 def stdout_columns() -> int | None:
     """The terminal's width when stdout is a terminal (``COLUMNS`` when set), else None."""
-    try:
-        if not sys.stdout.isatty():
-            return None
-    except (AttributeError, ValueError, OSError):
-        return None
-    return shutil.get_terminal_size().columns
+    return columns(sys.stdout) if is_terminal(sys.stdout) else None
 
 
 def float_text(value: float, width: int, digits: int = 6) -> str:

@@ -59,6 +59,7 @@ from fwbridge.cli_verbs.params import (
 )
 from fwbridge.cli_verbs.row_fit import WIDE_OPTION, LineFit
 from fwbridge.cli_verbs.status_line import StatusLine, bar
+from fwbridge.cli_verbs.stopping import held
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.engine import receiver_for
 
@@ -370,12 +371,15 @@ def record_cmd(port: str, file: str, protocol: str | None, force: bool, keep_bac
             with StatusLine() as status, until_interrupted():
                 click.echo(f"recording {port} to {file}", err=True)  # both open: ready
                 while not deadline.expired:
-                    try:
-                        data = read_some(link)
-                    except IO_ERRORS as exc:
-                        fail(f"{port} went away (unplugged?) after {cap.packets} packets: {exc}; "
-                             f"the capture up to then is in {file}")
-                    cap.write(RX, data)
+                    # Bytes taken off the port reach the file: a stop waits for the write
+                    # (at most the port's read timeout, 0.1 s, later).
+                    with held():
+                        try:
+                            data = read_some(link)
+                        except IO_ERRORS as exc:
+                            fail(f"{port} went away (unplugged?) after {cap.packets} packets: "
+                                 f"{exc}; the capture up to then is in {file}")
+                        cap.write(RX, data)
                     if rx is not None and tap is not None and data:
                         tap.feed(data)
                         for item in rx.feed(data):

@@ -155,7 +155,7 @@ def sim_cmd(model: str, faults: str, seed: int, duration: float | None, pacing: 
         link_path=link_path, wait_for_host=wait_for_host, watchdog_ms=watchdog_ms,
         flash_path=flash_path, duration_ms=None if duration is None else round(duration * 1000))
     hooks = _sim_hooks(config, as_json, lambda _link: _capture(
-        record, foxglove, foxglove_host, foxglove_port, None, f"sim://{model}"))
+        record, foxglove, foxglove_host, foxglove_port, f"sim://{model}"))
     try:
         res = run_sim(config, hooks)
     except SimStartError as exc:
@@ -214,8 +214,8 @@ def _sim_hooks(config: SimRunConfig, as_json: bool, open_tap: Any) -> SimHooks:
                     open_tap=open_tap)
 
 
-def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any,
-             name: str, decode: bool = True) -> Any:
+def _capture(record: str | None, foxglove: bool, host: str, port: int, name: str,
+             decode: bool = True) -> Any:
     """The capture of the robot link (file and/or live view); None without either.
     ``decode`` False: a node's sink, fed the node's records."""
     if not record and not foxglove:
@@ -226,9 +226,7 @@ def _capture(record: str | None, foxglove: bool, host: str, port: int, link: Any
     live = live_sink(foxglove, host, port)
     try:
         return open_capture(record, port=name, live=live, decode=decode)
-    except CaptureError as exc:
-        if link is not None:
-            link.close()
+    except CaptureError as exc:  # the caller closes what it opened (run_sim: the link)
         if live is not None:
             live.close()
         fail(str(exc))
@@ -330,7 +328,7 @@ def demo_cmd(plot: str | None, side: float, faults: str, seed: int, as_json: boo
         click.echo(f"fwbridge demo: simulated mecanum base, bridge node on a pty, "
                    f"{side:g} m square (faults: {spec})")
     # the node decodes the link and hands the capture its records: decoded once
-    capture = _capture(record, foxglove, foxglove_host, foxglove_port, None, "demo",
+    capture = _capture(record, foxglove, foxglove_host, foxglove_port, "demo",
                        decode=False)
     view = _DemoView(as_json, live=console.is_terminal and not as_json)
     try:

@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any, TextIO
 
+from fwbridge.cli_verbs.row_fit import columns, elide, is_terminal
 from fwbridge.cli_verbs.stopping import held
 
 __all__ = ["StatusLine", "bar"]
@@ -42,13 +43,6 @@ SHOW_CURSOR = "\x1b[?25h"
 ERASE = "\r\x1b[2K"
 
 
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
 def _same_terminal(a: Any, b: Any) -> bool:
     """``a`` and ``b`` write to the same terminal device."""
     try:
@@ -56,17 +50,6 @@ def _same_terminal(a: Any, b: Any) -> bool:
     except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
         return False
     return (sa.st_rdev, sa.st_dev) == (sb.st_rdev, sb.st_dev)
-
-
-def _columns(stream: Any) -> int:
-    """The window's width: ``COLUMNS`` when set, else the terminal's, else 80."""
-    env = os.environ.get("COLUMNS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    try:
-        return os.get_terminal_size(stream.fileno()).columns or 80
-    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
-        return 80
 
 
 def _printable(text: str) -> str:
@@ -143,8 +126,8 @@ class StatusLine:
 
     def __init__(self, interval: float = 0.25) -> None:
         out, err = sys.stdout, sys.stderr
-        self.term: TextIO | None = (out if _is_terminal(out)
-                                    else err if _is_terminal(err) else None)
+        self.term: TextIO | None = (out if is_terminal(out)
+                                    else err if is_terminal(err) else None)
         self.enabled = self.term is not None
         self.interval = interval
         self.lock = threading.RLock()
@@ -203,11 +186,9 @@ class StatusLine:
         """The line as drawn: erased, the text cut to one column less than the window,
         the cursor back at its start."""
         assert self.term is not None
-        room = _columns(self.term) - 1
+        room = columns(self.term) - 1
         text = _printable(self.text)
-        if len(text) > room:
-            text = text[:max(room - 1, 0)] + "…"
-        return ERASE + text + "\r"
+        return ERASE + elide(text, room) + "\r"
 
     def above(self, stream: TextIO, text: str) -> None:
         """Write ``text`` (whole lines) to ``stream`` above the live line."""

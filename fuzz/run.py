@@ -20,7 +20,8 @@ import sys
 #: Modules outside protocols/ that parse outside input (captures, config files).
 PARSERS = ("fwbridge.bridge.record.serial_pcapng", "fwbridge.bridge.node.config",
            "fwbridge.bridge.robots.arm.config", "fwbridge.bridge.record.can_logs",
-           "fwbridge.bridge.record.can_pcapng", "fwbridge.can_bus.daemon")
+           "fwbridge.bridge.record.can_pcapng", "fwbridge.can_bus.daemon",
+           "fwbridge.can_bus.daemon_bus")
 
 
 def _import_parsers() -> None:

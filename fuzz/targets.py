@@ -171,7 +171,8 @@ def bus_daemon(data: bytes) -> None:
     answers or drops that client, and no exception leaves it."""
     import socket
 
-    from fwbridge.can_bus.daemon import BusDaemon, Client
+    from fwbridge.can_bus.daemon import BusDaemon
+    from fwbridge.can_bus.daemon_nodes import Client
 
     if not _BUS:
         run = _SCRATCH.with_suffix(".run")

@@ -31,6 +31,8 @@ __all__ = [
     "LINKTYPE_CAN_SOCKETCAN",
     "MAGIC",
     "OUTBOUND",
+    "PCAP_BIG",
+    "PCAP_LITTLE",
     "PcapngPacket",
     "enhanced_packet",
     "first_link_type",
@@ -44,6 +46,10 @@ MAGIC = b"\x0a\x0d\x0d\x0a"
 INBOUND = 1  # epb_flags direction: received by the host (device -> host)
 OUTBOUND = 2  # sent by the host (host -> device)
 LINKTYPE_CAN_SOCKETCAN = 227  # the CAN captures' link type
+#: Classic pcap's magic numbers (microsecond, nanosecond) as a little- or big-endian
+#: writer left them: the global header's other fields are in the same byte order.
+PCAP_LITTLE = (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1")
+PCAP_BIG = (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d")
 
 _SHB, _IDB, _SPB, _EPB = 0x0A0D0D0A, 0x00000001, 0x00000003, 0x00000006
 _BOM = 0x1A2B3C4D

@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, settings
 
 from tests import kinds
 
-# The pty fixtures of the bridge tests (``pair``, ``peer``), for every test module;
+# The pty fixtures of the bridge tests (``pair``, ``peer``) and a simulated base's port
+# (``mecanum``), for every test module;
 # FIXTURES for the modules that take it from here.
-from tests.helpers import FIXTURES, controller, pair, peer  # noqa: F401
+from tests.helpers import FIXTURES, controller, mecanum, pair, peer  # noqa: F401
 
 # "ci" keeps the suite to a few minutes on two cores; "long" is for hunting.
 # Health checks judge the generators, not the code: on a loaded two-core CI

@@ -605,9 +605,9 @@ def can_frame_store() -> Any:
     from rosbags.typesys import get_types_from_msg
 
     from fwbridge.bridge.record.can_mcap import FRAME_SCHEMA, FRAME_TYPE
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr
 
-    ts: Any = topics.typestore("jazzy")
+    ts: Any = cdr.typestore("jazzy")
     if FRAME_TYPE not in ts.types:
         ts.register(get_types_from_msg(FRAME_SCHEMA.split("\n" + "=" * 80)[0], FRAME_TYPE))
     return ts

@@ -25,7 +25,7 @@ from fwbridge.can_bus import fd
 from fwbridge.can_bus.attach import SharedBusWarning
 from fwbridge.can_bus.bits import Frame
 from fwbridge.can_bus.daemon import BusDaemon
-from fwbridge.can_bus.daemon_client import daemon_info
+from fwbridge.can_bus.daemon_dir import daemon_info
 from fwbridge.can_bus.interface import FwBridgeBus, SimBusInitError
 from fwbridge.can_bus.sim.nodes import start_modules
 from tests.helpers import bus_daemon, wait_for_line

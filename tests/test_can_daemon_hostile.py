@@ -18,8 +18,9 @@ import can
 import pytest
 
 from fwbridge.can_bus.bits import Frame
-from fwbridge.can_bus.daemon import TX_LIMIT, BusDaemon
-from fwbridge.can_bus.daemon_client import daemon_info, runtime_dir
+from fwbridge.can_bus.daemon import BusDaemon
+from fwbridge.can_bus.daemon_dir import daemon_info, runtime_dir
+from fwbridge.can_bus.daemon_nodes import TX_LIMIT
 from fwbridge.can_bus.model import BusModel, FrameDelivered
 from fwbridge.can_bus.simchannel import SimBusInitError
 from fwbridge.protocols.bus_wire import Kind, PacketReader

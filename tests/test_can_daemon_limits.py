@@ -16,7 +16,8 @@ from typing import Any
 import can
 import pytest
 
-from fwbridge.can_bus.daemon_client import DaemonGone, daemon_info
+from fwbridge.can_bus.daemon_client import DaemonGone
+from fwbridge.can_bus.daemon_dir import daemon_info
 from fwbridge.can_bus.daemon_nodes import FAIR_SHARE, OUT_LIMIT
 from tests.helpers import bus_daemon, wait_until
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import can
 import pytest
 
-from fwbridge.can_bus.daemon_client import daemon_info
+from fwbridge.can_bus.daemon_dir import daemon_info
 
 FWBRIDGE = [sys.executable, "-c", "from fwbridge.cli import main; main()"]
 SECONDS = float(os.environ.get("FWBRIDGE_SOAK_SECONDS", "20"))

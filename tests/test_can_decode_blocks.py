@@ -10,8 +10,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fwbridge.cli_verbs import can as can_verb
-from fwbridge.cli_verbs import can_blocks
+from fwbridge.cli_verbs import can_blocks, can_files
 
 HEX = "0123456789ABCDEFabcdef"
 
@@ -49,12 +48,12 @@ def candump_line(draw: st.DrawFn, plain: bool = False) -> str:
 
 
 def _run(args: list[str], blocks: bool) -> Any:
-    real = can_verb.CANDUMP_BLOCKS
-    can_verb.CANDUMP_BLOCKS = blocks
+    real = can_files.CANDUMP_BLOCKS
+    can_files.CANDUMP_BLOCKS = blocks
     try:
-        return CliRunner().invoke(can_verb.decode_cmd, args)
+        return CliRunner().invoke(can_files.decode_cmd, args)
     finally:
-        can_verb.CANDUMP_BLOCKS = real
+        can_files.CANDUMP_BLOCKS = real
 
 
 @settings(max_examples=80, deadline=None)

@@ -247,7 +247,7 @@ def test_fd_messages_through_python_can() -> None:
 
 
 def test_busload_counts_the_fd_data_phase_at_its_rate() -> None:
-    from fwbridge.cli_verbs.can import bus_bits
+    from fwbridge.cli_verbs.can_busload import bus_bits
 
     msg = can.Message(arbitration_id=0x555, is_extended_id=False, is_fd=True,
                       bitrate_switch=True, data=b"\x55" * 8)

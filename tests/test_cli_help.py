@@ -8,30 +8,15 @@ depends on the terminal. Every help is rendered here at a narrow and a wide wind
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from fwbridge.cli import COMMANDS, fwbridge
+from tests.layout import cli_commands
 
-
-def _commands() -> Iterator[tuple[list[str], click.Command]]:
-    """Every command and group under ``fwbridge``, with its path of names."""
-    def walk(cmd: click.Command, path: list[str], parent: click.Context | None
-             ) -> Iterator[tuple[list[str], click.Command]]:
-        yield path, cmd
-        if isinstance(cmd, click.Group):
-            ctx = click.Context(cmd, info_name=path[-1] if path else "fwbridge", parent=parent)
-            for name in cmd.list_commands(ctx):
-                sub = cmd.get_command(ctx, name)
-                if sub is not None and not sub.hidden:
-                    yield from walk(sub, [*path, name], ctx)
-    yield from walk(fwbridge, [], None)
-
-
-COMMAND_PATHS = [path for path, _ in _commands()]
+COMMAND_PATHS = [path for path, _ in cli_commands()]
 
 
 def first_sentence(help_text: str) -> str:
@@ -75,7 +60,7 @@ def test_help_is_plain_text(path: list[str], width: int) -> None:
 
 
 def test_group_listings_give_whole_sentences() -> None:
-    groups = [(path, cmd) for path, cmd in _commands() if isinstance(cmd, click.Group)]
+    groups = [(path, cmd) for path, cmd in cli_commands() if isinstance(cmd, click.Group)]
     assert len(groups) >= 10
     for path, group in groups:
         for width in (60, 120):

@@ -13,12 +13,10 @@ from __future__ import annotations
 import math
 import struct
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.node import numbers
 from fwbridge.bridge.rosmsg import topics
 from fwbridge.cli_verbs.bridge_run import MAX_LINE, parse_request
@@ -31,17 +29,6 @@ DEADLINE = 20.0
 
 def f32(x: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", x))[0])
-
-
-@pytest.fixture
-def peer() -> Iterator[FirmwarePeer]:
-    with PtyPair() as pair:
-        p = FirmwarePeer(pair)
-        p.start()
-        try:
-            yield p
-        finally:
-            p.stop()
 
 
 def test_one_definition_of_the_limits() -> None:

@@ -16,11 +16,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import queue
 import signal
 import struct
 import subprocess
-import threading
 import time
 import tty
 from collections.abc import Callable, Iterator
@@ -31,7 +29,7 @@ from fwbridge.bridge.sim.kinematics import wrap_deg
 from fwbridge.protocols.odom_frame import OdomFrame
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
-from tests.helpers import OdometryReader, reaped
+from tests.helpers import Lines, OdometryReader, reaped
 from tests.qemu_fw import FwRun, fw_run
 
 DEADLINE = 20.0  # seconds; only a hung run gets near it
@@ -157,7 +155,8 @@ class Harness:
         self.proc = proc
         self.master = master
         self.timeout_ms = timeout_ms
-        self.lines: queue.Queue[str] = queue.Queue()
+        assert proc.stderr is not None
+        self.lines = Lines(proc.stderr)
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -166,13 +165,7 @@ class Harness:
 
     def counters(self) -> dict[str, Any]:
         self.proc.send_signal(signal.SIGUSR1)
-        end = time.monotonic() + DEADLINE
-        while time.monotonic() < end:
-            with suppress(queue.Empty):
-                line = self.lines.get(timeout=0.1)
-                if line.startswith("{"):
-                    return dict(json.loads(line))
-        raise AssertionError("the harness printed no counters")
+        return dict(json.loads(self.lines.next_line("{", DEADLINE)))
 
 
 @contextmanager
@@ -183,14 +176,6 @@ def harness(fw: Firmware, timeout_ms: int) -> Iterator[Harness]:
                              str(timeout_ms), os.ttyname(slave)], stderr=subprocess.PIPE,
                             text=True)
     h = Harness(proc, master, timeout_ms)
-    assert proc.stderr is not None
-    stderr = proc.stderr
-
-    def pump() -> None:
-        for line in stderr:
-            h.lines.put(line.strip())
-
-    threading.Thread(target=pump, daemon=True).start()
     try:
         with reaped(proc):
             yield h

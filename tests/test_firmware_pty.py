@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import select
 import signal
 import struct
 import subprocess
-import threading
 import time
 import tty
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fwbridge.protocols import action_frame, cmd_frame, odom_frame
@@ -31,7 +29,7 @@ from fwbridge.protocols.arq import Delivered, Retransmit, Status, StopAndWaitSen
 from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
-from tests.helpers import reaped
+from tests.helpers import Lines, reaped
 
 DEADLINE = 20.0  # seconds; only a hung run gets near it
 T = TypeVar("T")
@@ -74,29 +72,18 @@ class Harness:
     proc: subprocess.Popen[str]
     base: Link
     action: Link
-    lines: queue.Queue[str] = field(default_factory=queue.Queue)
+    lines: Lines
 
     def report(self) -> dict[str, Any]:
         """Ask for the counters (SIGUSR1) and return them."""
         self.proc.send_signal(signal.SIGUSR1)
-        return json.loads(self._line(lambda s: s.startswith("{")))
+        return dict(json.loads(self.lines.next_line("{", DEADLINE)))
 
     def stop(self) -> dict[str, Any]:
         """SIGTERM: the harness prints its counters and exits 0."""
         self.proc.send_signal(signal.SIGTERM)
         assert self.proc.wait(timeout=DEADLINE) == 0
-        return json.loads(self._line(lambda s: s.startswith("{")))
-
-    def _line(self, want: Callable[[str], bool]) -> str:
-        end = time.monotonic() + DEADLINE
-        while time.monotonic() < end:
-            try:
-                line = self.lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if want(line):
-                return line
-        raise AssertionError("the harness printed nothing")
+        return dict(json.loads(self.lines.next_line("{", DEADLINE)))
 
 
 def until(fn: Callable[[], T | None], what: str) -> T:
@@ -116,17 +103,10 @@ def harness(fw: Firmware, *args: str) -> Iterator[Harness]:
         [str(fw.harness), "--rate", "100", "--cmd-timeout", "0", "--action", action.path, *args,
          base.path], stderr=subprocess.PIPE, text=True,
     )
-    h = Harness(proc, base, action)
     assert proc.stderr is not None
-    stderr = proc.stderr
-
-    def pump() -> None:
-        for line in stderr:
-            h.lines.put(line.strip())
-
-    threading.Thread(target=pump, daemon=True).start()
+    h = Harness(proc, base, action, Lines(proc.stderr))
     with reaped(proc):
-        h._line(lambda s: "ready" in s)
+        h.lines.wait_for("ready", DEADLINE)
         yield h
         base.close()
         action.close()

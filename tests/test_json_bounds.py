@@ -67,7 +67,7 @@ def test_a_deeply_nested_counters_record_is_skipped_and_the_plot_drawn(tmp_path:
 def test_an_oversize_counters_record_is_skipped_before_it_is_parsed(tmp_path: Path) -> None:
     pytest.importorskip("mcap")
     from fwbridge.bridge.record.damage import CaptureWarning
-    from fwbridge.cli_verbs.plot import MAX_JSON_RECORD, base_series
+    from fwbridge.cli_verbs.plot_series import MAX_JSON_RECORD, base_series
 
     huge = GOOD_COUNTERS[:-1] + b" " * MAX_JSON_RECORD + b"}"  # valid JSON, past the bound
     cap = _json_capture(tmp_path / "run.mcap", "/fwbridge/counters",
@@ -81,7 +81,7 @@ def test_an_oversize_counters_record_is_skipped_before_it_is_parsed(tmp_path: Pa
 def test_bus_state_and_load_records_out_of_bounds_are_skipped(tmp_path: Path) -> None:
     pytest.importorskip("mcap")
     from fwbridge.bridge.record.damage import CaptureWarning
-    from fwbridge.cli_verbs.plot import MAX_JSON_RECORD, can_series
+    from fwbridge.cli_verbs.plot_series import MAX_JSON_RECORD, can_series
 
     load = _json_capture(tmp_path / "load.mcap", "/fwbridge/can/load", [
         DEEP.encode(), b'{"bitrate": 250000' + b" " * MAX_JSON_RECORD + b"}",
@@ -121,7 +121,7 @@ def test_a_damaged_bus_description_is_one_error_line(rundir: Path, damage: bytes
 
 
 def test_a_description_left_by_a_gone_bus_is_no_bus(rundir: Path) -> None:
-    from fwbridge.can_bus.daemon_client import daemon_info, list_daemons
+    from fwbridge.can_bus.daemon_dir import daemon_info, list_daemons
 
     (rundir / "gone.json").write_text(DEEP)  # no socket answers: stale, not an error
     assert daemon_info("gone") is None and list_daemons() == []
@@ -213,7 +213,7 @@ def test_the_board_reader_outlives_a_deeply_nested_line() -> None:
 
 # -- the ROS 2 fish's scenes parameter: refused with its reason ---------------------------------
 def test_a_deeply_nested_scenes_parameter_is_refused_with_its_reason() -> None:
-    from fwbridge.bridge.ros2.fish import MAX_STRING, check_parameters
+    from fwbridge.bridge.ros2.fish_parameters import MAX_STRING, check_parameters
 
     plan = check_parameters([("scenes", DEEP[:MAX_STRING])])
     assert plan.results == [(False, "scenes: arrays or tables nested more than 32 deep")]

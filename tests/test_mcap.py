@@ -36,7 +36,7 @@ from fwbridge.bridge.record.can_mcap import (  # noqa: E402
 from fwbridge.bridge.record.mcap_reader import read_mcap  # noqa: E402
 from fwbridge.bridge.record.serial_captures import read_capture  # noqa: E402
 from fwbridge.bridge.record.serial_channels import RAW_SCHEMA, RAW_TYPE, decode_raw, encode_raw  # noqa: E402
-from fwbridge.bridge.rosmsg import topics  # noqa: E402
+from fwbridge.bridge.rosmsg import cdr  # noqa: E402
 from fwbridge.protocols import odom_frame  # noqa: E402
 from fwbridge.protocols.odom_frame import OdomFrame  # noqa: E402
 from tests.helpers import can_frame_store as store  # noqa: E402
@@ -86,7 +86,7 @@ def check_layout(name: str, path: Path) -> None:
         if schemas[topic].encoding == "jsonschema":
             value: object = json.loads(last.data)
         else:
-            value = topics.deserialize(last.data, schemas[topic].name)
+            value = cdr.deserialize(last.data, schemas[topic].name)
         for part in fields.replace("]", "").split("."):
             key, _, index = part.partition("[")
             value = value[key] if isinstance(value, dict) else getattr(value, key)
@@ -111,7 +111,7 @@ def sim_config(tmp_path: Path) -> Path:
 def test_schemas_are_rosbags_own_definitions() -> None:
     ts = store()
     assert ts.generate_msgdef(FRAME_TYPE, ros_version=2)[0] == FRAME_SCHEMA  # type: ignore[attr-defined]
-    assert topics.message_definition(RAW_TYPE) == RAW_SCHEMA
+    assert cdr.message_definition(RAW_TYPE) == RAW_SCHEMA
 
 
 @given(can_id=st.integers(0, 0x1FFFFFFF), ext=st.booleans(), rtr=st.booleans(),
@@ -121,13 +121,13 @@ def test_can_frame_cdr_is_rosbags_cdr(can_id: int, ext: bool, rtr: bool, data: b
     can_id = can_id if ext else can_id & 0x7FF
     msg = can.Message(timestamp=ts, arbitration_id=can_id, is_extended_id=ext,
                       is_remote_frame=rtr, data=b"" if rtr else data, dlc=len(data))
-    cdr = encode_frame(msg, channel)
-    got = store().deserialize_cdr(cdr, FRAME_TYPE)  # type: ignore[attr-defined]
+    encoded = encode_frame(msg, channel)
+    got = store().deserialize_cdr(encoded, FRAME_TYPE)  # type: ignore[attr-defined]
     assert (got.id, got.is_extended, got.is_rtr, got.dlc) == (can_id, ext, rtr, len(data))
     assert bytes(got.data) == (b"" if rtr else data).ljust(8, b"\0")
     assert got.header.frame_id == channel
-    assert bytes(store().serialize_cdr(got, FRAME_TYPE)) == cdr  # type: ignore[attr-defined]
-    back = decode_frame(cdr)
+    assert bytes(store().serialize_cdr(got, FRAME_TYPE)) == encoded  # type: ignore[attr-defined]
+    back = decode_frame(encoded)
     assert back.arbitration_id == can_id and bytes(back.data) == (b"" if rtr else data)
 
 
@@ -161,11 +161,11 @@ def test_recorder_writes_encode_frame_bytes(frames: list[tuple[int, bytes, bool,
 
 @given(st.binary(max_size=300))
 def test_raw_cdr_is_rosbags_cdr(data: bytes) -> None:
-    cdr = encode_raw(data)
-    msg = topics.deserialize(cdr, RAW_TYPE)
+    encoded = encode_raw(data)
+    msg = cdr.deserialize(encoded, RAW_TYPE)
     assert bytes(msg.data) == data
-    assert topics.serialize(msg, RAW_TYPE) == cdr
-    assert decode_raw(cdr) == data
+    assert cdr.serialize(msg, RAW_TYPE) == encoded
+    assert decode_raw(encoded) == data
 
 
 # -- recording verbs ---------------------------------------------------------------------
@@ -253,7 +253,7 @@ def test_record_and_sniff_to_mcap_then_replay(tmp_path: Path) -> None:
     for path in (rec, sniffed):
         assert summary_of(path) is not None  # SIGTERM still wrote the summary
         assert b"".join(p.data for p in read_capture(path)) == b"".join(frames)
-        odoms = [topics.deserialize(r.data, "nav_msgs/msg/Odometry")
+        odoms = [cdr.deserialize(r.data, "nav_msgs/msg/Odometry")
                  for r in read_mcap(path, ["/odom"])]
         assert [round(o.twist.twist.linear.x, 5) for o in odoms] == [
             round(0.1 * i, 5) for i in range(1, 9)]
@@ -296,7 +296,7 @@ def test_can_sim_and_record_to_mcap_decode_agrees(tmp_path: Path) -> None:
     assert {"/fwbridge/can/load", "/fwbridge/can/state", "/joint_states", "/diagnostics"} <= names
     states = [json.loads(rec.data) for rec in read_mcap(out, ["/fwbridge/can/state"])]
     assert any(s["node"] == "module2" and s["new"] == "BUS_OFF" for s in states)
-    joints = [topics.deserialize(rec.data, "sensor_msgs/msg/JointState")
+    joints = [cdr.deserialize(rec.data, "sensor_msgs/msg/JointState")
               for rec in read_mcap(out, ["/joint_states"])]
     assert joints[-1].name == ["module1", "module2", "module3"]
     check_layout("can.json", out)
@@ -353,9 +353,9 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
         conns = {c.topic: c for c in reader.connections}
         assert conns["/odom"].msgtype == "nav_msgs/msg/Odometry"
         assert {"/tf", "/cmd_vel", "/diagnostics", "/fwbridge/serial/rx"} <= conns.keys()
-        odoms = [topics.deserialize(raw, "nav_msgs/msg/Odometry")
+        odoms = [cdr.deserialize(raw, "nav_msgs/msg/Odometry")
                  for _, _, raw in reader.messages([conns["/odom"]])]
-    expected = [topics.deserialize(rec.data, "nav_msgs/msg/Odometry")
+    expected = [cdr.deserialize(rec.data, "nav_msgs/msg/Odometry")
                 for rec in read_mcap(run_mcap, ["/odom"])]
     assert [o.pose.pose.position.x for o in odoms] == [o.pose.pose.position.x for o in expected]
     again = run_verb("convert", str(run_mcap), str(bag), "--to", "rosbag2")
@@ -384,7 +384,7 @@ def test_convert_to_rosbag2_and_mcap(tmp_path: Path) -> None:
 CLIENT = r"""
 import asyncio, json, struct, sys
 import websockets
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import cdr
 
 async def main(url, want):
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1",
@@ -402,7 +402,7 @@ async def main(url, want):
                             {"id": 1, "channelId": channels["/odom"]["id"]}]}))
             elif m[0] == 1:  # message data: opcode, subscription id, log time, payload
                 sub, t = struct.unpack_from("<IQ", m, 1)
-                odom = topics.deserialize(m[13:], "nav_msgs/msg/Odometry")
+                odom = cdr.deserialize(m[13:], "nav_msgs/msg/Odometry")
                 got.append({"sub": sub, "t": t, "x": odom.pose.pose.position.x,
                             "vx": odom.twist.twist.linear.x, "frame": odom.header.frame_id})
         print(json.dumps({"channel": channels["/odom"], "messages": got}))
@@ -473,7 +473,7 @@ def test_foxglove_live_view_of_sim_and_bridge(tmp_path: Path) -> None:
         sim.communicate(timeout=20)
     # fwbridge sim --record: the link as the host saw it, finalised on SIGTERM
     assert summary_of(sim_mcap) is not None
-    twists = [topics.deserialize(r.data, "geometry_msgs/msg/Twist")
+    twists = [cdr.deserialize(r.data, "geometry_msgs/msg/Twist")
               for r in read_mcap(sim_mcap, ["/cmd_vel"])]
     assert any(t.linear.x == pytest.approx(0.25) for t in twists)
     assert len(list(read_mcap(sim_mcap, ["/odom"]))) > 20
@@ -499,7 +499,7 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
     image = matplotlib.image.imread(str(png))
     assert image.shape[:2] == (900, 1200)
     geo = plot_capture(run_mcap, tmp_path / "again.png")
-    odoms = [topics.deserialize(rec.data, "nav_msgs/msg/Odometry")
+    odoms = [cdr.deserialize(rec.data, "nav_msgs/msg/Odometry")
              for rec in read_mcap(run_mcap, ["/odom"])]
     (x0, y0, x1, y1), (xa, xb), (ya, yb) = geo["bbox"], geo["xlim"], geo["ylim"]
     height = geo["size"][1]
@@ -530,7 +530,7 @@ def test_plot_draws_the_path_in_the_capture(tmp_path: Path) -> None:
 FLEET_CLIENT = r"""
 import asyncio, json, struct, sys
 import websockets
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import cdr
 
 async def main(url):
     async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"]) as ws:
@@ -548,7 +548,7 @@ async def main(url):
                     await ws.send(json.dumps({"op": "subscribe", "subscriptions": subs}))
             elif m[0] == 1:
                 sub = struct.unpack_from("<I", m, 1)[0]
-                odom = topics.deserialize(m[13:], "nav_msgs/msg/Odometry")
+                odom = cdr.deserialize(m[13:], "nav_msgs/msg/Odometry")
                 seen[ids[sub]] = odom.header.frame_id
         print(json.dumps(seen))
 

@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from fwbridge.bridge.robots.square import SquareResult
-from fwbridge.cli_verbs.plot import BaseSeries, can_series, draw, draw_square
+from fwbridge.cli_verbs.plot import draw, draw_square
+from fwbridge.cli_verbs.plot_series import BaseSeries, can_series
 
 
 def _log(path: Path, seconds: float, error_at: float | None = None) -> Path:

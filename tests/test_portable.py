@@ -132,21 +132,9 @@ def restrict() -> Callable[[], None]:
 
 def help_paths() -> Iterator[list[str]]:
     """Every command and group under ``fwbridge``, by its path of names."""
-    import click
+    from tests.layout import cli_commands
 
-    from fwbridge.cli import fwbridge
-
-    def walk(cmd: click.Command, path: list[str], parent: click.Context | None
-             ) -> Iterator[list[str]]:
-        yield path
-        if isinstance(cmd, click.Group):
-            ctx = click.Context(cmd, info_name=path[-1] if path else "fwbridge", parent=parent)
-            for name in cmd.list_commands(ctx):
-                sub = cmd.get_command(ctx, name)
-                if sub is not None and not sub.hidden:
-                    yield from walk(sub, [*path, name], ctx)
-
-    yield from walk(fwbridge, [], None)
+    return (path for path, _ in cli_commands())
 
 
 def run_verb(args: list[str], stdin: bytes = b"") -> dict[str, Any]:

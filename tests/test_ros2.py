@@ -30,7 +30,7 @@ from fwbridge.bridge.ros2.config import MAX_URDF, Ros2Settings, load_ros2, parse
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
 from fwbridge.bridge.ros2.participant import Participant, zenoh_config  # noqa: E402
 from fwbridge.bridge.ros2.router import DEFAULT_LISTEN, open_router, router_config  # noqa: E402
-from fwbridge.bridge.rosmsg import topics  # noqa: E402
+from fwbridge.bridge.rosmsg import cdr, plain_data, topics  # noqa: E402
 from fwbridge.bridge.rosmsg.topics import Qos  # noqa: E402
 from fwbridge.bridge.sim.scheme import register as offer_sim  # noqa: E402
 from tests.helpers import (  # noqa: E402
@@ -56,16 +56,16 @@ def test_liveliness_tokens_match_rmw_zenoh() -> None:
     assert keys.liveliness_key(0, zid, 0, 0, "NN", "/", "base_bridge") == GOLDEN["node_root"]
     assert keys.liveliness_key(
         7, zid, 2, 5, "MP", "/robot1", "base_bridge", topic="/robot1/odom",
-        msgtype="nav_msgs/msg/Odometry", type_hash=topics.type_hash("nav_msgs/msg/Odometry"),
+        msgtype="nav_msgs/msg/Odometry", type_hash=cdr.type_hash("nav_msgs/msg/Odometry"),
     ) == GOLDEN["odom_publisher_domain7"]
     assert keys.liveliness_key(
         0, zid, 0, 3, "MS", "/robot1", "base_bridge", topic="/robot1/cmd_vel",
         msgtype="geometry_msgs/msg/Twist",
-        type_hash=topics.type_hash("geometry_msgs/msg/Twist", "humble"),
+        type_hash=cdr.type_hash("geometry_msgs/msg/Twist", "humble"),
     ) == GOLDEN["cmd_vel_subscription_humble"]
     assert keys.liveliness_key(
         0, zid, 0, 2, "MP", "/", "base_bridge", topic="/tf", msgtype="tf2_msgs/msg/TFMessage",
-        type_hash=topics.type_hash("tf2_msgs/msg/TFMessage"), qos=topics.TOPICS["tf"].qos,
+        type_hash=cdr.type_hash("tf2_msgs/msg/TFMessage"), qos=topics.TOPICS["tf"].qos,
     ) == GOLDEN["tf_publisher_depth100"]
     assert keys.qos_key(Qos("best_effort", "transient_local", "keep_last", 7)) == GOLDEN[
         "qos_best_effort_transient_local_depth7"]
@@ -76,12 +76,12 @@ def test_liveliness_tokens_match_rmw_zenoh() -> None:
 
 
 def test_data_keys_match_rmw_zenoh() -> None:
-    odom = topics.type_hash("nav_msgs/msg/Odometry")
+    odom = cdr.type_hash("nav_msgs/msg/Odometry")
     assert keys.data_key(0, "/robot1/odom", "nav_msgs/msg/Odometry", odom) == GOLDEN[
         "data_odom_jazzy"]
     assert keys.data_key(0, "/chatter", "std_msgs/msg/String", "TypeHashNotSupported") == GOLDEN[
         "data_chatter_humble"]
-    assert topics.type_hash("geometry_msgs/msg/Twist") == GOLDEN["data_twist_jazzy_hash"]
+    assert cdr.type_hash("geometry_msgs/msg/Twist") == GOLDEN["data_twist_jazzy_hash"]
     assert keys.resolve_name("odom", "/robot1") == "/robot1/odom"
     assert keys.resolve_name("/tf", "/robot1") == "/tf"
     assert keys.resolve_name("odom", "/") == "/odom"
@@ -96,7 +96,7 @@ def test_attachment_matches_zenoh_serializer() -> None:
     ref = z_serialize((Int64(1), Int64(1_700_000_000_123_456_789), [UInt8(b) for b in range(16)]))
     assert ref.to_bytes() == att.encode()
     assert keys.Attachment.decode(att.encode()) == att
-    with pytest.raises(topics.MessageError):
+    with pytest.raises(cdr.MessageError):
         keys.Attachment.decode(b"\x01" * 20)
 
 
@@ -138,7 +138,7 @@ def test_service_keys_match_rmw_zenoh() -> None:
     assert token.split("/")[5:] == ["SS", "%", "%robot1", "base_bridge",
                                     "%robot1%base_bridge%get_status",
                                     "std_srvs::srv::dds_::Trigger_", trigger, "::,10:,:,:,,"]
-    with pytest.raises(topics.MessageError, match="unknown service type"):
+    with pytest.raises(cdr.MessageError, match="unknown service type"):
         service_type_hash("std_srvs/srv/Nope")
 
 
@@ -388,7 +388,7 @@ def test_robot_description_is_latched_for_a_late_subscriber(network: dict[str, A
     (got,) = _echo_latched(network["endpoint"], "0/robot2/robot_description/**",
                            "std_msgs/msg/String", 1)
     assert got["key"] == ("0/robot2/robot_description/std_msgs::msg::dds_::String_/"
-                          + topics.type_hash("std_msgs/msg/String"))
+                          + cdr.type_hash("std_msgs/msg/String"))
     assert got["msg"]["data"] == URDF
 
 
@@ -614,7 +614,7 @@ def test_humble_publishes_without_type_hash() -> None:
         pub = node.publisher("chatter", "std_msgs/msg/String")
         assert pub.key == GOLDEN["data_chatter_humble"].replace("0/chatter", "0/r/chatter")
         assert pub.token_key.split("/")[11] == "TypeHashNotSupported"
-        assert _wait(lambda: (pub.publish(topics.message_from_dict(
+        assert _wait(lambda: (pub.publish(plain_data.message_from_dict(
             "std_msgs/msg/String", {"data": "hi"}, "humble")), bool(got))[1], 5)
     assert got[0].data == "hi"
 
@@ -684,7 +684,7 @@ def test_ros2_router_routes_between_clients_until_a_signal(sig: str) -> None:
             assert a.is_open and b.is_open and a.connections() == (1, 0)
             b.node("listener").subscription("/chatter", "std_msgs/msg/String", got.append)
             pub = a.node("talker").publisher("/chatter", "std_msgs/msg/String")
-            hello = topics.message_from_dict("std_msgs/msg/String", {"data": "through"})
+            hello = plain_data.message_from_dict("std_msgs/msg/String", {"data": "through"})
             assert _wait(lambda: (pub.publish(hello), bool(got))[1], 10)
         assert got[0].data == "through"
         proc.send_signal(getattr(signal, sig))
@@ -843,7 +843,7 @@ def test_ros2_sink_on_the_asyncio_runtime_publishes_and_takes_cmd_vel() -> None:
         watcher.subscription("/a1/odom", "nav_msgs/msg/Odometry", got["odom"].append)
         watcher.subscription("/tf", "tf2_msgs/msg/TFMessage", got["tf"].append)
         cmd = watcher.publisher("/a1/cmd_vel", "geometry_msgs/msg/Twist")
-        types = topics.typestore().types
+        types = cdr.typestore().types
         vec = types["geometry_msgs/msg/Vector3"]
         bridge = Ros2Base(node, settings, participant=p, say=lambda _t: None)
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 zenoh = pytest.importorskip("zenoh", reason="the ros2 extra (eclipse-zenoh) is not installed")
 pytest.importorskip("rosbags", reason="the ros2 extra (rosbags) is not installed")
 
-from fwbridge.bridge.ros2.fish import (  # noqa: E402
+from fwbridge.bridge.ros2.fish_parameters import (  # noqa: E402
     CONFIG_FIELDS,
     MAX_NAME,
     MAX_PARAMETERS,

@@ -29,7 +29,7 @@ from fwbridge.bridge.ros2.base_parameters import MAX_PARAMETERS  # noqa: E402
 from fwbridge.bridge.ros2.config import Ros2Settings  # noqa: E402
 from fwbridge.bridge.ros2.fleet import Fleet  # noqa: E402
 from fwbridge.bridge.ros2.router import open_router  # noqa: E402
-from fwbridge.bridge.rosmsg import topics  # noqa: E402
+from fwbridge.bridge.rosmsg import cdr  # noqa: E402
 from tests.helpers import Lines, reaped, spawn_verb  # noqa: E402
 from tests.ros2_peer import SET_PARAMETERS_HASH, TRIGGER_HASH, session  # noqa: E402
 
@@ -80,12 +80,12 @@ def _served(s: Any, key: str, timeout: float = 20.0) -> None:
 
 def _set_parameters(params: list[tuple[str, float]]) -> bytes:
     req = services.parameters_request(dict(params))
-    return topics.serialize(req, services.SET_PARAMETERS + "_Request")
+    return cdr.serialize(req, services.SET_PARAMETERS + "_Request")
 
 
 def _results(data: bytes) -> list[tuple[bool, str]]:
     services.register(services.SET_PARAMETERS)
-    resp = topics.deserialize(data, services.SET_PARAMETERS + "_Response")
+    resp = cdr.deserialize(data, services.SET_PARAMETERS + "_Response")
     return [(bool(r.successful), str(r.reason)) for r in resp.results]
 
 
@@ -117,17 +117,17 @@ def test_set_parameters_as_rclpy_serializes_them_are_read() -> None:
     services.register(services.SET_PARAMETERS)
     for case in RCLPY.values():
         data = bytes.fromhex(case["hex"])
-        msg = topics.deserialize(data, services.SET_PARAMETERS + "_Request")
+        msg = cdr.deserialize(data, services.SET_PARAMETERS + "_Request")
         assert [services.typed_parameter_value(p) for p in msg.parameters] == [
             (name, value) for name, _kind, value in case["params"]]
     data = bytes.fromhex(RCLPY["watchdog_timeout_0.2"]["hex"])
     assert len(data) == 88
     # more after the message than it holds is not padding
-    with pytest.raises(topics.MessageError, match="more than padding"):
-        topics.deserialize(data + bytes(100), services.SET_PARAMETERS + "_Request")
+    with pytest.raises(cdr.MessageError, match="more than padding"):
+        cdr.deserialize(data + bytes(100), services.SET_PARAMETERS + "_Request")
     for cut in (70, 20):  # inside a number, inside the name
-        with pytest.raises(topics.MessageError, match="malformed CDR"):
-            topics.deserialize(data[:cut], services.SET_PARAMETERS + "_Request")
+        with pytest.raises(cdr.MessageError, match="malformed CDR"):
+            cdr.deserialize(data[:cut], services.SET_PARAMETERS + "_Request")
 
 
 def test_the_keyed_attachment_of_earlier_rmw_zenoh_releases_is_read_and_written() -> None:
@@ -137,7 +137,7 @@ def test_the_keyed_attachment_of_earlier_rmw_zenoh_releases_is_read_and_written(
     assert decoded.encode() == att
     assert not keys.Attachment.decode(_attachment(seq=9)).keyed
     for bad in (att[:-1], att.replace(b"source_gid", b"source_gix"), b""):
-        with pytest.raises(topics.MessageError):
+        with pytest.raises(cdr.MessageError):
             keys.Attachment.decode(bad)
 
 
@@ -202,7 +202,7 @@ def test_fwbridges_own_client_says_the_services_reason(base: dict[str, Any]) -> 
         while "answered with an error" not in said and time.monotonic() < end:
             try:  # until the route to the service is in
                 client.call(request, timeout=2.0)
-            except topics.MessageError as exc:
+            except cdr.MessageError as exc:
                 said = str(exc)
         assert said == ("/robot1/base_bridge/set_watchdog: the service answered with an "
                         "error: /robot1/base_bridge/set_watchdog: request refused: "
@@ -267,7 +267,7 @@ def test_malformed_samples_of_every_kind_are_said_once_a_second(
     sub = base["bridge"].cmd_sub
     before = sub.malformed
     key = ("0/robot1/cmd_vel/geometry_msgs::msg::dds_::Twist_/"
-           f"{topics.type_hash('geometry_msgs/msg/Twist')}")
+           f"{cdr.type_hash('geometry_msgs/msg/Twist')}")
     publisher = base["session"].declare_publisher(key)
     try:
         with caplog.at_level("WARNING", logger="fwbridge.ros2"):

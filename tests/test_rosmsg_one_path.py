@@ -30,7 +30,7 @@ from fwbridge.bridge.record.serial_mcap import SerialRecorder
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import parse_ros2
 from fwbridge.bridge.ros2.participant import Participant
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import cdr, topics
 
 #: Stamps whose nanoseconds a double holds exactly (the recorder takes ns, the ROS 2 sink s).
 STAMPS = [1_700_000_000.5, 1_700_000_003.0, 1_700_000_004.5]
@@ -44,9 +44,9 @@ def _records() -> list[Odometry]:
 
 def _rosbags(odom: Odometry, prefix: str) -> tuple[bytes, bytes]:
     names = {"frame_id": f"{prefix}odom", "child_frame_id": f"{prefix}base_link"}
-    return (topics.serialize(topics.odometry_message(odom, stamp=odom.stamp, **names),
+    return (cdr.serialize(topics.odometry_message(odom, stamp=odom.stamp, **names),
                              "nav_msgs/msg/Odometry"),
-            topics.serialize(topics.transform_message(odom, stamp=odom.stamp, **names),
+            cdr.serialize(topics.transform_message(odom, stamp=odom.stamp, **names),
                              "tf2_msgs/msg/TFMessage"))
 
 
@@ -123,7 +123,7 @@ def test_the_recorder_encodes_odometry_without_rosbags_per_record(
     def no_rosbags(*_args: Any, **_kwargs: Any) -> Any:
         raise AssertionError("a record went through rosbags' serialiser")
 
-    monkeypatch.setattr(topics, "serialize", no_rosbags)
+    monkeypatch.setattr(cdr, "serialize", no_rosbags)
     monkeypatch.setattr(topics, "odometry_message", no_rosbags)
     monkeypatch.setattr(topics, "transform_message", no_rosbags)
     for odom in records:
@@ -148,7 +148,7 @@ def test_a_template_that_differs_from_rosbags_is_not_used(monkeypatch: pytest.Mo
     """The encoder checks its template against rosbags' bytes when made: where rosbags'
     message differs (here an odometry message of another layout), the encoder stays on
     rosbags' path and gives rosbags' bytes."""
-    from fwbridge.bridge.rosmsg import odometry_cdr
+    from fwbridge.bridge.rosmsg import cdr, odometry_cdr, topics
 
     built = topics.odometry_message
 
@@ -162,6 +162,6 @@ def test_a_template_that_differs_from_rosbags_is_not_used(monkeypatch: pytest.Mo
     monkeypatch.setattr(topics, "odometry_message", other)
     encoder = odometry_cdr.odometry_encoder()
     assert isinstance(encoder, odometry_cdr.RosbagsOdometry)
-    assert encoder.odometry(odom, odom.stamp) == topics.serialize(
+    assert encoder.odometry(odom, odom.stamp) == cdr.serialize(
         other(odom, stamp=odom.stamp), "nav_msgs/msg/Odometry")
     assert encoder.transform(odom, odom.stamp) == _rosbags(odom, "")[1]

@@ -272,17 +272,19 @@ def test_bridge_tracks_the_pose_through_one_percent_corruption() -> None:
 
 def test_use_sim_config_opens_a_sim_url_in_a_fresh_process_once_offered(tmp_path: Path) -> None:
     """The seam: a robot TOML with use_sim = true, in a process that offers sim:// (the
-    ``fwbridge`` command does); one that does not gets one clear error, no simulation."""
+    ``fwbridge`` command does, to its openers only: pyserial is not imported at its
+    start-up); one that does not gets one clear error, no simulation."""
     config = tmp_path / "robot.toml"
     config.write_text(
         'use_sim = true\n[link]\nurl = "/dev/ttyUSB0"\n[sim]\nurl = "sim://echo?pacing=afap"\n'
     )
     code = (
         "import sys\n"
+        "if sys.argv[2] != 'no':\n"
+        "    from fwbridge.bridge.sim import register; register(pyserial=sys.argv[2] == 'offer')\n"
+        "    assert sys.argv[2] == 'offer' or 'serial' not in sys.modules, 'pyserial loaded'\n"
         "from fwbridge.bridge.node.config import load_config\n"
         "from fwbridge.bridge.node.hardware import LinkHardware\n"
-        "if sys.argv[2] == 'offer':\n"
-        "    from fwbridge.bridge.sim import register; register()\n"
         "hw = LinkHardware(load_config(sys.argv[1])); hw.configure()\n"
         "hw.link.write(b'\\xaa\\x55hello'); print(hw.link.read(7).hex()); hw.shutdown()\n"
     )
@@ -291,9 +293,10 @@ def test_use_sim_config_opens_a_sim_url_in_a_fresh_process_once_offered(tmp_path
         return subprocess.run([sys.executable, "-c", code, str(config), offer], cwd=REPO,
                               capture_output=True, text=True, timeout=60)
 
-    out = run("offer")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == (b"\xaa\x55hello").hex()
+    for offer in ("offer", "to-openers"):
+        out = run(offer)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == (b"\xaa\x55hello").hex()
     out = run("no")
     assert out.returncode != 0 and out.stdout == ""
     assert "'sim://' URLs are not offered by this program" in out.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.odom_frame import OdomFrame
 from tests.helpers import FirmwarePeer, reaped, spawn_verb, wait_for_line, wait_until
+from tests.terminal import Terminal
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")
 
@@ -339,3 +341,98 @@ def test_every_long_running_verb_stops_the_same_way_on_sigterm(
     assert proc.returncode == 143, err
     assert b"Traceback" not in err, err
     assert summary in err
+
+
+# -- the simulators and the demo: every way out (a signal, or the reader gone) -------------
+#: How a verb is left: a stop signal, or "pipe" (`| head -1`: stdout's reader goes away).
+WAYS = ["SIGINT", "SIGTERM", "pipe"]
+
+
+def _leave(proc: subprocess.Popen[bytes], way: str) -> int:
+    """Leave the running verb ``way``; its exit status (the house's for that way)."""
+    assert proc.stdout is not None
+    if way == "pipe":
+        proc.stdout.close()  # the reader has read its line and is gone
+        want = 0
+    else:
+        proc.send_signal(getattr(signal, way))
+        want = 128 + getattr(signal, way)
+    rc = proc.wait(timeout=DEADLINE)
+    assert rc == want, proc.stderr.read() if proc.stderr else rc
+    return rc
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("model", ["mecanum", "zumo", "fish"])
+def test_sim_every_way_out_removes_its_link_and_closes_its_capture(
+        tmp_path: Path, model: str, way: str) -> None:
+    link, capture = tmp_path / "robot", tmp_path / "sim.pcapng"
+    proc = spawn_verb("sim", model, "--link", str(link), "--record", str(capture), "--json",
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    with reaped(proc):
+        ready = json.loads(proc.stdout.readline())
+        assert ready["event"] == "ready" and ready["port"] == str(link) and link.is_symlink()
+        json.loads(proc.stdout.readline())  # a status line: the clock runs
+        _leave(proc, way)
+        err = proc.stderr.read()
+    assert b"Traceback" not in err and b"error:" not in err, err
+    assert not os.path.lexists(link)  # the --link is gone with the pty it named
+    list(read_capture(capture))  # readable to its end: closed whole, not cut
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_demo_every_way_out_stops_the_base_and_closes_its_capture(tmp_path: Path,
+                                                                  way: str) -> None:
+    capture = tmp_path / "demo.pcapng"
+    proc = spawn_verb("demo", "--json", "--record", str(capture), stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    with reaped(proc):
+        wait_for_line(proc, r'"event":"odometry"', DEADLINE, stream="stdout")  # driving
+        _leave(proc, way)
+        err = proc.stderr.read()
+    assert b"Traceback" not in err and b"error:" not in err, err
+    sent = [cmd_frame.decode(p.data) for p in read_capture(capture) if p.direction == "tx"]
+    assert any(c.vx or c.vy or c.wz for c in sent)  # it was driving the square
+    assert sent[-1] == cmd_frame.ZERO  # the last command, and the capture's end: the stop
+
+
+@pytest.mark.parametrize("suffix", ["pcapng", "mcap"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP],
+                         ids=lambda s: signal.Signals(s).name)
+def test_record_stopped_by_a_signal_keeps_every_packet(pair: PtyPair, tmp_path: Path,
+                                                        sig: int, suffix: str) -> None:
+    out = tmp_path / f"run.{suffix}"
+    # On a terminal: its live line counts the packets written (a wide window keeps the
+    # long test path whole).
+    with Terminal("record", pair.path, str(out), cols=250) as term:
+        term.expect(r"recording .* to ")
+        pair.write(odom_frame.encode(OdomFrame(0.1, 0.0, 0.0, 1.0)) * 20)
+        term.expect(rf"run\.{suffix}: [1-9]\d* packets")  # taken off the port, written
+        term.kill(sig)
+        assert term.wait() == 128 + sig, term.text
+        text = term.text
+    n = int(re.findall(r"recorded (\d+) packets", text)[-1])
+    assert n > 0 and len(list(read_capture(out))) == n  # closed whole: every packet counted
+
+
+@pytest.mark.parametrize("way", ["SIGHUP", "pipe"])
+def test_fw_run_every_way_out_stops_qemu_and_removes_its_link(tmp_path: Path, way: str) -> None:
+    """SIGINT and SIGTERM: tests/test_firmware_qemu.py; here the other two ways out."""
+    from tests.qemu_fw import qemu_build
+
+    qemu_build()
+    link = tmp_path / "ttyFW0"
+    proc = spawn_verb("fw", "run", "--json", "--link", str(link), stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    with reaped(proc):
+        ready = json.loads(proc.stdout.readline())
+        assert ready["event"] == "ready" and link.is_symlink()
+        wait_for_line(proc, '"event":"status"', DEADLINE, stream="stdout")  # the board runs
+        _leave(proc, way)
+        err = proc.stderr.read()
+    assert b"Traceback" not in err and b"error:" not in err, err
+    assert not os.path.lexists(link)
+    assert not Path(f"/proc/{ready['qemu_pid']}").exists()  # QEMU stopped (and reaped)

@@ -12,7 +12,6 @@ import json
 import re
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -101,18 +100,6 @@ def test_screen_model_wraps_as_xterm() -> None:
 
 
 # -- the live line ------------------------------------------------------------------------
-@pytest.fixture
-def mecanum() -> Iterator[str]:
-    """A ``fwbridge sim mecanum`` (realtime) to point the host verbs at: its port."""
-    proc = spawn_verb("sim", "mecanum", "--json", stdout=subprocess.PIPE,
-                      stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    with reaped(proc):
-        yield str(json.loads(proc.stdout.readline())["port"])
-        proc.send_signal(signal.SIGINT)
-        proc.wait(20)
-
-
 def _stopped(term: Terminal) -> list[str]:
     """Ctrl-C, exit 130, the cursor back: the screen's lines."""
     term.interrupt()

@@ -16,7 +16,6 @@ import re
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,18 +48,6 @@ def interrupted(term: Terminal, summary: str) -> str:
     """Ctrl-C: exit status 130 after the summary."""
     term.interrupt()
     return ended(term, 130, summary)
-
-
-@pytest.fixture
-def mecanum() -> Iterator[str]:
-    """A ``fwbridge sim mecanum`` (realtime) to point the host verbs at: its port."""
-    proc = spawn_verb("sim", "mecanum", "--json", stdout=subprocess.PIPE,
-                      stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    with reaped(proc):
-        yield str(json.loads(proc.stdout.readline())["port"])
-        proc.send_signal(signal.SIGINT)
-        proc.wait(20)
 
 
 # -- the simulators ------------------------------------------------------------------------
@@ -235,6 +222,18 @@ def test_fish_flash_on_a_terminal(tmp_path: Path) -> None:
             interrupted(term, r"fish flash: stopped after chunk \d+ of \d+")
         with Terminal("fish", "-p", port, "--timeout", "2", "flash", str(image)) as term:
             ended(term, 0, r"version_after: 2\.1", timeout=60)
+
+
+def test_fw_run_on_a_terminal() -> None:
+    """The board's counters on the live line; Ctrl-C stops QEMU, the counters at the end."""
+    from tests.qemu_fw import qemu_build
+
+    qemu_build()
+    with Terminal("fw", "run") as term:
+        term.expect(r"fwref firmware on /dev/pts/\d+")
+        term.expect(r"t=\s+\d+\.\d+s\s+v=\(")  # the live line, once a second
+        assert b"\x1b[?25l" in term.raw  # drawn as a live line: the cursor is hidden
+        interrupted(term, r"firmware command receiver: frames=\d+")
 
 
 def test_arm_pick_place_on_a_terminal() -> None:

@@ -1,4 +1,4 @@
-"""The mapping between node records and ROS 2 messages (fwbridge.bridge.rosmsg.topics)."""
+"""The mapping between node records and ROS 2 messages (fwbridge.bridge.rosmsg)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fwbridge.bridge.node.odometry import OdometryIntegrator, quaternion_from_yaw
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import cdr, diagnostics, plain_data, topics
 from fwbridge.protocols.odom_frame import OdomFrame
 
 
@@ -27,8 +27,8 @@ def _record(yaw_deg: float = 90.0):
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, fwbridge.bridge.rosmsg.topics; "
-            "print('rosbags' in sys.modules, 'numpy' in sys.modules)")
+    code = ("import sys; from fwbridge.bridge.rosmsg import cdr, diagnostics, plain_data, "
+            "topics; print('rosbags' in sys.modules, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 
@@ -36,7 +36,7 @@ def test_import_is_light() -> None:
 def test_odometry_as_seed_002() -> None:
     rec = _record(90.0)
     msg = topics.odometry_message(rec, stamp=1700000000.25)
-    back = topics.deserialize(topics.serialize(msg, "nav_msgs/msg/Odometry"),
+    back = cdr.deserialize(cdr.serialize(msg, "nav_msgs/msg/Odometry"),
                               "nav_msgs/msg/Odometry")
     assert back.header.frame_id == "odom" and back.child_frame_id == "base_link"
     assert (back.header.stamp.sec, back.header.stamp.nanosec) == (1700000000, 250_000_000)
@@ -54,7 +54,7 @@ def test_odometry_as_seed_002() -> None:
 
 def test_transform_matches_odometry() -> None:
     rec = _record(30.0)
-    tf = topics.deserialize(topics.serialize(topics.transform_message(rec, stamp=5.0),
+    tf = cdr.deserialize(cdr.serialize(topics.transform_message(rec, stamp=5.0),
                                              "tf2_msgs/msg/TFMessage"), "tf2_msgs/msg/TFMessage")
     (t,) = tf.transforms
     assert (t.header.frame_id, t.child_frame_id) == ("odom", "base_link")
@@ -65,15 +65,15 @@ def test_transform_matches_odometry() -> None:
 def test_joint_states_and_diagnostics() -> None:
     js = topics.joint_state_message({"j1": 0.5, "j2": -0.1}, stamp=1.0,
                                     velocities={"j1": 1.0})  # incomplete: left empty
-    back = topics.deserialize(topics.serialize(js, "sensor_msgs/msg/JointState"),
+    back = cdr.deserialize(cdr.serialize(js, "sensor_msgs/msg/JointState"),
                               "sensor_msgs/msg/JointState")
     assert back.name == ["j1", "j2"] and list(back.position) == [0.5, -0.1]
     assert len(back.velocity) == 0
     rows = [{"module": 3, "status": "silent", "age": None, "frames": 0}]
-    arr = topics.diagnostics_message(
-        [topics.node_status("base", {"frames": 7, "checksum_errors": 0}, connected=False),
-         *topics.module_health_statuses(rows)], stamp=2.0)
-    back = topics.deserialize(topics.serialize(arr, "diagnostic_msgs/msg/DiagnosticArray"),
+    arr = diagnostics.diagnostics_message(
+        [diagnostics.node_status("base", {"frames": 7, "checksum_errors": 0}, connected=False),
+         *diagnostics.module_health_statuses(rows)], stamp=2.0)
+    back = cdr.deserialize(cdr.serialize(arr, "diagnostic_msgs/msg/DiagnosticArray"),
                               "diagnostic_msgs/msg/DiagnosticArray")
     base, module = back.status
     assert base.level == 2 and {kv.key: kv.value for kv in base.values}["frames"] == "7"
@@ -81,13 +81,13 @@ def test_joint_states_and_diagnostics() -> None:
 
 
 def test_names_and_hashes() -> None:
-    assert topics.dds_type_name("nav_msgs/msg/Odometry") == "nav_msgs::msg::dds_::Odometry_"
-    assert topics.ros_type_name("nav_msgs::msg::dds_::Odometry_") == "nav_msgs/msg/Odometry"
-    h = topics.type_hash("geometry_msgs/msg/Twist", "jazzy")
+    assert cdr.dds_type_name("nav_msgs/msg/Odometry") == "nav_msgs::msg::dds_::Odometry_"
+    assert cdr.ros_type_name("nav_msgs::msg::dds_::Odometry_") == "nav_msgs/msg/Odometry"
+    h = cdr.type_hash("geometry_msgs/msg/Twist", "jazzy")
     assert h.startswith("RIHS01_") and len(h) == 7 + 64
-    assert topics.type_hash("geometry_msgs/msg/Twist", "humble") == "TypeHashNotSupported"
+    assert cdr.type_hash("geometry_msgs/msg/Twist", "humble") == "TypeHashNotSupported"
     for spec in topics.TOPICS.values():
-        text = topics.message_definition(spec.msgtype)
+        text = cdr.message_definition(spec.msgtype)
         assert (text and "MSG:" in text) or spec.msgtype in (
             "geometry_msgs/msg/Twist", "std_msgs/msg/String")  # String: no nested type
         assert text
@@ -95,44 +95,45 @@ def test_names_and_hashes() -> None:
 
 @pytest.mark.parametrize("bad", [b"", b"\x00\x01\x00\x00\x01", b"\xff\xff\x00\x00" + bytes(48)])
 def test_malformed_cdr_is_a_message_error(bad: bytes) -> None:
-    with pytest.raises(topics.MessageError, match="Twist"):
-        topics.deserialize(bad, "geometry_msgs/msg/Twist")
+    with pytest.raises(cdr.MessageError, match="Twist"):
+        cdr.deserialize(bad, "geometry_msgs/msg/Twist")
 
 
 @pytest.mark.parametrize(("field", "value"), [("x", math.nan), ("x", math.inf), ("y", 1e30),
                                               ("z", -100.0)])
 def test_bad_velocities_refused(field: str, value: float) -> None:
     part = "angular" if field == "z" else "linear"
-    twist = topics.message_from_dict("geometry_msgs/msg/Twist", {part: {field: value}})
-    with pytest.raises(topics.MessageError, match=f"{part}.{field}"):
+    twist = plain_data.message_from_dict("geometry_msgs/msg/Twist", {part: {field: value}})
+    with pytest.raises(cdr.MessageError, match=f"{part}.{field}"):
         topics.velocity_request(twist)
 
 
 @given(st.floats(-10, 10), st.floats(-10, 10), st.floats(-20, 20))
 def test_twist_round_trip(vx: float, vy: float, wz: float) -> None:
-    twist = topics.message_from_dict("geometry_msgs/msg/Twist",
+    twist = plain_data.message_from_dict("geometry_msgs/msg/Twist",
                                      {"linear": {"x": vx, "y": vy}, "angular": {"z": wz}})
-    data = topics.serialize(twist, "geometry_msgs/msg/Twist")
-    assert topics.velocity_request(topics.deserialize(data, "geometry_msgs/msg/Twist")) == (
+    data = cdr.serialize(twist, "geometry_msgs/msg/Twist")
+    assert topics.velocity_request(cdr.deserialize(data, "geometry_msgs/msg/Twist")) == (
         vx, vy, wz)
 
 
 def test_from_dict_names_the_field() -> None:
-    with pytest.raises(topics.MessageError, match=r"Twist\.linear: unknown field 'w'"):
-        topics.message_from_dict("geometry_msgs/msg/Twist", {"linear": {"w": 1}})
-    with pytest.raises(topics.MessageError, match=r"linear\.x: expected a number"):
-        topics.message_from_dict("geometry_msgs/msg/Twist", {"linear": {"x": "fast"}})
-    d = topics.message_to_dict(topics.message_from_dict("std_msgs/msg/String", {"data": "hi"}))
+    with pytest.raises(cdr.MessageError, match=r"Twist\.linear: unknown field 'w'"):
+        plain_data.message_from_dict("geometry_msgs/msg/Twist", {"linear": {"w": 1}})
+    with pytest.raises(cdr.MessageError, match=r"linear\.x: expected a number"):
+        plain_data.message_from_dict("geometry_msgs/msg/Twist", {"linear": {"x": "fast"}})
+    d = plain_data.message_to_dict(plain_data.message_from_dict("std_msgs/msg/String",
+                                                                {"data": "hi"}))
     assert d == {"data": "hi"}
 
 
-@pytest.mark.parametrize("distro", topics.DISTROS)
+@pytest.mark.parametrize("distro", cdr.DISTROS)
 def test_to_dict_gives_fields_not_constants(distro: str) -> None:
     """DiagnosticStatus declares OK/WARN/ERROR/STALE: constants of the type, not fields."""
-    msg = topics.diagnostics_message(
-        [topics.diagnostic_status("base", "warn", "slow", {"k": 1}, distro=distro)],
+    msg = diagnostics.diagnostics_message(
+        [diagnostics.diagnostic_status("base", "warn", "slow", {"k": 1}, distro=distro)],
         stamp=2.5, distro=distro)
-    d = topics.message_to_dict(msg)
+    d = plain_data.message_to_dict(msg)
     assert d["status"] == [{"level": 1, "name": "base", "message": "slow", "hardware_id": "",
                             "values": [{"key": "k", "value": "1"}]}]
     assert set(d) == {"header", "status"}

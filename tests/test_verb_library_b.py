@@ -22,7 +22,7 @@ import serial
 from fwbridge.bridge.record.sniff import SniffConfig, run_sniff
 from fwbridge.bridge.robots.demo import SquareConfig, run_square_demo
 from fwbridge.bridge.robots.square import OdomSlot, SquareDriver, SquareResult, steer_square
-from fwbridge.bridge.rosmsg.topics import MessageError
+from fwbridge.bridge.rosmsg.cdr import MessageError
 from fwbridge.bridge.sim.session import SimHooks, SimRunConfig, SimStartError, run_sim
 from fwbridge.protocols import odom_frame
 from fwbridge.protocols.builtin_records import OdomFrame
@@ -230,11 +230,11 @@ def test_run_echo_shows_count_messages_and_closes_the_participant() -> None:
     pytest.importorskip("zenoh")
     from fwbridge.bridge.ros2.echo import EchoConfig, run_echo
     from fwbridge.bridge.ros2.participant import Participant
-    from fwbridge.bridge.rosmsg import topics
+    from fwbridge.bridge.rosmsg import cdr
 
     p = Participant(connect=(), mode="peer")
     pub = p.node("talker").publisher("/vlb/chatter", "std_msgs/msg/String")
-    string = topics.typestore().types["std_msgs/msg/String"]
+    string = cdr.typestore().types["std_msgs/msg/String"]
     quiet = threading.Event()
 
     def talk() -> None:

@@ -29,7 +29,8 @@ import os
 import select
 import socket
 
-from fwbridge.protocols.errors import LinkError, StateError, needs_posix
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.protocols.errors import StateError
 
 __all__ = ["BUFFER", "PtyRelay"]
 
@@ -40,21 +41,15 @@ BUFFER = 4096
 class PtyRelay:
     """A pty pair whose device side is relayed to a socket end another process holds."""
 
-    def __init__(self, *, check: float = 0.01) -> None:
-        try:
-            import pty  # POSIX only: imported here so the module still loads on Windows
-            import tty
-        except ImportError:
-            raise LinkError(needs_posix("a pty pair (the port of firmware on QEMU)")) from None
-
+    def __init__(self, *, link: str | os.PathLike[str] | None = None,
+                 check: float = 0.01) -> None:
         self.check = check
-        master, slave = pty.openpty()
-        try:
-            tty.setraw(slave)  # kept by the pty for the next opener: no echo, no translation
-            self.slave_name = os.ttyname(slave)
-        finally:
-            os.close(slave)  # held open, the port would never look closed (see module doc)
-        self.master_fd = master
+        # Its slave closed: held open, the port would never look closed (see module doc).
+        # ``link``: a symlink to the port as well, refused if it is not ours to replace,
+        # removed on close (ours only), as a simulated port's.
+        self._pair = PtyPair(link, hold=False)
+        master = self.master_fd = self._pair.master_fd
+        self.slave_name = self._pair.slave_name
         os.set_blocking(master, False)
         self._near, far = socket.socketpair()
         for s in (self._near, far):
@@ -91,9 +86,8 @@ class PtyRelay:
     def close(self) -> None:
         self.handed()
         self._near.close()
-        if self.master_fd >= 0:
-            os.close(self.master_fd)
-            self.master_fd = -1
+        self._pair.close()
+        self.master_fd = -1
 
     def stats(self) -> dict[str, int]:
         return {"to_device": self.to_device, "to_port": self.to_port, "dropped": self.dropped}

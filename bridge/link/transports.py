@@ -424,10 +424,15 @@ class PtyPair:
     like pulling and reinserting a USB adapter. The pair keeps one slave
     descriptor open itself, in raw mode, so the master never reads EIO while
     no program has the port open and no byte is echoed or translated.
+    ``hold=False`` closes it once raw mode is set (the pty keeps the mode for
+    the next opener): the master then hangs up while no program has the port
+    open, which tells a relay that no one listens.
     """
 
-    def __init__(self, link: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, link: str | os.PathLike[str] | None = None, *,
+                 hold: bool = True) -> None:
         self.link = Path(link) if link is not None else None
+        self.hold = hold
         self.master_fd = -1
         self._slave_fd = -1
         self.slave_name = ""
@@ -458,8 +463,12 @@ class PtyPair:
 
         master, slave = pty.openpty()
         tty.setraw(slave)
-        self.master_fd, self._slave_fd = master, slave
+        self.master_fd = master
         self.slave_name = os.ttyname(slave)
+        if self.hold:
+            self._slave_fd = slave
+        else:
+            os.close(slave)
         if self.link is not None:
             tmp = self.link.with_name(f".{self.link.name}.{os.getpid()}.new")
             tmp.unlink(missing_ok=True)

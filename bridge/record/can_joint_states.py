@@ -13,7 +13,7 @@ from fwbridge.bridge.record.can_logs import open_writer
 from fwbridge.bridge.record.can_mcap import McapCanWriter
 from fwbridge.bridge.record.channel_streams import Sink, Streams
 from fwbridge.bridge.record.mcap_sink import McapError
-from fwbridge.bridge.record.serial_channels import ros_spec, ros_topics
+from fwbridge.bridge.record.serial_channels import ros_spec
 from fwbridge.can_bus.ids import FEEDBACK_BASE, MAX_MODULE
 
 __all__ = ["JOINT_PERIOD", "JointStates", "can_writer"]
@@ -28,12 +28,13 @@ class JointStates:
     a :class:`~fwbridge.bridge.record.can_mcap.CanRecorder` extension."""
 
     def __init__(self, streams: Streams) -> None:
-        topics = ros_topics()
+        from fwbridge.bridge.rosmsg import cdr, topics  # the ROS 2 mapping: when first used
+
         self.streams = streams
         self._channel = streams.channel(ros_spec("joint_states"))
         self._positions: dict[int, float] = {}
         self._due = 0.0
-        self._topics = topics
+        self._topics, self._cdr = topics, cdr
 
     def on_message(self, msg: Any) -> None:
         can_id = msg.arbitration_id
@@ -48,7 +49,7 @@ class JointStates:
         topics = self._topics
         positions = {f"module{k}": self._positions[k] for k in sorted(self._positions)}
         out = topics.joint_state_message(positions, stamp=msg.timestamp)
-        self.streams.log(self._channel, topics.serialize(out, "sensor_msgs/msg/JointState"),
+        self.streams.log(self._channel, self._cdr.serialize(out, "sensor_msgs/msg/JointState"),
                          round(msg.timestamp * 1e9))
 
 

@@ -34,6 +34,8 @@ from fwbridge.protocols.pcapng import (
     INBOUND,
     LINKTYPE_CAN_SOCKETCAN,
     OUTBOUND,
+    PCAP_BIG,
+    PCAP_LITTLE,
     enhanced_packet,
     interface_description,
     iter_packets,
@@ -147,8 +149,7 @@ def parse(data: bytes) -> Iterator[can.Message]:
 def _parse(read: Callable[[int], bytes]) -> Iterator[can.Message]:
     """:func:`parse` on a stream's ``read``."""
     magic = read(4)
-    if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
-                 b"\xa1\xb2\x3c\x4d"):
+    if magic in PCAP_LITTLE + PCAP_BIG:
         yield from _read_classic(magic, read)
         return
 
@@ -179,9 +180,10 @@ def _read_classic(magic: bytes, read: Callable[[int], bytes]) -> Iterator[can.Me
     if len(rest) < 20:
         raise CaptureError(f"classic pcap: {4 + len(rest)}-byte file, shorter than its "
                            "24-byte header")
-    e = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
-    frac = 10**9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 10**6
+    e = "<" if magic in PCAP_LITTLE else ">"
+    frac = 10**9 if magic in (PCAP_LITTLE[1], PCAP_BIG[1]) else 10**6  # the nanosecond ones
     linktype = struct.unpack_from(e + "I", rest, 16)[0] & 0x0FFFFFFF
+    record = struct.Struct(e + "IIII")  # a packet's header: seconds, fraction, lengths
     pos = 24
     while True:
         head = read(16)
@@ -189,7 +191,7 @@ def _read_classic(magic: bytes, read: Callable[[int], bytes]) -> Iterator[can.Me
             return
         if len(head) < 16:
             raise CaptureError(f"offset {pos}: truncated: the file ends inside a packet header")
-        sec, sub, caplen, _ = struct.unpack(e + "IIII", head)
+        sec, sub, caplen, _ = record.unpack(head)
         if caplen > CLASSIC_PACKET_MAX:
             raise CaptureError(f"offset {pos}: packet length {caplen} out of bounds (bytes "
                                f"{pos + 8}-{pos + 11}; at most {CLASSIC_PACKET_MAX})")

@@ -88,7 +88,8 @@ def decode_raw(cdr: bytes) -> bytes:
 
 
 def ros_topics() -> Any:
-    """The ROS 2 message mapping, imported when first asked for (it loads rosbags)."""
+    """The ROS 2 message mapping, imported when first asked for (a recording without
+    ROS 2 channels starts without it)."""
     from fwbridge.bridge.rosmsg import topics
 
     return topics
@@ -101,8 +102,9 @@ def ros_spec(key: str, namespace: str = "/") -> ChannelSpec:
     Names are fully qualified, as ``ros2 bag record`` writes them: the
     bridge's relative ``odom`` in ``namespace`` (default the root: ``/odom``).
     """
-    topics = ros_topics()
-    spec = topics.TOPICS[key]
+    from fwbridge.bridge.rosmsg import cdr
+
+    spec = ros_topics().TOPICS[key]
     name = spec.name if spec.name.startswith("/") else f"{namespace.rstrip('/')}/{spec.name}"
-    return ChannelSpec(name, spec.msgtype, "ros2msg", topics.message_definition(spec.msgtype),
+    return ChannelSpec(name, spec.msgtype, "ros2msg", cdr.message_definition(spec.msgtype),
                        "cdr")

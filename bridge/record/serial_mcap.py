@@ -176,10 +176,11 @@ class SerialRecorder(SinkBase):
         """A velocity command written at ``ts_ns`` as ``cmd_vel``."""
         if "cmd_vel" not in self._ros:
             return
-        topics = ros_topics()
-        twist = topics.message_from_dict("geometry_msgs/msg/Twist", {
+        from fwbridge.bridge.rosmsg import cdr, plain_data
+
+        twist = plain_data.message_from_dict("geometry_msgs/msg/Twist", {
             "linear": {"x": frame.vx, "y": frame.vy}, "angular": {"z": frame.wz}})
-        msg = topics.serialize(twist, "geometry_msgs/msg/Twist")
+        msg = cdr.serialize(twist, "geometry_msgs/msg/Twist")
         with self._lock:
             self.streams.log(self._ros["cmd_vel"], msg, ts_ns)
 
@@ -195,12 +196,13 @@ class SerialRecorder(SinkBase):
         body = self.counters()
         self.streams.log(self._counters, json.dumps(body).encode(), ts)
         if "diagnostics" in self._ros:
-            topics = ros_topics()
-            statuses = [topics.node_status(f"fwbridge {self.port} {name}", values,
-                                           connected=True, hardware_id=self.port)
+            from fwbridge.bridge.rosmsg import cdr, diagnostics
+
+            statuses = [diagnostics.node_status(f"fwbridge {self.port} {name}", values,
+                                                connected=True, hardware_id=self.port)
                         for name, values in body.items()]
-            msg = topics.diagnostics_message(statuses, stamp=ts / 1e9)
-            self.streams.log(self._ros["diagnostics"], topics.serialize(
+            msg = diagnostics.diagnostics_message(statuses, stamp=ts / 1e9)
+            self.streams.log(self._ros["diagnostics"], cdr.serialize(
                 msg, "diagnostic_msgs/msg/DiagnosticArray"), ts)
 
     def finish(self, ts_ns: int | None = None) -> None:

@@ -25,15 +25,17 @@ from fwbridge.bridge.record.serial_pcapng import (
     Packet,
 )
 from fwbridge.protocols.errors import CaptureError, CaptureTruncated
-from fwbridge.protocols.pcapng import LINKTYPE_CAN_SOCKETCAN, first_link_type, iter_packets
+from fwbridge.protocols.pcapng import (
+    LINKTYPE_CAN_SOCKETCAN,
+    PCAP_BIG,
+    PCAP_LITTLE,
+    first_link_type,
+    iter_packets,
+)
 
-__all__ = ["PCAP_BIG", "PCAP_LITTLE", "CaptureTruncated", "capture_kind", "read_packets"]
+__all__ = ["CaptureTruncated", "capture_kind", "read_packets"]
 
 _NAMES = {1: "rx", 2: "tx"}  # EPB flags bits 0-1: inbound, outbound
-#: Classic pcap's magic numbers (microsecond, nanosecond) as a little- or big-endian
-#: writer left them: the global header's other fields are in the same byte order.
-PCAP_LITTLE = (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1")
-PCAP_BIG = (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d")
 _CANDUMP = re.compile(rb"^\s*\(\d+\.\d+\)\s+\S+\s+[0-9A-Fa-f]+#")
 
 

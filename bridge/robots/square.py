@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +29,8 @@ from fwbridge.bridge.sim.faults import FaultSpec
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.bridge.sim.pty_link import PtyLink
 
-__all__ = ["OdomSlot", "SquareDriver", "SquareResult", "Tick", "run_square", "square_tolerance",
-           "steer_square"]
+__all__ = ["OdomSlot", "SquareDriver", "SquareResult", "Tick", "run_square", "square_base",
+           "square_tolerance", "steer_square"]
 
 Pose = tuple[float, float, float]
 Tick = Callable[["SquareDriver", Odometry | None, Pose], None]
@@ -263,6 +264,32 @@ def steer_square(
     return result
 
 
+@contextmanager
+def square_base(driver: SquareDriver, result: SquareResult, *, faults: FaultSpec | None,
+                rate_hz: float, sinks: Sequence[Sink],
+                on_odometry: Callable[[Odometry], Any] | None = None,
+                ) -> Iterator[tuple[MecanumBase, BaseNode]]:
+    """The simulated mecanum base on a pty and the base node on it (the square's
+    ``result`` gets its tolerance, the node's events and the simulator's status); the
+    node stops first on every way out, its stop sending zero velocity."""
+    model = MecanumBase()
+    endpoint = SimEndpoint(model, pacing="realtime", faults=faults)
+    result.tolerance = square_tolerance(driver, model.params)
+    with PtyLink(endpoint, supervisor=False) as link:
+        endpoint.start()
+        # The use_sim seam: the node opens the simulated endpoint's pty like any port.
+        config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
+        node = BaseNode(config, sinks=sinks, on_odometry=on_odometry,
+                        on_event=result.events.append)
+        node.start()
+        try:
+            yield model, node
+        finally:
+            node.stop()
+            endpoint.stop()
+            result.sim_status = endpoint.status()
+
+
 def run_square(
     *,
     driver: SquareDriver | None = None,
@@ -278,23 +305,10 @@ def run_square(
     closes them when it stops."""
     driver = driver or SquareDriver()
     result = SquareResult()
-    model = MecanumBase()
-    endpoint = SimEndpoint(model, pacing="realtime", faults=faults)
-    result.tolerance = square_tolerance(driver, model.params)
     latest = OdomSlot()
-    with PtyLink(endpoint, supervisor=False) as link:
-        endpoint.start()
-        # The use_sim seam: the node opens the simulated endpoint's pty like any port.
-        config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
-        node = BaseNode(config, sinks=sinks, on_odometry=latest.put,
-                        on_event=result.events.append)
-        node.start()
-        try:
-            steer_square(driver, lambda: model.pose, latest, node.request, result,
-                         rate_hz=rate_hz, timeout_s=timeout_s, on_tick=on_tick, stop=stop)
-            result.node_stats = node.stats()
-        finally:
-            node.stop()
-            endpoint.stop()
-            result.sim_status = endpoint.status()
+    with square_base(driver, result, faults=faults, rate_hz=rate_hz, sinks=sinks,
+                     on_odometry=latest.put) as (model, node):
+        steer_square(driver, lambda: model.pose, latest, node.request, result,
+                     rate_hz=rate_hz, timeout_s=timeout_s, on_tick=on_tick, stop=stop)
+        result.node_stats = node.stats()
     return result

@@ -16,8 +16,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from fwbridge.bridge.node.base_node import BaseNode
-from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.odometry import Odometry
 from fwbridge.bridge.node.sinks import Sink
 from fwbridge.bridge.robots.square import (
@@ -25,17 +23,14 @@ from fwbridge.bridge.robots.square import (
     SquareDriver,
     SquareResult,
     Tick,
-    square_tolerance,
+    square_base,
     steer_square,
 )
 from fwbridge.bridge.ros2.base import Ros2Base
 from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.participant import Participant
-from fwbridge.bridge.rosmsg import topics
-from fwbridge.bridge.sim.endpoint import SimEndpoint
+from fwbridge.bridge.rosmsg import cdr
 from fwbridge.bridge.sim.faults import FaultSpec
-from fwbridge.bridge.sim.models.mecanum import MecanumBase
-from fwbridge.bridge.sim.pty_link import PtyLink
 
 __all__ = ["odometry_record", "run_square_ros2"]
 
@@ -65,9 +60,6 @@ def run_square_ros2(
     ``sinks`` (a capture, a live view) get the node's bytes and records."""
     driver = driver or SquareDriver()
     result = SquareResult()
-    model = MecanumBase()
-    endpoint = SimEndpoint(model, pacing="realtime", faults=faults)
-    result.tolerance = square_tolerance(driver, model.params)
     latest = OdomSlot()
 
     def on_odom(msg: Any) -> None:
@@ -76,32 +68,28 @@ def run_square_ros2(
     settings = Ros2Settings(namespace="/robot1", connect=tuple(connect))
     participant = Participant(connect=connect, mode=None if connect else "peer",
                               wait=10.0)
-    twist_of = topics.typestore().types
-    with PtyLink(endpoint, supervisor=False) as link:
-        endpoint.start()
-        config = RobotConfig(sim_url=link.path, use_sim=True, rate_hz=rate_hz, source="<demo>")
-        node = BaseNode(config, sinks=sinks, on_event=result.events.append)
-        node.start()
-        bridge = Ros2Base(node, settings, participant=participant, say=lambda _t: None)
-        bridge.start()
-        ros = participant.node("square_driver", "/robot1")
-        ros.subscription("odom", "nav_msgs/msg/Odometry", on_odom)
-        cmd = ros.publisher("cmd_vel", "geometry_msgs/msg/Twist")
+    twist_of = cdr.typestore().types
+    try:
+        with square_base(driver, result, faults=faults, rate_hz=rate_hz, sinks=sinks
+                         ) as (model, node):
+            bridge = Ros2Base(node, settings, participant=participant, say=lambda _t: None)
+            bridge.start()
+            ros = participant.node("square_driver", "/robot1")
+            ros.subscription("odom", "nav_msgs/msg/Odometry", on_odom)
+            cmd = ros.publisher("cmd_vel", "geometry_msgs/msg/Twist")
 
-        def send(vx: float, vy: float, wz: float) -> None:
-            vec = twist_of["geometry_msgs/msg/Vector3"]
-            cmd.publish(twist_of["geometry_msgs/msg/Twist"](
-                linear=vec(x=vx, y=vy, z=0.0), angular=vec(x=0.0, y=0.0, z=wz)))
+            def send(vx: float, vy: float, wz: float) -> None:
+                vec = twist_of["geometry_msgs/msg/Vector3"]
+                cmd.publish(twist_of["geometry_msgs/msg/Twist"](
+                    linear=vec(x=vx, y=vy, z=0.0), angular=vec(x=0.0, y=0.0, z=wz)))
 
-        try:
-            steer_square(driver, lambda: model.pose, latest, send, result, rate_hz=rate_hz,
-                         timeout_s=timeout_s, on_tick=on_tick, stop=stop)
-            result.node_stats = {**node.stats(), **bridge.stats(),
-                                 "odom_received_by_driver": latest.count}
-        finally:
-            bridge.stop()
-            node.stop()
-            participant.close()
-            endpoint.stop()
-            result.sim_status = endpoint.status()
+            try:
+                steer_square(driver, lambda: model.pose, latest, send, result,
+                             rate_hz=rate_hz, timeout_s=timeout_s, on_tick=on_tick, stop=stop)
+                result.node_stats = {**node.stats(), **bridge.stats(),
+                                     "odom_received_by_driver": latest.count}
+            finally:
+                bridge.stop()
+    finally:
+        participant.close()
     return result

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fwbridge.bridge.ros2.participant import Participant
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import diagnostics, topics
 
 __all__ = ["Ros2Arm", "arm_link_health"]
 
@@ -61,8 +61,8 @@ class Ros2Arm:
     def publish_health(self, rows: Iterable[Mapping[str, Any]], *,
                        stamp: float | None = None) -> bool:
         """One DiagnosticArray with a status per module row (ok, degraded, silent, unknown)."""
-        statuses = topics.module_health_statuses(rows, distro=self.distro)
-        return self.diag_pub.publish(topics.diagnostics_message(
+        statuses = diagnostics.module_health_statuses(rows, distro=self.distro)
+        return self.diag_pub.publish(diagnostics.diagnostics_message(
             statuses, stamp=time.time() if stamp is None else stamp, distro=self.distro))
 
     def close(self) -> None:

@@ -75,14 +75,14 @@ from fwbridge.bridge.ros2.config import Ros2Settings
 from fwbridge.bridge.ros2.parameters import ParameterServer
 from fwbridge.bridge.ros2.participant import Participant
 from fwbridge.bridge.ros2.rosout import ERROR, WARN, Rosout
+from fwbridge.bridge.ros2.service_ends import TRIGGER, trigger_response
 from fwbridge.bridge.ros2.services import SET_PARAMETERS
-from fwbridge.bridge.rosmsg import odometry_cdr, topics
+from fwbridge.bridge.rosmsg import cdr, diagnostics, odometry_cdr, topics
 from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["DIAGNOSTICS_PERIOD", "QUIET_EVENTS", "STATIC_FRAMES", "TF_STATIC_QOS", "TRIGGER",
            "Ros2Base"]
 
-TRIGGER = "std_srvs/srv/Trigger"
 #: tf2's static broadcaster: latched (transient_local), the last message only.
 TF_STATIC_QOS = Qos("reliable", "transient_local", "keep_last", 1)
 #: The base's fixed frames on /tf_static: parent, child, translation (m). The IMU whose
@@ -226,12 +226,11 @@ class Ros2Base(SinkBase):
         try:
             self.node.request(vx, vy, wz)
         except ValueError as exc:
-            raise topics.MessageError(f"cmd_vel: {exc}") from None
+            raise cdr.MessageError(f"cmd_vel: {exc}") from None
 
     # -- services -----------------------------------------------------------------------
     def _trigger_response(self, success: bool, message: str) -> Any:
-        cls = topics.typestore(self.distro).types[TRIGGER + "_Response"]
-        return cls(success=success, message=message)
+        return trigger_response(self.distro, success, message)
 
     def _get_status(self, _request: Any) -> Any:
         """``~/get_status``: the counters, the link and the operator's state, as JSON."""
@@ -266,13 +265,13 @@ class Ros2Base(SinkBase):
     def diagnostics(self) -> Any:
         s = self.settings
         stats = {**self.node.stats(), **self.stats()}
-        statuses = [topics.node_status(f"{s.node_fqn}: base link", stats,
+        statuses = [diagnostics.node_status(f"{s.node_fqn}: base link", stats,
                                        connected=self.node.connected, holding=self._holding,
                                        hardware_id=self.hardware_id, distro=self.distro)]
         statuses.append(self.operator_status())
         if self.extra_statuses is not None:
             statuses += self.extra_statuses()
-        return topics.diagnostics_message(statuses, stamp=topics.wall_stamp(
+        return diagnostics.diagnostics_message(statuses, stamp=topics.wall_stamp(
             self.node.clock()), distro=self.distro)
 
     def operator_status(self) -> Any:
@@ -294,13 +293,13 @@ class Ros2Base(SinkBase):
                                       "(watchdog holds zero velocity)")
         else:
             level, message = "ok", "cmd_vel coming"
-        return topics.diagnostic_status(f"{self.settings.node_fqn}: cmd_vel", level, message,
+        return diagnostics.diagnostic_status(f"{self.settings.node_fqn}: cmd_vel", level, message,
                                         values, hardware_id=self.hardware_id,
                                         distro=self.distro)
 
     def static_transforms(self) -> Any:
         """tf2_msgs/TFMessage of :data:`STATIC_FRAMES`, after the frame prefix."""
-        t = topics.typestore(self.distro).types
+        t = cdr.typestore(self.distro).types
         stamp = topics.ros_time(topics.wall_stamp(self.node.clock()), self.distro)
         transforms = [t["geometry_msgs/msg/TransformStamped"](
             header=t["std_msgs/msg/Header"](stamp=stamp, frame_id=self.settings.frame(parent)),
@@ -314,7 +313,7 @@ class Ros2Base(SinkBase):
     def description_message(self) -> Any:
         """std_msgs/String of the URDF's text (the settings name one)."""
         text = self.settings.robot_description or ""
-        return topics.typestore(self.distro).types["std_msgs/msg/String"](data=text)
+        return cdr.typestore(self.distro).types["std_msgs/msg/String"](data=text)
 
     def _publish_latched(self) -> None:
         """Once each, as soon as the session is open: the publishers' caches serve every

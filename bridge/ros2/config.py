@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from fwbridge.bridge.node.config import ConfigError
-from fwbridge.bridge.rosmsg.topics import DISTROS, TOPICS
+from fwbridge.bridge.rosmsg.cdr import DISTROS
+from fwbridge.bridge.rosmsg.topics import TOPICS
 
 if sys.version_info >= (3, 11):
     import tomllib

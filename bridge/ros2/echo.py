@@ -21,7 +21,7 @@ from typing import Any
 
 from fwbridge.bridge.ros2.keys import parse_qos
 from fwbridge.bridge.ros2.participant import Participant
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import cdr, plain_data, topics
 from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["MAX_HISTORY", "EchoConfig", "EchoResult", "echo_qos", "publishers_of", "run_echo"]
@@ -63,7 +63,7 @@ def publishers_of(p: Participant, topic: str, wait: float, msgtype: str | None) 
             return found
         if time.monotonic() > end:
             if msgtype is None:
-                raise topics.MessageError(
+                raise cdr.MessageError(
                     f"{topic}: no publisher in the graph to take the type from (give --type)")
             return []
         time.sleep(0.2)
@@ -98,7 +98,7 @@ def run_echo(
 
     ``show`` gets each message as a dict and returns False to end the run (the
     message is not counted); ``on_subscribed(topic, type, qos)`` is told what was
-    subscribed to. A bad topic name or type raises :class:`topics.MessageError`. The
+    subscribed to. A bad topic name or type raises :class:`cdr.MessageError`. The
     count goes into ``result`` (made when not given) as messages come, so a caller whose
     run a late stop signal cut short still has it.
     """
@@ -109,7 +109,7 @@ def run_echo(
     shown = result
 
     def on_message(msg: Any) -> None:
-        data = topics.message_to_dict(msg)
+        data = plain_data.message_to_dict(msg)
         with lock:
             if done.is_set():
                 return

@@ -14,16 +14,17 @@ rmw_zenoh's services are (:mod:`~fwbridge.bridge.ros2.services`):
 - ``~/get_config`` (``Trigger``): the user configuration (0x36) as JSON, the shape
   ``fwbridge fish config get`` prints;
 - ``~/set_config`` (``rcl_interfaces/srv/SetParameters``): named fields of the
-  configuration (:data:`CONFIG_FIELDS`, integers; ``scenes``, a string holding the
-  JSON list ``config get`` prints), read-modify-write: read it, change the fields,
-  write it (0x33), read it back to confirm. One result per parameter, in order; a
-  request with any parameter refused (an unknown name, a wrong type, a value out of
-  range, a name given twice, more than :data:`MAX_PARAMETERS`) writes nothing, and
-  its other parameters say so;
+  configuration (checked in :mod:`~fwbridge.bridge.ros2.fish_parameters`: its
+  integers; ``scenes``, a string holding the JSON list ``config get`` prints),
+  read-modify-write: read it, change the fields, write it (0x33), read it back to
+  confirm. One result per parameter, in order; a request with any parameter refused
+  (an unknown name, a wrong type, a value out of range, a name given twice, too
+  many) writes nothing, and its other parameters say so;
 - ``~/stand_still`` (``Trigger``): 0x02, the fish stops swimming (every servo to 0°
   and held);
 - ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` once a second, one status
-  named after the node (``fish1/fish_bridge: fish``): ok with the fish's mode, warn
+  named after the node (``fish1/fish_bridge: fish``,
+  :func:`~fwbridge.bridge.rosmsg.diagnostics.fish_status`): ok with the fish's mode, warn
   while it holds error records or modules in CAN flash mode, error ``link lost``
   once an exchange went unanswered through every retry, stale before its first
   answer. The status is polled once a second (when no call asked for it meanwhile);
@@ -44,39 +45,30 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from fwbridge.bridge.ros2.config import Ros2Settings
+from fwbridge.bridge.ros2.fish_parameters import (
+    MAX_PARAMETERS,
+    MAX_REASON,
+    apply_plan,
+    check_parameters,
+)
 from fwbridge.bridge.ros2.participant import Participant
 from fwbridge.bridge.ros2.rosout import WARN, Rosout
-from fwbridge.bridge.ros2.service_ends import RosService
+from fwbridge.bridge.ros2.service_ends import TRIGGER, RosService, trigger_response
 from fwbridge.bridge.ros2.services import SET_PARAMETERS, typed_parameter_value
 from fwbridge.bridge.rosmsg import topics
-from fwbridge.protocols.config_text import TextLimitError, parse_json
-from fwbridge.protocols.errors import Error, FrameError, LinkError
-from fwbridge.protocols.fish_commands import FishMode, StatusInfo, UserConfig
+from fwbridge.bridge.rosmsg.cdr import typestore
+from fwbridge.bridge.rosmsg.diagnostics import diagnostics_message, fish_status
+from fwbridge.protocols.errors import Error, LinkError
+from fwbridge.protocols.fish_commands import StatusInfo, UserConfig
 
-__all__ = ["CONFIG_FIELDS", "MAX_NAME", "MAX_PARAMETERS", "MAX_STRING", "SCENES", "FishLike",
-           "FishUnavailable", "ParameterPlan", "Ros2Fish", "apply_plan", "check_parameters",
-           "fish_status"]
+__all__ = ["FishLike", "FishUnavailable", "Ros2Fish"]
 
 log = logging.getLogger("fwbridge.ros2")
 
-TRIGGER = "std_srvs/srv/Trigger"
-#: The integer fields ``~/set_config`` sets, with their ranges (UserConfig's checks).
-CONFIG_FIELDS = {"free_period_ms": (10, 0xFFFF), "avoid_mm": (0, 0xFFFF),
-                 "stored_probability_pct": (0, 100)}
-#: The string parameter holding the scenes, as the JSON list ``fish config get`` prints.
-SCENES = "scenes"
-#: Parameters one ``~/set_config`` request may hold (the configuration has four fields).
-MAX_PARAMETERS = 8
-#: Characters of a parameter name quoted back in a reason; of a scenes string taken.
-MAX_NAME = 64
-MAX_STRING = 8192
-#: Characters of a reason (an error of the link quoted in it is cut there).
-MAX_REASON = 300
 #: Seconds between /diagnostics messages, and between status polls (1 Hz, as
 #: diagnostic_updater).
 DIAGNOSTICS_PERIOD = 1.0
@@ -103,126 +95,6 @@ class FishUnavailable(LinkError):
     def __init__(self, message: str, *, busy: bool = False) -> None:
         super().__init__(message)
         self.busy = busy
-
-
-# -- the pure part: SetParameters against the configuration --------------------------------
-@dataclass(frozen=True)
-class ParameterPlan:
-    """What a ``~/set_config`` request asks: the checked changes (field -> value), or
-    None when any parameter was refused; one (successful, reason) per parameter."""
-
-    changes: dict[str, Any] | None
-    results: list[tuple[bool, str]]
-
-
-def _quoted(name: str) -> str:
-    return repr(name[:MAX_NAME] + ("…" if len(name) > MAX_NAME else ""))
-
-
-def _check_one(name: str, value: object) -> tuple[Any, str | None]:
-    """(the field's new value, None) or (None, why it is refused)."""
-    if name in CONFIG_FIELDS:
-        lo, hi = CONFIG_FIELDS[name]
-        if not isinstance(value, int) or isinstance(value, bool):
-            given = ("a double" if isinstance(value, float) else "a bool"
-                     if isinstance(value, bool) else "a string" if isinstance(value, str)
-                     else "not an integer")
-            return None, f"{name} must be an integer (ParameterValue type 2), got {given}"
-        if not lo <= value <= hi:
-            return None, f"{name} must be {lo} to {hi}, got {value}: unchanged"
-        return value, None
-    if name == SCENES:
-        if not isinstance(value, str):
-            return None, ("scenes must be a string (ParameterValue type 4) holding the JSON "
-                          "list 'fwbridge fish config get' prints")
-        if len(value) > MAX_STRING:
-            return None, f"scenes: {len(value)} characters, at most {MAX_STRING}"
-        try:
-            parsed = parse_json(value, "scenes")  # nesting bounded: no RecursionError
-        except TextLimitError as exc:
-            return None, f"scenes: {exc.reason}"
-        except json.JSONDecodeError as exc:
-            return None, f"scenes: not JSON: {exc.msg} at character {exc.pos}"
-        if not isinstance(parsed, list):
-            return None, "scenes: must be a JSON list of scenes"
-        try:
-            return UserConfig.from_dict({SCENES: parsed}).scenes, None
-        except FrameError as exc:
-            return None, f"scenes: {exc}"
-    known = ", ".join([*CONFIG_FIELDS, SCENES])
-    return None, f"unknown parameter {_quoted(name)} (this service sets {known})"
-
-
-def check_parameters(params: Sequence[tuple[str, object]]) -> ParameterPlan:
-    """Check every parameter of a request on its own (no fish needed): all are taken,
-    or none is (each refused one with its reason, the others naming them)."""
-    if len(params) > MAX_PARAMETERS:
-        why = f"at most {MAX_PARAMETERS} parameters in one request, got {len(params)}"
-        return ParameterPlan(None, [(False, why)] * len(params))
-    changes: dict[str, Any] = {}
-    refused: dict[int, str] = {}
-    for k, (name, value) in enumerate(params):
-        if name in changes:
-            refused[k] = f"{_quoted(name)} is given twice in the request"
-            continue
-        new, refusal = _check_one(name, value)
-        if refusal is not None:
-            refused[k] = refusal[:MAX_REASON]
-        else:
-            changes[name] = new
-    if not refused:
-        return ParameterPlan(changes, [(True, "") for _ in params])
-    names = ", ".join(sorted({_quoted(params[k][0]) for k in refused}))
-    results = [(False, refused[k]) if k in refused else
-               (False, f"not written: {names} refused in the same request")
-               for k in range(len(params))]
-    return ParameterPlan(None, results)
-
-
-def _shown(field: str, value: Any) -> str:
-    return f"{len(value)} scenes" if field == SCENES else str(value)
-
-
-def apply_plan(cfg: UserConfig, params: Sequence[tuple[str, object]],
-               changes: dict[str, Any]) -> tuple[UserConfig, list[tuple[bool, str]]]:
-    """The configuration with ``changes`` made, and the reason of each parameter
-    (``avoid_mm 800 (was 600)``)."""
-    new = replace(cfg, **changes)
-    new.pack()  # the range checks of writing (already met: a bug if not)
-    reasons = [(True, f"{name} {_shown(name, getattr(new, name))} "
-                      f"(was {_shown(name, getattr(cfg, name))})") for name, _ in params]
-    return new, reasons
-
-
-def fish_status(name: str, status: StatusInfo | None, *, link_up: bool | None,
-                age: float | None, error: str, values: dict[str, object],
-                hardware_id: str = "", distro: str = "jazzy") -> Any:
-    """The fish's DiagnosticStatus: error ``link lost`` when the last exchange went
-    unanswered, stale before any answer, warn with error records or CAN flash mode,
-    else ok with the mode."""
-    fields: dict[str, object] = {}
-    if status is not None:
-        fields.update({k: (" ".join(map(str, v)) if isinstance(v, list) else v)
-                       for k, v in status.as_dict().items()})
-    fields["link"] = {True: "up", False: "down", None: "unknown"}[link_up]
-    fields["status_age_s"] = "" if age is None else f"{age:.1f}"
-    fields.update(values)
-    if link_up is False:
-        since = "" if age is None else f" for {age:.1f} s"
-        level, message = "error", f"link lost: no answer{since} ({error[:120]})"
-    elif status is None:
-        level, message = "stale", "no answer from the fish yet"
-    elif status.mode == FishMode.CAN_FLASH or status.flashing_modules:
-        level, message = "warn", "CAN flash mode: no servo commands"
-    elif status.errors:
-        level, message = "warn", f"{status.errors} error records (fwbridge fish errors)"
-    else:
-        mode = (FishMode(status.mode).name.lower() if status.mode in FishMode._value2member_map_
-                else str(status.mode))
-        level, message = "ok", {"idle": "idle", "free": "free swimming",
-                                "still": "standing still"}.get(mode, mode)
-    return topics.diagnostic_status(name, level, message, fields, hardware_id=hardware_id,
-                                    distro=distro)
 
 
 # -- the node --------------------------------------------------------------------------------
@@ -363,10 +235,10 @@ class Ros2Fish:
                 self.counters["link_lost"] += 1
             self.link_up, self.last_error = False, error
         if lost:
-            self.say(f"fish: link lost ({self.link_url}): {error}")
+            said = f"fish: link lost ({self.link_url}): {error}"
+            self.say(said)
             if self.rosout is not None:
-                self.rosout.log(WARN, f"fish: link lost ({self.link_url}): {error}",
-                                function="link_lost")
+                self.rosout.log(WARN, said, function="link_lost")
 
     def _read_status(self) -> StatusInfo:
         st = self.fish.status()
@@ -376,8 +248,7 @@ class Ros2Fish:
 
     # -- services ------------------------------------------------------------------------------
     def _trigger(self, success: bool, message: str) -> Any:
-        cls = topics.typestore(self.distro).types[TRIGGER + "_Response"]
-        return cls(success=success, message=message)
+        return trigger_response(self.distro, success, message)
 
     def status_report(self) -> dict[str, Any]:
         """What ``~/get_status`` says: the node, the link, the fish's last status and its
@@ -400,13 +271,11 @@ class Ros2Fish:
         wait = 0.0 if self.link_up is False else None
         try:
             self._call("status", self._read_status, wait)
-            ok = True
         except FishUnavailable as exc:
-            ok = False
             report = self.status_report()
             report["error"] = str(exc)[:MAX_REASON]  # this call's: busy, or no answer
-            return self._trigger(ok, json.dumps(report))
-        return self._trigger(ok, json.dumps(self.status_report()))
+            return self._trigger(False, json.dumps(report))
+        return self._trigger(True, json.dumps(self.status_report()))
 
     def _get_config(self, _request: Any) -> Any:
         self._count("calls")
@@ -456,7 +325,7 @@ class Ros2Fish:
         return self._results(reasons)
 
     def _results(self, results: list[tuple[bool, str]]) -> Any:
-        t = topics.typestore(self.distro).types
+        t = typestore(self.distro).types
         result = t["rcl_interfaces/msg/SetParametersResult"]
         return t[SET_PARAMETERS + "_Response"](
             results=[result(successful=ok, reason=why[:MAX_REASON]) for ok, why in results])
@@ -483,7 +352,7 @@ class Ros2Fish:
                              age=age if up is False else (None if at is None else now - at),
                              error=error, values=dict(counters), hardware_id=self.hardware_id,
                              distro=self.distro)
-        return topics.diagnostics_message([status], stamp=time.time(), distro=self.distro)
+        return diagnostics_message([status], stamp=time.time(), distro=self.distro)
 
     def _diagnostics_loop(self) -> None:
         while not self._stop.wait(DIAGNOSTICS_PERIOD):

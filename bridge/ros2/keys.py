@@ -32,7 +32,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from fwbridge.bridge.rosmsg.topics import MessageError, Qos, dds_type_name, ros_type_name
+from fwbridge.bridge.rosmsg.cdr import MessageError, dds_type_name, ros_type_name
+from fwbridge.bridge.rosmsg.topics import Qos
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = [

@@ -46,7 +46,7 @@ from fwbridge.bridge.ros2.services import (
     register,
     typed_parameter_value,
 )
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import cdr, plain_data, topics
 from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["DESCRIBE_PARAMETERS", "GET_PARAMETERS", "GET_PARAMETER_TYPES", "LIST_PARAMETERS",
@@ -233,12 +233,12 @@ class ParameterServer:
 
     # -- messages ------------------------------------------------------------------------
     def _types_of(self) -> Any:
-        return topics.typestore(self.distro).types
+        return cdr.typestore(self.distro).types
 
     def value_message(self, kind: int, value: Value) -> Any:
         field = {PARAMETER_BOOL: "bool_value", PARAMETER_INTEGER: "integer_value",
                  PARAMETER_DOUBLE: "double_value", PARAMETER_STRING: "string_value"}[kind]
-        return topics.message_from_dict("rcl_interfaces/msg/ParameterValue",
+        return plain_data.message_from_dict("rcl_interfaces/msg/ParameterValue",
                                         {"type": kind, field: value}, self.distro)
 
     def parameter_message(self, param: Parameter, value: Value) -> Any:
@@ -308,7 +308,7 @@ class ParameterServer:
 
     def _types(self, request: Any) -> Any:
         got = self.table.values([str(n) for n in request.names]) or []
-        return topics.message_from_dict(GET_PARAMETER_TYPES + "_Response",
+        return plain_data.message_from_dict(GET_PARAMETER_TYPES + "_Response",
                                         {"types": [p.type for p, _v in got]}, self.distro)
 
     def _describe(self, request: Any) -> Any:

@@ -28,8 +28,9 @@ from typing import Any
 from fwbridge.bridge.ros2.keys import Entity, liveliness_key, parse_liveliness, resolve_name
 from fwbridge.bridge.ros2.service_ends import RosClient, RosService
 from fwbridge.bridge.ros2.topic_ends import RosPublisher, RosSubscription, undeclare
-from fwbridge.bridge.rosmsg import topics
-from fwbridge.bridge.rosmsg.topics import MessageError, Qos
+from fwbridge.bridge.rosmsg import cdr
+from fwbridge.bridge.rosmsg.cdr import MessageError
+from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["DEFAULT_QOS", "Participant", "RosNode", "zenoh_config"]
 
@@ -72,7 +73,7 @@ class Participant:
                  wait: float = 0.0) -> None:
         import zenoh
 
-        if distro not in topics.DISTROS:
+        if distro not in cdr.DISTROS:
             raise MessageError(f"unknown ROS 2 distro {distro!r}")
         self.domain, self.distro = domain, distro
         self.connect, self.listen = tuple(connect), tuple(listen)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import cdr, topics
 from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["BURST", "ERROR", "FATAL", "LOG", "MAX_TEXT", "RATE", "ROSOUT_QOS", "WARN",
@@ -91,7 +91,7 @@ class Rosout:
                 text = text[:MAX_TEXT] + f"… ({len(text)} characters)"
             if left_out:
                 text += f" ({left_out} earlier messages left out: rate limit)"
-            msg = topics.typestore(self.distro).types[LOG](
+            msg = cdr.typestore(self.distro).types[LOG](
                 stamp=topics.ros_time(time.time(), self.distro), level=level, name=self.name,
                 msg=text, file=file, function=function, line=max(0, min(line, 2**32 - 1)))
             try:

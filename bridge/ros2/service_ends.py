@@ -31,10 +31,18 @@ from fwbridge.bridge.ros2.services import (
     service_type_hash,
 )
 from fwbridge.bridge.ros2.topic_ends import EndNode, undeclare
-from fwbridge.bridge.rosmsg import topics
-from fwbridge.bridge.rosmsg.topics import MessageError
+from fwbridge.bridge.rosmsg import cdr
+from fwbridge.bridge.rosmsg.cdr import MessageError
 
-__all__ = ["RosClient", "RosService"]
+__all__ = ["TRIGGER", "RosClient", "RosService", "trigger_response"]
+
+#: The service type of every node's no-argument request (``~/get_status``, ``~/stop``).
+TRIGGER = "std_srvs/srv/Trigger"
+
+
+def trigger_response(distro: str, success: bool, message: str) -> Any:
+    """A ``std_srvs/srv/Trigger`` response of ``distro``'s typestore."""
+    return cdr.typestore(distro).types[TRIGGER + "_Response"](success=success, message=message)
 
 log = logging.getLogger("fwbridge.ros2")
 
@@ -125,7 +133,7 @@ class RosService(_ServiceEnd):
         if why is not None:
             raise MessageError(why)
         att = Attachment.decode(query.attachment.to_bytes())
-        return topics.deserialize(data, self.request_type, self.distro), att
+        return cdr.deserialize(data, self.request_type, self.distro), att
 
     def _on_query(self, query: Any) -> None:
         try:
@@ -135,7 +143,7 @@ class RosService(_ServiceEnd):
             return
         try:
             response = self.handler(request)
-            data = topics.serialize(response, self.response_type, self.distro)
+            data = cdr.serialize(response, self.response_type, self.distro)
         except Exception as exc:  # a handler's bug: an error reply, the node goes on
             self._refuse(query, self._failed, "failed", f"{type(exc).__name__}: {exc}",
                          traceback=True)
@@ -192,7 +200,7 @@ class RosClient(_ServiceEnd):
             raise MessageError(f"{self.name}: not connected")
         self.sequence += 1
         att = Attachment(self.sequence, time.time_ns(), self.gid).encode()
-        data = topics.serialize(request, self.request_type, self.distro)
+        data = cdr.serialize(request, self.request_type, self.distro)
         refused = None
         for reply in session.get(self.key, payload=data, attachment=att, timeout=timeout):
             if reply.ok is None:
@@ -200,7 +208,7 @@ class RosClient(_ServiceEnd):
                     refused = printable(reply.err.payload.to_bytes().decode("utf-8",
                                                                              "replace"))
                 continue
-            return topics.deserialize(reply.ok.payload.to_bytes(), self.response_type,
+            return cdr.deserialize(reply.ok.payload.to_bytes(), self.response_type,
                                       self.distro)
         if refused is not None and not refused.startswith("Timeout"):
             raise MessageError(f"{self.name}: the service answered with an error: {refused}")

@@ -40,8 +40,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from fwbridge.bridge.rosmsg import topics
-from fwbridge.bridge.rosmsg.topics import MessageError, Qos
+from fwbridge.bridge.rosmsg import cdr, plain_data
+from fwbridge.bridge.rosmsg.cdr import MessageError
+from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["MAX_ITEMS", "MAX_REASON", "MAX_REQUEST", "PARAMETER_BOOL", "PARAMETER_DOUBLE",
            "PARAMETER_INTEGER", "PARAMETER_STRING", "SERVICES", "SERVICE_QOS", "SET_PARAMETERS",
@@ -159,10 +160,10 @@ def _defs(srvtype: str) -> dict[str, Any]:
 @functools.lru_cache(maxsize=32)
 def register(srvtype: str, distro: str = "jazzy") -> tuple[str, str]:
     """The request and response message types of ``srvtype``, registered in the distro's
-    typestore (so :func:`topics.serialize` takes them)."""
+    typestore (so :func:`cdr.serialize` takes them)."""
     # typestore() is cached per call signature: typestore() and typestore("jazzy") are
     # two stores, and each caller may use either
-    stores = [topics.typestore(distro)] + ([topics.typestore()] if distro == "jazzy" else [])
+    stores = [cdr.typestore(distro)] + ([cdr.typestore()] if distro == "jazzy" else [])
     for store in stores:
         defs = {k: v for k, v in _defs(srvtype).items() if k not in store.fielddefs}
         if defs:
@@ -180,7 +181,7 @@ def service_type_hash(srvtype: str, distro: str = "jazzy") -> str:
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.EMPTY)
-    base = topics.typestore(distro)
+    base = cdr.typestore(distro)
     req, resp = srvtype + "_Request", srvtype + "_Response"
     defs = dict(_defs(srvtype))
     defs["builtin_interfaces/msg/Time"] = base.fielddefs["builtin_interfaces/msg/Time"]
@@ -228,7 +229,7 @@ def _referenced(defs: dict[str, Any], base: Any) -> None:
 def double_parameter_request(name: str, value: float, distro: str = "jazzy") -> Any:
     """A ``SetParameters`` request that sets the double parameter ``name``."""
     request_type, _ = register(SET_PARAMETERS, distro)
-    return topics.message_from_dict(request_type, {"parameters": [
+    return plain_data.message_from_dict(request_type, {"parameters": [
         {"name": name, "value": {"type": PARAMETER_DOUBLE, "double_value": value}}]}, distro)
 
 
@@ -248,7 +249,7 @@ def parameters_request(values: Mapping[str, bool | int | float | str],
         else:
             v = {"type": PARAMETER_STRING, "string_value": str(value)}
         params.append({"name": name, "value": v})
-    return topics.message_from_dict(request_type, {"parameters": params}, distro)
+    return plain_data.message_from_dict(request_type, {"parameters": params}, distro)
 
 
 def typed_parameter_value(param: Any) -> tuple[str, bool | int | float | str | None]:

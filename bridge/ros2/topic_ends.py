@@ -26,8 +26,9 @@ from fwbridge.bridge.ros2.keys import (
     liveliness_key,
 )
 from fwbridge.bridge.ros2.services import Throttle, printable
-from fwbridge.bridge.rosmsg import topics
-from fwbridge.bridge.rosmsg.topics import MessageError, Qos
+from fwbridge.bridge.rosmsg import cdr
+from fwbridge.bridge.rosmsg.cdr import MessageError
+from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["EndNode", "EndSession", "RosPublisher", "RosSubscription", "undeclare"]
 
@@ -76,7 +77,7 @@ class RosPublisher:
         p = node.participant
         self.node, self.qos, self.id = node, qos, p.next_id()
         self.topic, self.msgtype, self.distro = topic, msgtype, p.distro
-        self.type_hash = topics.type_hash(msgtype, p.distro)
+        self.type_hash = cdr.type_hash(msgtype, p.distro)
         self.key = data_key(p.domain, topic, msgtype, self.type_hash)
         self.token_key = ""
         self.gid = bytes(16)
@@ -113,7 +114,7 @@ class RosPublisher:
         if self._publisher is None:
             self.unsent += 1
             return False
-        return self.publish_cdr(topics.serialize(msg, self.msgtype, self.distro))
+        return self.publish_cdr(cdr.serialize(msg, self.msgtype, self.distro))
 
     def publish_cdr(self, data: bytes) -> bool:
         """Publish an already serialised message (with a fresh attachment)."""
@@ -150,7 +151,7 @@ class RosSubscription:
         self.node, self.qos, self.id = node, qos, p.next_id()
         self.topic, self.msgtype, self.distro = topic, msgtype, p.distro
         self.callback = callback
-        self.type_hash = topics.type_hash(msgtype, p.distro)
+        self.type_hash = cdr.type_hash(msgtype, p.distro)
         key = data_key(p.domain, topic, msgtype, self.type_hash)
         self.key = key.rsplit("/", 1)[0] + "/*" if any_hash else key
         self.token_key = ""
@@ -190,7 +191,7 @@ class RosSubscription:
                 self.stale += 1
                 return
         try:
-            msg = topics.deserialize(sample.payload.to_bytes(), self.msgtype, self.distro)
+            msg = cdr.deserialize(sample.payload.to_bytes(), self.msgtype, self.distro)
         except MessageError as exc:
             self.malformed += 1
             self._note(str(exc))

@@ -5,7 +5,7 @@ ROS 2 base node publishing them, the MCAP recorder and the live view writing the
 each carries the same bytes for the same record. It is a specialisation of
 :func:`~fwbridge.bridge.rosmsg.topics.odometry_message` and
 :func:`~fwbridge.bridge.rosmsg.topics.transform_message` followed by
-:func:`~fwbridge.bridge.rosmsg.topics.serialize`: for one pair of frame ids, every byte of
+:func:`~fwbridge.bridge.rosmsg.cdr.serialize`: for one pair of frame ids, every byte of
 the two messages but the stamp, the pose and the twist is the same, so the CDR is laid
 out once and each odometry record only packs its numbers into a copy. Building a
 message of rosbags' classes and serialising it costs about 30 times more, for each
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fwbridge.bridge.node.odometry import Odometry
-from fwbridge.bridge.rosmsg import topics
+from fwbridge.bridge.rosmsg import cdr, topics
 
 __all__ = ["OdometryEncoder", "OdometryTemplates", "RosbagsOdometry", "odometry_encoder",
            "templates"]
@@ -152,12 +152,12 @@ class RosbagsOdometry:
     def odometry(self, odom: Odometry, stamp: float) -> bytes:
         msg = topics.odometry_message(odom, stamp=stamp, frame_id=self.frame_id,
                                       child_frame_id=self.child_frame_id, distro=self.distro)
-        return topics.serialize(msg, "nav_msgs/msg/Odometry", self.distro)
+        return cdr.serialize(msg, "nav_msgs/msg/Odometry", self.distro)
 
     def transform(self, odom: Odometry, stamp: float) -> bytes:
         msg = topics.transform_message(odom, stamp=stamp, frame_id=self.frame_id,
                                        child_frame_id=self.child_frame_id, distro=self.distro)
-        return topics.serialize(msg, "tf2_msgs/msg/TFMessage", self.distro)
+        return cdr.serialize(msg, "tf2_msgs/msg/TFMessage", self.distro)
 
 
 def odometry_encoder(frame_id: str = "odom", child_frame_id: str = "base_link",

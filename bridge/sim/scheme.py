@@ -10,7 +10,7 @@ its user may name ``sim://`` wherever a port goes.
 
 from __future__ import annotations
 
-from fwbridge.bridge.link.transports import register_url_handler, register_url_handlers
+from fwbridge.bridge.link.link_urls import register_url_handler
 
 __all__ = ["register"]
 
@@ -18,10 +18,16 @@ __all__ = ["register"]
 _PACKAGE = __name__.rpartition(".")[0]
 
 
-def register() -> None:
+def register(*, pyserial: bool = True) -> None:
     """Serve ``sim://MODEL?options`` with the simulated firmware
     (:mod:`~fwbridge.bridge.sim.protocol_sim`): through
     :func:`~fwbridge.bridge.link.transports.open_link` and any program's
-    ``serial.serial_for_url``. Idempotent."""
+    ``serial.serial_for_url``. Idempotent.
+
+    ``pyserial=False`` offers it to fwbridge's openers only, which hand it to pyserial
+    when they open a link: pyserial is not imported now (the command's start-up)."""
     register_url_handler("sim", _PACKAGE)
-    register_url_handlers()
+    if pyserial:
+        from fwbridge.bridge.link.transports import register_url_handlers
+
+        register_url_handlers()
