@@ -12,16 +12,18 @@ import sys
 
 from fwbridge.codegen.c_support import Frame, check_expr, get_expr, len_get
 from fwbridge.protocols.description import FieldSpec
+from fwbridge.protocols.receiver_counters import (
+    FixedReceiverStats,
+    LengthReceiverStats,
+    counter_names,
+)
 
 __all__ = ["judge", "receiver", "rest_matches", "rx_header"]
 
 
 def rx_header(fr: Frame) -> list[str]:
     p, u = fr.p, fr.u
-    stats = (["frames", "bytes", "checksum_errors", "trailer_errors", "discarded", "resyncs",
-              "nonfinite", "overlapping"] if not fr.var else
-             ["frames", "bytes", "discarded", "resyncs", "length_errors", "trailer_errors",
-              "checksum_errors", "truncated"])
+    stats = counter_names(LengthReceiverStats if fr.var else FixedReceiverStats)
     out = ["", "/* Receiver counters: the names and meaning of the Python receiver's. */",
            "typedef struct {"]
     out += [f"    uint32_t {s};" for s in stats]

@@ -21,7 +21,7 @@ stream, which rejects such candidates and returns the frames behind them.
 
 Counters: each kind of rejection apart. ``header_errors`` counts frames
 with an alternative header (``FE FF``: length and trailer right) that strict
-mode refuses; when their CRC is wrong too, ``crc_errors`` counts that as
+mode refuses; when their CRC is wrong too, ``checksum_errors`` counts that as
 well. To see them, strict mode treats the alternative headers as candidates
 too (never accepted), so they can hold the scan like a false ``FE EF``;
 ``alt_headers=()`` turns that off. Relaxed mode accepts the alternative
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from fwbridge.protocols.action_frame import (
@@ -53,10 +52,10 @@ from fwbridge.protocols.action_frame import (
     make_unchecked,
 )
 from fwbridge.protocols.checksums import algorithm
-from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function, preset
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.held_scan import HeldScan
+from fwbridge.protocols.receiver_counters import ActionReceiverStats
 from fwbridge.protocols.stream_accounting import WORK
 
 if TYPE_CHECKING:
@@ -66,7 +65,6 @@ __all__ = [
     "DEFAULT_MAX_LENGTH",
     "ActionReceived",
     "ActionReceiver",
-    "ActionReceiverStats",
     "Rejected",
 ]
 
@@ -103,21 +101,6 @@ class Rejected(NamedTuple):
     type: InstructionType | int
     sub: SubCommand | int | None
 
-
-@dataclass(slots=True)
-class ActionReceiverStats(Counters):
-    """Counters; every byte fed is in a frame, discarded, or still pending."""
-
-    frames: int = 0
-    bytes: int = 0
-    discarded: int = 0
-    resyncs: int = 0
-    header_errors: int = 0
-    length_errors: int = 0
-    trailer_errors: int = 0
-    crc_errors: int = 0
-    truncated: int = 0
-    relaxed_accepts: int = 0
 
 
 class ActionReceiver(HeldScan[ActionReceived]):
@@ -293,7 +276,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
                     if not primary:
                         st.header_errors += 1
                     if not crc_ok:
-                        st.crc_errors += 1
+                        st.checksum_errors += 1
                         if primary and keep_rejects:
                             self._reject(buf, i, "crc")
                     pos = i + 1
@@ -373,7 +356,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
         if not self.relaxed:
             refused = v & shaped & ~(primary & crc_ok)
             st.header_errors += int(np.count_nonzero(refused & ~primary))
-            st.crc_errors += int(np.count_nonzero(refused & ~crc_ok))
+            st.checksum_errors += int(np.count_nonzero(refused & ~crc_ok))
         need = 0
         if w.stop is not None:
             keep = int(hits[w.stop])

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from fwbridge.protocols.frame_codec import FrameCodec, Received
-from fwbridge.protocols.frame_receiver import FixedReceiver, FixedReceiverStats
+from fwbridge.protocols.frame_receiver import FixedReceiver
+from fwbridge.protocols.receiver_counters import FixedReceiverStats
 
 __all__ = ["ColumnsReceiver", "FixedColumns", "columns_receiver"]
 

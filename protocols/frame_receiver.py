@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.fixed_checks import (
     FiniteCheck,
@@ -46,24 +45,12 @@ from fwbridge.protocols.fixed_checks import (
 from fwbridge.protocols.fixed_received import FixedReceived, received_class
 from fwbridge.protocols.frame_codec import FrameCodec
 from fwbridge.protocols.held_scan import HeldBytes
+from fwbridge.protocols.receiver_counters import FixedReceiverStats
 from fwbridge.protocols.stream_accounting import WORK, account
 from fwbridge.protocols.stream_prefix import StreamPrefix
 
-__all__ = ["FixedReceiver", "FixedReceiverStats"]
+__all__ = ["FixedReceiver"]
 
-
-@dataclass(slots=True)
-class FixedReceiverStats(Counters):
-    """Counters; every byte fed is in a frame, discarded, or still pending."""
-
-    frames: int = 0
-    bytes: int = 0
-    checksum_errors: int = 0
-    trailer_errors: int = 0
-    discarded: int = 0
-    resyncs: int = 0
-    nonfinite: int = 0
-    overlapping: int = 0
 
 
 @dataclass(slots=True)

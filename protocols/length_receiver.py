@@ -21,35 +21,21 @@ of the bytes a candidate holds kept from the call before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import reduce
 from operator import xor
 from typing import TYPE_CHECKING, Any
 
-from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.errors import ConfigError
 from fwbridge.protocols.frame_codec import FrameCodec, Received
 from fwbridge.protocols.held_scan import HeldScan
+from fwbridge.protocols.receiver_counters import LengthReceiverStats
 from fwbridge.protocols.stream_accounting import WORK
 
 if TYPE_CHECKING:
     from fwbridge.protocols.stream_prefix import StreamPrefix
 
-__all__ = ["LengthReceiver", "LengthReceiverStats"]
+__all__ = ["LengthReceiver"]
 
-
-@dataclass(slots=True)
-class LengthReceiverStats(Counters):
-    """Counters; every byte fed is in a frame, discarded, or still pending."""
-
-    frames: int = 0
-    bytes: int = 0
-    discarded: int = 0
-    resyncs: int = 0
-    length_errors: int = 0
-    trailer_errors: int = 0
-    checksum_errors: int = 0
-    truncated: int = 0
 
 
 class LengthReceiver(HeldScan[Received]):

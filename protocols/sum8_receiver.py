@@ -27,12 +27,12 @@ from functools import cache, partial
 from math import isfinite
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from fwbridge.protocols.counters import Counters
+from fwbridge.protocols.receiver_counters import Sum8ReceiverStats
 from fwbridge.protocols.stream_accounting import WORK, account
 from fwbridge.protocols.sum8 import HEADER, Sum8Codec
 from fwbridge.protocols.sum8_received import Sum8Received, received_class
 
-__all__ = ["Columns", "ReceiverStats", "Sum8Receiver", "decode_columns"]
+__all__ = ["Columns", "Sum8Receiver", "decode_columns"]
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,18 +54,6 @@ T = TypeVar("T")
 _AA = HEADER[0]
 _55 = HEADER[1]
 
-
-@dataclass(slots=True)
-class ReceiverStats(Counters):
-    """Counters a receiver keeps; every byte fed is in a frame or discarded."""
-
-    frames: int = 0
-    bytes: int = 0
-    checksum_errors: int = 0
-    discarded: int = 0
-    resyncs: int = 0
-    nonfinite: int = 0
-    overlapping: int = 0
 
 
 @dataclass(slots=True)
@@ -198,7 +186,7 @@ class Sum8Receiver(Generic[T]):
         self._rows = f"V{8 + body}"  # numpy: one record's bytes
         self._unpack_all = struct.Struct(f"<q{len(codec.fields)}f").iter_unpack
         self._dtype_spec = [("offset", "<i8"), *((f, "<f4") for f in codec.fields)]
-        self.stats = ReceiverStats()
+        self.stats = Sum8ReceiverStats()
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
         self._covered = 0  # stream offset where the last accepted frame ends
@@ -390,14 +378,14 @@ class Columns:
 
     offset: np.ndarray[Any, Any]
     fields: dict[str, np.ndarray[Any, Any]]
-    stats: ReceiverStats
+    stats: Sum8ReceiverStats
 
     def __len__(self) -> int:
         return len(self.offset)
 
 
 def _columns(codec: Sum8Codec[Any], scan: _Scan | None, base: int,
-             stats: ReceiverStats) -> Columns:
+             stats: Sum8ReceiverStats) -> Columns:
     """The frames of one scan as columns, offsets from ``base``."""
     values: np.ndarray[Any, Any] | None
     if scan is None or not len(scan.accepted):

@@ -28,7 +28,7 @@ BUILD = FIRMWARE / "build"
 SUM8_STATS = ("frames", "bytes", "checksum_errors", "discarded", "resyncs", "nonfinite",
               "overlapping")
 ACTION_STATS = ("frames", "bytes", "discarded", "resyncs", "header_errors", "length_errors",
-                "trailer_errors", "crc_errors", "truncated", "relaxed_accepts")
+                "trailer_errors", "checksum_errors", "truncated", "relaxed_accepts")
 RESPONDER_STATS = ("answered", "acks", "naks", "duplicates")
 ARQ_STATS = ("sent", "retransmitted", "delivered", "failed", "timeouts", "naks", "ignored")
 REJECT_REASONS = {1: "length", 2: "trailer", 3: "crc", 4: "truncated"}

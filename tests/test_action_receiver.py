@@ -101,7 +101,7 @@ def test_worked_example_strict_is_rejected_with_reasons_counted() -> None:
     assert rx.relaxed is False
     assert run(rx, [EXAMPLE]) == []
     st_ = rx.stats
-    assert (st_.header_errors, st_.crc_errors, st_.frames) == (1, 1, 0)
+    assert (st_.header_errors, st_.checksum_errors, st_.frames) == (1, 1, 0)
     assert st_.discarded == len(EXAMPLE)
     assert (st_.length_errors, st_.trailer_errors, st_.relaxed_accepts) == (0, 0, 0)
 
@@ -147,7 +147,7 @@ def test_clean_stream_back_to_back(sent, cuts) -> None:  # type: ignore[no-untyp
         rx = ActionReceiver()
         assert [r.frame for r in run(rx, chunks)] == sent
         assert rx.stats.discarded == rx.stats.resyncs == 0
-        assert rx.stats.header_errors == rx.stats.crc_errors == rx.stats.trailer_errors == 0
+        assert rx.stats.header_errors == rx.stats.checksum_errors == rx.stats.trailer_errors == 0
 
 
 @given(st.binary(max_size=600), st.lists(st.integers(0, 10_000), max_size=20), st.booleans())
@@ -234,7 +234,7 @@ def test_each_rejection_is_counted_apart_and_reported() -> None:
     got = run(rx, [data])
     assert [r.frame for r in got] == [good] * 4
     s = rx.stats
-    assert (s.trailer_errors, s.crc_errors, s.length_errors, s.header_errors, s.truncated) == (
+    assert (s.trailer_errors, s.checksum_errors, s.length_errors, s.header_errors, s.truncated) == (
         1, 1, 1, 1, 1)
     assert s.resyncs == 4 and s.frames == 4
     reasons = [(r.reason, r.machine, r.type, r.sub) for r in rx.take_rejects()]
@@ -282,7 +282,7 @@ def test_crc_preset_per_link() -> None:
     raw = af.encode(frame, crc="xmodem")
     assert [r.frame for r in run(ActionReceiver(crc="xmodem"), [raw])] == [frame]
     rx = ActionReceiver()
-    assert run(rx, [raw]) == [] and rx.stats.crc_errors == 1
+    assert run(rx, [raw]) == [] and rx.stats.checksum_errors == 1
 
 
 def test_other_alternative_headers() -> None:

@@ -173,10 +173,10 @@ def test_action_frame_is_acknowledged(firmware: Firmware) -> None:
         assert (first.machine, first.sub, first.status) == (0x01, 0x99, Status.UNKNOWN_SUB)
         assert (second.machine, second.sub, second.status) == (0x02, 0x36, Status.CRC_ERROR)
         final = h.stop()
-    assert final["action"]["frames"] == 2 and final["action"]["crc_errors"] == 1
+    assert final["action"]["frames"] == 2 and final["action"]["checksum_errors"] == 1
     assert final["responder"] == {"answered": 3, "acks": 1, "naks": 2,
                                   "duplicates": sender.stats.retransmitted}
-    assert rx.stats.crc_errors == 0 and rx.stats.discarded == 0
+    assert rx.stats.checksum_errors == 0 and rx.stats.discarded == 0
 
 
 def test_corrupted_bytes_are_counted_on_both_ends(firmware: Firmware) -> None:

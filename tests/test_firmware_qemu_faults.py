@@ -103,7 +103,7 @@ def test_every_intact_frame_recovered_on_both_sides() -> None:
     assert board["rx_bytes"] == len(sent) and board["rx_overruns"] == 0
     assert board["cmd"] == py_cmd.stats.as_dict()
     assert board["action"] == py_act.stats.as_dict()
-    assert board["cmd"]["checksum_errors"] > 0 and board["action"]["crc_errors"] > 0
+    assert board["cmd"]["checksum_errors"] > 0 and board["action"]["checksum_errors"] > 0
     for make_rx, key in ((lambda: Sum8Receiver(cmd_frame.CODEC), "cmd"),
                          (lambda: ActionReceiver(max_length=MAX_LEN), "action")):
         spans = [(r.offset, len(encode(r.frame))) for r in make_rx().feed(original)]

@@ -357,7 +357,7 @@ def test_kept_rejects_do_not_make_the_action_receiver_quadratic() -> None:
     assert [r.offset for r in got] == [1 << 16]
     assert kept.stats.as_dict() == plain.stats.as_dict()
     rejects = kept.take_rejects()
-    assert len(rejects) == kept.stats.crc_errors + kept.stats.trailer_errors + (
+    assert len(rejects) == kept.stats.checksum_errors + kept.stats.trailer_errors + (
         kept.stats.length_errors + kept.stats.truncated)
 
 

@@ -10,7 +10,6 @@ JSON channel and the ROS 2 channels of :mod:`fwbridge.bridge.rosmsg.topics`
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import struct
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from fwbridge.bridge.record.channel_streams import ChannelSpec
 from fwbridge.bridge.record.serial_pcapng import RX, TX
 from fwbridge.protocols.errors import CaptureError
-from fwbridge.protocols.sum8_receiver import ReceiverStats
+from fwbridge.protocols.receiver_counters import Sum8ReceiverStats, counter_names
 
 __all__ = ["COUNTERS", "RAW", "RAW_DIRECTIONS", "RAW_SCHEMA", "RAW_TYPE", "decode_raw",
            "encode_raw", "ros_spec", "ros_topics"]
@@ -48,7 +47,7 @@ def _counts(names: list[str], description: str) -> dict[str, Any]:
             "properties": {name: {"type": "integer"} for name in names}}
 
 
-_RECEIVER = [f.name for f in dataclasses.fields(ReceiverStats)]
+_RECEIVER = list(counter_names(Sum8ReceiverStats))
 #: The bridge node's own counters (``BaseCore.stats``), before its receiver's.
 _NODE = ["commands", "odometry", "skipped_nonfinite", "watchdog_trips", "reconnects"]
 COUNTERS = ChannelSpec("/fwbridge/counters", "fwbridge.Counters", "jsonschema", json.dumps({

@@ -225,7 +225,7 @@ static void report(uint32_t now)
     put_u32(&l, "header_errors", a->header_errors);
     put_u32(&l, "length_errors", a->length_errors);
     put_u32(&l, "trailer_errors", a->trailer_errors);
-    put_u32(&l, "crc_errors", a->crc_errors);
+    put_u32(&l, "checksum_errors", a->checksum_errors);
     put_u32(&l, "truncated", a->truncated);
     put_u32(&l, "relaxed_accepts", a->relaxed_accepts);
     close_obj(&l);

@@ -147,7 +147,7 @@ static inline void ref_action_scan(const fw_crc16 *crc, const uint8_t *b, size_t
                         out->stats.header_errors++;
                     }
                     if (!crc_ok) {
-                        out->stats.crc_errors++;
+                        out->stats.checksum_errors++;
                         if (primary) {
                             reason = FW_REJECT_CRC;
                         }

@@ -192,7 +192,7 @@ static void report(const harness_t *h)
             "\"last_cmd\": [%.9g, %.9g, %.9g], "
             "\"action\": {\"frames\": %lu, \"bytes\": %lu, \"discarded\": %lu, "
             "\"resyncs\": %lu, \"header_errors\": %lu, \"length_errors\": %lu, "
-            "\"trailer_errors\": %lu, \"crc_errors\": %lu, \"truncated\": %lu, "
+            "\"trailer_errors\": %lu, \"checksum_errors\": %lu, \"truncated\": %lu, "
             "\"relaxed_accepts\": %lu}, "
             "\"responder\": {\"answered\": %lu, \"acks\": %lu, \"naks\": %lu, "
             "\"duplicates\": %lu}}\n",
@@ -206,7 +206,7 @@ static void report(const harness_t *h)
             (double)h->cmd.wz, (unsigned long)a->frames, (unsigned long)a->bytes,
             (unsigned long)a->discarded, (unsigned long)a->resyncs,
             (unsigned long)a->header_errors, (unsigned long)a->length_errors,
-            (unsigned long)a->trailer_errors, (unsigned long)a->crc_errors,
+            (unsigned long)a->trailer_errors, (unsigned long)a->checksum_errors,
             (unsigned long)a->truncated, (unsigned long)a->relaxed_accepts,
             (unsigned long)r->answered, (unsigned long)r->acks, (unsigned long)r->naks,
             (unsigned long)r->duplicates);

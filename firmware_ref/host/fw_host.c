@@ -330,7 +330,7 @@ void fwh_action_stats(const fwh_action *h, uint32_t out[14])
     out[4] = s->header_errors;
     out[5] = s->length_errors;
     out[6] = s->trailer_errors;
-    out[7] = s->crc_errors;
+    out[7] = s->checksum_errors;
     out[8] = s->truncated;
     out[9] = s->relaxed_accepts;
     out[10] = h->resp.stats.answered;

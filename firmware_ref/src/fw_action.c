@@ -263,7 +263,7 @@ static size_t settle(fw_action_rx *rx, int final)
                     rx->stats.header_errors++;
                 }
                 if (!crc_ok) {
-                    rx->stats.crc_errors++;
+                    rx->stats.checksum_errors++;
                     if (primary) {
                         reject(rx, p, avail, FW_REJECT_CRC);
                     }

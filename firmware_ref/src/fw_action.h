@@ -171,7 +171,7 @@ typedef struct {
     uint32_t header_errors;  /* FE FF frames (length, trailer right) refused in strict mode */
     uint32_t length_errors;
     uint32_t trailer_errors;
-    uint32_t crc_errors;
+    uint32_t checksum_errors;
     uint32_t truncated;
     uint32_t relaxed_accepts;
 } fw_action_stats;
