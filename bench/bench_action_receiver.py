@@ -32,7 +32,7 @@ from bench.baselines.patent_receiver import PatentReceiver
 from bench.common import best_of, machine, table
 from fwbridge.protocols import action_frame as af
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.action_receiver import ActionReceived, ActionReceiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceived, ActionReceiver
 
 CHUNK = 4096
 GOAL = 3.0

@@ -39,10 +39,10 @@ from bench.bench_action_receiver import make_stream as make_action_stream
 from bench.bench_sum8_receiver import CHUNK, chunks, make_stream
 from bench.common import best_of, machine, table
 from fwbridge.protocols import odom_frame
-from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.description import load
-from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.frame_receiver import FixedReceiver
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.descriptions.loader import load
+from fwbridge.protocols.engine.codec import FrameCodec
+from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -44,10 +44,10 @@ from bench.baselines.sum8_receiver_hand import Sum8Receiver as HandReceiver
 from bench.bench_sum8_receiver import make_stream
 from bench.common import machine, table
 from fwbridge.protocols import odom_frame
-from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.frame_receiver import FixedReceiver
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.engine.codec import FrameCodec
+from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 
 
 def _keep(make: Callable[[], Any], parts: list[bytes]) -> Callable[[], int]:

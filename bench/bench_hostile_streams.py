@@ -4,7 +4,7 @@ A receiver judges every header position as a candidate, so a stream made of
 false headers is the worst it sees: each candidate must be rejected, and
 reading a candidate's whole span to do it made a 2 MB flood of ``5A A5``
 against a 4 KiB CRC-32 frame take 25 to 107 s. The receivers now judge a
-flood by prefix values (``protocols/window_checks.py``, ``length_scan.py``):
+flood by prefix values (``protocols/engine/window_checks.py``, ``length_scan.py``):
 linear in the input whatever it holds.
 
 Shapes (each fed in 4 KiB chunks, the columns ones too; ``decode_columns``
@@ -48,13 +48,13 @@ from bench.common import best_of, machine, table
 from fwbridge.protocols import odom_frame
 from fwbridge.protocols.action_frame import ActionFrame
 from fwbridge.protocols.action_frame import encode as encode_action
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.description import FrameDescription, loads
+from fwbridge.protocols.descriptions.loader import FrameDescription, loads
 from fwbridge.protocols.engine import codec_for, receiver_for
-from fwbridge.protocols.fixed_columns import columns_receiver
-from fwbridge.protocols.frame_receiver import FixedReceiver
-from fwbridge.protocols.length_receiver import LengthReceiver
-from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
+from fwbridge.protocols.engine.fixed_columns import columns_receiver
+from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver, decode_columns
+from fwbridge.protocols.engine.length_receiver import LengthReceiver
 
 #: The two big CRC-32 shapes (also the linearity tests' descriptions).
 FIXED = (Path(__file__).parent / "frames" / "hostile_fixed.toml").read_text()

@@ -20,8 +20,8 @@ from typing import Any
 
 from bench.common import machine, table
 from fwbridge.protocols import cmd_frame, odom_frame
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 
 CHUNK = 1 << 16
 BLOCK = 1 << 24  # 16 MiB of random bytes, read at a shifting offset

@@ -25,8 +25,8 @@ from construct import ConstructError
 from bench.baselines.seed_getonebyte import SeedGetOneByte
 from bench.common import best_of, machine, table
 from fwbridge.protocols import odom_frame
-from fwbridge.protocols.sum8 import Sum8Codec
-from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
+from fwbridge.protocols.engine.kernels.sum8 import Sum8Codec
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver, decode_columns
 
 CHUNK = 4096
 

@@ -31,8 +31,8 @@ from typing import Any
 from bench.common import machine, table
 from fwbridge.protocols import action_frame as af
 from fwbridge.protocols import odom_frame
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 
 KINDS = ("bitflip", "drop", "insert", "truncate")
 RATES = (1e-5, 1e-4, 1e-3, 1e-2)

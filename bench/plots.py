@@ -13,7 +13,7 @@ from pathlib import Path
 from bench.baselines.seed_getonebyte import SeedGetOneByte
 from bench.bench_sum8_receiver import chunks, make_stream, recovered
 from fwbridge.protocols import odom_frame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 
 HERE = Path(__file__).resolve().parent
 RATES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)

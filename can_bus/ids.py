@@ -14,9 +14,9 @@ from typing import NamedTuple
 import can
 from can.typechecking import CanFilter, CanFilters
 
-from fwbridge.protocols import actuator
-from fwbridge.protocols.actuator import ActuatorStruct
 from fwbridge.protocols.errors import CanFrameError
+from fwbridge.protocols.families import actuator
+from fwbridge.protocols.families.actuator import ActuatorStruct
 
 __all__ = [
     "COMMAND_BASE",

@@ -19,8 +19,8 @@ from fwbridge.protocols.hextext import HexTextError, parse_hex, to_hex
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from fwbridge.protocols.action_group import ActionGroup
-    from fwbridge.protocols.action_receiver import ActionReceived, ActionReceiver
+    from fwbridge.protocols.engine.kernels.action_receiver import ActionReceived, ActionReceiver
+    from fwbridge.protocols.families.action_group import ActionGroup
 
 __all__ = [
     "ByteEnum",
@@ -113,8 +113,8 @@ _COLUMNS = ("machine", "type", "sub", "length", "defects", "data")
 
 
 def _make_receiver(opts: dict[str, Any]) -> ActionReceiver:
-    from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH
     from fwbridge.protocols.engine import action_receiver
+    from fwbridge.protocols.engine.kernels.action_receiver import DEFAULT_MAX_LENGTH
 
     try:
         return action_receiver(
@@ -164,7 +164,7 @@ def action_group_table(source: ActionFrame | ActionGroup, title: str = "") -> Ta
     """
     from rich.table import Table
 
-    from fwbridge.protocols import action_group
+    from fwbridge.protocols.families import action_group
 
     group = action_group.from_frame(source) if isinstance(source, ActionFrame) else source
     table = Table(

@@ -2,7 +2,7 @@
 
 The per-frame path turns every frame into a record, a row of labels and a
 line. For a fixed-size description the receiver gives the chunk's frames as
-numpy columns instead (:mod:`fwbridge.protocols.fixed_columns`, or the
+numpy columns instead (:mod:`fwbridge.protocols.engine.fixed_columns`, or the
 odometry receiver's ``feed_columns`` for a sum-8 float frame), and this
 module formats the whole batch with one ``%`` template per line: numbers
 straight from the columns, text fields (enums, flags, bytes) labelled once
@@ -28,7 +28,7 @@ from fwbridge.cli_verbs.table_stream import GAP
 
 if TYPE_CHECKING:
     from fwbridge.cli_verbs.table_stream import RowWriter
-    from fwbridge.protocols.description import FieldSpec
+    from fwbridge.protocols.descriptions.loader import FieldSpec
 
 __all__ = ["ColumnBlocks", "by_value", "column_blocks", "shortest32_text"]
 
@@ -40,12 +40,12 @@ def column_blocks(rx: Any, codec: Any, protocol: str, table: RowWriter | None,
                   per_frame: Callable[[list[Any]], None]) -> ColumnBlocks | None:
     """The block printer for a description's receiver ``rx``, or None when its frames
     have no columns path (a length field, the action frame's shape)."""
-    from fwbridge.protocols.frame_receiver import FixedReceiver
+    from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
 
     if hasattr(rx, "feed_columns") and hasattr(rx, "records"):
         return ColumnBlocks(rx, codec, protocol, table, per_frame)
     if type(rx) is FixedReceiver:
-        from fwbridge.protocols.fixed_columns import columns_receiver
+        from fwbridge.protocols.engine.fixed_columns import columns_receiver
 
         crx = columns_receiver(rx.codec)
         if crx is not None:

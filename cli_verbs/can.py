@@ -39,7 +39,7 @@ from fwbridge.cli_verbs.can_common import (
 from fwbridge.cli_verbs.common import Group, fail
 from fwbridge.cli_verbs.link import until_interrupted
 from fwbridge.cli_verbs.params import BITRATE, INTERVAL
-from fwbridge.protocols.actuator import ActuatorStruct, Fault
+from fwbridge.protocols.families.actuator import ActuatorStruct, Fault
 
 __all__ = ["can_group"]
 
@@ -169,7 +169,7 @@ def send_actuator(ctx: click.Context, module: int, angle: int, speed: int, curre
                   command: str, fault: str, feedback: bool, count: int, interval: float) -> None:
     """Send an actuator struct to (or, with --feedback, from) module K."""
     from fwbridge.cli_verbs.frames import parse_flags
-    from fwbridge.protocols.builtin_frames import builtin
+    from fwbridge.protocols.descriptions.builtin import builtin
 
     try:
         cmd = parse_command(command)

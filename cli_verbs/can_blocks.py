@@ -34,7 +34,7 @@ from fwbridge.can_bus.ids import (
     Direction,
 )
 from fwbridge.cli_verbs.can_common import actuator_fields, actuator_text
-from fwbridge.protocols import actuator
+from fwbridge.protocols.families import actuator
 
 __all__ = ["BLOCK_BYTES", "LINE", "CandumpBlocks", "LineBlocks"]
 

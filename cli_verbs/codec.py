@@ -33,8 +33,8 @@ from fwbridge.protocols.hextext import HexTextError, looks_like_hex, parse_hex, 
 # Receivers (numpy), captures (python-pcapng) and rich's tables load in the
 # decode path: `fwbridge encode` imports this module and must start fast.
 if TYPE_CHECKING:
-    from fwbridge.protocols.sum8 import Sum8Codec
-    from fwbridge.protocols.sum8_receiver import Sum8Receiver
+    from fwbridge.protocols.engine.kernels.sum8 import Sum8Codec
+    from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 
 READ_CHUNK = 1 << 16
 
@@ -312,7 +312,7 @@ def decode_cmd(
     first = next(chunks, b"")  # input errors come before any output
     # Rows stream as they are decoded (bounded memory, never cut when piped).
     from fwbridge.cli_verbs.table_stream import RowWriter
-    from fwbridge.protocols.stream_decode import decode_stream
+    from fwbridge.protocols.engine.stream_decode import decode_stream
 
     table = None if as_json else RowWriter(dec.columns, title=f"{protocol} frames",
                                            widths=dec.widths, left=dec.text,

@@ -30,7 +30,7 @@ from fwbridge.cli_verbs.ros2 import CONFIG, CONNECT, DISTRO, DOMAIN, LISTEN, ros
 from fwbridge.cli_verbs.stopping import stoppable
 from fwbridge.protocols.config_text import TextLimitError, parse_json
 from fwbridge.protocols.errors import ConfigError, FrameError
-from fwbridge.protocols.fish_commands import UserConfig
+from fwbridge.protocols.families.fish_commands import UserConfig
 
 __all__ = ["fish_group"]
 

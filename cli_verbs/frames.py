@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fwbridge.cli_verbs.common import Decoder, Float32, Group, console, fail, json_line
-from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
-from fwbridge.protocols.description import DescriptionError, FieldSpec, FrameDescription
+from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES, builtin
+from fwbridge.protocols.descriptions.loader import DescriptionError, FieldSpec, FrameDescription
 from fwbridge.protocols.errors import ConfigError, FrameError
 
 __all__ = [

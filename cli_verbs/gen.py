@@ -175,7 +175,7 @@ def wireshark_install_cmd(specs: tuple[str, ...], plugin_dir: str | None) -> Non
     """
     from fwbridge.codegen.lua_check import check_plugin
     from fwbridge.codegen.wireshark import generate
-    from fwbridge.protocols.builtin_frames import BUILTIN_NAMES
+    from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES
 
     names = [n for n in BUILTIN_NAMES if n != "actuator"]
     target = Path(plugin_dir).expanduser() if plugin_dir else PLUGIN_DIR.expanduser()

@@ -29,8 +29,8 @@ from fwbridge.codegen.c_support import (
     len_get,
     put_stmt,
 )
-from fwbridge.protocols.description import FrameDescription
-from fwbridge.protocols.description_names import GenName, clash_error
+from fwbridge.protocols.descriptions.loader import FrameDescription
+from fwbridge.protocols.descriptions.names import GenName, clash_error
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["MARKER", "PRELUDE", "generate", "marker"]

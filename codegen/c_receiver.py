@@ -11,8 +11,8 @@ import math
 import sys
 
 from fwbridge.codegen.c_support import Frame, check_expr, get_expr, len_get
-from fwbridge.protocols.description import FieldSpec
-from fwbridge.protocols.receiver_counters import (
+from fwbridge.protocols.descriptions.loader import FieldSpec
+from fwbridge.protocols.engine.receiver_counters import (
     FixedReceiverStats,
     LengthReceiverStats,
     counter_names,

@@ -7,7 +7,7 @@ import unicodedata
 import crcmod
 
 from fwbridge.protocols.checksums import Algorithm
-from fwbridge.protocols.description import HIDDEN_CATEGORIES, FieldSpec, FrameDescription
+from fwbridge.protocols.descriptions.loader import HIDDEN_CATEGORIES, FieldSpec, FrameDescription
 
 __all__ = ["Frame", "c_type", "check_expr", "checksum_c", "comment", "get_expr", "hex_list",
            "len_get", "put_stmt", "uint24", "upper"]

@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fwbridge.protocols.description import FrameDescription
-from fwbridge.protocols.description_names import DBC_KEYWORDS, clash_error
+from fwbridge.protocols.descriptions.loader import FrameDescription
+from fwbridge.protocols.descriptions.names import DBC_KEYWORDS, clash_error
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["MARKER", "generate"]

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import crcmod
 
-from fwbridge.protocols.description import FieldSpec, FrameDescription
-from fwbridge.protocols.description_names import clash_error
+from fwbridge.protocols.descriptions.loader import FieldSpec, FrameDescription
+from fwbridge.protocols.descriptions.names import clash_error
 from fwbridge.protocols.errors import ConfigError
 
 __all__ = ["MARKER", "generate"]

@@ -30,7 +30,7 @@ def _split(data: bytes) -> list[bytes]:
 
 def sum8_receiver(data: bytes) -> None:
     from fwbridge.protocols import cmd_frame, odom_frame
-    from fwbridge.protocols.sum8_receiver import Sum8Receiver
+    from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 
     for codec in (odom_frame.CODEC, cmd_frame.CODEC):
         rx = Sum8Receiver(codec)
@@ -72,7 +72,7 @@ def hex_parser(data: bytes) -> None:
 
 def action_receiver(data: bytes) -> None:
     from fwbridge.protocols import action_frame
-    from fwbridge.protocols.action_receiver import ActionReceiver
+    from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
 
     body = data[1:]
     for relaxed in (False, True):
@@ -90,8 +90,9 @@ def action_receiver(data: bytes) -> None:
 
 
 def action_decode(data: bytes) -> None:
-    from fwbridge.protocols import action_frame, action_group, actuator
+    from fwbridge.protocols import action_frame
     from fwbridge.protocols.errors import FrameError
+    from fwbridge.protocols.families import action_group, actuator
 
     with contextlib.suppress(FrameError):
         action_frame.decode(data, relaxed=bool(data[:1] == b"\x00"))
@@ -220,7 +221,7 @@ def description_loader(data: bytes) -> None:
     into a description every generator and a receiver take."""
     from fwbridge.codegen import c, dbc, wireshark
     from fwbridge.protocols.described import Described
-    from fwbridge.protocols.description import DescriptionError, loads
+    from fwbridge.protocols.descriptions.loader import DescriptionError, loads
     from fwbridge.protocols.errors import ConfigError
 
     try:

@@ -20,59 +20,6 @@ if TYPE_CHECKING:
     from fwbridge.protocols.action_frame import (
         SubCommand as SubCommand,
     )
-    from fwbridge.protocols.action_group import (
-        ActionGroup as ActionGroup,
-    )
-    from fwbridge.protocols.action_group import (
-        ServoEntry as ServoEntry,
-    )
-    from fwbridge.protocols.action_group import (
-        Step as Step,
-    )
-    from fwbridge.protocols.action_receiver import (
-        ActionReceived as ActionReceived,
-    )
-    from fwbridge.protocols.action_receiver import (
-        ActionReceiver as ActionReceiver,
-    )
-    from fwbridge.protocols.action_receiver import (
-        Rejected as Rejected,
-    )
-    from fwbridge.protocols.actuator import (
-        ActuatorStruct as ActuatorStruct,
-    )
-    from fwbridge.protocols.actuator import (
-        Fault as Fault,
-    )
-    from fwbridge.protocols.arq import (
-        Answer as Answer,
-    )
-    from fwbridge.protocols.arq import (
-        Delivered as Delivered,
-    )
-    from fwbridge.protocols.arq import (
-        Failed as Failed,
-    )
-    from fwbridge.protocols.arq import (
-        Responder as Responder,
-    )
-    from fwbridge.protocols.arq import (
-        Retransmit as Retransmit,
-    )
-    from fwbridge.protocols.arq import (
-        Status as Status,
-    )
-    from fwbridge.protocols.arq import (
-        StopAndWaitSender as StopAndWaitSender,
-    )
-    from fwbridge.protocols.arq import (
-        make_answer as make_answer,
-    )
-    from fwbridge.protocols.arq import (
-        parse_answer as parse_answer,
-    )
-    from fwbridge.protocols.builtin_records import CmdFrame as CmdFrame
-    from fwbridge.protocols.builtin_records import OdomFrame as OdomFrame
     from fwbridge.protocols.crc import (
         DEFAULT_CRC as DEFAULT_CRC,
     )
@@ -85,7 +32,9 @@ if TYPE_CHECKING:
     from fwbridge.protocols.crc import (
         preset_names as preset_names,
     )
-    from fwbridge.protocols.description import (
+    from fwbridge.protocols.descriptions.builtin_records import CmdFrame as CmdFrame
+    from fwbridge.protocols.descriptions.builtin_records import OdomFrame as OdomFrame
+    from fwbridge.protocols.descriptions.loader import (
         load_description as load_description,
     )
     from fwbridge.protocols.engine import (
@@ -93,6 +42,25 @@ if TYPE_CHECKING:
     )
     from fwbridge.protocols.engine import (
         receiver_for as receiver_for,
+    )
+    from fwbridge.protocols.engine.kernels.action_receiver import (
+        ActionReceived as ActionReceived,
+    )
+    from fwbridge.protocols.engine.kernels.action_receiver import (
+        ActionReceiver as ActionReceiver,
+    )
+    from fwbridge.protocols.engine.kernels.action_receiver import (
+        Rejected as Rejected,
+    )
+    from fwbridge.protocols.engine.kernels.sum8 import Sum8Codec as Sum8Codec
+    from fwbridge.protocols.engine.kernels.sum8_received import (
+        Sum8Received as Sum8Received,
+    )
+    from fwbridge.protocols.engine.kernels.sum8_receiver import (
+        Sum8Receiver as Sum8Receiver,
+    )
+    from fwbridge.protocols.engine.kernels.sum8_receiver import (
+        decode_columns as decode_columns,
     )
     from fwbridge.protocols.errors import (
         ArmError as ArmError,
@@ -142,13 +110,55 @@ if TYPE_CHECKING:
     from fwbridge.protocols.errors import (
         TrailerError as TrailerError,
     )
-    from fwbridge.protocols.fish_payloads import (
+    from fwbridge.protocols.families.action_group import (
+        ActionGroup as ActionGroup,
+    )
+    from fwbridge.protocols.families.action_group import (
+        ServoEntry as ServoEntry,
+    )
+    from fwbridge.protocols.families.action_group import (
+        Step as Step,
+    )
+    from fwbridge.protocols.families.actuator import (
+        ActuatorStruct as ActuatorStruct,
+    )
+    from fwbridge.protocols.families.actuator import (
+        Fault as Fault,
+    )
+    from fwbridge.protocols.families.arq import (
+        Answer as Answer,
+    )
+    from fwbridge.protocols.families.arq import (
+        Delivered as Delivered,
+    )
+    from fwbridge.protocols.families.arq import (
+        Failed as Failed,
+    )
+    from fwbridge.protocols.families.arq import (
+        Responder as Responder,
+    )
+    from fwbridge.protocols.families.arq import (
+        Retransmit as Retransmit,
+    )
+    from fwbridge.protocols.families.arq import (
+        Status as Status,
+    )
+    from fwbridge.protocols.families.arq import (
+        StopAndWaitSender as StopAndWaitSender,
+    )
+    from fwbridge.protocols.families.arq import (
+        make_answer as make_answer,
+    )
+    from fwbridge.protocols.families.arq import (
+        parse_answer as parse_answer,
+    )
+    from fwbridge.protocols.families.fish_payloads import (
         Result as Result,
     )
-    from fwbridge.protocols.fish_payloads import (
+    from fwbridge.protocols.families.fish_payloads import (
         decode_result as decode_result,
     )
-    from fwbridge.protocols.fish_payloads import (
+    from fwbridge.protocols.families.fish_payloads import (
         encode_result as encode_result,
     )
     from fwbridge.protocols.hextext import (
@@ -181,16 +191,6 @@ if TYPE_CHECKING:
     from fwbridge.protocols.pcapng import (
         section_header as section_header,
     )
-    from fwbridge.protocols.sum8 import Sum8Codec as Sum8Codec
-    from fwbridge.protocols.sum8_received import (
-        Sum8Received as Sum8Received,
-    )
-    from fwbridge.protocols.sum8_receiver import (
-        Sum8Receiver as Sum8Receiver,
-    )
-    from fwbridge.protocols.sum8_receiver import (
-        decode_columns as decode_columns,
-    )
 
 
 #: Public name -> defining module; the TYPE_CHECKING block above names the same.
@@ -198,29 +198,29 @@ _EXPORTS = {
     "ActionFrame": "fwbridge.protocols.action_frame",
     "InstructionType": "fwbridge.protocols.action_frame",
     "SubCommand": "fwbridge.protocols.action_frame",
-    "ActionGroup": "fwbridge.protocols.action_group",
-    "ServoEntry": "fwbridge.protocols.action_group",
-    "Step": "fwbridge.protocols.action_group",
-    "ActionReceived": "fwbridge.protocols.action_receiver",
-    "ActionReceiver": "fwbridge.protocols.action_receiver",
-    "Rejected": "fwbridge.protocols.action_receiver",
-    "ActuatorStruct": "fwbridge.protocols.actuator",
-    "Fault": "fwbridge.protocols.actuator",
-    "Answer": "fwbridge.protocols.arq",
-    "Delivered": "fwbridge.protocols.arq",
-    "Failed": "fwbridge.protocols.arq",
-    "Responder": "fwbridge.protocols.arq",
-    "Retransmit": "fwbridge.protocols.arq",
-    "Status": "fwbridge.protocols.arq",
-    "StopAndWaitSender": "fwbridge.protocols.arq",
-    "make_answer": "fwbridge.protocols.arq",
-    "parse_answer": "fwbridge.protocols.arq",
-    "CmdFrame": "fwbridge.protocols.builtin_records",
+    "ActionGroup": "fwbridge.protocols.families.action_group",
+    "ServoEntry": "fwbridge.protocols.families.action_group",
+    "Step": "fwbridge.protocols.families.action_group",
+    "ActionReceived": "fwbridge.protocols.engine.kernels.action_receiver",
+    "ActionReceiver": "fwbridge.protocols.engine.kernels.action_receiver",
+    "Rejected": "fwbridge.protocols.engine.kernels.action_receiver",
+    "ActuatorStruct": "fwbridge.protocols.families.actuator",
+    "Fault": "fwbridge.protocols.families.actuator",
+    "Answer": "fwbridge.protocols.families.arq",
+    "Delivered": "fwbridge.protocols.families.arq",
+    "Failed": "fwbridge.protocols.families.arq",
+    "Responder": "fwbridge.protocols.families.arq",
+    "Retransmit": "fwbridge.protocols.families.arq",
+    "Status": "fwbridge.protocols.families.arq",
+    "StopAndWaitSender": "fwbridge.protocols.families.arq",
+    "make_answer": "fwbridge.protocols.families.arq",
+    "parse_answer": "fwbridge.protocols.families.arq",
+    "CmdFrame": "fwbridge.protocols.descriptions.builtin_records",
     "DEFAULT_CRC": "fwbridge.protocols.crc",
     "crc16": "fwbridge.protocols.crc",
     "crc_function": "fwbridge.protocols.crc",
     "preset_names": "fwbridge.protocols.crc",
-    "load_description": "fwbridge.protocols.description",
+    "load_description": "fwbridge.protocols.descriptions.loader",
     "codec_for": "fwbridge.protocols.engine",
     "receiver_for": "fwbridge.protocols.engine",
     "ArmError": "fwbridge.protocols.errors",
@@ -239,13 +239,13 @@ _EXPORTS = {
     "SimStopped": "fwbridge.protocols.errors",
     "StateError": "fwbridge.protocols.errors",
     "TrailerError": "fwbridge.protocols.errors",
-    "Result": "fwbridge.protocols.fish_payloads",
-    "decode_result": "fwbridge.protocols.fish_payloads",
-    "encode_result": "fwbridge.protocols.fish_payloads",
+    "Result": "fwbridge.protocols.families.fish_payloads",
+    "decode_result": "fwbridge.protocols.families.fish_payloads",
+    "encode_result": "fwbridge.protocols.families.fish_payloads",
     "HexTextError": "fwbridge.protocols.hextext",
     "parse_hex": "fwbridge.protocols.hextext",
     "to_hex": "fwbridge.protocols.hextext",
-    "OdomFrame": "fwbridge.protocols.builtin_records",
+    "OdomFrame": "fwbridge.protocols.descriptions.builtin_records",
     "PACINGS": "fwbridge.protocols.pacing",
     "parse_pacing": "fwbridge.protocols.pacing",
     "PcapngPacket": "fwbridge.protocols.pcapng",
@@ -253,10 +253,10 @@ _EXPORTS = {
     "interface_description": "fwbridge.protocols.pcapng",
     "iter_packets": "fwbridge.protocols.pcapng",
     "section_header": "fwbridge.protocols.pcapng",
-    "Sum8Codec": "fwbridge.protocols.sum8",
-    "Sum8Received": "fwbridge.protocols.sum8_received",
-    "Sum8Receiver": "fwbridge.protocols.sum8_receiver",
-    "decode_columns": "fwbridge.protocols.sum8_receiver",
+    "Sum8Codec": "fwbridge.protocols.engine.kernels.sum8",
+    "Sum8Received": "fwbridge.protocols.engine.kernels.sum8_received",
+    "Sum8Receiver": "fwbridge.protocols.engine.kernels.sum8_receiver",
+    "decode_columns": "fwbridge.protocols.engine.kernels.sum8_receiver",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -32,9 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from construct import ConstructError, Struct
 
-from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
-from fwbridge.protocols.description_schema import build_schema
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.descriptions.schema import build_schema
+from fwbridge.protocols.engine.codec import schema_of
+from fwbridge.protocols.engine.kernels.sum8 import fast_constructor
+from fwbridge.protocols.engine.records import record_type
 from fwbridge.protocols.errors import (
     ChecksumError,
     FieldValueError,
@@ -42,9 +45,6 @@ from fwbridge.protocols.errors import (
     LengthError,
     TrailerError,
 )
-from fwbridge.protocols.frame_codec import schema_of
-from fwbridge.protocols.records import record_type
-from fwbridge.protocols.sum8 import fast_constructor
 
 __all__ = [
     "DESCRIPTION",

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fwbridge.protocols import engine
-from fwbridge.protocols.builtin_frames import resolve
-from fwbridge.protocols.description import FrameDescription
-from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.descriptions.builtin import resolve
+from fwbridge.protocols.descriptions.loader import FrameDescription
+from fwbridge.protocols.engine.codec import FrameCodec
 
 if TYPE_CHECKING:
     from fwbridge.protocols.engine import Receiver

@@ -6,7 +6,7 @@ seed's host multiplies it by D2R.
 
 Everything here comes from the description, ``protocols/frames/odom.toml``,
 loaded like a user's: the record type's fields
-(:mod:`fwbridge.protocols.builtin_records`), the codec and its construct
+(:mod:`fwbridge.protocols.descriptions.builtin_records`), the codec and its construct
 schema (the engine's, :func:`fwbridge.protocols.engine.codec_for`).
 
 NaN and infinity: :func:`decode` accepts them (they are what the wire said)
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import cast
 
-from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.builtin_records import OdomFrame
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.descriptions.builtin_records import OdomFrame
 from fwbridge.protocols.engine import codec_for
-from fwbridge.protocols.sum8 import HEADER, Sum8Codec
+from fwbridge.protocols.engine.kernels.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "OdomFrame", "decode",
            "encode"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fwbridge.codegen.c import generate
-from fwbridge.protocols.description import FrameDescription
+from fwbridge.protocols.descriptions.loader import FrameDescription
 
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Wconversion", "-O1"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.protocols.description import DescriptionError, loads
+from fwbridge.protocols.descriptions.loader import DescriptionError, loads
 from tests.helpers import run_cli
 
 #: A small frame; ``{frame}`` and ``{field}`` take extra keys of the frame and its field.

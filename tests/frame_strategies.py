@@ -7,8 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fwbridge.protocols.description import TYPES, FrameDescription, loads
-from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.descriptions.loader import TYPES, FrameDescription, loads
+from fwbridge.protocols.engine.codec import FrameCodec
 
 ALGORITHMS = ("sum8", "xor8", "crc-8", "crc-16-modbus", "crc-ccitt-false", "xmodem", "crc-32",
               "crc-24", "crc-64")

@@ -39,11 +39,12 @@ from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.can_bus.daemon import BusDaemon
 from fwbridge.can_bus.ids import Direction, from_message
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.protocols import action_frame, action_group, cmd_frame
+from fwbridge.protocols import action_frame, cmd_frame
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand
 from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.families import action_group
 from fwbridge.protocols.hextext import parse_hex
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -620,7 +621,7 @@ class OdometryReader(threading.Thread):
     def __init__(self, fd: int) -> None:
         super().__init__(daemon=True)
         from fwbridge.protocols import odom_frame
-        from fwbridge.protocols.sum8_receiver import Sum8Receiver
+        from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 
         self.fd = fd
         self.rx = Sum8Receiver(odom_frame.CODEC)

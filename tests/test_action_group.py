@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fwbridge.protocols import action_frame as af
-from fwbridge.protocols import action_group as ag
 from fwbridge.protocols.action_frame import ActionFrame
-from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step
 from fwbridge.protocols.errors import FieldValueError, FrameError, LengthError
+from fwbridge.protocols.families import action_group as ag
+from fwbridge.protocols.families.action_group import ActionGroup, ServoEntry, Step
 from fwbridge.protocols.hextext import parse_hex
 from tests.conftest import FIXTURES
 

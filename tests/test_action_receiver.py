@@ -11,10 +11,14 @@ from hypothesis import strategies as st
 
 from bench.baselines.patent_receiver import PatentReceiver
 from fwbridge.protocols import action_frame as af
-from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.action_receiver import ActionReceived, ActionReceiver, Rejected
+from fwbridge.protocols.engine.kernels.action_receiver import (
+    ActionReceived,
+    ActionReceiver,
+    Rejected,
+)
 from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.families import action_group
 from fwbridge.protocols.hextext import parse_hex
 from tests.conftest import FIXTURES
 

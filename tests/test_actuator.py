@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fwbridge.protocols import actuator
 from fwbridge.protocols.action_frame import SubCommand
-from fwbridge.protocols.actuator import ActuatorStruct, Fault
 from fwbridge.protocols.errors import FieldValueError, LengthError
+from fwbridge.protocols.families import actuator
+from fwbridge.protocols.families.actuator import ActuatorStruct, Fault
 
 structs = st.builds(
     ActuatorStruct,

@@ -11,7 +11,7 @@ from fwbridge.bridge.robots.arm.can_arm import ArmLink, JointModule, arm_specs, 
 from fwbridge.bridge.robots.arm.kinematics import Joints, Pose, ScaraGeometry
 from fwbridge.bridge.robots.arm.pick_place import Phase, PickPlaceConfig
 from fwbridge.can_bus.ids import from_message
-from fwbridge.protocols.actuator import fine_position
+from fwbridge.protocols.families.actuator import fine_position
 
 GEOM = ScaraGeometry(z_min=0.0, z_max=0.4)  # the earlier slide, with the precise settings
 

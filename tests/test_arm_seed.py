@@ -15,7 +15,7 @@ from fwbridge.bridge.robots.arm.kinematics import Pose, ScaraGeometry, forward, 
 from fwbridge.bridge.robots.arm.motion import MoveL, RampSpeeds
 from fwbridge.bridge.robots.arm.pick_place import Phase, PickAndPlace, PickPlaceConfig
 from fwbridge.can_bus.ids import Direction, from_message
-from fwbridge.protocols.actuator import fine_position
+from fwbridge.protocols.families.actuator import fine_position
 
 GEOM = ScaraGeometry()
 A, B = Pose(0.45, 0.15, 0.25), Pose(0.2, -0.25, 0.25)

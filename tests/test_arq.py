@@ -9,8 +9,9 @@ import pytest
 
 from fwbridge.protocols import action_frame as af
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.action_receiver import ActionReceiver, Rejected
-from fwbridge.protocols.arq import (
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver, Rejected
+from fwbridge.protocols.errors import ConfigError, FieldValueError, StateError
+from fwbridge.protocols.families.arq import (
     TRANSIENT,
     Delivered,
     Failed,
@@ -23,7 +24,6 @@ from fwbridge.protocols.arq import (
     make_answer,
     parse_answer,
 )
-from fwbridge.protocols.errors import ConfigError, FieldValueError, StateError
 
 REQ = ActionFrame(3, InstructionType.WRITE_PC, SubCommand.TEST_ACTION_GROUP, b"\x01\x02")
 

@@ -26,7 +26,7 @@ from fwbridge.can_bus.ids import ActuatorMessage, Direction, to_message
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.sim.nodes import ActuatorModule
 from fwbridge.protocols.action_frame import SubCommand
-from fwbridge.protocols.actuator import ActuatorStruct, Fault
+from fwbridge.protocols.families.actuator import ActuatorStruct, Fault
 
 
 def sample() -> list[can.Message]:

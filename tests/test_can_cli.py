@@ -18,7 +18,7 @@ from fwbridge.bridge.record.can_logs import read_messages
 from fwbridge.can_bus.ids import Direction, to_message
 from fwbridge.cli import fwbridge
 from fwbridge.protocols.action_frame import SubCommand
-from fwbridge.protocols.actuator import ActuatorStruct
+from fwbridge.protocols.families.actuator import ActuatorStruct
 from tests.helpers import vcan_reason
 
 ROOT = Path(__file__).resolve().parents[1]

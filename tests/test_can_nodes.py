@@ -22,7 +22,7 @@ from fwbridge.can_bus.sim.nodes import (
     start_modules,
 )
 from fwbridge.protocols.action_frame import SubCommand
-from fwbridge.protocols.actuator import ActuatorStruct, Fault
+from fwbridge.protocols.families.actuator import ActuatorStruct, Fault
 from tests.helpers import vcan_reason
 
 _names = itertools.count()

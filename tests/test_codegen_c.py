@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.description import FrameDescription, load
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.descriptions.loader import FrameDescription, load
 from fwbridge.protocols.engine import receiver_for
-from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.engine.codec import FrameCodec
 from tests.c_harness import build, check, reencode, run_receiver
 from tests.conftest import FIXTURES
 from tests.frame_strategies import descriptions, feed, raw_values, streams

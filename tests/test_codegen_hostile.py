@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.description import FrameDescription, load, loads
-from fwbridge.protocols.description_names import DBC_KEYWORDS
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.descriptions.loader import FrameDescription, load, loads
+from fwbridge.protocols.descriptions.names import DBC_KEYWORDS
 from tests.c_harness import CFLAGS, compiler
 from tests.conftest import FIXTURES
 from tests.description_refusals import IMU, description_files, gen_error, one_error, refused

@@ -12,10 +12,15 @@ import pytest
 
 from fwbridge.can_bus.ids import Direction, to_message
 from fwbridge.codegen.dbc import generate
-from fwbridge.protocols.actuator import ActuatorStruct, Fault, fine_position, with_fine_position
-from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.description import load
-from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.descriptions.loader import load
+from fwbridge.protocols.engine.codec import FrameCodec
+from fwbridge.protocols.families.actuator import (
+    ActuatorStruct,
+    Fault,
+    fine_position,
+    with_fine_position,
+)
 from tests.conftest import FIXTURES
 from tests.helpers import ROOT, run_cli
 

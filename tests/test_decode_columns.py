@@ -1,6 +1,6 @@
 """``decode -p DESC.toml`` by columns: the fixed receiver's frames, the per-frame path's lines.
 
-The columns receiver (protocols/fixed_columns.py) is held to the fixed
+The columns receiver (protocols/engine/fixed_columns.py) is held to the fixed
 receiver for random descriptions, streams with noise and damage, and any
 chunking; the block printer (cli_verbs/block_rows.py) to the per-frame
 path's table and JSON lines, on captures of arbitrary field bytes (NaN,
@@ -27,10 +27,10 @@ from fwbridge.cli_verbs import codec as codec_verb
 from fwbridge.cli_verbs.frames import described, description_decoder
 from fwbridge.cli_verbs.table_stream import RowWriter
 from fwbridge.protocols.checksums import algorithm
-from fwbridge.protocols.description import FrameDescription, loads
-from fwbridge.protocols.fixed_columns import ColumnsReceiver, columns_receiver
-from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.frame_receiver import FixedReceiver
+from fwbridge.protocols.descriptions.loader import FrameDescription, loads
+from fwbridge.protocols.engine.codec import FrameCodec
+from fwbridge.protocols.engine.fixed_columns import ColumnsReceiver, columns_receiver
+from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
 from tests.frame_strategies import descriptions, streams
 from tests.helpers import ROOT, cli_env
 
@@ -144,7 +144,7 @@ def test_columns_receiver_gives_the_fixed_receivers_frames(data: st.DataObject,
 
 
 def test_no_columns_path_without_a_fixed_layout() -> None:
-    from fwbridge.protocols.builtin_frames import builtin
+    from fwbridge.protocols.descriptions.builtin import builtin
 
     assert columns_receiver(FrameCodec(builtin("action"))) is None  # a length field
 

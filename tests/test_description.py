@@ -24,15 +24,16 @@ from construct import (
     this,
 )
 
-from fwbridge.protocols import action_frame, actuator, cmd_frame, odom_frame
+from fwbridge.protocols import action_frame, cmd_frame, odom_frame
 from fwbridge.protocols.action_frame import InstructionType, SubCommand
-from fwbridge.protocols.actuator import Fault
-from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
 from fwbridge.protocols.checksums import sum8
 from fwbridge.protocols.crc import crc_function
-from fwbridge.protocols.description import DescriptionError, load, loads
+from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES, builtin
+from fwbridge.protocols.descriptions.loader import DescriptionError, load, loads
+from fwbridge.protocols.engine.codec import FrameCodec
 from fwbridge.protocols.errors import ChecksumError, FieldValueError, LengthError
-from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.families import actuator
+from fwbridge.protocols.families.actuator import Fault
 from tests.conftest import FIXTURES
 
 FRAMES = FIXTURES / "frames"

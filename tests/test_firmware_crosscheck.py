@@ -15,12 +15,19 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fwbridge.protocols import action_frame, actuator, cmd_frame, odom_frame
+from fwbridge.protocols import action_frame, cmd_frame, odom_frame
 from fwbridge.protocols.action_frame import ActionFrame
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.arq import Delivered, Failed, Responder, Retransmit, StopAndWaitSender
 from fwbridge.protocols.crc import preset_names
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.families import actuator
+from fwbridge.protocols.families.arq import (
+    Delivered,
+    Failed,
+    Responder,
+    Retransmit,
+    StopAndWaitSender,
+)
 from tests.fwref import CAnswer, CFrame, CReject, Firmware
 from tests.fwref import firmware as firmware  # the session fixture
 

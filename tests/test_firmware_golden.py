@@ -7,10 +7,11 @@ import struct
 
 import pytest
 
-from fwbridge.protocols import action_frame, actuator, cmd_frame, odom_frame
-from fwbridge.protocols.action_receiver import ActionReceiver
+from fwbridge.protocols import action_frame, cmd_frame, odom_frame
 from fwbridge.protocols.crc import preset, preset_names
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.families import actuator
 from tests.conftest import FIXTURES
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture

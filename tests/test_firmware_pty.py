@@ -24,9 +24,15 @@ from typing import Any, TypeVar
 
 from fwbridge.protocols import action_frame, cmd_frame, odom_frame
 from fwbridge.protocols.action_frame import ActionFrame
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.arq import Delivered, Retransmit, Status, StopAndWaitSender, parse_answer
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.families.arq import (
+    Delivered,
+    Retransmit,
+    Status,
+    StopAndWaitSender,
+    parse_answer,
+)
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
 from tests.helpers import Lines, reaped

@@ -21,8 +21,8 @@ from collections import Counter
 
 from fwbridge.protocols import action_frame, cmd_frame, odom_frame
 from fwbridge.protocols.action_frame import ActionFrame
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from tests.qemu_fw import DEADLINE, fw_run
 
 MAX_LEN = 320  # the board build's FW_ACTION_MAX_LEN

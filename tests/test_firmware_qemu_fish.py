@@ -21,7 +21,7 @@ from typing import Any
 from fwbridge.bridge.link.action_link import ActionLink
 from fwbridge.bridge.robots.fish_client import FishClient
 from fwbridge.cli_verbs.link import open_port
-from fwbridge.protocols.fish_commands import (
+from fwbridge.protocols.families.fish_commands import (
     IapOp,
     IapStatus,
     iap_begin,

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from fwbridge.protocols import action_frame
 from fwbridge.protocols.action_frame import ActionFrame
-from fwbridge.protocols.arq import Acknowledged, Delivered, Failed, Retransmit, StopAndWaitSender
+from fwbridge.protocols.families.arq import (
+    Acknowledged,
+    Delivered,
+    Failed,
+    Retransmit,
+    StopAndWaitSender,
+)
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
 

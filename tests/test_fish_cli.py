@@ -26,8 +26,8 @@ from fwbridge.cli_verbs.fish import send_action_cmd
 from fwbridge.cli_verbs.serial import send_group
 from fwbridge.protocols import action_frame
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.fish_payloads import CanErrorInfo, RobotInfo, decode_result
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.families.fish_payloads import CanErrorInfo, RobotInfo, decode_result
 from tests.helpers import EXAMPLE, REPEAT, STANDIN, STEPS, drain, run_cli, world
 
 URL = "sim://fish?pacing=afap"

@@ -24,11 +24,11 @@ from fwbridge.bridge.sim.endpoint import SimEndpoint
 from fwbridge.bridge.sim.fish.flash import FACTORY_IMAGE, FishFlash, FlashError
 from fwbridge.bridge.sim.models.fish import FishParams, RobotFish
 from fwbridge.bridge.sim.pty_link import PtyLink
-from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.actuator import Fault
-from fwbridge.protocols.arq import Status
-from fwbridge.protocols.fish_commands import (
+from fwbridge.protocols.families import action_group
+from fwbridge.protocols.families.actuator import Fault
+from fwbridge.protocols.families.arq import Status
+from fwbridge.protocols.families.fish_commands import (
     DEFAULT_CONFIG,
     ErrorCode,
     FishMode,

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 import pytest
 
 from fwbridge.can_bus.sim.nodes import DYNAMICS, Kind
-from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step
-from fwbridge.protocols.fish_commands import Scene, SceneOp, SceneSensor, UserConfig
-from fwbridge.protocols.fish_payloads import action_code
+from fwbridge.protocols.families import action_group
+from fwbridge.protocols.families.action_group import ActionGroup, ServoEntry, Step
+from fwbridge.protocols.families.fish_commands import Scene, SceneOp, SceneSensor, UserConfig
+from fwbridge.protocols.families.fish_payloads import action_code
 from tests.helpers import Fish
 
 PERIOD = 0.02  # s: command refresh and feedback period of the fish's CAN bus

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from fwbridge.protocols.fish_commands import make_image
+from fwbridge.protocols.families.fish_commands import make_image
 from tests.helpers import ROOT, cli_env, fwbridge_argv, run_cli
 
 

@@ -20,12 +20,13 @@ from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
 from fwbridge.can_bus.interface import FwBridgeBus
-from fwbridge.protocols import action_frame, action_group
+from fwbridge.protocols import action_frame
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.actuator import Fault
-from fwbridge.protocols.arq import Status
 from fwbridge.protocols.errors import FrameError
-from fwbridge.protocols.fish_payloads import (
+from fwbridge.protocols.families import action_group
+from fwbridge.protocols.families.actuator import Fault
+from fwbridge.protocols.families.arq import Status
+from fwbridge.protocols.families.fish_payloads import (
     FISH_SERVOS,
     BuoyancyInfo,
     CanErrorInfo,

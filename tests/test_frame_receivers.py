@@ -14,17 +14,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fwbridge.protocols import action_frame, odom_frame
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.builtin_frames import builtin
 from fwbridge.protocols.checksums import algorithm, algorithm_names
 from fwbridge.protocols.described import receiver_for
-from fwbridge.protocols.description import FrameDescription, load, loads
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.descriptions.loader import FrameDescription, load, loads
+from fwbridge.protocols.engine.codec import FrameCodec
+from fwbridge.protocols.engine.fixed_checks import crc_rows
+from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.length_receiver import LengthReceiver
 from fwbridge.protocols.errors import FrameError
-from fwbridge.protocols.fixed_checks import crc_rows
-from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.frame_receiver import FixedReceiver
-from fwbridge.protocols.length_receiver import LengthReceiver
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.conftest import FIXTURES
 from tests.frame_strategies import descriptions, feed, frame_bytes, raw_values, streams
 
@@ -195,8 +195,8 @@ def test_fast_path_equals_schema_on_the_user_frames() -> None:
 def test_a_chunk_with_candidates_but_no_accepted_frame() -> None:
     """A whole candidate that fails its trailer leaves no accepted row: the batch scanner
     must take zero rows (it once failed to reshape them)."""
-    from fwbridge.protocols.description import loads
-    from fwbridge.protocols.frame_codec import FrameCodec
+    from fwbridge.protocols.descriptions.loader import loads
+    from fwbridge.protocols.engine.codec import FrameCodec
 
     desc = loads('[frame]\nname = "rnd"\nheader = "00 01"\ntrailer = "00"\n'
                  'byte_order = "little"\n\n[[field]]\nname = "f0"\ntype = "u64"\n', "rnd.toml")
@@ -222,10 +222,10 @@ def test_crc_of_every_row_at_once_equals_crcmod(name: str, n: int, rows: int,
 def test_the_factory_picks_the_fast_paths_for_the_builtins_and_the_generic_ones_otherwise(
         tmp_path: Any) -> None:
     from fwbridge.protocols import cmd_frame
-    from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin_text
+    from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES, builtin_text
     from fwbridge.protocols.engine import codec_for, fast_path
     from fwbridge.protocols.engine import receiver_for as build_receiver
-    from fwbridge.protocols.sum8 import Sum8Codec
+    from fwbridge.protocols.engine.kernels.sum8 import Sum8Codec
 
     picks = {name: fast_path(builtin(name)) for name in BUILTIN_NAMES}
     assert picks == {"odom": "sum8", "cmd": "sum8", "action": "action", "actuator": None}
@@ -302,8 +302,8 @@ def test_fast_receivers_equal_the_generic_ones_for_every_builtin(data: st.DataOb
 @given(st.data())
 def test_hand_written_action_and_actuator_codecs_equal_the_generic_ones(
         data: st.DataObject) -> None:
-    from fwbridge.protocols import actuator
     from fwbridge.protocols.engine import codec_for
+    from fwbridge.protocols.families import actuator
 
     act = codec_for(builtin("action"))
     byte = st.integers(0, 255)
@@ -338,7 +338,7 @@ def test_a_fixed_receiver_record_reads_as_the_offset_frame_pair() -> None:
     import gc
     import pickle
 
-    from fwbridge.protocols.frame_codec import Received
+    from fwbridge.protocols.engine.codec import Received
 
     codec: FrameCodec[Any] = FrameCodec(builtin("odom"), odom_frame.OdomFrame)
     frame = odom_frame.OdomFrame(0.5, -1.0, 0.25, 90.0)
@@ -366,7 +366,7 @@ def test_a_fixed_receiver_record_reads_as_the_offset_frame_pair() -> None:
 def test_nonfinite_frames_are_counted_alike_by_both_scanners() -> None:
     """NaN and infinite floats, and a scaled integer whose range overflows a double, in
     either byte order: both scanners count the frames the decoded values say."""
-    from fwbridge.protocols.description import loads
+    from fwbridge.protocols.descriptions.loader import loads
 
     desc = loads('[frame]\nname = "nf"\nheader = "C3"\nbyte_order = "little"\n\n'
                  '[[field]]\nname = "a"\ntype = "f32"\n\n'
@@ -442,8 +442,8 @@ def test_every_receiver_counts_in_the_one_vocabulary() -> None:
     alternative header), and the C receivers gen c writes count with the same names."""
     from fwbridge.codegen.c_receiver import rx_header
     from fwbridge.codegen.c_support import Frame
-    from fwbridge.protocols.fixed_columns import ColumnsReceiver
-    from fwbridge.protocols.receiver_counters import RECEIVER_COUNTERS, counter_names
+    from fwbridge.protocols.engine.fixed_columns import ColumnsReceiver
+    from fwbridge.protocols.engine.receiver_counters import RECEIVER_COUNTERS, counter_names
 
     shapes = {
         "fixed": counter_names(FixedReceiver(FrameCodec(builtin("odom"))).stats),

@@ -15,8 +15,8 @@ import pytest
 from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.bridge.record.serial_pcapng import FRAMES_INTERFACE, LINKTYPE_USER1
-from fwbridge.protocols.description import load
-from fwbridge.protocols.frame_codec import FrameCodec
+from fwbridge.protocols.descriptions.loader import load
+from fwbridge.protocols.engine.codec import FrameCodec
 from tests.conftest import FIXTURES
 from tests.helpers import FirmwarePeer, run_verb, spawn_verb, wait_for_line, wait_until
 

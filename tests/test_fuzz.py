@@ -73,7 +73,7 @@ def test_seed_corpora_belong_to_targets() -> None:
 def test_seeds_pass_their_target(name: str, path: Path) -> None:
     TARGETS[name](path.read_bytes())
     if name == "description_loader":  # a seed that loads: the run starts past the refusals
-        from fwbridge.protocols.description import loads
+        from fwbridge.protocols.descriptions.loader import loads
 
         loads(path.read_text())
 

@@ -21,7 +21,7 @@ def run(code: str) -> str:
 def test_the_engine_makes_the_built_in_codecs_without_the_frame_modules() -> None:
     out = run(
         "import sys\n"
-        "from fwbridge.protocols.builtin_frames import builtin\n"
+        "from fwbridge.protocols.descriptions.builtin import builtin\n"
         "from fwbridge.protocols.engine import codec_for\n"
         "odom, cmd = codec_for(builtin('odom')), codec_for(builtin('cmd'))\n"
         "print(sorted(m for m in sys.modules if m.endswith(('odom_frame', 'cmd_frame'))))\n"

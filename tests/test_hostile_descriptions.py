@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fwbridge.protocols.builtin_frames import builtin
-from fwbridge.protocols.description import DescriptionError, FrameDescription, loads
-from fwbridge.protocols.description_names import C_RESERVED_NAMES, generated_names
+from fwbridge.protocols.descriptions.builtin import builtin
+from fwbridge.protocols.descriptions.loader import DescriptionError, FrameDescription, loads
+from fwbridge.protocols.descriptions.names import C_RESERVED_NAMES, generated_names
 from tests.c_harness import CFLAGS, compiler
 from tests.description_refusals import gen_error, imu, refused
 from tests.frame_strategies import descriptions
@@ -77,7 +77,7 @@ def test_a_quote_and_newline_in_text_cannot_add_a_dbc_message(tmp_path: Path) ->
     import cantools
 
     from fwbridge.codegen.dbc import generate
-    from fwbridge.protocols.builtin_frames import builtin
+    from fwbridge.protocols.descriptions.builtin import builtin
 
     desc = builtin("actuator")
     evil = 'deg"\nBO_ 2046 evil: 8 Vector__XXX\n SG_ x : 0|8@1+ (1,0) [0|255] "'
@@ -195,7 +195,7 @@ def _child_rss_mb(code: str) -> tuple[int, float]:
 
 def test_the_fixed_receiver_scans_a_flood_of_headers_in_bounded_memory() -> None:
     code = """
-    from fwbridge.protocols.description import loads
+    from fwbridge.protocols.descriptions.loader import loads
     from fwbridge.protocols.described import Described
     text = '''[frame]
     name = "big"
@@ -224,7 +224,7 @@ def test_the_fixed_receiver_scans_a_flood_of_headers_in_bounded_memory() -> None
 def test_a_large_frame_with_a_wide_crc_is_received_in_bounded_memory() -> None:
     code = """
     import resource
-    from fwbridge.protocols.description import loads
+    from fwbridge.protocols.descriptions.loader import loads
     from fwbridge.protocols.described import Described
     text = '''[frame]
     name = "big"
@@ -375,7 +375,7 @@ def test_quoted_keys_and_long_values_stay_one_short_line(tmp_path: Path) -> None
 
 
 def test_an_endless_file_is_read_only_as_far_as_a_description_can_go() -> None:
-    from fwbridge.protocols.description import load
+    from fwbridge.protocols.descriptions.loader import load
 
     with pytest.raises(DescriptionError, match="description has at most"):
         load("/dev/zero")
@@ -388,7 +388,7 @@ def test_the_generated_c_compiles_in_the_default_gnu_dialect_where_linux_is_a_ma
 
     from fwbridge.codegen import c
     from fwbridge.codegen.c import generate
-    from fwbridge.protocols.description import load
+    from fwbridge.protocols.descriptions.loader import load
     from fwbridge.protocols.errors import ConfigError
     from tests.conftest import FIXTURES
 

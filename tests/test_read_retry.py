@@ -19,7 +19,7 @@ from fwbridge.bridge.sim.models.fish import RobotFish
 from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.arq import (
+from fwbridge.protocols.families.arq import (
     Acknowledged,
     Delivered,
     Failed,
@@ -27,7 +27,7 @@ from fwbridge.protocols.arq import (
     StopAndWaitSender,
     make_answer,
 )
-from fwbridge.protocols.fish_payloads import RobotInfo
+from fwbridge.protocols.families.fish_payloads import RobotInfo
 
 offer_sim()  # serial.serial_for_url("sim://…") below
 

@@ -18,19 +18,18 @@ from hypothesis import strategies as st
 
 from bench.bench_hostile_streams import FIXED, LENGTH
 from fwbridge.protocols import action_frame as af
-from fwbridge.protocols import length_scan
 from fwbridge.protocols.action_frame import ActionFrame
-from fwbridge.protocols.action_receiver import ActionReceiver
 from fwbridge.protocols.checksums import algorithm, algorithm_names, xor8
-from fwbridge.protocols.description import FrameDescription, loads
-from fwbridge.protocols.engine import codec_for, receiver_for
-from fwbridge.protocols.fixed_columns import columns_receiver
-from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.frame_receiver import FixedReceiver
-from fwbridge.protocols.length_receiver import LengthReceiver
-from fwbridge.protocols.stream_accounting import WORK
-from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
-from fwbridge.protocols.window_checks import window_checks
+from fwbridge.protocols.descriptions.loader import FrameDescription, loads
+from fwbridge.protocols.engine import codec_for, length_scan, receiver_for
+from fwbridge.protocols.engine.codec import FrameCodec
+from fwbridge.protocols.engine.fixed_columns import columns_receiver
+from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver, decode_columns
+from fwbridge.protocols.engine.length_receiver import LengthReceiver
+from fwbridge.protocols.engine.stream_accounting import WORK
+from fwbridge.protocols.engine.window_checks import window_checks
 from tests.frame_strategies import descriptions, feed, streams
 
 

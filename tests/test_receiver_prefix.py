@@ -12,12 +12,12 @@ import pytest
 
 from bench.bench_hostile_streams import FIXED, LENGTH
 from fwbridge.protocols.checksums import algorithm, algorithm_names
-from fwbridge.protocols.description import loads
+from fwbridge.protocols.descriptions.loader import loads
 from fwbridge.protocols.engine import codec_for, receiver_for
-from fwbridge.protocols.fixed_columns import columns_receiver
-from fwbridge.protocols.length_scan import gather_int
-from fwbridge.protocols.stream_accounting import WORK
-from fwbridge.protocols.stream_prefix import StreamPrefix
+from fwbridge.protocols.engine.fixed_columns import columns_receiver
+from fwbridge.protocols.engine.length_scan import gather_int
+from fwbridge.protocols.engine.stream_accounting import WORK
+from fwbridge.protocols.engine.stream_prefix import StreamPrefix
 
 
 def _feed(rx: Any, data: bytes, chunk: int) -> None:

@@ -17,12 +17,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fwbridge.protocols import action_frame, actuator, engine, records
+from fwbridge.protocols import action_frame, engine
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.actuator import ActuatorStruct, Fault
-from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin_text
-from fwbridge.protocols.description import loads
+from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES, builtin_text
+from fwbridge.protocols.descriptions.loader import loads
+from fwbridge.protocols.engine import records
 from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.families import actuator
+from fwbridge.protocols.families.actuator import ActuatorStruct, Fault
 
 MODULES = {action_frame: ("ActionFrame", {"type": InstructionType, "sub": SubCommand}),
            actuator: ("ActuatorStruct", {"command": SubCommand, "fault": Fault})}
@@ -188,7 +190,7 @@ def _probe(tmp_path: Path, changes: dict[str, str], code: str) -> subprocess.Com
     """Run ``code`` in a fresh interpreter whose built-in descriptions are ``changes``."""
     for name in BUILTIN_NAMES:
         (tmp_path / f"{name}.toml").write_text(changes.get(name, builtin_text(name)))
-    head = ("import dataclasses, fwbridge.protocols.builtin_frames as b, pathlib\n"
+    head = ("import dataclasses, fwbridge.protocols.descriptions.builtin as b, pathlib\n"
             f"b.FRAMES_DIR = pathlib.Path({str(tmp_path)!r})\n")
     return subprocess.run([sys.executable, "-c", head + code], capture_output=True, text=True,
                           timeout=120, check=False)
@@ -203,7 +205,7 @@ def test_the_records_follow_their_toml(tmp_path: Path) -> None:
     assert act != builtin_text("actuator") and action != builtin_text("action")
     code = (
         "from fwbridge.protocols import actuator as a, action_frame as af\n"
-        "from fwbridge.protocols.action_receiver import ActionReceiver\n"
+        "from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver\n"
         "s = a.ActuatorStruct(200, velocity=3, command=0x21)\n"
         "assert a.decode(a.encode(s)) == s == a.decode_with_schema(a.encode_with_schema(s))\n"
         "f = af.ActionFrame(device=7, type=6, sub=0x32, data=b'xy')\n"
@@ -235,9 +237,9 @@ def test_a_description_built_in_code_cannot_put_text_into_generated_code(name: s
     # skips it, and its field names would reach the generated __post_init__/nonfinite.
     import dataclasses
 
-    from fwbridge.protocols.builtin_frames import builtin
+    from fwbridge.protocols.descriptions.builtin import builtin
+    from fwbridge.protocols.engine.records import FloatFields, record_type
     from fwbridge.protocols.errors import ConfigError
-    from fwbridge.protocols.records import FloatFields, record_type
 
     desc = builtin("odom")
     bad = dataclasses.replace(

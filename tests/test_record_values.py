@@ -12,15 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fwbridge.protocols import action_frame, actuator, cmd_frame, odom_frame
-from fwbridge.protocols.action_receiver import ActionReceiver
-from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin
+from fwbridge.protocols import action_frame, cmd_frame, odom_frame
+from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES, builtin
+from fwbridge.protocols.engine.codec import FrameCodec
+from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
+from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+from fwbridge.protocols.engine.kernels.sum8 import Sum8Codec
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.length_receiver import LengthReceiver
 from fwbridge.protocols.errors import FrameError
-from fwbridge.protocols.frame_codec import FrameCodec
-from fwbridge.protocols.frame_receiver import FixedReceiver
-from fwbridge.protocols.length_receiver import LengthReceiver
-from fwbridge.protocols.sum8 import Sum8Codec
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.families import actuator
 
 #: Each built-in description's record type (the module's class) by name.
 RECORD_TYPES: dict[str, type] = {"odom": odom_frame.OdomFrame, "cmd": cmd_frame.CmdFrame,

@@ -22,8 +22,8 @@ import pytest
 from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.node.base_node import BaseNode
 from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from fwbridge.protocols.odom_frame import OdomFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.helpers import FirmwarePeer, LagMeter, Recorder, config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field type should not be:DeprecationWarning")

@@ -34,8 +34,8 @@ from fwbridge.bridge.sim.pty_link import PtyLink
 from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from fwbridge.protocols.odom_frame import OdomFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.helpers import reaped
 
 REPO = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from fwbridge.bridge.sim import webots_adapter
 from fwbridge.bridge.sim.models.mecanum import MecanumBase, MecanumParams
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from tests.helpers import STANDIN, drain, world
 
 

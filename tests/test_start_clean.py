@@ -20,8 +20,8 @@ import pytest
 from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.protocols import odom_frame
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from fwbridge.protocols.odom_frame import OdomFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 from tests.helpers import reaped, spawn_verb
 
 STALE = odom_frame.encode(OdomFrame(9.0, 0.0, 0.0, 0.0))  # sent before the program opened

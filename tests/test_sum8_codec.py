@@ -160,7 +160,7 @@ SUM8_MODULES = (odom_frame, cmd_frame)
 @pytest.mark.parametrize("mod", SUM8_MODULES, ids=lambda m: m.DESCRIPTION.name)
 def test_the_factory_gives_the_modules_codec_the_sum8_specialisation(mod) -> None:  # type: ignore[no-untyped-def]
     from fwbridge.protocols.engine import codec_for
-    from fwbridge.protocols.sum8 import Sum8Codec
+    from fwbridge.protocols.engine.kernels.sum8 import Sum8Codec
 
     assert codec_for(mod.DESCRIPTION) is mod.CODEC
     assert type(mod.CODEC) is Sum8Codec
@@ -212,7 +212,7 @@ def _typing_fields(mod) -> list[str]:  # type: ignore[no-untyped-def]
     import ast
     import inspect
 
-    from fwbridge.protocols import builtin_records
+    from fwbridge.protocols.descriptions import builtin_records
 
     name = "CmdFrame" if mod is cmd_frame else "OdomFrame"
     tree = ast.parse(inspect.getsource(builtin_records))
@@ -232,7 +232,8 @@ def test_record_fields_are_the_descriptions(mod) -> None:  # type: ignore[no-unt
     assert names == mod.DESCRIPTION.field_names == mod.FIELDS
     # Made below the engine, which makes the one codec of the description (the frame
     # module takes it from there): pickling finds the class where it was made.
-    assert cls.__slots__ == names and cls.__module__ == "fwbridge.protocols.builtin_records"
+    assert cls.__slots__ == names
+    assert cls.__module__ == "fwbridge.protocols.descriptions.builtin_records"
     assert cls is getattr(mod, cls.__name__)
     assert _typing_fields(mod) == list(names)  # the type checker's view cannot drift either
 
@@ -258,7 +259,7 @@ def test_the_odometry_record_follows_its_toml(tmp_path) -> None:  # type: ignore
     import subprocess
     import sys
 
-    from fwbridge.protocols.builtin_frames import BUILTIN_NAMES, builtin_text
+    from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES, builtin_text
 
     for name in BUILTIN_NAMES:
         (tmp_path / f"{name}.toml").write_text(builtin_text(name))
@@ -266,7 +267,7 @@ def test_the_odometry_record_follows_its_toml(tmp_path) -> None:  # type: ignore
         '[checksum]', '[[field]]\nname = "temp_c"\ntype = "f32"\n\n[checksum]')
     (tmp_path / "odom.toml").write_text(text)
     probe = (
-        "import dataclasses, fwbridge.protocols.builtin_frames as b, pathlib\n"
+        "import dataclasses, fwbridge.protocols.descriptions.builtin as b, pathlib\n"
         f"b.FRAMES_DIR = pathlib.Path({str(tmp_path)!r})\n"
         "from fwbridge.protocols import odom_frame as o\n"
         "f = o.OdomFrame(1.0, 2.0, 3.0, 4.0, temp_c=21.5)\n"
@@ -281,9 +282,9 @@ def test_the_odometry_record_follows_its_toml(tmp_path) -> None:  # type: ignore
 def test_a_built_in_frame_keeps_its_one_schema_when_many_descriptions_pass() -> None:
     # Users' descriptions share a bounded cache; a process that loads more of them than it
     # holds must not give a built-in frame a second schema.
-    from fwbridge.protocols.builtin_frames import builtin_text
-    from fwbridge.protocols.description import loads
-    from fwbridge.protocols.frame_codec import schema_of
+    from fwbridge.protocols.descriptions.builtin import builtin_text
+    from fwbridge.protocols.descriptions.loader import loads
+    from fwbridge.protocols.engine.codec import schema_of
 
     first = schema_of(odom_frame.DESCRIPTION)
     text = builtin_text("odom")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from bench.baselines.seed_getonebyte import SeedGetOneByte
 from fwbridge.protocols import cmd_frame, odom_frame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver, decode_columns
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver, decode_columns
 from tests.conftest import FIXTURES
 
 finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
@@ -274,9 +274,9 @@ def test_records_and_columns_match_the_description_receiver(
     """The flat records of ``feed`` and the batches of ``feed_columns`` (the private fast
     paths) give, for any chunking, the frames and counters of the receiver built from
     the odometry description (the generic path)."""
-    from fwbridge.protocols.builtin_frames import builtin
+    from fwbridge.protocols.descriptions.builtin import builtin
     from fwbridge.protocols.engine import receiver_for
-    from fwbridge.protocols.frame_receiver import FixedReceiver
+    from fwbridge.protocols.engine.fixed_receiver import FixedReceiver
 
     generic = receiver_for(builtin("odom"), generic=True)  # the factory's two paths
     assert isinstance(generic, FixedReceiver)

@@ -23,7 +23,7 @@ import pytest
 from fwbridge.bridge.link.transports import PtyPair
 from fwbridge.bridge.record.serial_captures import read_capture
 from fwbridge.protocols import cmd_frame
-from fwbridge.protocols.fish_commands import make_image
+from fwbridge.protocols.families.fish_commands import make_image
 from tests.helpers import FirmwarePeer, reaped, run_cli, spawn_verb
 from tests.terminal import Terminal, cursor_restored
 

@@ -24,7 +24,7 @@ from fwbridge.bridge.link.transports import open_link
 from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from tests.fwref import Firmware
 from tests.fwref import firmware as firmware  # the session fixture
 from tests.helpers import spawn_verb

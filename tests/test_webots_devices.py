@@ -19,7 +19,7 @@ from fwbridge.bridge.sim import webots_adapter
 from fwbridge.bridge.sim.webots_devices import BUZZER_SOUND
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from tests.helpers import controller, drain, world
 
 __all__ = ["controller"]

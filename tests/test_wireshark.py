@@ -14,7 +14,7 @@ from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureWriter
 from fwbridge.cli_verbs.frames import FrameTap
 from fwbridge.protocols import action_frame
 from fwbridge.protocols.described import Described
-from fwbridge.protocols.description import load
+from fwbridge.protocols.descriptions.loader import load
 from tests.conftest import FIXTURES
 from tests.helpers import run_cli
 

@@ -32,8 +32,8 @@ from fwbridge.protocols.action_frame import (
     as_instruction_type,
     as_sub_command,
 )
-from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function
+from fwbridge.protocols.engine.kernels.action_receiver import DEFAULT_MAX_LENGTH
 
 WAIT_HEADER_1, WAIT_HEADER_2, RECEIVING = 0, 1, 2
 

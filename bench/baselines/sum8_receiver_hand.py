@@ -24,7 +24,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 import numpy as np
 
 from fwbridge.protocols.counters import Counters
-from fwbridge.protocols.sum8 import HEADER, Sum8Codec, fast_constructor
+from fwbridge.protocols.engine.kernels.sum8 import HEADER, Sum8Codec, fast_constructor
 
 T = TypeVar("T")
 

@@ -24,8 +24,11 @@ from typing import Any, Protocol
 
 from fwbridge.bridge.link.transports import poller_for, read_some
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand, encode
-from fwbridge.protocols.action_receiver import DEFAULT_MAX_LENGTH
-from fwbridge.protocols.arq import (
+from fwbridge.protocols.crc import DEFAULT_CRC
+from fwbridge.protocols.engine import action_receiver
+from fwbridge.protocols.engine.kernels.action_receiver import DEFAULT_MAX_LENGTH
+from fwbridge.protocols.errors import FrameError, LinkError
+from fwbridge.protocols.families.arq import (
     Acknowledged,
     ArqEvent,
     Delivered,
@@ -34,10 +37,12 @@ from fwbridge.protocols.arq import (
     StopAndWaitSender,
     parse_answer,
 )
-from fwbridge.protocols.crc import DEFAULT_CRC
-from fwbridge.protocols.engine import action_receiver
-from fwbridge.protocols.errors import FrameError, LinkError
-from fwbridge.protocols.fish_payloads import RESULT_SUBS, Result, decode_result, is_result_to
+from fwbridge.protocols.families.fish_payloads import (
+    RESULT_SUBS,
+    Result,
+    decode_result,
+    is_result_to,
+)
 
 __all__ = ["ActionLink", "Exchange", "LinkFailed", "link_clock"]
 
@@ -80,7 +85,8 @@ class Exchange:
     other: list[ActionFrame] = field(default_factory=list)  # anything else that arrived
 
     def decoded(self) -> Result | None:
-        """The result's fields (:mod:`fwbridge.protocols.fish_payloads`); None without a result."""
+        """The result's fields (:mod:`~fwbridge.protocols.families.fish_payloads`); None without
+        a result."""
         if self.result is None:
             return None
         return decode_result(int(self.result.sub), self.result.data)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from fwbridge.bridge.node.config import Calibration
+from fwbridge.protocols.engine.kernels.sum8 import fast_constructor
 from fwbridge.protocols.odom_frame import OdomFrame
-from fwbridge.protocols.sum8 import fast_constructor
 
 __all__ = ["Odometry", "OdometryIntegrator", "quaternion_from_yaw"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from fwbridge.bridge.record.channel_streams import ChannelSpec
 from fwbridge.bridge.record.serial_pcapng import RX, TX
+from fwbridge.protocols.engine.receiver_counters import Sum8ReceiverStats, counter_names
 from fwbridge.protocols.errors import CaptureError
-from fwbridge.protocols.receiver_counters import Sum8ReceiverStats, counter_names
 
 __all__ = ["COUNTERS", "RAW", "RAW_DIRECTIONS", "RAW_SCHEMA", "RAW_TYPE", "decode_raw",
            "encode_raw", "ros_spec", "ros_topics"]

@@ -45,8 +45,8 @@ from fwbridge.bridge.record.serial_channels import COUNTERS, RAW, encode_raw, ro
 from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureWriter
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.engine import receiver_for
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from fwbridge.protocols.errors import CaptureError
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 if TYPE_CHECKING:
     from fwbridge.bridge.rosmsg.odometry_cdr import OdometryEncoder

@@ -3,7 +3,7 @@
 :class:`FishClient` wraps an :class:`~fwbridge.bridge.link.action_link.ActionLink`
 (acknowledgement, retransmission, reads re-asked until their result comes)
 with one method per command of the patent's table that
-:mod:`fwbridge.protocols.fish_commands` lays out. Reads use type 0x03 (read,
+:mod:`fwbridge.protocols.families.fish_commands` lays out. Reads use type 0x03 (read,
 PC software), writes 0x06 (write, PC software). Anything the fish does not
 accept raises :class:`FishError` (a :class:`~fwbridge.bridge.link.action_link.LinkFailed`).
 """
@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from fwbridge.bridge.link.action_link import ActionLink, LinkFailed
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
 from fwbridge.protocols.errors import FrameError
-from fwbridge.protocols.fish_commands import (
+from fwbridge.protocols.families.fish_commands import (
     ActionsInfo,
     ErrorCodes,
     IapOp,
@@ -55,7 +55,7 @@ class FlashReport:
     attempts: int  # frames sent in all (retransmissions included)
 
     def as_dict(self) -> dict[str, Any]:
-        from fwbridge.protocols.fish_commands import version_text
+        from fwbridge.protocols.families.fish_commands import version_text
 
         return {"version_before": version_text(self.version_before),
                 "version_after": version_text(self.version_after),

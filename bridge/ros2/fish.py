@@ -7,7 +7,7 @@ settings' namespace: ``/fish1/fish_bridge``) over a fish client (a
 rmw_zenoh's services are (:mod:`~fwbridge.bridge.ros2.services`):
 
 - ``~/get_status`` (``std_srvs/srv/Trigger``): the fish's 0x01 status
-  (:class:`~fwbridge.protocols.fish_commands.StatusInfo`'s fields, as ``fwbridge
+  (:class:`~fwbridge.protocols.families.fish_commands.StatusInfo`'s fields, as ``fwbridge
   fish status --json`` prints them), the link (``up``, ``down``), the age of that
   status and the counters, as JSON in ``message``; ``success`` while the fish
   answers (when it does not, the last status it gave, its age and the error);
@@ -63,7 +63,7 @@ from fwbridge.bridge.rosmsg import topics
 from fwbridge.bridge.rosmsg.cdr import typestore
 from fwbridge.bridge.rosmsg.diagnostics import diagnostics_message, fish_status
 from fwbridge.protocols.errors import Error, LinkError
-from fwbridge.protocols.fish_commands import StatusInfo, UserConfig
+from fwbridge.protocols.families.fish_commands import StatusInfo, UserConfig
 
 __all__ = ["FishLike", "FishUnavailable", "Ros2Fish"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from fwbridge.protocols.config_text import TextLimitError, parse_json
 from fwbridge.protocols.errors import FrameError
-from fwbridge.protocols.fish_commands import UserConfig
+from fwbridge.protocols.families.fish_commands import UserConfig
 
 __all__ = ["CONFIG_FIELDS", "MAX_NAME", "MAX_PARAMETERS", "MAX_REASON", "MAX_STRING", "SCENES",
            "ParameterPlan", "apply_plan", "check_parameters"]

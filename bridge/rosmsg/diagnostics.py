@@ -21,7 +21,7 @@ from fwbridge.bridge.rosmsg.cdr import message_class, typestore
 from fwbridge.bridge.rosmsg.topics import header
 
 if TYPE_CHECKING:
-    from fwbridge.protocols.fish_commands import StatusInfo
+    from fwbridge.protocols.families.fish_commands import StatusInfo
 
 __all__ = ["LEVELS", "diagnostic_status", "diagnostics_message", "fish_status",
            "module_health_statuses", "node_status"]
@@ -107,7 +107,7 @@ def _fish_level(status: StatusInfo | None, *, link_up: bool | None, age: float |
     answer, warn with error records or CAN flash mode, else ok with the mode."""
     # imported here: the base node and the recorders, which import this module, need
     # nothing of the fish's commands (and their crcmod)
-    from fwbridge.protocols.fish_commands import FishMode
+    from fwbridge.protocols.families.fish_commands import FishMode
 
     if link_up is False:
         since = "" if age is None else f" for {age:.1f} s"

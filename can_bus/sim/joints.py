@@ -14,7 +14,7 @@ import can
 
 from fwbridge.can_bus.sim.nodes import ActuatorModule
 from fwbridge.protocols.action_frame import SubCommand
-from fwbridge.protocols.actuator import ActuatorStruct, fine_position, with_fine_position
+from fwbridge.protocols.families.actuator import ActuatorStruct, fine_position, with_fine_position
 
 __all__ = ["PER_FRACTION", "PER_M", "PER_RAD", "JointModule", "JointSpec", "coarse_angle"]
 

@@ -48,8 +48,8 @@ from fwbridge.can_bus.ids import (
     to_message,
 )
 from fwbridge.protocols.action_frame import SubCommand
-from fwbridge.protocols.actuator import ActuatorStruct, Fault
 from fwbridge.protocols.errors import ConfigError, FrameError
+from fwbridge.protocols.families.actuator import ActuatorStruct, Fault
 
 __all__ = ["ActuatorModule", "Dynamics", "HealthEvent", "Kind", "MainController",
            "ModuleHealth", "Modules", "NodeRunner", "Status", "TxQueue", "start_modules"]

@@ -22,8 +22,8 @@ import can
 
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController, NodeRunner
-from fwbridge.protocols.actuator import Fault
 from fwbridge.protocols.errors import ConfigError
+from fwbridge.protocols.families.actuator import Fault
 
 __all__ = ["KINDS", "SENSOR_FAULTS", "SWIM", "Injection", "SwimConfig", "SwimHooks",
            "SwimResult", "parse_fault", "run_swim"]

@@ -1,7 +1,7 @@
 /*
  * fw_fish.c - the fish's system commands; the same decisions as the host's
  * simulator (bridge/sim/fish/system.py, flash.py), byte for byte in the
- * results (protocols/fish_commands.py).
+ * results (protocols/families/fish_commands.py).
  */
 #include "fw_fish.h"
 

@@ -1,7 +1,7 @@
 /*
  * fw_action.c - action frames: encoder, receiver, answers, stop-and-wait.
- * See fw_action.h; the logic mirrors protocols/action_receiver.py and
- * protocols/arq.py step for step so both sides count the same things.
+ * See fw_action.h; the logic mirrors protocols/engine/kernels/action_receiver.py and
+ * protocols/families/arq.py step for step so both sides count the same things.
  */
 #include "fw_action.h"
 

@@ -12,8 +12,8 @@ from typing import Any
 from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, WebotsSerialDrv
 from fwbridge.bridge.sim.world import Board, open_serial
 from fwbridge.protocols import cmd_frame, odom_frame
+from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
 from fwbridge.protocols.odom_frame import OdomFrame
-from fwbridge.protocols.sum8_receiver import Sum8Receiver
 
 
 class SimStub:

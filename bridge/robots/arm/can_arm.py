@@ -39,8 +39,8 @@ from fwbridge.can_bus.sim.joints import (
 )
 from fwbridge.can_bus.sim.nodes import TxQueue
 from fwbridge.protocols.action_frame import SubCommand
-from fwbridge.protocols.actuator import ActuatorStruct, fine_position, with_fine_position
 from fwbridge.protocols.errors import FrameError
+from fwbridge.protocols.families.actuator import ActuatorStruct, fine_position, with_fine_position
 
 __all__ = [
     "START",

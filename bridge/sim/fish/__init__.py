@@ -1,7 +1,7 @@
 """The robot fish's firmware side: main controller, body and free-swimming behaviour.
 
 The host side of the fish's action link is :mod:`fwbridge.bridge.link.action_link`;
-the answer payloads are :mod:`fwbridge.protocols.fish_payloads`.
+the answer payloads are :mod:`fwbridge.protocols.families.fish_payloads`.
 """
 
 from __future__ import annotations

@@ -41,10 +41,10 @@ from fwbridge.bridge.sim.fish.behaviour import (
 )
 from fwbridge.can_bus.sim.nodes import MainController
 from fwbridge.protocols.action_frame import SubCommand
-from fwbridge.protocols.action_group import ActionGroup, ServoEntry, Step
 from fwbridge.protocols.counters import Counters
-from fwbridge.protocols.fish_commands import Scene, SceneSensor, UserConfig
-from fwbridge.protocols.fish_payloads import FISH_SERVOS, action_name
+from fwbridge.protocols.families.action_group import ActionGroup, ServoEntry, Step
+from fwbridge.protocols.families.fish_commands import Scene, SceneSensor, UserConfig
+from fwbridge.protocols.families.fish_payloads import FISH_SERVOS, action_name
 
 __all__ = ["BUILTIN_ACTIONS", "BUOYANCY_TARGETS", "FishController", "GroupPlayer", "Mode",
            "Running"]

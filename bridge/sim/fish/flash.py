@@ -27,7 +27,7 @@ from fwbridge.protocols.action_frame import MAX_LENGTH
 from fwbridge.protocols.config_text import TextLimitError, parse_json_bytes, read_limited
 from fwbridge.protocols.crc import crc16
 from fwbridge.protocols.errors import ConfigError, FrameError
-from fwbridge.protocols.fish_commands import (
+from fwbridge.protocols.families.fish_commands import (
     DEFAULT_CONFIG,
     MAX_IMAGE,
     IapStatus,

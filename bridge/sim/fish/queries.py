@@ -1,7 +1,7 @@
 """The fish's query results (0x11-0x14): what its main controller reports.
 
 A mixin of :class:`~fwbridge.bridge.sim.models.fish.RobotFish` (layouts in
-:mod:`fwbridge.protocols.fish_payloads`).
+:mod:`fwbridge.protocols.families.fish_payloads`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fwbridge.can_bus.modeltypes import ErrorState
 from fwbridge.protocols.action_frame import SubCommand
 from fwbridge.protocols.errors import ConfigError
-from fwbridge.protocols.fish_payloads import (
+from fwbridge.protocols.families.fish_payloads import (
     FISH_SERVOS,
     BuoyancyInfo,
     CanErrorInfo,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from fwbridge.bridge.sim.fish.controller import FishController
     from fwbridge.can_bus.interface import FwBridgeBus
     from fwbridge.can_bus.sim.nodes import ActuatorModule, MainController
-    from fwbridge.protocols.arq import Responder
+    from fwbridge.protocols.families.arq import Responder
 
 __all__ = ["FishQueries"]
 

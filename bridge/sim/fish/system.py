@@ -1,7 +1,7 @@
 """The fish main controller's system commands: status, modes, flash, IAP, error codes.
 
 Sub-commands 0x01-0x03, 0x33-0x37, 0x41 and 0x42 of the patent's table
-(layouts in :mod:`fwbridge.protocols.fish_commands`), executed by
+(layouts in :mod:`fwbridge.protocols.families.fish_commands`), executed by
 :class:`SystemCommands` for the fish
 (:class:`~fwbridge.bridge.sim.models.fish.RobotFish`, seen from here only as a
 :class:`FishHost`) once the frame has been answered OK.
@@ -20,11 +20,11 @@ from fwbridge.bridge.sim.fish.controller import FishController, Mode
 from fwbridge.bridge.sim.fish.flash import FishFlash, Upgrade
 from fwbridge.can_bus.sim.nodes import MainController
 from fwbridge.can_bus.sim.nodes import Status as Health
-from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, InstructionType, SubCommand
-from fwbridge.protocols.arq import Status
 from fwbridge.protocols.errors import FrameError
-from fwbridge.protocols.fish_commands import (
+from fwbridge.protocols.families import action_group
+from fwbridge.protocols.families.arq import Status
+from fwbridge.protocols.families.fish_commands import (
     ActionsInfo,
     ErrorCode,
     ErrorCodes,
@@ -38,7 +38,7 @@ from fwbridge.protocols.fish_commands import (
     UserConfig,
     decode_iap,
 )
-from fwbridge.protocols.fish_payloads import Result
+from fwbridge.protocols.families.fish_payloads import Result
 
 __all__ = ["FLASH_SUBS", "SYSTEM_SUBS", "FishHost", "SystemCommands"]
 

@@ -34,8 +34,8 @@ executed:
         (others ``0x05`` busy) until an IAP reset or end reboots the fish
 ======  =====================================================================
 
-Result layouts: :mod:`fwbridge.protocols.fish_payloads` and
-:mod:`fwbridge.protocols.fish_commands` (system commands:
+Result layouts: :mod:`fwbridge.protocols.families.fish_payloads` and
+:mod:`fwbridge.protocols.families.fish_commands` (system commands:
 :mod:`fwbridge.bridge.sim.fish.system`). Sub-commands outside the patent's
 table are answered ``0x04`` (unknown); malformed data ``0x02`` (length). Any
 request type (0x01..0x07) is accepted for any sub-command; the answer's type
@@ -46,7 +46,7 @@ the group it started, a duplicate 0x31 is not stored twice; the other
 commands are idempotent.
 
 CAN: seven :class:`~can_bus.sim.nodes.ActuatorModule` servos (IDs of
-:data:`~fwbridge.protocols.fish_payloads.FISH_SERVOS`) and the main controller
+:data:`~fwbridge.protocols.families.fish_payloads.FISH_SERVOS`) and the main controller
 (:class:`~can_bus.sim.nodes.MainController`) on an ``fwbridge`` channel of its
 own, as-fast-as-possible pacing, advanced to the world's time every step.
 Body: :class:`~fwbridge.bridge.sim.fish.body.FishBody` (pose, sonars, ballast tank).
@@ -82,17 +82,17 @@ from fwbridge.bridge.sim.webots_serial import ROBOT_LINK, SUPERVISOR_LINK, Webot
 from fwbridge.bridge.sim.world import Board, SupervisorLines, open_serial
 from fwbridge.can_bus.interface import FwBridgeBus
 from fwbridge.can_bus.sim.nodes import ActuatorModule, Kind, MainController
-from fwbridge.protocols import action_group
 from fwbridge.protocols.action_frame import ActionFrame, SubCommand, encode
-from fwbridge.protocols.actuator import Fault
-from fwbridge.protocols.arq import REQUEST_TYPES, Responder, Status
 from fwbridge.protocols.config_text import parse_json_bytes
 from fwbridge.protocols.counters import Counters
 from fwbridge.protocols.crc import DEFAULT_CRC
 from fwbridge.protocols.engine import action_receiver
 from fwbridge.protocols.errors import FrameError
-from fwbridge.protocols.fish_commands import UserConfig
-from fwbridge.protocols.fish_payloads import (
+from fwbridge.protocols.families import action_group
+from fwbridge.protocols.families.actuator import Fault
+from fwbridge.protocols.families.arq import REQUEST_TYPES, Responder, Status
+from fwbridge.protocols.families.fish_commands import UserConfig
+from fwbridge.protocols.families.fish_payloads import (
     FISH_SERVOS,
     Result,
     decode_servo_targets,
