@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from fwbridge.protocols.crc import (
         preset_names as preset_names,
     )
-    from fwbridge.protocols.descriptions.builtin_records import CmdFrame as CmdFrame
-    from fwbridge.protocols.descriptions.builtin_records import OdomFrame as OdomFrame
     from fwbridge.protocols.descriptions.loader import (
         load_description as load_description,
     )
@@ -43,6 +41,8 @@ if TYPE_CHECKING:
     from fwbridge.protocols.engine import (
         receiver_for as receiver_for,
     )
+    from fwbridge.protocols.engine.builtin_records import CmdFrame as CmdFrame
+    from fwbridge.protocols.engine.builtin_records import OdomFrame as OdomFrame
     from fwbridge.protocols.engine.kernels.action_receiver import (
         ActionReceived as ActionReceived,
     )
@@ -215,7 +215,7 @@ _EXPORTS = {
     "StopAndWaitSender": "fwbridge.protocols.families.arq",
     "make_answer": "fwbridge.protocols.families.arq",
     "parse_answer": "fwbridge.protocols.families.arq",
-    "CmdFrame": "fwbridge.protocols.descriptions.builtin_records",
+    "CmdFrame": "fwbridge.protocols.engine.builtin_records",
     "DEFAULT_CRC": "fwbridge.protocols.crc",
     "crc16": "fwbridge.protocols.crc",
     "crc_function": "fwbridge.protocols.crc",
@@ -245,7 +245,7 @@ _EXPORTS = {
     "HexTextError": "fwbridge.protocols.hextext",
     "parse_hex": "fwbridge.protocols.hextext",
     "to_hex": "fwbridge.protocols.hextext",
-    "OdomFrame": "fwbridge.protocols.descriptions.builtin_records",
+    "OdomFrame": "fwbridge.protocols.engine.builtin_records",
     "PACINGS": "fwbridge.protocols.pacing",
     "parse_pacing": "fwbridge.protocols.pacing",
     "PcapngPacket": "fwbridge.protocols.pcapng",

@@ -1,7 +1,7 @@
 """Velocity-command frame, host -> firmware, 15 bytes (PROTOCOLS.md 2, seed 002).
 
 ``AA 55 | vx f32 | vy f32 | wz f32 | sum8``, floats little-endian. The
-record type (:mod:`fwbridge.protocols.descriptions.builtin_records`), codec and schema (the
+record type (:mod:`fwbridge.protocols.engine.builtin_records`), codec and schema (the
 engine's) come from ``protocols/frames/cmd.toml``;
 NaN and infinity are handled as in :mod:`protocols.odom_frame`.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import cast
 
 from fwbridge.protocols.descriptions.builtin import builtin
-from fwbridge.protocols.descriptions.builtin_records import CmdFrame
 from fwbridge.protocols.engine import codec_for
+from fwbridge.protocols.engine.builtin_records import CmdFrame
 from fwbridge.protocols.engine.kernels.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "ZERO", "CmdFrame",

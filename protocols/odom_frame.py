@@ -6,7 +6,7 @@ seed's host multiplies it by D2R.
 
 Everything here comes from the description, ``protocols/frames/odom.toml``,
 loaded like a user's: the record type's fields
-(:mod:`fwbridge.protocols.descriptions.builtin_records`), the codec and its construct
+(:mod:`fwbridge.protocols.engine.builtin_records`), the codec and its construct
 schema (the engine's, :func:`fwbridge.protocols.engine.codec_for`).
 
 NaN and infinity: :func:`decode` accepts them (they are what the wire said)
@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import cast
 
 from fwbridge.protocols.descriptions.builtin import builtin
-from fwbridge.protocols.descriptions.builtin_records import OdomFrame
 from fwbridge.protocols.engine import codec_for
+from fwbridge.protocols.engine.builtin_records import OdomFrame
 from fwbridge.protocols.engine.kernels.sum8 import HEADER, Sum8Codec
 
 __all__ = ["CODEC", "DESCRIPTION", "FIELDS", "HEADER", "SIZE", "OdomFrame", "decode",

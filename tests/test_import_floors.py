@@ -653,3 +653,47 @@ def test_the_string_import_finder_finds_them(tmp_path: Path) -> None:
         modules[name].write_text(text)
     assert string_imports(modules) == ["fw.a:3: 'fw.b'", "fw.b:4: 'fw.a'",
                                        "fw.b:4: f'fw.{n}'"]
+
+
+#: protocols/'s modules at its root that import no room of it: errors, checksums, formats.
+PROTOCOL_BASICS = frozenset({"errors", "checksums", "crc", "counters", "config_text", "hextext",
+                             "pacing", "pcapng", "bus_wire"})
+#: The one arrow from the engine to a frame module: the action kernel reads the action
+#: frame's tables and makes its records (the factory's action_receiver() its headers).
+ENGINE_TO_FRAMES = {("fwbridge.protocols.engine.kernels.action_receiver",
+                     "fwbridge.protocols.action_frame"),
+                    ("fwbridge.protocols.engine", "fwbridge.protocols.action_frame")}
+
+
+def protocol_room(module: str) -> str:
+    """``basics``, ``descriptions``, ``engine`` (its kernels included), ``families``, or
+    ``top`` (the frame modules, ``described``, the package's exports)."""
+    parts = module.split(".")[2:]
+    if not parts:
+        return "top"
+    if parts[0] in ("descriptions", "engine", "families"):
+        return parts[0]
+    return "basics" if parts[0] in PROTOCOL_BASICS else "top"
+
+
+def test_protocols_rooms_import_down() -> None:
+    """docs/DESIGN.md's protocols/ picture: basics < descriptions < engine < families, top."""
+    from tests.layout import package_modules
+
+    below = {"basics": {"basics"}, "descriptions": {"basics", "descriptions"},
+             "engine": {"basics", "descriptions", "engine"},
+             "families": {"basics", "descriptions", "engine", "families", "top"},
+             "top": {"basics", "descriptions", "engine", "families", "top"}}
+    modules = {k: v for k, v in package_modules().items() if k.startswith("fwbridge.protocols")}
+    assert {"fwbridge.protocols.descriptions.loader", "fwbridge.protocols.engine.codec",
+            "fwbridge.protocols.engine.kernels.sum8",
+            "fwbridge.protocols.families.arq"} <= set(modules)
+    breaches = sorted(
+        f"{i.source} -> {i.target}" for i in module_imports(modules)
+        if i.target.startswith("fwbridge.protocols")
+        and not (modules[i.source].name == "__init__.py" and i.source == "fwbridge.protocols")
+        and protocol_room(i.target) not in below[protocol_room(i.source)]
+        and (i.source, i.target) not in ENGINE_TO_FRAMES)
+    assert breaches == []
+    assert all(protocol_room(f"fwbridge.protocols.{b}") == "basics" for b in PROTOCOL_BASICS)
+    assert all(f"fwbridge.protocols.{b}" in modules for b in PROTOCOL_BASICS)

@@ -233,7 +233,7 @@ def test_record_fields_are_the_descriptions(mod) -> None:  # type: ignore[no-unt
     # Made below the engine, which makes the one codec of the description (the frame
     # module takes it from there): pickling finds the class where it was made.
     assert cls.__slots__ == names
-    assert cls.__module__ == "fwbridge.protocols.descriptions.builtin_records"
+    assert cls.__module__ == "fwbridge.protocols.engine.builtin_records"
     assert cls is getattr(mod, cls.__name__)
     assert _typing_fields(mod) == list(names)  # the type checker's view cannot drift either
 

@@ -25,8 +25,8 @@ from fwbridge.bridge.robots.square import OdomSlot, SquareDriver, SquareResult, 
 from fwbridge.bridge.rosmsg.cdr import MessageError
 from fwbridge.bridge.sim.session import SimHooks, SimRunConfig, SimStartError, run_sim
 from fwbridge.protocols import odom_frame
-from fwbridge.protocols.descriptions.builtin_records import OdomFrame
 from fwbridge.protocols.engine import receiver_for
+from fwbridge.protocols.engine.builtin_records import OdomFrame
 from fwbridge.protocols.engine.stream_decode import decode_stream
 
 

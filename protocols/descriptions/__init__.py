@@ -4,6 +4,7 @@
 line and key), ``model`` holds its values, ``schema`` makes its construct
 schema, ``can`` its CAN messages and signal overlays, ``names`` the names
 generated code may take; ``builtin`` loads the shipped descriptions
-(``protocols/frames/*.toml``) as a user's file is loaded, and
-``builtin_records`` the record types of the built-in sum-8 frames.
+(``protocols/frames/*.toml``) as a user's file is loaded. Nothing here
+imports the engine: a description is read and checked before anything is
+built from it.
 """

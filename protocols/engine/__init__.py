@@ -108,7 +108,7 @@ def _builtin_name(desc: FrameDescription) -> str | None:
 def _builtin_codec(name: str) -> FrameCodec[Any] | None:
     """The one codec of the built-in description ``name`` when it has a record type of
     its own (made on first use: the record types are built from the descriptions)."""
-    from fwbridge.protocols.descriptions.builtin_records import RECORD_TYPES
+    from fwbridge.protocols.engine.builtin_records import RECORD_TYPES
 
     cls = RECORD_TYPES.get(name)
     if cls is None:
@@ -141,7 +141,7 @@ def codec_for(desc: DescriptionLike, cls: type[Any] | None = None, *,
 
     ``cls``: the class of decoded frames (default: the generic codec's named
     tuple). A built-in description with a record type of its own (odometry,
-    command: :mod:`~fwbridge.protocols.descriptions.builtin_records`) asked for without
+    command: :mod:`~fwbridge.protocols.engine.builtin_records`) asked for without
     ``cls`` gets the one codec made here for it, which
     :mod:`~fwbridge.protocols.odom_frame` and :mod:`~fwbridge.protocols.cmd_frame`
     offer as ``CODEC``.
