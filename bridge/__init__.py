@@ -61,9 +61,6 @@ if TYPE_CHECKING:
     from fwbridge.bridge.node.base_core import (
         BaseNodeCore as BaseNodeCore,
     )
-    from fwbridge.bridge.node.base_core import (
-        NodeEvent as NodeEvent,
-    )
     from fwbridge.bridge.node.base_node import BaseNode as BaseNode
     from fwbridge.bridge.node.config import (
         Calibration as Calibration,
@@ -90,6 +87,9 @@ if TYPE_CHECKING:
         LinkHardware as LinkHardware,
     )
     from fwbridge.bridge.node.health import GarbageWatch as GarbageWatch
+    from fwbridge.bridge.node.link_core import LinkCore as LinkCore
+    from fwbridge.bridge.node.link_core import NodeEvent as NodeEvent
+    from fwbridge.bridge.node.link_core import Outbound as Outbound
     from fwbridge.bridge.node.odometry import (
         Odometry as Odometry,
     )
@@ -135,7 +135,9 @@ _EXPORTS = {
     "AsyncBaseNode": "fwbridge.bridge.node.aio",
     "LinkPolicy": "fwbridge.bridge.node.backoff",
     "BaseNodeCore": "fwbridge.bridge.node.base_core",
-    "NodeEvent": "fwbridge.bridge.node.base_core",
+    "NodeEvent": "fwbridge.bridge.node.link_core",
+    "LinkCore": "fwbridge.bridge.node.link_core",
+    "Outbound": "fwbridge.bridge.node.link_core",
     "BaseNode": "fwbridge.bridge.node.base_node",
     "Calibration": "fwbridge.bridge.node.config",
     "RobotConfig": "fwbridge.bridge.node.config",
