@@ -3,14 +3,23 @@ with watchdogs; the base is one configuration of it (tests/test_bridge_core.py h
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import threading
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fwbridge.bridge.node.base_core import BaseNodeCore
+from fwbridge.bridge.link.transports import PtyPair
+from fwbridge.bridge.node.base_core import MAX_HELD_FRAMES, BaseNodeCore
+from fwbridge.bridge.node.base_node import BaseNode
+from fwbridge.bridge.node.config import load_config
 from fwbridge.bridge.node.link_core import LinkCore, Outbound
+from fwbridge.bridge.node.sinks import JsonLinesSink, SinkBase, frame_fields
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.descriptions.loader import loads
 from fwbridge.protocols.engine import codec_for
@@ -174,3 +183,110 @@ def test_the_base_is_the_link_core_with_odometry_in_and_commands_out() -> None:
         assert base.frame(t) == link.frame_of("cmd", t)
     assert [e.message for e in base.drain_events()] == [
         e.message for e in link.drain_events()]
+
+
+IMU_TOML = """
+[frame]
+name = "imu"
+header = "A5 5A"
+byte_order = "little"
+
+[[field]]
+name = "ax"
+type = "f32"
+unit = "m/s^2"
+
+[[field]]
+name = "gz"
+type = "i16"
+scale = 0.01
+unit = "rad/s"
+
+[[field]]
+name = "temp"
+type = "u8"
+
+[checksum]
+algorithm = "crc-16-ccitt-false"
+span = "payload"
+"""
+
+
+def _robot(tmp_path: Path, frames_in: str) -> Path:
+    (tmp_path / "devices").mkdir(exist_ok=True)
+    (tmp_path / "devices" / "imu.toml").write_text(IMU_TOML)
+    robot = tmp_path / "robot.toml"
+    robot.write_text(f'[link]\nurl = "loop://"\nframes_in = {frames_in}\n')
+    return robot
+
+
+def test_a_robot_file_names_more_descriptions_in_beside_its_file(tmp_path: Path) -> None:
+    cfg = load_config(_robot(tmp_path, '["devices/imu.toml", "action"]'))
+    assert cfg.frames_in == (str(tmp_path / "devices" / "imu.toml"), "action")
+    core = BaseNodeCore.from_config(cfg, 0.0)
+    assert set(core.receivers) == {"odom", "imu", "action"}
+    odom = core.receive(odom_frame.encode(OdomFrame(0.5, 0, 0, 0)) + _imu(2.0, -0.5, 40), 1.0)
+    assert [o.vx for o in odom] == [0.5]
+    assert [(n, f.temp) for n, f in core.drain_frames()] == [("imu", 40)]
+    assert core.drain_frames() == [] and core.stats()["frames_in"] == 1
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ('["devices/none.toml"]', "none.toml"),
+    ('["odom"]', "'odom' flows in twice"),
+    ('["devices/imu.toml", "devices/./imu.toml"]', "'imu' flows in twice"),
+    ('"devices/imu.toml"', "must be a list"),
+    ('[""]', "must be a list"),
+    (str([f"x{k}.toml" for k in range(17)]).replace("'", '"'), "at most 16"),
+])
+def test_a_bad_frames_in_is_one_error_naming_the_key_or_file(tmp_path: Path, value: str,
+                                                           error: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(error)):
+        load_config(_robot(tmp_path, value))
+
+
+def test_frames_in_past_the_bound_are_dropped_and_counted() -> None:
+    core = BaseNodeCore(frames_in=[IMU])
+    burst = _imu(1.0, 0.0, 1) * (MAX_HELD_FRAMES + 10)
+    core.receive(burst, 0.0)
+    assert len(core.drain_frames()) == MAX_HELD_FRAMES
+    assert core.stats()["frames_dropped"] == 10
+
+
+class _Frames(SinkBase):
+    def __init__(self) -> None:
+        self.got: list[tuple[str, dict[str, Any]]] = []
+        self.cond = threading.Condition()
+
+    def on_frame(self, name: str, frame: Any, ts_ns: int) -> None:
+        with self.cond:
+            self.got.append((name, frame_fields(frame)))
+            self.cond.notify_all()
+
+
+def test_a_node_on_a_pty_hands_its_sinks_the_other_descriptions_frames(pair: PtyPair,
+                                                                      tmp_path: Path) -> None:
+    robot = _robot(tmp_path, '["devices/imu.toml"]')
+    robot.write_text(robot.read_text().replace('"loop://"', f'"{pair.path}"'))
+    sink, lines = _Frames(), _Lines()
+    node = BaseNode(load_config(robot), sinks=[sink, JsonLinesSink(lines)], on_event=None)
+    with node:
+        pair.write(b"\x00" + _imu(9.5, 0.25, 30) + odom_frame.encode(OdomFrame(0.1, 0, 0, 0))
+                   + _imu(-9.5, -0.25, 31))
+        with sink.cond:
+            assert sink.cond.wait_for(lambda: len(sink.got) >= 2, timeout=10)
+    assert [(n, f["temp"]) for n, f in sink.got] == [("imu", 30), ("imu", 31)]
+    assert sink.got[0][1]["gz"] == pytest.approx(0.25)
+    framed = [obj for obj in lines.objects if obj.get("frame") == "imu"]
+    assert [obj["temp"] for obj in framed] == [30, 31] and all("wall" in o for o in framed)
+
+
+class _Lines:
+    def __init__(self) -> None:
+        self.objects: list[dict[str, Any]] = []
+
+    def add(self, obj: dict[str, Any], now: float) -> None:
+        self.objects.append(obj)
+
+    def add_line(self, line: str, now: float) -> None:
+        self.objects.append(json.loads(line))

@@ -7,7 +7,9 @@ zero velocity as the safe value; it adds what a base means by them:
 - velocity requests in m/s and rad/s (:meth:`~BaseNodeCore.request`), the
   watchdog's timeout as ``cmd_timeout`` (:meth:`~BaseNodeCore.set_cmd_timeout`
   changes it on a running node, at once);
-- odometry frames integrated by :class:`~bridge.node.odometry.OdometryIntegrator`.
+- odometry frames integrated by :class:`~bridge.node.odometry.OdometryIntegrator`;
+- more descriptions in on the same link (``frames_in``: a robot file's
+  ``link.frames_in``), their frames held for the runtime (:meth:`~BaseNodeCore.drain_frames`).
 
 The link core keeps the rest (the schedule, a changed command at once, the
 watchdog's zero, a zero command first after the link comes back, "wrong
@@ -18,7 +20,8 @@ and :class:`bridge.node.aio.AsyncBaseNode` (asyncio).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from fwbridge.bridge.node.backoff import SUBSCRIBER_BUDGET, paced
 from fwbridge.bridge.node.config import Calibration, RobotConfig
@@ -26,6 +29,9 @@ from fwbridge.bridge.node.link_core import LinkCore, NodeEvent, Outbound
 from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
 from fwbridge.protocols import cmd_frame, odom_frame
 from fwbridge.protocols.cmd_frame import CmdFrame
+from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES, builtin
+from fwbridge.protocols.engine import codec_for
+from fwbridge.protocols.engine.codec import FrameCodec
 from fwbridge.protocols.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,6 +43,14 @@ __all__ = ["SUBSCRIBER_BUDGET", "ZERO_FRAME", "BaseNodeCore", "NodeEvent", "log_
 
 ZERO_FRAME = cmd_frame.encode(cmd_frame.ZERO)
 _CMD = "cmd"
+#: Frames of ``frames_in`` held between two drains: a runtime that stops draining
+#: must not grow memory (the newest are dropped and counted).
+MAX_HELD_FRAMES = 4096
+
+
+def frame_codecs(refs: Sequence[str]) -> list[FrameCodec[Any]]:
+    """The codecs of a robot file's ``link.frames_in``: built-in names or description files."""
+    return [codec_for(builtin(r) if r in BUILTIN_NAMES else r) for r in refs]
 
 
 class BaseNodeCore(LinkCore):
@@ -53,19 +67,23 @@ class BaseNodeCore(LinkCore):
         port: str = "link",
         baud: int | None = None,
         now: float = 0.0,
+        frames_in: Sequence[FrameCodec[Any]] = (),
     ) -> None:
         if not rate_hz > 0:
             raise ConfigError(f"rate_hz must be positive, got {rate_hz!r}")
         command = Outbound(cmd_frame.CODEC, rate_hz, cmd_frame.ZERO,
                            timeout=cmd_timeout if watchdog else None,
                            what="velocity request", safe_name="zero velocity")
-        super().__init__([odom_frame.CODEC], [command], garbage_timeout=garbage_timeout,
-                         port=port, baud=baud, now=now)
+        super().__init__([odom_frame.CODEC, *frames_in], [command],
+                         garbage_timeout=garbage_timeout, port=port, baud=baud, now=now)
         self.period = 1.0 / rate_hz
         # the engine picks the sum-8 kernel for the odometry description
         self.receiver = cast("Sum8Receiver[OdomFrame]", self.receivers["odom"])
         self.integrator = OdometryIntegrator(calibration)
         self._cmd = self.outbound[_CMD]
+        self._more = [(c.desc.name, self.receivers[c.desc.name]) for c in frames_in]
+        self._held: list[tuple[str, Any]] = []
+        self.frames_dropped = 0
         if not watchdog:  # kept for set_cmd_timeout and the parameter: off until asked
             self._cmd.timeout = cmd_timeout
 
@@ -85,6 +103,7 @@ class BaseNodeCore(LinkCore):
             port=config.link_url,
             baud=config.baud,
             now=now,
+            frames_in=frame_codecs(config.frames_in),
         )
         if keep is not None:
             core._cmd.request, core._cmd.request_at = keep._cmd.request, keep._cmd.request_at
@@ -147,7 +166,24 @@ class BaseNodeCore(LinkCore):
             odom = update(item.frame, now)
             if odom is not None:
                 out.append(odom)
+        for name, rx in self._more:  # the same bytes: each receiver takes its own frames
+            items = rx.feed(data)
+            room = MAX_HELD_FRAMES - len(self._held)
+            if len(items) > room:
+                self.frames_dropped += len(items) - room
+                items = items[:room]
+            self._held += [(name, item.frame) for item in items]
         return out
+
+    @property
+    def has_frames(self) -> bool:
+        return bool(self._held)
+
+    def drain_frames(self) -> list[tuple[str, Any]]:
+        """The frames of ``frames_in`` received since the last drain: (description name,
+        frame), description by description within each read."""
+        held, self._held = self._held, []
+        return held
 
     def link_restored(self, now: float, attempts: int = 1) -> bytes:
         """The link is back: the zero frame to send first; the schedule restarts."""
@@ -162,6 +198,8 @@ class BaseNodeCore(LinkCore):
             "watchdog_trips": self.watchdog_trips,
             "reconnects": self.reconnects,
             **self.receiver.stats.as_dict(),
+            **({"frames_in": sum(rx.stats.frames for _, rx in self._more),
+                "frames_dropped": self.frames_dropped} if self._more else {}),
         }
 
 

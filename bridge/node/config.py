@@ -9,6 +9,8 @@
     url = "/dev/ttyUSB0"           # device path or an allowed URL (socket://, rfc2217://, loop://)
     baud = 115200
     protocol = "odom-cmd"          # seed-002 frames: odometry in, velocity commands out
+    frames_in = ["imu.toml"]       # more descriptions the firmware sends on the same link:
+                                   # built-in names or TOML files, relative to this file
     exclusive = true               # lock the device against a second program
 
     [sim]
@@ -81,6 +83,7 @@ class RobotConfig:
     reconnect_max_delay: float = 2.0
     reconnect_attempts: int = 0
     calibration: Path | None = None
+    frames_in: tuple[str, ...] = ()
     source: str = "<config>"
 
     @property
@@ -153,6 +156,18 @@ def _removed(reason: str) -> Callable[[str, Any], Any]:
     return check
 
 
+#: Descriptions a robot file may add to its link's protocol.
+MAX_FRAMES_IN = 16
+
+
+def _frames(key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise _Bad(key, f"must be a list of description names or files, got {value!r}")
+    if len(value) > MAX_FRAMES_IN:
+        raise _Bad(key, f"at most {MAX_FRAMES_IN} descriptions, got {len(value)}")
+    return tuple(os.path.expanduser(os.path.expandvars(v.strip())) for v in value)
+
+
 def _protocol(key: str, value: Any) -> str:
     if value not in PROTOCOLS:
         raise _Bad(key, f"unknown protocol {value!r} (known: {', '.join(sorted(PROTOCOLS))})")
@@ -172,6 +187,7 @@ _SCHEMA: dict[tuple[str, str], tuple[str, Callable[[str, Any], Any]]] = {
     ("link", "baud"): ("baud", _number(50, 12_000_000, integer=True, unit="baud")),
     ("link", "protocol"): ("protocol", _protocol),
     ("link", "exclusive"): ("exclusive", _boolean),
+    ("link", "frames_in"): ("frames_in", _frames),
     ("sim", "url"): ("sim_url", _url),
     ("sim", "handler_package"): ("", _removed(
         "no longer accepted: a config names a model (sim.url = \"sim://MODEL\"), never a module;"
@@ -213,10 +229,34 @@ def parse_config(
     if values.get("calibration") is not None:
         path = Path(values["calibration"])
         values["calibration"] = path if path.is_absolute() or base is None else base / path
+    if values.get("frames_in"):
+        values["frames_in"] = _frame_files(values["frames_in"], base, source)
     cfg = RobotConfig(**values, source=source)
     if cfg.reconnect_min_delay > cfg.reconnect_max_delay:
         raise ConfigError(f"{source}: reconnect.min_delay must not exceed reconnect.max_delay")
     return cfg.with_sim(cfg.use_sim)  # checks that the chosen URL is there
+
+
+def _frame_files(names: tuple[str, ...], base: Path | None, source: str) -> tuple[str, ...]:
+    """Each of ``link.frames_in``: a built-in name as it is, a file from ``base``; each read
+    and checked now (one error naming the file), none twice and none the protocol's own."""
+    from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES
+    from fwbridge.protocols.descriptions.loader import load
+
+    out: list[str] = []
+    seen = {"odom"}  # the odom-cmd protocol's own description in
+    for name in names:
+        if name in BUILTIN_NAMES:
+            desc_name, ref = name, name
+        else:
+            path = Path(name)
+            path = path if path.is_absolute() or base is None else base / path
+            desc_name, ref = load(path).name, str(path)
+        if desc_name in seen:
+            raise ConfigError(f"{source}: link.frames_in: {desc_name!r} flows in twice")
+        seen.add(desc_name)
+        out.append(ref)
+    return tuple(out)
 
 
 def _take(values: dict[str, Any], section: str, key: str, value: Any) -> None:

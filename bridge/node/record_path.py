@@ -128,6 +128,10 @@ class RecordPath:
         if sinks.takes_bytes:
             sinks.on_bytes(RX, data, self.clock_ns())
         records = self._receive(data, now)
+        if self.core.has_frames:
+            frames = self._drain_frames()
+            if frames:
+                self.sinks.frames(frames, self.clock_ns())
         if records:
             # real time (not self.clock): the budget is the sinks' own cost
             self.odometry_dropped += sinks.records(records, self.policy, time.monotonic,
@@ -135,6 +139,9 @@ class RecordPath:
 
     def _drain(self) -> list[NodeEvent]:
         return self.core.drain_events()
+
+    def _drain_frames(self) -> list[tuple[str, Any]]:
+        return self.core.drain_frames()
 
     def _dispatch(self) -> None:
         self.sinks.events(self._drain())

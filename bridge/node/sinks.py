@@ -9,6 +9,8 @@ A node decodes its link once and hands every sink the same things:
   velocities and yaw, and the pose), stamped with the node's clock;
 - ``on_command(frame, ts_ns)``: each velocity command the node wrote (the
   record of the ``tx`` bytes, nothing decoded again);
+- ``on_frame(name, frame, ts_ns)``: each frame of the other descriptions the
+  robot file names on the link (``link.frames_in``), by description name;
 - ``on_event(event)``: the node's events (watchdog, link lost, ...);
 - ``close()``: once, when the node ends; sinks close in reverse order.
 
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from fwbridge.protocols.cmd_frame import CmdFrame
 
 __all__ = ["METHODS", "RX", "TX", "ByteSink", "CallbackSink", "JsonLinesSink", "LineWriter",
-           "NodeHandle", "Sink", "SinkBase", "Sinks", "borrowed"]
+           "NodeHandle", "Sink", "SinkBase", "Sinks", "borrowed", "frame_fields"]
 
 #: A link's two directions: what the host read, what it wrote.
 RX, TX = "rx", "tx"
@@ -55,7 +57,7 @@ class ByteSink(Protocol):
 
 
 #: The calls a sink takes, in the order of the protocol.
-METHODS = ("on_bytes", "on_odometry", "on_command", "on_event", "close")
+METHODS = ("on_bytes", "on_odometry", "on_command", "on_frame", "on_event", "close")
 
 
 class Sink(Protocol):
@@ -66,6 +68,8 @@ class Sink(Protocol):
     def on_odometry(self, odom: Odometry) -> None: ...
 
     def on_command(self, frame: CmdFrame, ts_ns: int) -> None: ...
+
+    def on_frame(self, name: str, frame: Any, ts_ns: int) -> None: ...
 
     def on_event(self, event: NodeEvent) -> None: ...
 
@@ -89,6 +93,9 @@ class SinkBase:
         return None
 
     def on_command(self, frame: CmdFrame, ts_ns: int) -> None:
+        return None
+
+    def on_frame(self, name: str, frame: Any, ts_ns: int) -> None:
         return None
 
     def on_event(self, event: NodeEvent) -> None:
@@ -151,6 +158,7 @@ class Sinks:
         self._recorders: tuple[Callable[[Odometry], None], ...] = ()  # every record
         self._live: tuple[Callable[[Odometry], None], ...] = ()  # paced
         self._command: tuple[Callable[[CmdFrame, int], None], ...] = ()
+        self._frame: tuple[Callable[[str, Any, int], None], ...] = ()
         self._event: tuple[Callable[[NodeEvent], None], ...] = ()
         for sink in sinks:
             self.add(sink)
@@ -163,6 +171,7 @@ class Sinks:
                                 and getattr(s, "records_every_frame", False))
         self._live = tuple(c for c in self._odometry if c not in self._recorders)
         self._command = tuple(s.on_command for s in sinks if _overrides(s, "on_command"))
+        self._frame = tuple(s.on_frame for s in sinks if _overrides(s, "on_frame"))
         self._event = tuple(s.on_event for s in sinks if _overrides(s, "on_event"))
 
     def add(self, sink: Sink) -> None:
@@ -255,6 +264,19 @@ class Sinks:
             except Exception as exc:
                 self._failed(call, exc)
 
+    def frames(self, frames: Iterable[tuple[str, Any]], ts_ns: int) -> None:
+        """One read's frames of the other descriptions, each to every sink that takes them."""
+        for call in self._frame:
+            for name, frame in frames:
+                try:
+                    call(name, frame, ts_ns)
+                except Exception as exc:
+                    self._failed(call, exc)
+
+    @property
+    def takes_frames(self) -> bool:
+        return bool(self._frame)
+
     def on_event(self, event: NodeEvent) -> None:
         for call in self._event:
             try:
@@ -307,6 +329,26 @@ def borrowed(capture: ByteSink) -> Sink:
     return _Borrowed(capture)
 
 
+def frame_fields(frame: Any) -> dict[str, Any]:
+    """A decoded frame's fields by name (a record type's or the generic codec's tuple),
+    enum members as their names, bytes as hex: plain JSON values."""
+    import dataclasses
+    import enum
+
+    if dataclasses.is_dataclass(frame) and not isinstance(frame, type):
+        items = {f.name: getattr(frame, f.name) for f in dataclasses.fields(frame)}
+    else:
+        items = dict(frame._asdict())
+    out: dict[str, Any] = {}
+    for key, value in items.items():
+        if isinstance(value, enum.Enum):
+            value = value.name
+        elif isinstance(value, (bytes, bytearray)):
+            value = value.hex(" ")
+        out[key] = value
+    return out
+
+
 class LineWriter(Protocol):
     """JSON lines out (:class:`~fwbridge.cli_verbs.common.JsonBlocks`)."""
 
@@ -349,6 +391,18 @@ class JsonLinesSink(SinkBase):
         self.gone = False
         self._template = _odometry_template()
         self._isfinite = math.isfinite
+
+    def on_frame(self, name: str, frame: Any, ts_ns: int) -> None:
+        """A frame of another description: ``{"wall", "frame": NAME, field: value, ...}``."""
+        if self.gone:
+            return
+        try:
+            self.out.add({"wall": ts_ns / 1e9, "frame": name, **frame_fields(frame)},
+                         time.monotonic())
+        except BrokenPipeError:
+            self.gone = True
+            if self.on_gone is not None:
+                self.on_gone()
 
     def on_odometry(self, odom: Odometry) -> None:
         if self.gone or odom.seq % self.every:
