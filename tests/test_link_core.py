@@ -290,3 +290,9 @@ class _Lines:
 
     def add_line(self, line: str, now: float) -> None:
         self.objects.append(json.loads(line))
+
+
+def test_the_safe_frames_are_every_outbound_safe_value_and_the_base_s_zero() -> None:
+    assert _core().safe_frames() == (cmd_frame.encode(cmd_frame.ZERO)
+                                     + LIGHTS.encode(LIGHTS.make(0)))
+    assert BaseNodeCore().safe_frames() == cmd_frame.encode(cmd_frame.ZERO)

@@ -206,6 +206,11 @@ class LinkCore:
             return wire
         return out.spec.safe if data == out.spec.codec.encode(out.spec.safe) else None
 
+    def safe_frames(self) -> bytes:
+        """Every outbound frame's safe value: what the link sends when it starts and
+        when it stops, whatever way the process ends."""
+        return b"".join(o.spec.codec.encode(o.spec.safe) for o in self.outbound.values())
+
     @property
     def next_deadline(self) -> float:
         """When the next scheduled frame is due."""

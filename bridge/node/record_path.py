@@ -19,7 +19,7 @@ from typing import Any
 
 from fwbridge.bridge.link.transports import LinkLost
 from fwbridge.bridge.node.backoff import LinkPolicy
-from fwbridge.bridge.node.base_core import ZERO_FRAME, BaseNodeCore, NodeEvent, log_event
+from fwbridge.bridge.node.base_core import BaseNodeCore, NodeEvent, log_event
 from fwbridge.bridge.node.config import RobotConfig
 from fwbridge.bridge.node.hardware import LinkHardware
 from fwbridge.bridge.node.odometry import Odometry
@@ -63,8 +63,8 @@ class RecordPath:
         self.policy = LinkPolicy.for_config(config)
         self.core = BaseNodeCore.from_config(config, clock())
         self.odometry_dropped = 0  # records a slow sink skipped (all were integrated)
-        self.hardware = hardware or LinkHardware(config, reset_frame=ZERO_FRAME,
-                                                 safe_stop_frame=ZERO_FRAME)
+        safe = self.core.safe_frames()  # the base's: zero velocity
+        self.hardware = hardware or LinkHardware(config, reset_frame=safe, safe_stop_frame=safe)
         self.hardware.tap = self.wrote  # every write, the reset and safe-stop zeros too
         self.open_attempts = 0  # reconnection attempts, for monitoring
         self.core_lock = threading.Lock()  # the core: requests come from other threads
