@@ -212,7 +212,7 @@ def _typing_fields(mod) -> list[str]:  # type: ignore[no-untyped-def]
     import ast
     import inspect
 
-    from fwbridge.protocols.descriptions import builtin_records
+    from fwbridge.protocols.engine import builtin_records
 
     name = "CmdFrame" if mod is cmd_frame else "OdomFrame"
     tree = ast.parse(inspect.getsource(builtin_records))
