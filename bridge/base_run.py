@@ -142,6 +142,7 @@ def _open_capture(cfg: BaseRunConfig, hooks: BaseRunHooks, node: list[BaseNode])
     """The capture sink and its pending file (the capture goes beside ``record`` until the
     link works: a failed start leaves it as it was). The record room loads only here: a
     plain run starts faster."""
+    from fwbridge.bridge.node.base_core import frame_codecs
     from fwbridge.bridge.record.safe_output import OutputError, PendingFile
     from fwbridge.bridge.record.serial_mcap import open_capture
     from fwbridge.protocols.errors import CaptureError
@@ -153,7 +154,8 @@ def _open_capture(cfg: BaseRunConfig, hooks: BaseRunHooks, node: list[BaseNode])
             cfg.record, port=cfg.node.link_url, description=f"{cfg.node.baud} baud", live=live,
             stream=pending.stream if pending else None, decode=False,
             stats=lambda: node[0].stats() if node else {},
-            receivers=lambda: node[0].receiver_stats() if node else {})
+            receivers=lambda: node[0].receiver_stats() if node else {},
+            descriptions=[c.desc for c in frame_codecs(cfg.node.frames_in)])
     except (CaptureError, OutputError) as exc:
         if live is not None:
             live.close()

@@ -20,12 +20,16 @@ import pytest
 
 from fwbridge.bridge.record.can_mcap import LOAD, STATE, CanRecorder
 from fwbridge.bridge.record.channel_streams import ChannelSpec, Streams
+from fwbridge.bridge.record.frame_channels import frame_spec
 from fwbridge.bridge.record.live_front import client_response, upstream_request
 from fwbridge.bridge.record.serial_channels import COUNTERS
+from fwbridge.protocols.descriptions.loader import load
+from tests.conftest import FIXTURES
 
 OLD, NEW = "foxglove.websocket.v1", "foxglove.sdk.v1"
 #: Every JSON channel the project emits.
-JSON_CHANNELS = [COUNTERS, LOAD, STATE]
+#: A description's frames (bridge.record.frame_channels), for the fixture IMU frame.
+JSON_CHANNELS = [COUNTERS, LOAD, STATE, frame_spec(load(FIXTURES / "frames" / "imu.toml"))]
 #: The npm packages of the client test, pinned (a cache that is filled once).
 NPM_PACKAGES = ["@foxglove/ws-protocol@0.8.0", "ws@8.18.0"]
 NPM_CACHE = Path(os.environ.get("FWBRIDGE_NPM_CACHE",

@@ -14,6 +14,9 @@ of a :class:`~fwbridge.bridge.record.channel_streams.Streams`:
   them): odometry frames -> ``/odom`` (``nav_msgs/msg/Odometry``,
   integrated as seed 002) and ``/tf``; velocity commands -> ``/cmd_vel``
   (``geometry_msgs/msg/Twist``);
+- the frames of the other descriptions a robot file names on the link
+  (``link.frames_in``): ``/fwbridge/frames/NAME``, JSON under a schema made
+  from the description (:mod:`~fwbridge.bridge.record.frame_channels`);
 - every second, the receiver counters as ``/diagnostics``
   (``diagnostic_msgs/msg/DiagnosticArray``) and as plain numbers on
   ``/fwbridge/counters`` (JSON, for plots).
@@ -33,13 +36,14 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from fwbridge.bridge.node.config import Calibration
 from fwbridge.bridge.node.odometry import Odometry, OdometryIntegrator
 from fwbridge.bridge.node.sinks import NodeHandle, SinkBase
 from fwbridge.bridge.record.channel_streams import ChannelSpec, Sink, Streams
+from fwbridge.bridge.record.frame_channels import frame_message, frame_spec
 from fwbridge.bridge.record.mcap_sink import McapError, McapSink
 from fwbridge.bridge.record.serial_channels import COUNTERS, RAW, encode_raw, ros_spec, ros_topics
 from fwbridge.bridge.record.serial_pcapng import RX, TX, CaptureWriter
@@ -50,6 +54,7 @@ from fwbridge.protocols.errors import CaptureError
 
 if TYPE_CHECKING:
     from fwbridge.bridge.rosmsg.odometry_cdr import OdometryEncoder
+    from fwbridge.protocols.descriptions.model import FrameDescription
 
 __all__ = ["COUNTER_PERIOD", "FrameDecoder", "SerialCapture", "SerialRecorder", "open_capture",
            "watch_node"]
@@ -85,8 +90,9 @@ class SerialRecorder(SinkBase):
     one view of a fleet; ``frame_prefix`` (``robot1/``) prefixes the TF frames
     of ``odom`` and ``/tf``, so a fleet's robots keep their own. ``raw`` False:
     no raw channels (a view of the records alone). ``wall_ns``: a node record's
-    stamp (its monotonic clock) as ns since the epoch. Thread-safe: reads and
-    writes come from different threads in the bridge.
+    stamp (its monotonic clock) as ns since the epoch. ``descriptions``: the other
+    descriptions on the link, a channel each (:meth:`on_frame`). Thread-safe: reads
+    and writes come from different threads in the bridge.
     """
 
     records_every_frame = True  # a recording keeps every frame the node decoded
@@ -96,7 +102,8 @@ class SerialRecorder(SinkBase):
                  counter_period: float = COUNTER_PERIOD, namespace: str = "",
                  raw: bool = True, frame_prefix: str = "",
                  wall_ns: Callable[[float], int] | None = None,
-                 receivers: Callable[[], dict[str, dict[str, int]]] | None = None) -> None:
+                 receivers: Callable[[], dict[str, dict[str, int]]] | None = None,
+                 descriptions: Sequence[FrameDescription] = ()) -> None:
         self.streams = streams
         self._wall_ns = wall_ns or _wall_ns
         self._frames = {"frame_id": f"{frame_prefix}odom",
@@ -120,6 +127,7 @@ class SerialRecorder(SinkBase):
         # the odometry's two messages by the encoder the ROS 2 node publishes them with
         self._odometry = _odometry_encoder(**self._frames) if "odom" in self._ros else None
         self._counters = streams.channel(spaced(COUNTERS))
+        self._described = {d.name: (streams.channel(frame_spec(d, ns)), d) for d in descriptions}
         self._period = int(counter_period * 1e9)
         self._next: int | None = None
         self._lock = threading.Lock()
@@ -183,6 +191,16 @@ class SerialRecorder(SinkBase):
         msg = cdr.serialize(twist, "geometry_msgs/msg/Twist")
         with self._lock:
             self.streams.log(self._ros["cmd_vel"], msg, ts_ns)
+
+    def on_frame(self, name: str, frame: Any, ts_ns: int) -> None:
+        """A frame of another description on the link, on its channel."""
+        got = self._described.get(name)
+        if got is None:
+            return
+        channel, desc = got
+        msg = frame_message(frame, desc)
+        with self._lock:
+            self.streams.log(channel, msg, ts_ns)
 
     def counters(self) -> dict[str, dict[str, int]]:
         """The totals so far: each direction's receiver (a decoder's), the node's when given
@@ -299,6 +317,10 @@ class SerialCapture(SinkBase):
         if self.decoder is None and not self._closed:
             self.recorder.on_odometry(odom)
 
+    def on_frame(self, name: str, frame: Any, ts_ns: int) -> None:
+        if not self._closed:
+            self.recorder.on_frame(name, frame, ts_ns)
+
     def on_command(self, frame: cmd_frame.CmdFrame, ts_ns: int) -> None:
         if self.decoder is None and not self._closed:
             self.recorder.on_command(frame, ts_ns)
@@ -400,6 +422,9 @@ class _Tee(SinkBase):
 
     def on_command(self, frame: cmd_frame.CmdFrame, ts_ns: int) -> None:
         self.live.on_command(frame, ts_ns)
+
+    def on_frame(self, name: str, frame: Any, ts_ns: int) -> None:
+        self.live.on_frame(name, frame, ts_ns)
 
     def write_frame(self, direction: str, frame: builtins.bytes, ts_ns: int | None = None) -> None:
         self.pcap.write_frame(direction, frame, ts_ns)
