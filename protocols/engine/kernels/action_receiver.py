@@ -54,7 +54,7 @@ from fwbridge.protocols.action_frame import (
 from fwbridge.protocols.checksums import algorithm
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function, preset
 from fwbridge.protocols.engine.held_scan import HeldScan
-from fwbridge.protocols.engine.receiver_counters import ActionReceiverStats
+from fwbridge.protocols.engine.receiver_counters import LengthReceiverStats
 from fwbridge.protocols.engine.stream_accounting import WORK
 from fwbridge.protocols.errors import ConfigError
 
@@ -112,7 +112,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
     :class:`Rejected` candidates in :attr:`rejects` (for NAK answers).
     """
 
-    stats: ActionReceiverStats
+    stats: LengthReceiverStats
     #: Buffers at least this long are scanned by :mod:`~fwbridge.protocols.engine.length_scan`.
     vector_threshold = 512
 
@@ -139,7 +139,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
         self.alt_headers = tuple(h for h in alts if h != HEADER)
         self.keep_rejects = keep_rejects
         self.rejects: list[Rejected] = []
-        self.stats = ActionReceiverStats()
+        self.stats = LengthReceiverStats()
         codes = {_PRIMARY} | {h[0] << 8 | h[1] for h in self.alt_headers}
         firsts = sorted({c >> 8 for c in codes})
         # One memchr-speed bytes.find when every header starts with the same
