@@ -18,7 +18,11 @@ anything else                     ``FrameCodec``              ``FixedReceiver`` 
 
 The specialisations are built from the same description (their construct
 schema is the generic codec's); the tests hold them to the generic path
-byte for byte. ``generic=True`` asks for the generic path whatever the shape.
+byte for byte, with the length-directed shape's options too (the
+description's alternative headers, relaxed mode, kept rejections, a link's
+CRC and length maximum: :func:`receiver_for` passes them to whichever
+receiver it picks). ``generic=True`` asks for the generic path whatever the
+shape.
 :func:`record_type` (from :mod:`~fwbridge.protocols.engine.records`, below the
 receivers that use the records) makes the frozen, slotted record class of a description's
 fields (``OdomFrame``, ``CmdFrame``, ``ActionFrame``, ``ActuatorStruct``), its

@@ -1,9 +1,13 @@
 """Sans-I/O receiver for action frames (PROTOCOLS.md 3).
 
 The receiver :func:`fwbridge.protocols.engine.receiver_for` picks for a
-description with the action frame's layout (``engine.action_receiver`` adds
-the link's options); the tests hold it to the generic length-directed
-receiver of the same description.
+description with the action frame's layout, with the length-directed
+shape's options (the description's alternative headers, relaxed mode, kept
+rejections, the link's CRC and length maximum); the tests hold it to the
+generic length-directed receiver of the same description and options, byte
+for byte (its :class:`Rejected` is the generic ``Rejection`` read as the
+action frame's machine, type and sub-command, none before the type byte
+arrived; its defect ``"crc"`` is the description's name of its check).
 
 Length-directed: a header is a candidate, its length field says where the
 trailer must be, and the candidate is accepted when the trailer and the CRC
