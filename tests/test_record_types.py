@@ -204,7 +204,8 @@ def test_the_records_follow_their_toml(tmp_path: Path) -> None:
     action = builtin_text("action").replace('name = "machine"', 'name = "device"')
     assert act != builtin_text("actuator") and action != builtin_text("action")
     code = (
-        "from fwbridge.protocols import actuator as a, action_frame as af\n"
+        "from fwbridge.protocols import action_frame as af\n"
+        "from fwbridge.protocols.families import actuator as a\n"
         "from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver\n"
         "s = a.ActuatorStruct(200, velocity=3, command=0x21)\n"
         "assert a.decode(a.encode(s)) == s == a.decode_with_schema(a.encode_with_schema(s))\n"
@@ -225,7 +226,7 @@ def test_an_enum_table_the_code_lacks_is_an_error_at_import(tmp_path: Path) -> N
     act = builtin_text("actuator").replace('0x42 = "MAIN_CAN_FLASH"',
                                            '0x42 = "MAIN_CAN_FLASH", 0x43 = "NEW_THING"')
     assert act != builtin_text("actuator")
-    out = _probe(tmp_path, {"actuator": act}, "from fwbridge.protocols import actuator\n")
+    out = _probe(tmp_path, {"actuator": act}, "from fwbridge.protocols.families import actuator\n")
     assert out.returncode != 0
     assert "SubCommand differs from the description's 'command' table in: 0x43 NEW_THING" \
         in out.stderr
