@@ -57,9 +57,12 @@ if TYPE_CHECKING:
 
 __all__ = ["LengthReceiver", "Rejection", "RelaxedReceived"]
 
-#: Rejection reason -> the counter it adds to (a wrong check counts apart: an
-#: alternative header's counts too).
-_COUNTERS = {"truncated": "truncated", "length": "length_errors", "trailer": "trailer_errors"}
+def _common_prefix(headers: tuple[bytes, ...]) -> bytes:
+    """The bytes every one of ``headers`` starts with."""
+    k = 0
+    while all(len(h) > k and h[k] == headers[0][k] for h in headers):
+        k += 1
+    return headers[0][:k]
 
 
 class RelaxedReceived(NamedTuple):
@@ -120,9 +123,13 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
         self.header = d.header
         self.alt_headers = d.alt_headers
         self.headers = (d.header, *d.alt_headers)
-        # one header: bytes.find; more: one regex of them all (the leftmost match)
+        # One header: bytes.find. More: bytes.find of the bytes they all start with (FE for
+        # FE EF and FE FF), at memchr speed, each hit then looked up; a regex of them all
+        # (the leftmost match) when they share no first byte.
+        self._heads = frozenset(self.headers)
+        self._lead = _common_prefix(self.headers) if d.alt_headers else b""
         self._search = re.compile(b"|".join(re.escape(h) for h in self.headers)).search if (
-            d.alt_headers) else None
+            d.alt_headers and not self._lead) else None
         self.trailer = d.trailer
         self.bias = d.data_bias
         self.overhead = d.overhead
@@ -157,12 +164,10 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
         out, self.rejects = self.rejects, []
         return out
 
-    def _rejected(self, buf: bytes, i: int, reason: str) -> None:
-        """Count a rejected candidate under the header (and keep it, when asked to)."""
-        counter = _COUNTERS[reason]
-        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
-        if self.keep_rejects:
-            self.rejects.append(Rejection(self._base + i, reason, buf[i:i + self.head_end]))
+    def _keep_reject(self, buf: bytes, i: int, reason: str) -> None:
+        """Keep the rejected candidate at ``buf[i]`` (counted by the caller: the loop counts
+        inline, a call per candidate costing more than the count)."""
+        self.rejects.append(Rejection(self._base + i, reason, buf[i:i + self.head_end]))
 
     def _check_ok(self, buf: bytes, i: int, end: int) -> bool:
         kind = self.kind
@@ -203,15 +208,28 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
         len_at, head_end, unpack = self.len_at, self.head_end, self.len_unpack
         bias, overhead, max_len = self.bias, self.overhead, self.max_length
         make_at, make, raw = self.codec.make_at, self.codec.make, self.codec.raw_values
-        check_ok, rejected = self._check_ok, self._rejected
+        check_ok, keep_reject = self._check_ok, self._keep_reject
         relaxed, keep_rejects, defects = self.relaxed, self.keep_rejects, self._defects
         cur = 0  # bytes before cur are accounted for (in a frame or discarded)
         gap = self._gap
         pos = 0
         need = 0
         primary = True
+        lead, heads, hl = self._lead, self._heads, len(header)
         while True:
-            if search is None:
+            if lead:
+                while True:  # the next lead that begins a whole header
+                    i = find(lead, pos)
+                    if i < 0:
+                        break
+                    primary = startswith(header, i)
+                    if primary or buf[i:i + hl] in heads:
+                        break
+                    if i + hl > n:  # a header's beginning at the end: held below
+                        i = -1
+                        break
+                    pos = i + 1
+            elif search is None:
                 i = pos if startswith(header, pos) else find(header, pos)
             else:
                 m = search(buf, pos)
@@ -226,13 +244,17 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
                     keep, need = i, head_end
                     break
                 if primary:
-                    rejected(buf, i, "truncated")
+                    st.truncated += 1
+                    if keep_rejects:
+                        keep_reject(buf, i, "truncated")
                 pos = i + 1
                 continue
             value = unpack(buf, i + len_at)[0]
             if value > max_len or value < bias:
                 if primary:
-                    rejected(buf, i, "length")
+                    st.length_errors += 1
+                    if keep_rejects:
+                        keep_reject(buf, i, "length")
                 pos = i + 1
                 continue
             end = i + overhead + value - bias
@@ -241,12 +263,16 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
                     keep, need = i, end - i
                     break
                 if primary:
-                    rejected(buf, i, "truncated")
+                    st.truncated += 1
+                    if keep_rejects:
+                        keep_reject(buf, i, "truncated")
                 pos = i + 1
                 continue
             if tl and buf[end - tl:end] != trailer:
                 if primary:
-                    rejected(buf, i, "trailer")
+                    st.trailer_errors += 1
+                    if keep_rejects:
+                        keep_reject(buf, i, "trailer")
                 pos = i + 1
                 continue
             ok = check_ok(buf, i, end)
@@ -256,8 +282,7 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
                 if not ok:
                     st.checksum_errors += 1
                     if primary and keep_rejects:
-                        self.rejects.append(Rejection(base + i, self.check_name,
-                                                      buf[i:i + head_end]))
+                        keep_reject(buf, i, self.check_name)
                 pos = i + 1
                 continue
             if i > cur or gap:
@@ -283,20 +308,15 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
         from fwbridge.protocols.engine.length_scan import (
             check_matches,
             gather_int,
-            header_hits,
+            header_hits_of,
             walk,
         )
 
         st = self.stats
         n = len(buf)
         a = np.frombuffer(buf, dtype=np.uint8)
-        hits = header_hits(a, list(self.headers))
-        if self.alt_headers:  # a hit is a whole header: which one, by its bytes
-            hl = len(self.header)
-            rows = a[hits[:, None] + np.arange(hl)]
-            primary = (rows == np.frombuffer(self.header, np.uint8)).all(axis=1)
-        else:
-            primary = np.ones(len(hits), dtype=bool)
+        # primary: which candidates are under the header (None: all, no alternative headers)
+        hits, primary = header_hits_of(a, self.header, self.alt_headers)
         fmt = self.codec.len_struct.format
         value = gather_int(a, hits + self.len_at, np.dtype(fmt))
         lf_ok = hits + self.head_end <= n
@@ -320,19 +340,25 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
             ck_ok[judged] = check_matches(a, self.algo, hits[judged] + self.from_start, e, c,
                                           self.codec.check_order, held, self._base)
         relaxed = self.relaxed
-        good = shaped if relaxed else shaped & primary & ck_ok
+        taken = ck_ok if primary is None else primary & ck_ok  # what strict mode takes
+        good = shaped if relaxed else shaped & taken
         w = walk(hits, ends, good, None if final else short)
         v = w.visited
-        vp = v & primary
+        vp = v if primary is None else v & primary
         st.length_errors += int(np.count_nonzero(vp & len_bad))
         st.trailer_errors += int(np.count_nonzero(vp & tr_bad))
         if final:
             st.truncated += int(np.count_nonzero(vp & short))
-        refused = v & shaped & ~(primary & ck_ok) if not relaxed else np.zeros(len(hits), bool)
-        st.header_errors += int(np.count_nonzero(refused & ~primary))
-        st.checksum_errors += int(np.count_nonzero(refused & ~ck_ok))
+        ck_bad = None
+        if not relaxed:
+            refused = v & shaped & ~taken
+            ck_bad = refused & ~ck_ok
+            st.checksum_errors += int(np.count_nonzero(ck_bad))
+            if primary is not None:
+                st.header_errors += int(np.count_nonzero(refused & ~primary))
+                ck_bad &= primary  # kept rejects: under the header only
         if self.keep_rejects:
-            self._keep_rejects(buf, hits, vp, len_bad, tr_bad, refused & ~ck_ok & primary,
+            self._keep_rejects(buf, hits, vp, len_bad, tr_bad, ck_bad,
                                short if final else None)
         need = 0
         if w.stop is not None:
@@ -350,7 +376,7 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
             defects = self._defects
             out = []
             for k, i, end in zip(w.accepted, starts, stops):
-                flaws = defects[bool(primary[k]), bool(ck_ok[k])]
+                flaws = defects[primary is None or bool(primary[k]), bool(ck_ok[k])]
                 if flaws:
                     st.relaxed_accepts += 1
                 out.append(RelaxedReceived(base + i, make(*raw(buf, i, end)), flaws))
@@ -371,7 +397,8 @@ class LengthReceiver(HeldScan[Received | RelaxedReceived]):
             reasons[vp & short] = "truncated"
         reasons[vp & len_bad] = "length"
         reasons[vp & tr_bad] = "trailer"
-        reasons[ck_bad] = self.check_name
+        if ck_bad is not None:
+            reasons[ck_bad] = self.check_name
         base, head_end = self._base, self.head_end
         for k in np.flatnonzero(reasons != "").tolist():
             i = int(hits[k])
