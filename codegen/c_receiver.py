@@ -11,14 +11,14 @@ import math
 import sys
 
 from fwbridge.codegen.c_support import Frame, check_expr, get_expr, len_get
-from fwbridge.protocols.descriptions.loader import FieldSpec
+from fwbridge.protocols.descriptions.loader import FieldSpec, FrameDescription
 from fwbridge.protocols.engine.receiver_counters import (
     FixedReceiverStats,
     LengthReceiverStats,
     counter_names,
 )
 
-__all__ = ["judge", "receiver", "rest_matches", "rx_header"]
+__all__ = ["any_header", "judge", "receiver", "rest_matches", "rx_header"]
 
 
 def rx_header(fr: Frame) -> list[str]:
@@ -63,7 +63,8 @@ def rx_header(fr: Frame) -> list[str]:
         "        rx->stats.bytes++;",
         "        return 0;",
         "    }",
-        f"    if (len == 0 && b != 0x{fr.d.header[0]:02X}u) {{ /* noise */",
+        f"    if (len == 0 && {' && '.join(f'b != 0x{c:02X}u' for c in _firsts(fr.d))}) "
+        "{ /* noise */",
         "        if (!fwg_pos_before(rx->stats.bytes, rx->covered)) {",
         "            rx->stats.discarded++;",
         "            rx->gap = 1;",
@@ -129,15 +130,25 @@ def receiver(fr: Frame) -> list[str]:
         "/* The first j >= from where a header (or, at the end, a prefix of it) starts. */",
         f"static inline size_t {p}_next(const uint8_t *q, size_t n, size_t from)", "{",
         "    size_t j = from;",
-        "    while (j < n) {",
-        f"        const uint8_t *hit = (const uint8_t *)memchr(q + j, 0x{d.header[0]:02X}, "
-        "n - j);",
-        "        if (hit == NULL) {", "            return n;", "        }",
-        "        j = (size_t)(hit - q);",
-        f"        if ({rest_matches(d.header, 'q', 'j', 'n')}) {{", "            return j;",
-        "        }",
-        "        j++;", "    }", "    return n;", "}", "",
     ]
+    firsts = _firsts(d)
+    if len(firsts) == 1:  # every header starts with one byte: memchr finds the candidates
+        out += [
+            "    while (j < n) {",
+            f"        const uint8_t *hit = (const uint8_t *)memchr(q + j, 0x{firsts[0]:02X}, "
+            "n - j);",
+            "        if (hit == NULL) {", "            return n;", "        }",
+            "        j = (size_t)(hit - q);",
+            f"        if ({any_header(d, 'q', 'j', 'n', first_known=True)}) {{",
+            "            return j;", "        }",
+            "        j++;", "    }", "    return n;", "}", "",
+        ]
+    else:  # headers starting with different bytes: one pass over the bytes
+        out += [
+            "    for (; j < n; j++) {",
+            f"        if ({any_header(d, 'q', 'j', 'n')}) {{", "            return j;", "        }",
+            "    }", "    return n;", "}", "",
+        ]
     out += judge(fr)
     out += [
         "/* Decide the held bytes as far as they allow. */",
@@ -150,7 +161,7 @@ def receiver(fr: Frame) -> list[str]:
         "        const size_t rem = n - s;",
         "        const uint32_t base = base0 + (uint32_t)s;",
         "        size_t j, adv = 1;",
-        f"        if (!({rest_matches(d.header, 'q', '0', 'rem')})) {{",
+        f"        if (!({any_header(d, 'q', '0', 'rem')})) {{",
         "            j = 1; /* bytes appended broke the header prefix held */",
         f"        }} else if (rem < {h}u) {{",
         "            if (!final) {", f"                rx->need = {h}u;",
@@ -189,7 +200,7 @@ def receiver(fr: Frame) -> list[str]:
         "            /* nothing held: find and judge candidates in place, no copy */",
         "            const uint8_t *q = data + i;",
         "            const size_t avail = len - i;",
-        f"            const size_t j = ({rest_matches(d.header, 'q', '0', 'avail')}) ? 0 : "
+        f"            const size_t j = ({any_header(d, 'q', '0', 'avail')}) ? 0 : "
         f"{p}_next(q, avail, 1);",
         "            if (j != 0) {",
         f"                {p}_drop(rx, rx->stats.bytes, j);",
@@ -253,12 +264,27 @@ def receiver(fr: Frame) -> list[str]:
     return out
 
 
-def rest_matches(header: bytes, q: str, j: str, n: str) -> str:
-    """C condition: the bytes at q[j..n) (at most the header's length) match the header."""
-    terms = [f"{q}[{j}] == 0x{header[0]:02X}u"] if j == "0" else []
+def rest_matches(header: bytes, q: str, j: str, n: str, first_known: bool = False) -> str:
+    """C condition: the bytes at q[j..n) (at most the header's length) match the header;
+    its first byte is not compared when ``first_known`` (a memchr found it)."""
+    terms = [] if first_known else [f"{q}[{j}] == 0x{header[0]:02X}u"]
     for k in range(1, len(header)):
         terms.append(f"({n} - {j} <= {k}u || {q}[{j} + {k}u] == 0x{header[k]:02X}u)")
     return " && ".join(terms) if terms else "1"
+
+
+def any_header(d: FrameDescription, q: str, j: str, n: str, first_known: bool = False) -> str:
+    """C condition: q[j..n) begins like the header or one of the alternative headers."""
+    headers = (d.header, *d.alt_headers)
+    if first_known:  # only the headers starting with the byte found
+        headers = tuple(h for h in headers if h[0] == d.header[0])
+    conds = [rest_matches(h, q, j, n, first_known) for h in headers]
+    return conds[0] if len(conds) == 1 else " || ".join(f"({c})" for c in conds)
+
+
+def _firsts(d: FrameDescription) -> list[int]:
+    """The bytes a header (the description's or an alternative) starts with."""
+    return sorted({h[0] for h in (d.header, *d.alt_headers)})
 
 
 def judge(fr: Frame) -> list[str]:
@@ -301,29 +327,43 @@ def judge(fr: Frame) -> list[str]:
         ]
         return out
     assert d.length is not None
-    lf = d.field(d.length.field)
-    len_end = d.offset_of(lf.name) + lf.info.size
+    head_end = d.offset_of(d.length.data)  # the header and every field before the data
+    alts = bool(d.alt_headers)
+    # Under an alternative header a candidate is judged like one under the header, but
+    # only a whole one (length and trailer right) counts: as a header error, never taken.
+    mine = "primary && " if alts else ""
+    out += ["    uint64_t value;", "    size_t size;"]
+    if alts:
+        out.append(f"    const int primary = memcmp(q, {p}_hdr, {fr.h}u) == 0;")
     out += [
-        "    uint64_t value;",
-        "    size_t size;",
-        f"    if (avail < {len_end}u) {{",
-        "        if (!final) {", f"            rx->need = {len_end}u;", "            return 2;",
-        "        }", "        rx->stats.truncated++;", "        return 0;", "    }",
+        f"    if (avail < {head_end}u) {{",
+        "        if (!final) {", f"            rx->need = {head_end}u;", "            return 2;",
+        "        }",
+        *_count(mine, "truncated"), "        return 0;", "    }",
         f"    value = (uint64_t){len_get(fr, 'q')};",
         f"    if (value > {d.length.max}u"
         + (f" || value < {d.data_bias}u) {{" if d.data_bias else ") {"),
-        "        rx->stats.length_errors++;", "        return 0;", "    }",
+        *_count(mine, "length_errors"), "        return 0;", "    }",
         f"    size = (size_t)(value - {d.data_bias}u) + {d.overhead}u;",
         "    if (avail < size) {",
         "        if (!final) {", "            rx->need = (uint32_t)size;", "            return 2;",
-        "        }", "        rx->stats.truncated++;", "        return 0;", "    }",
+        "        }", *_count(mine, "truncated"), "        return 0;", "    }",
     ]
     if fr.t:
         out += [f"    if (memcmp(q + size - {fr.t}u, {p}_trl, {fr.t}u) != 0) {{",
-                "        rx->stats.trailer_errors++;", "        return 0;", "    }"]
+                *_count(mine, "trailer_errors"), "        return 0;", "    }"]
     out += check_expr(fr, "q", "size")
+    if alts:
+        out += [
+            "    if (!primary || !ok) {",
+            "        if (!primary) {", "            rx->stats.header_errors++;", "        }",
+            "        if (!ok) {", "            rx->stats.checksum_errors++;", "        }",
+            "        return 0;", "    }",
+        ]
+    else:
+        out += ["    if (!ok) {", "        rx->stats.checksum_errors++;", "        return 0;",
+                "    }"]
     out += [
-        "    if (!ok) {", "        rx->stats.checksum_errors++;", "        return 0;", "    }",
         "    rx->stats.frames++;",
         "    if (rx->gap) {", "        rx->stats.resyncs++;", "        rx->gap = 0;", "    }",
         "    rx->covered = pos + (uint32_t)size;",
@@ -332,3 +372,10 @@ def judge(fr: Frame) -> list[str]:
         "    return 1;", "}", "",
     ]
     return out
+
+
+def _count(cond: str, counter: str) -> list[str]:
+    """Count a rejection (``cond``: ``"primary && "``, only under the header)."""
+    if not cond:
+        return [f"        rx->stats.{counter}++;"]
+    return [f"        if ({cond[:-4]}) {{", f"            rx->stats.{counter}++;", "        }"]

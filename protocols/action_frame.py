@@ -79,8 +79,9 @@ TRAILER = DESCRIPTION.trailer  # FD DF
 OVERHEAD = 11
 #: The largest N the 16-bit length field can carry.
 MAX_LENGTH = 0xFFFF
-#: Headers accepted in relaxed mode only: the worked example's ``FE FF`` besides ``FE EF``.
-RELAXED_HEADERS: tuple[bytes, ...] = (HEADER, b"\xfe\xff")
+#: Headers accepted in relaxed mode: ``FE EF`` and the description's alternative headers
+#: (the worked example's ``FE FF``).
+RELAXED_HEADERS: tuple[bytes, ...] = (HEADER, *DESCRIPTION.alt_headers)
 
 
 class InstructionType(IntEnum):

@@ -56,6 +56,13 @@ def description_texts(draw: st.DrawFn, *, max_fields: int = 6, variable: bool | 
             if draw(st.booleans()):
                 lines.append(f'byte_order = "{draw(st.sampled_from(("little", "big")))}"')
         lines.append("")
+    if var and draw(st.integers(0, 2)) == 0:  # alternative headers: as long, distinct
+        near = st.integers(0, 255).map(lambda b: header[:-1] + bytes([b]))  # FE EF, FE FF
+        alts = draw(st.lists(st.binary(min_size=len(header), max_size=len(header)) | near,
+                             min_size=1, max_size=2, unique=True).filter(
+                                 lambda hs: header not in hs))
+        lines.insert(3, f'alt_headers = [{", ".join(repr(h.hex(" ")) for h in alts)}]'
+                     .replace("'", '"'))
     if var:
         counts = draw(st.sampled_from(("data", "payload", "frame")))
         lines += ["[length]", 'field = "len"', f'counts = "{counts}"', 'data = "data"',
@@ -122,14 +129,15 @@ def feed(rx: Any, data: bytes, cuts: list[int]) -> list[tuple[int, Any]]:
 
 @st.composite
 def streams(draw: st.DrawFn, codec: FrameCodec[Any]) -> tuple[bytes, list[int], list[Any]]:
-    """Frames with noise between them: random bytes, header bytes, truncated frames."""
+    """Frames with noise between them: random bytes, header bytes, truncated frames, and
+    frames under the description's alternative headers, if it has any."""
     d = codec.desc
     parts: list[bytes] = []
     offsets: list[int] = []
     frames: list[Any] = []
     pos = 0
     for _ in range(draw(st.integers(0, 6))):
-        kind = draw(st.integers(0, 3))
+        kind = draw(st.integers(0, 4 if d.alt_headers else 3))
         noise = b""
         if kind == 1:
             noise = draw(st.binary(max_size=12))
@@ -139,6 +147,9 @@ def streams(draw: st.DrawFn, codec: FrameCodec[Any]) -> tuple[bytes, list[int], 
         elif kind == 3:
             raw, _ = frame_bytes(codec, draw(raw_values(codec)))
             noise = raw[: draw(st.integers(1, len(raw) - 1))] if len(raw) > 1 else b""
+        elif kind == 4:  # a whole frame under another header
+            raw, _ = frame_bytes(codec, draw(raw_values(codec)))
+            noise = draw(st.sampled_from(d.alt_headers)) + raw[len(d.header):]
         parts.append(noise)
         pos += len(noise)
         raw, _ = frame_bytes(codec, draw(raw_values(codec)))

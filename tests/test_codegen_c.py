@@ -78,6 +78,39 @@ def test_c_receivers_match_python_on_the_noisy_capture(tmp_path: Path) -> None:
     _compare(lib, builtin("odom"), data, [])
 
 
+def test_c_receivers_count_the_alternative_headers_like_python(tmp_path: Path) -> None:
+    """The action description's FE FF: frames under it (CRC right or wrong), among frames,
+    wrong CRCs, truncated frames and noise rich in header bytes; the C receiver refuses
+    them and counts them as the Python one does."""
+    import random
+
+    from fwbridge.protocols import action_frame as af
+
+    desc = builtin("action")
+    lib = build([desc], tmp_path)
+    rnd = random.Random(11)
+    parts = []
+    for _ in range(300):
+        raw = af.encode(af.ActionFrame(rnd.randrange(256), rnd.randrange(256), rnd.randrange(256),
+                                       bytes(rnd.randrange(256) for _ in range(rnd.randrange(30)))))
+        kind = rnd.randrange(5)
+        if kind == 0:
+            raw = b"\xfe\xff" + raw[2:]
+        elif kind == 1:
+            raw = raw[:-3] + bytes([raw[-3] ^ 0x10]) + raw[-2:]
+            raw = rnd.choice((b"\xfe\xff", b"\xfe\xef")) + raw[2:]
+        elif kind == 2:
+            raw = raw[:rnd.randrange(1, len(raw))]
+        parts.append(raw + bytes(rnd.choice((0xFE, 0xEF, 0xFF, 0xFD, 0xDF, 0))
+                                 for _ in range(rnd.randrange(3))))
+    stream = b"".join(parts)
+    rx = receiver_for(FrameCodec(desc), generic=True)
+    feed(rx, stream, [])
+    assert rx.stats.header_errors > 20 and rx.stats.checksum_errors > 20
+    for step in (1, 7, 4096):
+        _compare(lib, desc, stream, list(range(0, len(stream), step)))
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data(), descriptions())
 def test_generated_c_receives_like_the_python_receiver(data: st.DataObject,

@@ -245,6 +245,37 @@ def test_bad_descriptions_are_refused_naming_file_line_and_key(text: str, messag
     assert str(err).startswith(message) or message in str(err), str(err)
 
 
+def _alt(value: str, text: str = GOOD) -> str:
+    return text.replace('header = "5A A5"\n', f'header = "5A A5"\nalt_headers = {value}\n')
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (_alt('["5A"]'), "imu.toml:5: frame.alt_headers: '5A' is 1 bytes; the header is 2"),
+    (_alt('["5A A6 00"]'), "imu.toml:5: frame.alt_headers: '5A A6 00' is 3 bytes"),
+    (_alt('["5A A5"]'), "imu.toml:5: frame.alt_headers: '5A A5' is given twice (or is the "
+     "header itself)"),
+    (_alt('["5A A6", "5a a6"]'), "imu.toml:5: frame.alt_headers: '5a a6' is given twice"),
+    (_alt('["5A G6"]'), "imu.toml:5: frame.alt_headers: not hex bytes: '5A G6'"),
+    (_alt('"5A A6"'), "imu.toml:5: frame.alt_headers: expected an array, got '5A A6'"),
+    (_alt("[0x5AA6]"), "imu.toml:5: frame.alt_headers: expected hex strings"),
+    (_alt('["5A 00", "5A 01", "5A 02", "5A 03", "5A 04"]'),
+     "imu.toml:5: frame.alt_headers: 5 headers; at most 4"),
+    (_alt('["5A A6"]', BASE), "imu.toml:4: frame.alt_headers: only a length-directed frame"),
+])
+def test_bad_alternative_headers_are_refused_naming_the_key(text: str, message: str) -> None:
+    err = _bad(text)
+    assert str(err).startswith(message), str(err)
+    assert err.key == "frame.alt_headers"
+
+
+def test_alternative_headers_load_and_the_action_frame_names_fe_ff() -> None:
+    desc = loads(_alt('["5A A6", "0x5B,0xA5"]'), "imu.toml")
+    assert desc.alt_headers == (b"\x5a\xa6", b"\x5b\xa5")
+    assert loads(GOOD, "imu.toml").alt_headers == ()
+    assert builtin("action").alt_headers == (b"\xfe\xff",)
+    assert all(builtin(n).alt_headers == () for n in ("odom", "cmd", "actuator"))
+
+
 def test_a_good_variable_description_loads() -> None:
     desc = loads(GOOD, "imu.toml")
     assert desc.size is None and desc.min_size == 2 + 1 + 1 and desc.max_size == 4 + 255

@@ -22,7 +22,7 @@ from fwbridge.protocols.descriptions.builtin import builtin
 from fwbridge.protocols.descriptions.loader import DescriptionError, FrameDescription, loads
 from fwbridge.protocols.descriptions.names import C_RESERVED_NAMES, generated_names
 from tests.c_harness import CFLAGS, compiler
-from tests.description_refusals import gen_error, imu, refused
+from tests.description_refusals import description_files, gen_error, imu, refused
 from tests.frame_strategies import descriptions
 from tests.helpers import run_cli
 
@@ -274,6 +274,24 @@ def test_many_fields_and_deep_nesting_are_one_error_line(tmp_path: Path) -> None
     assert "nested" in refused(deep)
     for text in (many, fewer, deep, flood):
         gen_error(tmp_path, "c", text)
+
+
+def test_alternative_headers_are_bounded_and_every_generator_takes_them(tmp_path: Path) -> None:
+    """A flood of alternative headers is one error line; a description naming a few goes
+    through gen c (its receiver counts them), gen wireshark and the loader alike."""
+    from fwbridge.protocols.descriptions.builtin import builtin_text
+
+    text = builtin_text("action")
+    flood = text.replace('alt_headers = ["FE FF"]',
+                         "alt_headers = [" + ", ".join(['"FE 00"'] * 100_000) + "]")
+    assert "frame.alt_headers: 100000 headers; at most 4" in refused(flood)
+    gen_error(tmp_path, "c", flood)
+    (path,) = description_files(tmp_path, text.replace('["FE FF"]', '["FE FF", "AB CD"]'))
+    for verb, out in (("c", tmp_path / "c"), ("wireshark", tmp_path / "x.lua")):
+        proc = run_cli("gen", verb, path, "-o", str(out))
+        assert proc.returncode == 0, proc.stderr
+    header = (tmp_path / "c" / "fwframes.h").read_text()
+    assert "uint32_t header_errors;" in header and "uint32_t relaxed_accepts;" in header
 
 
 # -- decoding ------------------------------------------------------------------------------------

@@ -659,10 +659,10 @@ def test_the_string_import_finder_finds_them(tmp_path: Path) -> None:
 PROTOCOL_BASICS = frozenset({"errors", "checksums", "crc", "counters", "config_text", "hextext",
                              "pacing", "pcapng", "bus_wire"})
 #: The one arrow from the engine to a frame module: the action kernel reads the action
-#: frame's tables and makes its records (the factory's action_receiver() its headers).
+#: frame's tables and makes its records (the factory reads the alternative headers from
+#: the description, not from the frame module).
 ENGINE_TO_FRAMES = {("fwbridge.protocols.engine.kernels.action_receiver",
-                     "fwbridge.protocols.action_frame"),
-                    ("fwbridge.protocols.engine", "fwbridge.protocols.action_frame")}
+                     "fwbridge.protocols.action_frame")}
 
 
 def protocol_room(module: str) -> str:

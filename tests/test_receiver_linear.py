@@ -20,6 +20,7 @@ from bench.bench_hostile_streams import FIXED, LENGTH
 from fwbridge.protocols import action_frame as af
 from fwbridge.protocols.action_frame import ActionFrame
 from fwbridge.protocols.checksums import algorithm, algorithm_names, xor8
+from fwbridge.protocols.descriptions.builtin import builtin
 from fwbridge.protocols.descriptions.loader import FrameDescription, loads
 from fwbridge.protocols.engine import codec_for, length_scan, receiver_for
 from fwbridge.protocols.engine.codec import FrameCodec
@@ -64,6 +65,16 @@ def _action_flood(n: int) -> bytes:
     return b"\xfe\xef\x00\x00\xfd\x03\xfd\xdf" * (n // 8)
 
 
+def _alt_flood(n: int) -> bytes:
+    # the action flood under FE FF, the description's alternative header, after FE EF
+    return b"\xfe\xef\x00\x00\xfd\x03\xfd\xdf\xfe\xff\x00\x00\xfd\x03\xfd\xdf" * (n // 16)
+
+
+def _action_generic(**opts: Any) -> Callable[[], Any]:
+    """The action description's generic receiver with a link's options."""
+    return lambda: receiver_for(builtin("action"), generic=True, **opts)
+
+
 def _sum8_flood(n: int) -> bytes:
     return b"\xaa\x55" * (n // 2)
 
@@ -88,6 +99,11 @@ SHAPES: dict[str, tuple[Callable[[], Any], Callable[[int], bytes], Callable[...,
     "fixed": (lambda: receiver_for(desc(FIXED)), _fixed_flood, _feed_all),
     "length": (lambda: receiver_for(desc(LENGTH)), _length_flood, _feed_all),
     "action": (lambda: ActionReceiver(), _action_flood, _feed_all),
+    "action, alternative headers": (lambda: ActionReceiver(), _alt_flood, _feed_all),
+    "action relaxed": (lambda: ActionReceiver(relaxed=True), _alt_flood, _feed_all),
+    "length, alternative headers": (_action_generic(), _alt_flood, _feed_all),
+    "length relaxed": (_action_generic(relaxed=True), _alt_flood, _feed_all),
+    "length, rejects kept": (_action_generic(keep_rejects=True), _alt_flood, _feed_all),
     "sum8": (lambda: receiver_for(desc(SUM8)), _sum8_flood, _feed_all),
     "columns": (lambda: columns_receiver(codec_for(desc(FIXED), generic=True)), _fixed_flood,
                 _columns_feed),
@@ -225,18 +241,22 @@ def action_streams(draw: st.DrawFn) -> tuple[bytes]:
 
 @settings(max_examples=120, deadline=None)
 @given(action_streams(), st.lists(st.integers(0, 10_000), max_size=20), st.booleans(),
-       st.binary(max_size=40))
-def test_the_action_receiver_s_linear_scan_equals_its_loop(stream: Any, cuts: list[int],
-                                                           relaxed: bool, tail: bytes) -> None:
+       st.booleans(), st.booleans(), st.binary(max_size=40))
+def test_the_action_receivers_linear_scans_equal_their_loops(
+        stream: Any, cuts: list[int], relaxed: bool, keep_rejects: bool, generic: bool,
+        tail: bytes) -> None:
+    """The kernel and the generic length receiver of the action description, with the
+    link's options: the numpy scan gives the loop's frames, counters and rejections."""
     data = stream[0] + tail
     points = sorted({c % (len(data) + 1) for c in cuts})
     chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)])]
 
     def run(threshold: int) -> tuple[Any, ...]:
-        rx = ActionReceiver(relaxed=relaxed, max_length=64)
+        rx = receiver_for(builtin("action"), relaxed=relaxed, keep_rejects=keep_rejects,
+                          max_length=64, generic=generic)
         rx.vector_threshold = threshold
         got = [r for c in chunks for r in rx.feed(c)] + rx.finish()
-        return got, rx.stats.as_dict(), rx.pending
+        return got, rx.stats.as_dict(), rx.pending, rx.take_rejects()  # type: ignore[union-attr]
 
     want = run(1 << 30)
     assert run(1) == want

@@ -677,7 +677,7 @@ static inline size_t fwg_action_next(const uint8_t *q, size_t n, size_t from)
             return n;
         }
         j = (size_t)(hit - q);
-        if ((n - j <= 1u || q[j + 1u] == 0xEFu)) {
+        if (((n - j <= 1u || q[j + 1u] == 0xEFu)) || ((n - j <= 1u || q[j + 1u] == 0xFFu))) {
             return j;
         }
         j++;
@@ -692,17 +692,22 @@ static inline int fwg_action_judge(fwg_action_rx *rx, const uint8_t *q, size_t a
     int ok;
     uint64_t value;
     size_t size;
-    if (avail < 6u) {
+    const int primary = memcmp(q, fwg_action_hdr, 2u) == 0;
+    if (avail < 7u) {
         if (!final) {
-            rx->need = 6u;
+            rx->need = 7u;
             return 2;
         }
-        rx->stats.truncated++;
+        if (primary) {
+            rx->stats.truncated++;
+        }
         return 0;
     }
     value = (uint64_t)(uint16_t)((uint16_t)(q + 4u)[0] | ((uint16_t)(q + 4u)[1] << 8));
     if (value > 1024u) {
-        rx->stats.length_errors++;
+        if (primary) {
+            rx->stats.length_errors++;
+        }
         return 0;
     }
     size = (size_t)(value - 0u) + 11u;
@@ -711,16 +716,25 @@ static inline int fwg_action_judge(fwg_action_rx *rx, const uint8_t *q, size_t a
             rx->need = (uint32_t)size;
             return 2;
         }
-        rx->stats.truncated++;
+        if (primary) {
+            rx->stats.truncated++;
+        }
         return 0;
     }
     if (memcmp(q + size - 2u, fwg_action_trl, 2u) != 0) {
-        rx->stats.trailer_errors++;
+        if (primary) {
+            rx->stats.trailer_errors++;
+        }
         return 0;
     }
     ok = (uint64_t)fwg_action_ck(q + 2u, size - 4u - 2u) == (uint64_t)(uint16_t)((uint16_t)(q + size - 4u)[0] | ((uint16_t)(q + size - 4u)[1] << 8));
-    if (!ok) {
-        rx->stats.checksum_errors++;
+    if (!primary || !ok) {
+        if (!primary) {
+            rx->stats.header_errors++;
+        }
+        if (!ok) {
+            rx->stats.checksum_errors++;
+        }
         return 0;
     }
     rx->stats.frames++;
@@ -747,7 +761,7 @@ static size_t fwg_action_process(fwg_action_rx *rx, int final, fwg_action_frame_
         const size_t rem = n - s;
         const uint32_t base = base0 + (uint32_t)s;
         size_t j, adv = 1;
-        if (!(q[0] == 0xFEu && (rem - 0 <= 1u || q[0 + 1u] == 0xEFu))) {
+        if (!((q[0] == 0xFEu && (rem - 0 <= 1u || q[0 + 1u] == 0xEFu)) || (q[0] == 0xFEu && (rem - 0 <= 1u || q[0 + 1u] == 0xFFu)))) {
             j = 1; /* bytes appended broke the header prefix held */
         } else if (rem < 2u) {
             if (!final) {
@@ -797,7 +811,7 @@ static FWG_NOINLINE size_t fwg_action_feed(fwg_action_rx *rx, const uint8_t *dat
             /* nothing held: find and judge candidates in place, no copy */
             const uint8_t *q = data + i;
             const size_t avail = len - i;
-            const size_t j = (q[0] == 0xFEu && (avail - 0 <= 1u || q[0 + 1u] == 0xEFu)) ? 0 : fwg_action_next(q, avail, 1);
+            const size_t j = ((q[0] == 0xFEu && (avail - 0 <= 1u || q[0 + 1u] == 0xEFu)) || (q[0] == 0xFEu && (avail - 0 <= 1u || q[0 + 1u] == 0xFFu))) ? 0 : fwg_action_next(q, avail, 1);
             if (j != 0) {
                 fwg_action_drop(rx, rx->stats.bytes, j);
                 rx->stats.bytes += (uint32_t)j;

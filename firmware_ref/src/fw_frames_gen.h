@@ -287,12 +287,14 @@ typedef struct {
     uint32_t bytes;
     uint32_t discarded;
     uint32_t resyncs;
+    uint32_t header_errors;
     uint32_t length_errors;
     uint32_t trailer_errors;
     uint32_t checksum_errors;
     uint32_t truncated;
+    uint32_t relaxed_accepts;
 } fwg_action_stats;
-#define FWG_ACTION_NSTATS 8u
+#define FWG_ACTION_NSTATS 10u
 
 /* Called for each accepted frame: its bytes (valid during the call) and the
  * stream offset of its first header byte. */

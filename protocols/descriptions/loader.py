@@ -72,6 +72,9 @@ _KEYWORDS = (
 FOREIGN_KEYWORDS = frozenset(_KEYWORDS.split())
 MAX_BYTES_SIZE = 4096
 MAX_HEADER = 8
+#: Alternative headers a description may name: each is one more candidate a receiver
+#: judges at every position, so a few.
+MAX_ALT_HEADERS = 4
 #: A frame's largest size (fixed, or with the largest data a length allows): receivers and
 #: the generated C hold one whole frame.
 MAX_FRAME = 65535
@@ -224,6 +227,33 @@ def _hex(chk: _Checker, doc: Mapping[str, Any], key: str) -> bytes:
     except ValueError:
         raise chk.fail("frame", None, key, f"not hex bytes: {text!r} (write e.g. \"5A A5\")") \
             from None
+
+
+def _alt_headers(chk: _Checker, frame: Mapping[str, Any], header: bytes) -> tuple[bytes, ...]:
+    """``[frame].alt_headers``: hex strings like ``header``, each as long as it (a receiver
+    reads the fields at the same offsets after either), distinct, at most a few."""
+    raw = chk.get(frame, "frame", None, "alt_headers", list, [])
+    if len(raw) > MAX_ALT_HEADERS:
+        raise chk.fail("frame", None, "alt_headers", f"{len(raw)} headers; at most "
+                       f"{MAX_ALT_HEADERS}")
+    out: list[bytes] = []
+    for text in raw:
+        if not isinstance(text, str):
+            raise chk.fail("frame", None, "alt_headers", f"expected hex strings such as "
+                           f"\"FE FF\", got {text!r}")
+        try:
+            alt = bytes.fromhex(text.replace("0x", "").replace(",", " "))
+        except ValueError:
+            raise chk.fail("frame", None, "alt_headers", f"not hex bytes: {text!r} (write e.g. "
+                           "\"5A A6\")") from None
+        if len(alt) != len(header):
+            raise chk.fail("frame", None, "alt_headers", f"{text!r} is {len(alt)} bytes; "
+                           f"the header is {len(header)}")
+        if alt == header or alt in out:
+            raise chk.fail("frame", None, "alt_headers", f"{text!r} is given twice (or is the "
+                           "header itself)")
+        out.append(alt)
+    return tuple(out)
 
 
 def _name(chk: _Checker, value: str, table: str, index: int | None, key: str,
@@ -394,7 +424,7 @@ def from_doc(doc: dict[str, Any], source: str,
     frame = doc.get("frame")
     if not isinstance(frame, dict):
         raise chk.fail("frame", None, None, "a [frame] table is required")
-    chk.table(frame, "frame", {"name", "header", "trailer", "byte_order", "doc"})
+    chk.table(frame, "frame", {"name", "header", "alt_headers", "trailer", "byte_order", "doc"})
     name = _name(chk, chk.get(frame, "frame", None, "name", str, ...), "frame", None, "name")
     order = chk.get(frame, "frame", None, "byte_order", str, "little")
     if order not in BYTE_ORDERS:
@@ -412,6 +442,7 @@ def from_doc(doc: dict[str, Any], source: str,
     if len(header) > MAX_HEADER or len(trailer) > MAX_HEADER:
         raise chk.fail("frame", None, "header" if len(header) > MAX_HEADER else "trailer",
                        f"at most {MAX_HEADER} bytes")
+    alt_headers = _alt_headers(chk, frame, header)
     raw_fields = doc.get("field", [])
     if not isinstance(raw_fields, list) or not raw_fields:
         raise chk.fail("field", None, None, "at least one [[field]] is required")
@@ -432,8 +463,12 @@ def from_doc(doc: dict[str, Any], source: str,
                            "[length] table naming it as data: no field could follow it otherwise")
     checksum = (_checksum(chk, doc["checksum"], order, {f.name for f in fields})
                 if "checksum" in doc else None)
+    if alt_headers and length is None:
+        raise chk.fail("frame", None, "alt_headers", "only a length-directed frame (with a "
+                       "[length] table) takes alternative headers")
     desc = FrameDescription(name, header, trailer, order, tuple(fields), length, checksum, can,
-                            can_signals, chk.text(frame, "frame", None, "doc", MAX_DOC), source)
+                            can_signals, chk.text(frame, "frame", None, "doc", MAX_DOC), source,
+                            alt_headers)
     if can:
         bad = "header" if header else "trailer" if trailer else "length" if length else None
         if bad:

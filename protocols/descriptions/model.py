@@ -168,6 +168,10 @@ class FrameDescription:
     can_signals: tuple[CanSignal, ...] = ()
     doc: str = ""
     source: str = "<string>"
+    #: Headers besides ``header`` that mark a frame a length-directed receiver refuses
+    #: (``header_errors``), or takes in relaxed mode (``relaxed_accepts``): a device that
+    #: sends another header for the same frame (the action frame's ``FE FF``).
+    alt_headers: tuple[bytes, ...] = ()
 
     @property
     def field_names(self) -> tuple[str, ...]:

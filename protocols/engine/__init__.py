@@ -18,7 +18,11 @@ anything else                     ``FrameCodec``              ``FixedReceiver`` 
 
 The specialisations are built from the same description (their construct
 schema is the generic codec's); the tests hold them to the generic path
-byte for byte. ``generic=True`` asks for the generic path whatever the shape.
+byte for byte, with the length-directed shape's options too (the
+description's alternative headers, relaxed mode, kept rejections, a link's
+CRC and length maximum: :func:`receiver_for` passes them to whichever
+receiver it picks). ``generic=True`` asks for the generic path whatever the
+shape.
 :func:`record_type` (from :mod:`~fwbridge.protocols.engine.records`, below the
 receivers that use the records) makes the frozen, slotted record class of a description's
 fields (``OdomFrame``, ``CmdFrame``, ``ActionFrame``, ``ActuatorStruct``), its
@@ -29,10 +33,11 @@ the description's tables.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+from fwbridge.protocols.checksums import algorithm, algorithm_names
 from fwbridge.protocols.descriptions.builtin import BUILTIN_NAMES, builtin
 from fwbridge.protocols.descriptions.loader import FrameDescription, load
 from fwbridge.protocols.engine.codec import FrameCodec
@@ -161,58 +166,80 @@ def codec_for(desc: DescriptionLike, cls: type[Any] | None = None, *,
 
 
 # -- receivers ---------------------------------------------------------------------------
-def action_receiver(desc: FrameDescription | None = None, *, crc: str | None = None,
-                    max_length: int | None = None, relaxed: bool = False,
-                    alt_headers: Iterable[bytes] | None = None,
-                    keep_rejects: bool = False) -> ActionReceiver:
-    """The action specialisation of the receiver, with its link options.
+def _with_crc(desc: FrameDescription, crc: str) -> FrameDescription:
+    """``desc`` with the check a link chose, ``crc``: an algorithm of
+    :mod:`~fwbridge.protocols.checksums` as wide as the description's (the frame's layout
+    stays the same), a CRC in place of a CRC."""
+    ck = desc.checksum
+    if ck is None:
+        raise ConfigError(f"{desc.name}: crc={crc!r} given, but the frame has no check")
+    width, kind = 8 * ck.size, "crc" if ck.algo.kind == "crc" else None
+    try:
+        algo = algorithm(crc) if isinstance(crc, str) else None
+    except ConfigError:  # the choices below are the ones that fit
+        algo = None
+    if algo is None or algo.size != ck.size or (kind is not None and algo.kind != kind):
+        what = f"CRC-{width} preset" if kind else f"{width}-bit check"
+        raise ConfigError(f"unknown {what} {crc!r} for {desc.name}; choose one of: "
+                          f"{', '.join(algorithm_names(width=width, kind=kind))}")
+    return replace(desc, checksum=replace(ck, algorithm=algo.name))
 
-    ``desc`` (default: the built-in action description) must have the
-    action frame's shape; ``crc`` overrides its CRC-16 (a link chooses
-    one), ``max_length`` lowers its length maximum. ``alt_headers``: the
-    headers counted as ``header_errors`` (accepted in ``relaxed`` mode);
-    by default the action frame's ``FE FF`` for the built-in description,
-    none for another.
-    """
-    from fwbridge.protocols.action_frame import RELAXED_HEADERS
+
+def action_receiver(*, crc: str | None = None, max_length: int | None = None,
+                    relaxed: bool = False, keep_rejects: bool = False) -> ActionReceiver:
+    """The built-in action description's receiver with a link's options (what
+    :func:`receiver_for` gives it): the action kernel, with the description's ``FE FF``."""
     from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
 
-    d = builtin("action") if desc is None else desc
-    if not fits_action(d):
-        raise ConfigError(f"{d.source}: not an action-frame description")
-    assert d.checksum is not None and d.length is not None
-    limit = d.length.max if max_length is None else max_length  # a link may allow more
-    if alt_headers is None:
-        alt_headers = RELAXED_HEADERS[1:] if d is builtin("action") else ()
-    return ActionReceiver(crc=crc or d.checksum.algo.name, max_length=limit, relaxed=relaxed,
-                          alt_headers=alt_headers, keep_rejects=keep_rejects)
+    rx = receiver_for(builtin("action"), crc=crc, max_length=max_length, relaxed=relaxed,
+                      keep_rejects=keep_rejects)
+    assert isinstance(rx, ActionReceiver)
+    return rx
 
 
 @overload
-def receiver_for(spec: Sum8Codec[T], *, max_length: int | None = None,
+def receiver_for(spec: Sum8Codec[T], *, relaxed: Literal[False] = False,
+                 keep_rejects: Literal[False] = False, crc: None = None,
+                 max_length: int | None = None,
                  generic: Literal[False] = False) -> Sum8Receiver[T]: ...
 
 
 @overload
-def receiver_for(spec: DescriptionLike | FrameCodec[Any], *, max_length: int | None = None,
-                 generic: bool = False) -> Receiver: ...
+def receiver_for(spec: DescriptionLike | FrameCodec[Any], *, relaxed: bool = False,
+                 keep_rejects: bool = False, crc: str | None = None,
+                 max_length: int | None = None, generic: bool = False) -> Receiver: ...
 
 
-def receiver_for(spec: DescriptionLike | FrameCodec[Any], *, max_length: int | None = None,
-                 generic: bool = False) -> Receiver:
+def receiver_for(spec: DescriptionLike | FrameCodec[Any], *, relaxed: bool = False,
+                 keep_rejects: bool = False, crc: str | None = None,
+                 max_length: int | None = None, generic: bool = False) -> Receiver:
     """The receiver of a description, of the path of its TOML file (as
     :func:`codec_for` takes), or of a codec :func:`codec_for` made.
 
     Sum-8 shape: :class:`Sum8Receiver`; the action frame's shape:
-    :class:`ActionReceiver` (no alternative headers: exactly the
-    description); otherwise :class:`FixedReceiver` (fixed size) or
-    :class:`LengthReceiver` (length-directed). ``max_length`` lowers a
-    length-directed description's maximum.
+    :class:`ActionReceiver`; otherwise :class:`FixedReceiver` (fixed size) or
+    :class:`LengthReceiver` (length-directed). The length-directed shape takes
+    a link's options, and its kernel the same: ``relaxed`` (accept the
+    description's alternative headers, skip the check), ``keep_rejects``
+    (keep the rejected candidates), ``crc`` (the link's check, in place of the
+    description's, as wide) and ``max_length`` (the largest length value, in
+    place of the description's maximum). A fixed-size description takes none
+    of them (:class:`ConfigError`).
     """
     if isinstance(spec, FrameCodec):
         desc, codec = spec.desc, spec
     else:
         desc, codec = _description(spec), None
+    if desc.length is None:
+        given = [k for k, v in (("relaxed", relaxed), ("keep_rejects", keep_rejects),
+                                ("crc", crc), ("max_length", max_length))
+                 if v is not None and v is not False]
+        if given:
+            raise ConfigError(f"{desc.name}: {given[0]} is an option of length-directed "
+                              "frames; this frame has a fixed size")
+    if crc is not None:
+        desc = _with_crc(desc, crc)
+        codec = FrameCodec(desc, codec.cls if codec is not None else None)
     if not generic:
         if fits_sum8(desc):
             from fwbridge.protocols.engine.kernels.sum8_receiver import Sum8Receiver
@@ -222,15 +249,19 @@ def receiver_for(spec: DescriptionLike | FrameCodec[Any], *, max_length: int | N
             assert isinstance(codec, Sum8Codec)
             return Sum8Receiver(codec)
         if fits_action(desc):
-            assert desc.length is not None
-            limit = desc.length.max if max_length is None else min(max_length, desc.length.max)
-            return action_receiver(desc, max_length=limit, alt_headers=())
+            from fwbridge.protocols.engine.kernels.action_receiver import ActionReceiver
+
+            assert desc.checksum is not None and desc.length is not None
+            return ActionReceiver(crc=desc.checksum.algo.name,
+                                  max_length=desc.length.max if max_length is None else max_length,
+                                  relaxed=relaxed, alt_headers=desc.alt_headers,
+                                  keep_rejects=keep_rejects)
     if codec is None or isinstance(codec, Sum8Codec):
         codec = FrameCodec(desc, codec.cls if codec is not None else None)
     if desc.length is not None:
         from fwbridge.protocols.engine.length_receiver import LengthReceiver
 
-        return LengthReceiver(codec, max_length)
+        return LengthReceiver(codec, max_length, relaxed=relaxed, keep_rejects=keep_rejects)
     from fwbridge.protocols.engine.fixed_receiver import FixedReceiver  # numpy: only when receiving
 
     return FixedReceiver(codec)

@@ -30,26 +30,41 @@ from fwbridge.protocols.engine.stream_accounting import WORK
 from fwbridge.protocols.engine.stream_prefix import StreamPrefix
 from fwbridge.protocols.engine.window_checks import window_checks
 
-__all__ = ["Walk", "check_matches", "gather_int", "header_hits", "walk"]
+__all__ = ["Walk", "check_matches", "gather_int", "header_hits", "header_hits_of", "walk"]
 
 #: Checksum bytes a scan may read directly per byte scanned before it checks by prefixes.
 DIRECT_BUDGET = 2
 
 
+def _starts(a: np.ndarray[Any, Any], h: bytes) -> np.ndarray[Any, Any]:
+    """Whether ``h`` starts at each position of ``a`` where it fits."""
+    hl, n = len(h), len(a)
+    heads: np.ndarray[Any, Any] = a[: n - hl + 1] == h[0]
+    for k in range(1, hl):
+        heads &= a[k: n - hl + 1 + k] == h[k]
+    return heads
+
+
 def header_hits(a: np.ndarray[Any, Any], headers: list[bytes]) -> np.ndarray[Any, Any]:
     """Positions where one of ``headers`` (all of one length) starts, in order."""
-    n = len(a)
-    hl = len(headers[0])
-    if n < hl:
-        return np.zeros(0, dtype=np.intp)
-    found = None
-    for h in headers:
-        heads = a[: n - hl + 1] == h[0]
-        for k in range(1, hl):
-            heads &= a[k: n - hl + 1 + k] == h[k]
-        found = heads if found is None else found | heads
-    assert found is not None
-    return np.flatnonzero(found)
+    return header_hits_of(a, headers[0], headers[1:])[0]
+
+
+def header_hits_of(a: np.ndarray[Any, Any], header: bytes, alts: Any = ()) -> tuple[
+        np.ndarray[Any, Any], np.ndarray[Any, Any] | None]:
+    """Positions where ``header`` or one of ``alts`` (as long) starts, in order, and which
+    of them are ``header``'s (None without ``alts``: all of them)."""
+    if len(a) < len(header):
+        none = np.zeros(0, dtype=np.intp)
+        return none, (np.zeros(0, dtype=bool) if alts else None)
+    mine = _starts(a, header)
+    if not alts:
+        return np.flatnonzero(mine), None
+    found = mine.copy()
+    for h in alts:
+        found |= _starts(a, h)
+    hits = np.flatnonzero(found)
+    return hits, mine[hits]
 
 
 def gather_int(a: np.ndarray[Any, Any], at: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> (

@@ -5,7 +5,7 @@ one meaning whatever the frame's shape; a receiver keeps the counters its
 shape can count (a frame without a trailer has no ``trailer_errors``). The
 specialisations count as the shape they belong to: the sum-8 receiver as the
 fixed-size one without a trailer, the action receiver as the length-directed
-one with its alternative header. The C receivers ``fwbridge gen c`` writes
+one (its record, alternative headers included). The C receivers ``fwbridge gen c`` writes
 count with the fixed-size and length-directed records here, in their order
 (:func:`counter_names`), and firmware_ref's with the same names.
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass, fields
 
 from fwbridge.protocols.counters import Counters
 
-__all__ = ["RECEIVER_COUNTERS", "ActionReceiverStats", "FixedReceiverStats",
-           "LengthReceiverStats", "Sum8ReceiverStats", "counter_names"]
+__all__ = ["RECEIVER_COUNTERS", "FixedReceiverStats", "LengthReceiverStats",
+           "Sum8ReceiverStats", "counter_names"]
 
 #: Every receiver counter, and what it counts.
 RECEIVER_COUNTERS: dict[str, str] = {
@@ -32,7 +32,8 @@ RECEIVER_COUNTERS: dict[str, str] = {
     "truncated": "candidates still incomplete when the stream ended (finish())",
     "nonfinite": "frames with a NaN or infinite float (given, and counted)",
     "overlapping": "frames found overlapping a frame already taken (both given)",
-    "relaxed_accepts": "frames under an alternative header taken (relaxed mode)",
+    "relaxed_accepts": "frames taken in relaxed mode despite an alternative header or a wrong "
+                       "checksum",
 }
 
 
@@ -57,16 +58,24 @@ class FixedReceiverStats(Counters):
 
 @dataclass(slots=True)
 class LengthReceiverStats(Counters):
-    """The length-directed shape's counters (``LengthReceiver``)."""
+    """The length-directed shape's counters (``LengthReceiver`` and the action kernel).
+
+    ``header_errors`` counts the frames under a description's alternative headers that strict
+    mode refuses (zero when it names none), ``relaxed_accepts`` the frames relaxed mode takes
+    with a defect (zero in strict mode); the other rejections count candidates under its
+    header only.
+    """
 
     frames: int = 0
     bytes: int = 0
     discarded: int = 0
     resyncs: int = 0
+    header_errors: int = 0
     length_errors: int = 0
     trailer_errors: int = 0
     checksum_errors: int = 0
     truncated: int = 0
+    relaxed_accepts: int = 0
 
 
 @dataclass(slots=True)
@@ -81,18 +90,3 @@ class Sum8ReceiverStats(Counters):
     nonfinite: int = 0
     overlapping: int = 0
 
-
-@dataclass(slots=True)
-class ActionReceiverStats(Counters):
-    """The action specialisation's: the length-directed shape's, with its alternative header."""
-
-    frames: int = 0
-    bytes: int = 0
-    discarded: int = 0
-    resyncs: int = 0
-    header_errors: int = 0
-    length_errors: int = 0
-    trailer_errors: int = 0
-    checksum_errors: int = 0
-    truncated: int = 0
-    relaxed_accepts: int = 0

@@ -1,9 +1,13 @@
 """Sans-I/O receiver for action frames (PROTOCOLS.md 3).
 
 The receiver :func:`fwbridge.protocols.engine.receiver_for` picks for a
-description with the action frame's layout (``engine.action_receiver`` adds
-the link's options); the tests hold it to the generic length-directed
-receiver of the same description.
+description with the action frame's layout, with the length-directed
+shape's options (the description's alternative headers, relaxed mode, kept
+rejections, the link's CRC and length maximum); the tests hold it to the
+generic length-directed receiver of the same description and options, byte
+for byte (its :class:`Rejected` is the generic ``Rejection`` read as the
+action frame's machine, type and sub-command, none before the type byte
+arrived; its defect ``"crc"`` is the description's name of its check).
 
 Length-directed: a header is a candidate, its length field says where the
 trailer must be, and the candidate is accepted when the trailer and the CRC
@@ -54,7 +58,7 @@ from fwbridge.protocols.action_frame import (
 from fwbridge.protocols.checksums import algorithm
 from fwbridge.protocols.crc import DEFAULT_CRC, crc_function, preset
 from fwbridge.protocols.engine.held_scan import HeldScan
-from fwbridge.protocols.engine.receiver_counters import ActionReceiverStats
+from fwbridge.protocols.engine.receiver_counters import LengthReceiverStats
 from fwbridge.protocols.engine.stream_accounting import WORK
 from fwbridge.protocols.errors import ConfigError
 
@@ -112,7 +116,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
     :class:`Rejected` candidates in :attr:`rejects` (for NAK answers).
     """
 
-    stats: ActionReceiverStats
+    stats: LengthReceiverStats
     #: Buffers at least this long are scanned by :mod:`~fwbridge.protocols.engine.length_scan`.
     vector_threshold = 512
 
@@ -139,7 +143,7 @@ class ActionReceiver(HeldScan[ActionReceived]):
         self.alt_headers = tuple(h for h in alts if h != HEADER)
         self.keep_rejects = keep_rejects
         self.rejects: list[Rejected] = []
-        self.stats = ActionReceiverStats()
+        self.stats = LengthReceiverStats()
         codes = {_PRIMARY} | {h[0] << 8 | h[1] for h in self.alt_headers}
         firsts = sorted({c >> 8 for c in codes})
         # One memchr-speed bytes.find when every header starts with the same
