@@ -51,9 +51,13 @@ DEFAULT_QOS = Qos()  # reliable, volatile, keep_last 10: rclcpp's default
 RETRY = {"period_init_ms": 250, "period_max_ms": 2000, "period_increase_factor": 2}
 #: Back-off of the attempts to open a client session (s): first, doubling, at most.
 OPEN_RETRY = (0.25, 2.0)
-#: A polled end's channel: samples or requests held until the next poll (then the
-#: oldest go), and the most one poll hands on from one end (the others get their turn).
-INBOX = 64
+#: A polled end's channel: the samples or requests it holds until a poll, the oldest
+#: dropped beyond (a flood is bounded and never blocks Zenoh's threads; the channel
+#: takes memory only as it fills).
+INBOX = 1024
+#: The most one poll hands on from one end: a flooded end does not hold up the round
+#: for the others, and the rest waits for the next poll.
+POLL_BATCH = 256
 
 
 def zenoh_config(connect: Sequence[str], listen: Sequence[str] = (),
@@ -165,12 +169,13 @@ class Participant:
             self._inboxes = tuple(pair for pair in self._inboxes if pair[0] is not entity)
 
     def poll(self) -> int:
-        """Hand what the polled ends hold to their callbacks, here (at most :data:`INBOX`
-        from each); how many. The callbacks count and report their own failures."""
+        """Hand what the polled ends hold to their callbacks, here (at most
+        :data:`POLL_BATCH` from each); how many. The callbacks count and report their own
+        failures."""
         handed = 0
         for entity, callback in self._inboxes:
             receive = entity.try_recv
-            for _ in range(INBOX):
+            for _ in range(POLL_BATCH):
                 try:
                     item = receive()
                 except Exception:  # undeclared meanwhile (its end is closing)

@@ -87,7 +87,8 @@ class WorldScheduler:
 
     @property
     def endpoints(self) -> list[SimEndpoint]:
-        return [w.endpoint for w in self._worlds]
+        """The worlds it steps (a stopped one leaves at the next step: not listed)."""
+        return [w.endpoint for w in self._worlds if not w.endpoint.world.stopped]
 
     def step(self, now: float | None = None) -> None:
         """Step every world to the wall clock (``now``: the owner's reading of
