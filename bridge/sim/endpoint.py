@@ -19,8 +19,10 @@ second at 1 ms steps, which cost far more than the steps (about 40 us each
 against 3 us of stepping). With a *quantum* (``quantum_ms``) it runs ahead of
 the wall clock by up to one quantum and then sleeps, so it wakes once a quantum;
 a write from the host ends the sleep at once, so commands are not held back by
-it. Replies may then leave up to a quantum before their simulated time: a
-fleet of simulated robots takes that for a tenth of the CPU.
+it. Replies may then leave up to a quantum before their simulated time, for a
+tenth of the CPU. Many worlds need no thread each at all: a
+:class:`~fwbridge.bridge.sim.scheduler.WorldScheduler` steps them from its owner's
+thread (:meth:`SimEndpoint.paced_by_owner`).
 """
 
 from __future__ import annotations
