@@ -10,9 +10,10 @@ nodes of one process do), so the same fleet on two machines is one
 ``connect`` line to the router.
 
 All of them run on one thread, :data:`FLEET_THREAD`, in rounds of :data:`ROUND`
-seconds: each round hands the ``cmd_vel`` samples and service requests that came
-meanwhile to their robots (the participant is polled: Zenoh keeps them in a
-channel per end rather than starting a Python thread for each), steps every
+seconds: each round hands the ``cmd_vel`` samples that came meanwhile to their
+robots, and every :data:`REQUEST_ROUNDS` rounds the service requests (the
+participant is polled: Zenoh keeps them in a channel per end rather than starting
+a Python thread for each), steps every
 robot's simulated world to the wall clock (one
 :class:`~fwbridge.bridge.sim.scheduler.WorldScheduler`), services every node (the
 odometry that arrived, the commands that are due, health, events) and does one
@@ -42,7 +43,7 @@ from fwbridge.bridge.sim.scheduler import WorldScheduler
 from fwbridge.bridge.sim.scheme import register as offer_sim
 from fwbridge.protocols.errors import ConfigError
 
-__all__ = ["FLEET_THREAD", "ROUND", "SIM_URL", "Fleet"]
+__all__ = ["FLEET_THREAD", "REQUEST_ROUNDS", "ROUND", "SIM_URL", "Fleet"]
 
 #: Each robot's simulated firmware; its world is stepped by the fleet's rounds.
 SIM_URL = "sim://mecanum"
@@ -50,6 +51,10 @@ SIM_URL = "sim://mecanum"
 #: between a world and its node (a 10 ms quantum, as a lone world's ``quantum_ms=10``),
 #: and a command is at most this late on its schedule.
 ROUND = 0.01
+#: Rounds between two looks at the robots' service requests (``cmd_vel`` is looked at
+#: every round): a request waits up to 50 ms, and a round spends less on a dozen
+#: services per robot that are seldom called.
+REQUEST_ROUNDS = 5
 #: The name of the thread that runs every robot of a fleet.
 FLEET_THREAD = "fwbridge-fleet"
 
@@ -132,7 +137,8 @@ class Fleet:
         while not stopping.is_set():
             now = clock()
             try:
-                participant.poll()  # cmd_vel and requests: a new command is written now,
+                # cmd_vel (and requests every few rounds): a new command is written now,
+                participant.poll(requests=self.rounds % REQUEST_ROUNDS == 0)
                 worlds.step(now)  # and its world takes it in this round's steps
                 for node in nodes:
                     node.service(now)  # ends only that node when it fails

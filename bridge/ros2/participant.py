@@ -108,8 +108,10 @@ class Participant:
         self.open_attempts = 0
         self.open_error: str | None = None
         self.polled = polled
-        # (the end's Zenoh entity, its callback): replaced whole, so poll() needs no lock
-        self._inboxes: tuple[tuple[Any, Callable[[Any], Any]], ...] = ()
+        # (an end's Zenoh entity, its try_recv, its callback, whether it takes requests):
+        # replaced whole, so poll() needs no lock
+        self._inboxes: tuple[tuple[Any, Callable[[], Any], Callable[[Any], Any], bool],
+                             ...] = ()
         if not self._try_open():
             threading.Thread(target=self._open_loop, name="zenoh-open", daemon=True).start()
             if wait:
@@ -153,28 +155,33 @@ class Participant:
             return next(self._ids)
 
     # -- delivery ------------------------------------------------------------------------
-    def deliver(self, declare: Callable[[Any], Any], callback: Callable[[Any], Any]) -> Any:
+    def deliver(self, declare: Callable[[Any], Any], callback: Callable[[Any], Any], *,
+                requests: bool = False) -> Any:
         """Declare a subscriber or queryable (``declare(handler)``) whose samples or
-        queries go to ``callback``: from Zenoh, or when polled from :meth:`poll`."""
+        queries go to ``callback``: from Zenoh, or when polled from :meth:`poll`
+        (``requests``: a service's, which a poll may leave for a later one)."""
         if not self.polled:
             return declare(callback)
         entity = declare(self._zenoh.handlers.RingChannel(INBOX))
         with self._lock:
-            self._inboxes = (*self._inboxes, (entity, callback))
+            self._inboxes = (*self._inboxes, (entity, entity.try_recv, callback, requests))
         return entity
 
     def forget(self, entity: Any) -> None:
         """An end's entity is going: poll() no longer reads it."""
         with self._lock:
-            self._inboxes = tuple(pair for pair in self._inboxes if pair[0] is not entity)
+            self._inboxes = tuple(box for box in self._inboxes if box[0] is not entity)
 
-    def poll(self) -> int:
+    def poll(self, requests: bool = True) -> int:
         """Hand what the polled ends hold to their callbacks, here (at most
-        :data:`POLL_BATCH` from each); how many. The callbacks count and report their own
-        failures."""
+        :data:`POLL_BATCH` from each); how many. ``requests=False`` leaves the services'
+        requests for a later poll (a caller that polls often looks at them less often:
+        a service's answer may wait where a ``cmd_vel`` may not). The callbacks count and
+        report their own failures."""
         handed = 0
-        for entity, callback in self._inboxes:
-            receive = entity.try_recv
+        for _entity, receive, callback, of_service in self._inboxes:
+            if of_service and not requests:
+                continue
             for _ in range(POLL_BATCH):
                 try:
                     item = receive()
@@ -184,7 +191,7 @@ class Participant:
                     break
                 try:
                     callback(item)
-                except Exception:  # a reply to a client that left: the others still come
+                except Exception:  # a reply to a client that left: the rest still come
                     log.debug("a polled end's callback failed", exc_info=True)
                 handed += 1
         return handed

@@ -120,7 +120,7 @@ class RosService(_ServiceEnd):
         p = self.node.participant
         self._queryable = p.deliver(
             lambda handler: p.session.declare_queryable(self.key, handler, complete=True),
-            self._on_query)
+            self._on_query, requests=True)
         self._declare_token()
 
     def _take(self, query: Any) -> tuple[Any, Attachment]:
