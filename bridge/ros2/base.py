@@ -104,8 +104,11 @@ class Ros2Base(SinkBase):
     def __init__(self, node: NodeHandle, settings: Ros2Settings, *,
                  participant: Participant | None = None,
                  extra_statuses: Callable[[], list[Any]] | None = None,
-                 say: Callable[[str], Any] = log.warning) -> None:
+                 say: Callable[[str], Any] = log.warning, timer: bool = True) -> None:
         self.node, self.settings = node, settings
+        #: False: its owner calls housekeep() once a DIAGNOSTICS_PERIOD (a fleet's one
+        #: timer for every robot) instead of a thread of its own per robot
+        self.timer = timer
         self.participant = participant
         self._own_participant = participant is None
         self.extra_statuses = extra_statuses
@@ -160,9 +163,10 @@ class Ros2Base(SinkBase):
         self._description_sent = False
         self.node.sinks.add(self)
         self.parameters.announce()  # now when the session is open, else once it opens
-        self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
-                                        daemon=True)
-        self._thread.start()
+        if self.timer:
+            self._thread = threading.Thread(target=self._housekeeping, name="ros2-diagnostics",
+                                            daemon=True)
+            self._thread.start()
 
     def stop(self) -> None:
         """Leave the node's sinks, undeclare the ROS 2 entities, close an owned session;
@@ -327,13 +331,22 @@ class Ros2Base(SinkBase):
 
     def _housekeeping(self) -> None:
         while not self._stop.wait(DIAGNOSTICS_PERIOD):
-            self._publish_latched()
-            self._check_reachable()
-            try:
-                self.diag_pub.publish(self.diagnostics())
-            except Exception:
-                self.publish_errors += 1
-                log.exception("publishing diagnostics failed")
+            self.housekeep()
+
+    def housekeep(self) -> None:
+        """Once a :data:`DIAGNOSTICS_PERIOD`: the latched messages once the session is
+        open, the router's reachability said when it changes, ``/diagnostics``. From
+        its own thread, or its owner's timer when made with ``timer=False``; nothing
+        once stopped."""
+        if self._stopped:
+            return
+        self._publish_latched()
+        self._check_reachable()
+        try:
+            self.diag_pub.publish(self.diagnostics())
+        except Exception:
+            self.publish_errors += 1
+            log.exception("publishing diagnostics failed")
 
     @property
     def hardware_id(self) -> str:

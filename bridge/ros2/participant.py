@@ -15,12 +15,21 @@ is opened by a background thread that retries with bounded back-off: until
 then publishing drops samples (counted), and once open every node, publisher
 and subscription made meanwhile is declared. A router that restarts is
 rejoined by Zenoh itself. Multicast scouting is off, as in rmw_zenoh.
+
+Zenoh hands each subscription's samples and each service's requests to a Python
+thread of their own (one per subscription or service). A *polled* participant
+(``polled=True``: a fleet, whose robots have a dozen each) keeps them instead in
+a bounded Zenoh channel per end, the oldest dropped first when it is full, until
+:meth:`Participant.poll` hands them to their callbacks on the caller's thread: no
+thread per end, and the callbacks run where the rest of the program's state
+lives.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,12 +43,21 @@ from fwbridge.bridge.rosmsg.topics import Qos
 
 __all__ = ["DEFAULT_QOS", "Participant", "RosNode", "zenoh_config"]
 
+log = logging.getLogger("fwbridge.ros2")
+
 DEFAULT_QOS = Qos()  # reliable, volatile, keep_last 10: rclcpp's default
 
 #: Bounds of Zenoh's own reconnection to the endpoints once open (ms).
 RETRY = {"period_init_ms": 250, "period_max_ms": 2000, "period_increase_factor": 2}
 #: Back-off of the attempts to open a client session (s): first, doubling, at most.
 OPEN_RETRY = (0.25, 2.0)
+#: A polled end's channel: the samples or requests it holds until a poll, the oldest
+#: dropped beyond (a flood is bounded and never blocks Zenoh's threads; the channel
+#: takes memory only as it fills).
+INBOX = 1024
+#: The most one poll hands on from one end: a flooded end does not hold up the round
+#: for the others, and the rest waits for the next poll.
+POLL_BATCH = 256
 
 
 def zenoh_config(connect: Sequence[str], listen: Sequence[str] = (),
@@ -70,7 +88,7 @@ class Participant:
     def __init__(self, *, domain: int = 0, distro: str = "jazzy",
                  connect: Sequence[str] = ("tcp/localhost:7447",),
                  listen: Sequence[str] = (), mode: str | None = None,
-                 wait: float = 0.0) -> None:
+                 wait: float = 0.0, polled: bool = False) -> None:
         import zenoh
 
         if distro not in cdr.DISTROS:
@@ -89,6 +107,11 @@ class Participant:
         self.closed = False
         self.open_attempts = 0
         self.open_error: str | None = None
+        self.polled = polled
+        # (an end's Zenoh entity, its try_recv, its callback, whether it takes requests):
+        # replaced whole, so poll() needs no lock
+        self._inboxes: tuple[tuple[Any, Callable[[], Any], Callable[[Any], Any], bool],
+                             ...] = ()
         if not self._try_open():
             threading.Thread(target=self._open_loop, name="zenoh-open", daemon=True).start()
             if wait:
@@ -130,6 +153,48 @@ class Participant:
     def next_id(self) -> int:
         with self._lock:
             return next(self._ids)
+
+    # -- delivery ------------------------------------------------------------------------
+    def deliver(self, declare: Callable[[Any], Any], callback: Callable[[Any], Any], *,
+                requests: bool = False) -> Any:
+        """Declare a subscriber or queryable (``declare(handler)``) whose samples or
+        queries go to ``callback``: from Zenoh, or when polled from :meth:`poll`
+        (``requests``: a service's, which a poll may leave for a later one)."""
+        if not self.polled:
+            return declare(callback)
+        entity = declare(self._zenoh.handlers.RingChannel(INBOX))
+        with self._lock:
+            self._inboxes = (*self._inboxes, (entity, entity.try_recv, callback, requests))
+        return entity
+
+    def forget(self, entity: Any) -> None:
+        """An end's entity is going: poll() no longer reads it."""
+        with self._lock:
+            self._inboxes = tuple(box for box in self._inboxes if box[0] is not entity)
+
+    def poll(self, requests: bool = True) -> int:
+        """Hand what the polled ends hold to their callbacks, here (at most
+        :data:`POLL_BATCH` from each); how many. ``requests=False`` leaves the services'
+        requests for a later poll (a caller that polls often looks at them less often:
+        a service's answer may wait where a ``cmd_vel`` may not). The callbacks count and
+        report their own failures."""
+        handed = 0
+        for _entity, receive, callback, of_service in self._inboxes:
+            if of_service and not requests:
+                continue
+            for _ in range(POLL_BATCH):
+                try:
+                    item = receive()
+                except Exception:  # undeclared meanwhile (its end is closing)
+                    break
+                if item is None:
+                    break
+                try:
+                    callback(item)
+                except Exception:  # a reply to a client that left: the rest still come
+                    log.debug("a polled end's callback failed", exc_info=True)
+                handed += 1
+        return handed
 
     def node(self, name: str, namespace: str = "/") -> RosNode:
         """A ROS 2 node (its ``NN`` liveliness token is declared once the session is open)."""

@@ -117,8 +117,10 @@ class RosService(_ServiceEnd):
         return {"calls": self.calls, "refused": self.refused, "failed": self.failed}
 
     def _declare(self) -> None:
-        session = self.node.participant.session
-        self._queryable = session.declare_queryable(self.key, self._on_query, complete=True)
+        p = self.node.participant
+        self._queryable = p.deliver(
+            lambda handler: p.session.declare_queryable(self.key, handler, complete=True),
+            self._on_query, requests=True)
         self._declare_token()
 
     def _take(self, query: Any) -> tuple[Any, Attachment]:
@@ -173,6 +175,7 @@ class RosService(_ServiceEnd):
     def close(self) -> None:
         super().close()
         if self._queryable is not None:
+            self.node.participant.forget(self._queryable)
             undeclare(self._queryable)
             self._queryable = None
         for throttle, what in ((self._refused, "refused"), (self._failed, "failed")):

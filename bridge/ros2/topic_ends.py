@@ -46,6 +46,11 @@ class EndSession(Protocol):
 
     def next_id(self) -> int: ...
 
+    def deliver(self, declare: Callable[[Any], Any], callback: Callable[[Any], Any], *,
+                requests: bool = False) -> Any: ...
+
+    def forget(self, entity: Any) -> None: ...
+
 
 class EndNode(Protocol):
     """What an end reads of its node (a :class:`~fwbridge.bridge.ros2.participant.RosNode`,
@@ -173,11 +178,12 @@ class RosSubscription:
             # publisher's cache, those that appear later too, for their history
             from zenoh.ext import HistoryConfig, declare_advanced_subscriber
 
-            self._subscriber = declare_advanced_subscriber(
-                p.session, self.key, self._on_sample,
-                history=HistoryConfig(detect_late_publishers=True, max_samples=self.qos.depth))
+            history = HistoryConfig(detect_late_publishers=True, max_samples=self.qos.depth)
+            self._subscriber = p.deliver(lambda handler: declare_advanced_subscriber(
+                p.session, self.key, handler, history=history), self._on_sample)
         else:
-            self._subscriber = p.session.declare_subscriber(self.key, self._on_sample)
+            self._subscriber = p.deliver(
+                lambda handler: p.session.declare_subscriber(self.key, handler), self._on_sample)
         self._token = p.session.liveliness().declare_token(self.token_key)
 
     def _on_sample(self, sample: Any) -> None:
@@ -223,6 +229,8 @@ class RosSubscription:
                 "stale": self.stale}
 
     def close(self) -> None:
+        if self._subscriber is not None:
+            self.node.participant.forget(self._subscriber)
         for entity in (self._token, self._subscriber):
             if entity is not None:
                 undeclare(entity)

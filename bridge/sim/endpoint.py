@@ -19,8 +19,10 @@ second at 1 ms steps, which cost far more than the steps (about 40 us each
 against 3 us of stepping). With a *quantum* (``quantum_ms``) it runs ahead of
 the wall clock by up to one quantum and then sleeps, so it wakes once a quantum;
 a write from the host ends the sleep at once, so commands are not held back by
-it. Replies may then leave up to a quantum before their simulated time: a
-fleet of simulated robots takes that for a tenth of the CPU.
+it. Replies may then leave up to a quantum before their simulated time, for a
+tenth of the CPU. Many worlds need no thread each at all: a
+:class:`~fwbridge.bridge.sim.scheduler.WorldScheduler` steps them from its owner's
+thread (:meth:`SimEndpoint.paced_by_owner`).
 """
 
 from __future__ import annotations
@@ -335,6 +337,8 @@ class SimEndpoint:
         self._thread: threading.Thread | None = None
         self._wall0 = time.monotonic()
         self.error: BaseException | None = None
+        #: stepped by its owner (:meth:`paced_by_owner`), not by a thread of its own
+        self.owner_paced = False
 
     @property
     def pacing(self) -> str:
@@ -360,9 +364,32 @@ class SimEndpoint:
             while clock.millis() < end and step() != -1:
                 pass
 
+    def paced_by_owner(self) -> None:
+        """From now on its owner steps it (:meth:`step_to`), at the pace it chooses:
+        :class:`~fwbridge.bridge.sim.scheduler.WorldScheduler` steps many worlds from one
+        thread, reading the wall clock once a round for all of them. No thread of its
+        own, and the pacer leaves the pre-step hooks (one pacing authority, and a call
+        less per step)."""
+        if self._thread is not None:
+            raise StateError("endpoint already running in its own thread")
+        self.owner_paced = True
+        self.world.pre_step[:] = [self.link.pre_step, self.supervisor.pre_step]
+        self._wall0 = time.monotonic()
+        self._sim0 = self.world.clock.millis()
+
+    def step_to(self, target_ms: int) -> bool:
+        """Step until simulated time reaches ``target_ms`` (its owner's pacing); False once
+        the world has stopped."""
+        world = self.world
+        step, clock = world.step, world.clock
+        while clock.millis() < target_ms:
+            if step() == -1:
+                return False
+        return not world.stopped
+
     def start(self, duration_ms: int | None = None) -> None:
         """Run in a daemon thread (the realtime mode of ``sim://`` and the CLI)."""
-        if self._thread is not None:
+        if self._thread is not None or self.owner_paced:
             raise StateError("endpoint already running")
 
         def target() -> None:
@@ -378,6 +405,8 @@ class SimEndpoint:
 
     @property
     def running(self) -> bool:
+        if self.owner_paced:
+            return not self.world.stopped
         return self._thread is not None and self._thread.is_alive()
 
     def stop(self, timeout: float = 2.0) -> None:

@@ -205,6 +205,21 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         fd = port.fileno()
         return fd
 
+    def paced_by_owner(self) -> SimEndpoint:
+        """The endpoint, stepped by its caller from now on rather than by a thread of its
+        own (:meth:`SimEndpoint.paced_by_owner`): many worlds on one thread. Before the
+        port's first read or write; realtime pacing only."""
+        if not self.is_open or self.endpoint is None:
+            raise PortNotOpenError()
+        ep = self.endpoint
+        with self._start_lock:
+            if self._started or ep.pacing != REALTIME:
+                raise PortError("sim://: only an unused realtime port can be stepped by its "
+                                "owner")
+            ep.paced_by_owner()
+            self._started = True
+        return ep
+
     @property
     def _fast(self) -> bool:
         return self._ep().pacing == AFAP
@@ -266,6 +281,8 @@ class Serial(SerialBase):  # type: ignore[misc]  # pyserial ships no type hints
         port = ep.link
 
         def read(timeout: float) -> bytes:
+            if timeout <= 0:  # a loop that only looks (no lock unless bytes are there)
+                return port.take(limit)
             return port.take(limit) if port.wait(timeout) else b""
 
         return read
